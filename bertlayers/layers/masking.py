@@ -1,0 +1,57 @@
+"""Attention masks and masked logits.
+
+Every attention mask in the library is boolean with `True` where attention is allowed,
+shaped `[batch, query, key]` or `[batch, 1, key]` (broadcast over queries).
+"""
+
+import keras
+from keras import ops
+
+# Masked logits must stay finite in every floating dtype: float16's max is 65504, so
+# -1e9 would overflow to -inf there and turn a fully masked row into NaN.
+_FLOAT16_LARGE_NEGATIVE = -3.0e4
+_LARGE_NEGATIVE = -1.0e9
+
+
+def large_negative_number(dtype):
+    """A large negative value representable in `dtype` (finite, safe for softmax)."""
+    if keras.backend.standardize_dtype(dtype) == "float16":
+        return _FLOAT16_LARGE_NEGATIVE
+    return _LARGE_NEGATIVE
+
+
+def mask_logits(logits, mask):
+    """`logits` where `mask` is true, a large negative value elsewhere."""
+    fill = ops.cast(large_negative_number(logits.dtype), logits.dtype)
+    return ops.where(ops.cast(mask, "bool"), logits, fill)
+
+
+def merge_attention_masks(padding_mask=None, attention_mask=None):
+    """Combine a key padding mask and an explicit attention mask.
+
+    Args:
+      padding_mask: `[batch, key]`, nonzero at real tokens, or None.
+      attention_mask: `[batch, query, key]`, nonzero where a query may attend a key, or None.
+
+    Returns:
+      Boolean `[batch, 1, key]`, `[batch, query, key]`, or None when both are None.
+    """
+    mask = None
+    if padding_mask is not None:
+        mask = ops.expand_dims(ops.cast(padding_mask, "bool"), axis=1)
+    if attention_mask is not None:
+        attention_mask = ops.cast(attention_mask, "bool")
+        mask = attention_mask if mask is None else ops.logical_and(mask, attention_mask)
+    return mask
+
+
+def causal_attention_mask(inputs):
+    """Lower-triangular mask `[batch, seq, seq]` for left-to-right attention.
+
+    Args:
+      inputs: any tensor shaped `[batch, seq, ...]`; only its shape is used.
+    """
+    batch_size, seq_length = ops.shape(inputs)[0], ops.shape(inputs)[1]
+    positions = ops.arange(seq_length)
+    mask = ops.expand_dims(positions, 1) >= ops.expand_dims(positions, 0)
+    return ops.broadcast_to(ops.expand_dims(mask, 0), (batch_size, seq_length, seq_length))

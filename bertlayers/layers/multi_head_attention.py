@@ -1,0 +1,125 @@
+"""Multi-head scaled dot-product attention (BERT's `attention/self` + `attention/output/dense`)."""
+
+import math
+
+import keras
+from keras import ops
+
+from bertlayers.layers.initializers import bert_initializer, clone_initializer
+from bertlayers.layers.masking import mask_logits
+
+
+@keras.saving.register_keras_serializable(package="bertlayers")
+class MultiHeadAttention(keras.layers.Layer):
+    """Multi-head attention with the masked softmax computed in float32.
+
+    This is the default attention of `TransformerEncoderBlock`. Any layer with the same call
+    signature (query, value, attention_mask, return_attention_scores, training) can replace it,
+    which is how relative or two-stream attention plugs into the same block.
+
+    Args:
+      num_heads: number of attention heads `N`.
+      key_dim: size of each head `D`; the hidden width is usually `N * D`.
+      dropout: dropout rate on the attention probabilities.
+      use_bias: whether the projections have biases.
+      kernel_initializer: initializer of the projection kernels.
+
+    Call args:
+      query: `[batch, query_len, hidden]`.
+      value: `[batch, key_len, hidden]`; defaults to `query` (self-attention).
+      attention_mask: boolean-like `[batch, query_len, key_len]` or `[batch, 1, key_len]`,
+        true where attention is allowed; None attends everywhere.
+      return_attention_scores: also return the probabilities `[batch, N, query_len, key_len]`.
+
+    Returns:
+      `[batch, query_len, hidden]` (and the probabilities, if asked for).
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        key_dim,
+        dropout=0.0,
+        use_bias=True,
+        kernel_initializer=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_heads = int(num_heads)
+        self.key_dim = int(key_dim)
+        self.dropout = float(dropout)
+        self.use_bias = bool(use_bias)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer or bert_initializer())
+        self.supports_masking = False
+
+    def _projection(self, equation, output_shape, bias_axes, name):
+        return keras.layers.EinsumDense(
+            equation,
+            output_shape=output_shape,
+            bias_axes=bias_axes if self.use_bias else None,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            dtype=self.dtype_policy,
+            name=name,
+        )
+
+    def build(self, query_shape, value_shape=None, attention_mask_shape=None):
+        value_shape = query_shape if value_shape is None else value_shape
+        hidden_size = query_shape[-1]
+        heads = (None, self.num_heads, self.key_dim)
+        # Kernels are [hidden, heads, head_dim]: a checkpoint's [hidden, hidden] matrix
+        # reshapes into them without copying.
+        self.query_dense = self._projection("btd,dnh->btnh", heads, "nh", "query")
+        self.query_dense.build(query_shape)
+        self.key_dense = self._projection("btd,dnh->btnh", heads, "nh", "key")
+        self.key_dense.build(value_shape)
+        self.value_dense = self._projection("btd,dnh->btnh", heads, "nh", "value")
+        self.value_dense.build(value_shape)
+        self.output_dense = self._projection("btnh,nhd->btd", (None, hidden_size), "d", "attention_output")
+        self.output_dense.build((query_shape[0], query_shape[1], self.num_heads, self.key_dim))
+        self.dropout_layer = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+        self.built = True
+
+    def call(
+        self,
+        query,
+        value=None,
+        attention_mask=None,
+        return_attention_scores=False,
+        training=None,
+    ):
+        value = query if value is None else value
+        # Scaling the query rather than the scores touches seq*D values instead of seq*seq.
+        query = self.query_dense(query) * ops.cast(1.0 / math.sqrt(self.key_dim), self.compute_dtype)
+        key = self.key_dense(value)
+        value = self.value_dense(value)
+
+        scores = ops.einsum("bqnh,bknh->bnqk", query, key)
+        # Softmax in float32: masked logits and exp() overflow or lose the small
+        # probabilities in float16/bfloat16.
+        scores = ops.cast(scores, "float32")
+        if attention_mask is not None:
+            scores = mask_logits(scores, ops.expand_dims(attention_mask, axis=1))
+        probabilities = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
+        dropped = self.dropout_layer(probabilities, training=training)
+
+        context = ops.einsum("bnqk,bknh->bqnh", dropped, value)
+        output = self.output_dense(context)
+        if return_attention_scores:
+            return output, probabilities
+        return output
+
+    def compute_output_shape(self, query_shape, value_shape=None, attention_mask_shape=None):
+        return query_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "key_dim": self.key_dim,
+                "dropout": self.dropout,
+                "use_bias": self.use_bias,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            }
+        )
+        return config

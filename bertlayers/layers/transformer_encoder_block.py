@@ -1,0 +1,171 @@
+"""The Transformer encoder block: self-attention and a feed-forward network, each with a
+residual connection and LayerNorm."""
+
+import keras
+
+from bertlayers.layers.activations import canonical_activation, get_activation
+from bertlayers.layers.initializers import bert_initializer, clone_initializer
+from bertlayers.layers.masking import merge_attention_masks
+from bertlayers.layers.multi_head_attention import MultiHeadAttention
+
+
+@keras.saving.register_keras_serializable(package="bertlayers")
+class TransformerEncoderBlock(keras.layers.Layer):
+    """One BERT layer.
+
+    Post-LayerNorm (BERT, `norm_first=False`):
+        h = LN(x + Dropout(Attention(x)))
+        y = LN(h + Dropout(W2 · act(W1 · h)))
+    Pre-LayerNorm (`norm_first=True`):
+        h = x + Dropout(Attention(LN(x)))
+        y = h + Dropout(W2 · act(W1 · LN(h)))
+
+    Args:
+      num_heads: attention heads; the hidden width must be divisible by it.
+      intermediate_size: width of the feed-forward network's inner layer.
+      intermediate_activation: "gelu" (exact, erf), "gelu_approximate" (tanh), "relu", ...
+      dropout: dropout on the attention and feed-forward outputs.
+      attention_dropout: dropout on the attention probabilities.
+      layer_norm_epsilon: LayerNorm epsilon (1e-12 in BERT).
+      norm_first: pre-LayerNorm instead of BERT's post-LayerNorm.
+      kernel_initializer: initializer of every kernel.
+      attention_layer: an attention layer to use instead of `MultiHeadAttention` (for example
+        relative attention); it is called as `attention_layer(query, value, attention_mask=...,
+        return_attention_scores=..., training=...)`.
+
+    Call args:
+      inputs: `[batch, seq, hidden]`.
+      padding_mask: `[batch, seq]`, nonzero at real tokens.
+      attention_mask: `[batch, seq, seq]`, nonzero where query i may attend key j (e.g. causal).
+      return_attention_scores: also return the probabilities `[batch, heads, seq, seq]`.
+
+    Returns:
+      `[batch, seq, hidden]` (and the probabilities, if asked for).
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        intermediate_size,
+        intermediate_activation="gelu",
+        dropout=0.1,
+        attention_dropout=0.1,
+        layer_norm_epsilon=1e-12,
+        norm_first=False,
+        kernel_initializer=None,
+        attention_layer=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_heads = int(num_heads)
+        self.intermediate_size = int(intermediate_size)
+        self.intermediate_activation = canonical_activation(intermediate_activation)
+        self.dropout = float(dropout)
+        self.attention_dropout = float(attention_dropout)
+        self.layer_norm_epsilon = float(layer_norm_epsilon)
+        self.norm_first = bool(norm_first)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer or bert_initializer())
+        if isinstance(attention_layer, dict):
+            attention_layer = keras.saving.deserialize_keras_object(attention_layer)
+        # Serialized only when the user plugged one in; the default is rebuilt from the config.
+        self._attention_was_given = attention_layer is not None
+        self.attention_layer = attention_layer
+        self._activation_fn = get_activation(self.intermediate_activation)
+        self.supports_masking = False
+
+    def _dense(self, units, name):
+        return keras.layers.Dense(
+            units,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            dtype=self.dtype_policy,
+            name=name,
+        )
+
+    def _layer_norm(self, name):
+        return keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name
+        )
+
+    def build(self, inputs_shape, padding_mask_shape=None, attention_mask_shape=None):
+        hidden_size = inputs_shape[-1]
+        if hidden_size % self.num_heads:
+            raise ValueError(
+                f"hidden size {hidden_size} is not divisible by num_heads {self.num_heads}."
+            )
+        if self.attention_layer is None:
+            self.attention_layer = MultiHeadAttention(
+                num_heads=self.num_heads,
+                key_dim=hidden_size // self.num_heads,
+                dropout=self.attention_dropout,
+                kernel_initializer=clone_initializer(self.kernel_initializer),
+                dtype=self.dtype_policy,
+                name="self_attention",
+            )
+        self.attention_layer.build(inputs_shape, inputs_shape)
+        self.attention_dropout_layer = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+        self.attention_layer_norm = self._layer_norm("attention_layer_norm")
+        self.attention_layer_norm.build(inputs_shape)
+
+        self.intermediate_dense = self._dense(self.intermediate_size, "intermediate")
+        self.intermediate_dense.build(inputs_shape)
+        self.output_dense = self._dense(hidden_size, "output")
+        self.output_dense.build(tuple(inputs_shape[:-1]) + (self.intermediate_size,))
+        self.output_dropout_layer = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+        self.output_layer_norm = self._layer_norm("output_layer_norm")
+        self.output_layer_norm.build(inputs_shape)
+        self.built = True
+
+    def _feed_forward(self, x, training):
+        x = self._activation_fn(self.intermediate_dense(x))
+        return self.output_dropout_layer(self.output_dense(x), training=training)
+
+    def call(
+        self,
+        inputs,
+        padding_mask=None,
+        attention_mask=None,
+        return_attention_scores=False,
+        training=None,
+    ):
+        mask = merge_attention_masks(padding_mask, attention_mask)
+
+        x = self.attention_layer_norm(inputs) if self.norm_first else inputs
+        attended = self.attention_layer(
+            x, x, attention_mask=mask, return_attention_scores=return_attention_scores, training=training
+        )
+        if return_attention_scores:
+            attended, scores = attended
+        x = inputs + self.attention_dropout_layer(attended, training=training)
+        if self.norm_first:
+            outputs = x + self._feed_forward(self.output_layer_norm(x), training)
+        else:
+            x = self.attention_layer_norm(x)
+            outputs = self.output_layer_norm(x + self._feed_forward(x, training))
+
+        if return_attention_scores:
+            return outputs, scores
+        return outputs
+
+    def compute_output_shape(self, inputs_shape, padding_mask_shape=None, attention_mask_shape=None):
+        return inputs_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "intermediate_size": self.intermediate_size,
+                "intermediate_activation": self.intermediate_activation,
+                "dropout": self.dropout,
+                "attention_dropout": self.attention_dropout,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+                "norm_first": self.norm_first,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "attention_layer": (
+                    keras.saving.serialize_keras_object(self.attention_layer)
+                    if self._attention_was_given
+                    else None
+                ),
+            }
+        )
+        return config

@@ -1,0 +1,18 @@
+"""Networks: layers composed into functional encoder models."""
+
+from bertlayers.networks.albert_encoder import AlbertEncoder
+from bertlayers.networks.bert_encoder import BertEncoder
+from bertlayers.networks.encoder_config import EncoderConfig
+from bertlayers.networks.presets import get_preset, preset_names
+
+_ENCODERS = {"bert": BertEncoder, "albert": AlbertEncoder}
+
+
+def build_encoder(config, **kwargs):
+    """An encoder from an `EncoderConfig` or a preset name; kwargs go to the model (dtype, name)."""
+    if isinstance(config, str):
+        config = get_preset(config)
+    return _ENCODERS[config.architecture].from_encoder_config(config, **kwargs)
+
+
+__all__ = ["AlbertEncoder", "BertEncoder", "EncoderConfig", "build_encoder", "get_preset", "preset_names"]

@@ -1,0 +1,135 @@
+"""What BERT and ALBERT encoders share: inputs, the stack of blocks, the pooler, outputs."""
+
+import keras
+
+from bertlayers.layers.initializers import bert_initializer
+from bertlayers.layers.pooler import Pooler
+from bertlayers.layers.transformer_encoder_block import TransformerEncoderBlock
+from bertlayers.networks.encoder_config import EncoderConfig
+from bertlayers.networks.presets import get_preset
+
+INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
+
+
+class EncoderBase(keras.Model):
+    """A functional encoder model.
+
+    Inputs (int32, each `[batch, seq]`): `token_ids`, `segment_ids` (0 for sentence A, 1 for
+    B), `padding_mask` (1 at real tokens, 0 at padding).
+
+    Outputs (a dict):
+      sequence_output: `[batch, seq, H]`, the last layer.
+      pooled_output: `[batch, H]`, tanh(W · sequence_output[:, 0]).
+      encoder_outputs: list of L tensors `[batch, seq, H]`, every layer's output.
+
+    Subclasses provide the embedding layer and the block applied at each depth; everything
+    else (inputs, masking, pooling, config round trip) lives here once.
+
+    Attributes: `config` (EncoderConfig), `embeddings`, `token_embedding` (the tied table),
+    `transformer_layers` (the distinct blocks), `pooler`.
+    """
+
+    architecture = None
+
+    def __init__(self, dtype=None, name=None, trainable=True, **config_fields):
+        config_fields.pop("architecture", None)
+        config = EncoderConfig(architecture=self.architecture, **config_fields)
+        dtype = keras.dtype_policies.get(dtype) if dtype is not None else None
+
+        # === Layers ===
+        embeddings = self._make_embeddings(config, dtype)
+        blocks = [
+            TransformerEncoderBlock(
+                num_heads=config.num_heads,
+                intermediate_size=config.intermediate_size,
+                intermediate_activation=config.hidden_activation,
+                dropout=config.dropout,
+                attention_dropout=config.attention_dropout,
+                layer_norm_epsilon=config.layer_norm_epsilon,
+                norm_first=config.norm_first,
+                kernel_initializer=bert_initializer(config.initializer_range),
+                dtype=dtype,
+                name=f"transformer_layer_{index}",
+            )
+            for index in range(self._num_distinct_blocks(config))
+        ]
+        final_layer_norm = None
+        if config.norm_first:
+            # Pre-LN blocks leave the residual stream unnormalized; normalize it once at the end.
+            final_layer_norm = keras.layers.LayerNormalization(
+                epsilon=config.layer_norm_epsilon, dtype=dtype, name="final_layer_norm"
+            )
+        pooler = Pooler(
+            kernel_initializer=bert_initializer(config.initializer_range), dtype=dtype, name="pooler"
+        )
+
+        # === Functional graph ===
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
+        x = embeddings(inputs["token_ids"], inputs["segment_ids"])
+        encoder_outputs = []
+        for depth in range(config.num_layers):
+            x = blocks[self._block_index(config, depth)](x, padding_mask=inputs["padding_mask"])
+            encoder_outputs.append(x)
+        if final_layer_norm is not None:
+            x = final_layer_norm(x)
+            encoder_outputs[-1] = x
+        outputs = {
+            "sequence_output": x,
+            "pooled_output": pooler(x),
+            "encoder_outputs": encoder_outputs,
+        }
+        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, name=name, trainable=trainable)
+
+        self.config = config
+        self.embeddings = embeddings
+        self.transformer_layers = blocks
+        self.final_layer_norm = final_layer_norm
+        self.pooler = pooler
+
+    # --- What subclasses decide ---
+    def _make_embeddings(self, config, dtype):
+        raise NotImplementedError
+
+    def _num_distinct_blocks(self, config):
+        return config.num_layers
+
+    def _block_index(self, config, depth):
+        return depth
+
+    # --- Shared API ---
+    @property
+    def token_embedding(self):
+        """The `[V, E]` `keras.layers.ReversibleEmbedding` a masked-LM head ties to."""
+        return self.embeddings.token_embedding
+
+    @classmethod
+    def from_preset(cls, name, **overrides):
+        """An encoder with the architecture of preset `name` (randomly initialized)."""
+        config = get_preset(name)
+        if config.architecture != cls.architecture:
+            raise ValueError(
+                f"Preset {name!r} is a {config.architecture} architecture; use "
+                f"bertlayers.networks.build_encoder({name!r}) or the matching encoder class."
+            )
+        return cls.from_encoder_config(config.replace(**overrides))
+
+    @classmethod
+    def from_encoder_config(cls, config, **kwargs):
+        return cls(**config.to_dict(), **kwargs)
+
+    def get_config(self):
+        config = {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+        }
+        config.update(self.config.to_dict())
+        config.pop("architecture")
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)

@@ -1,0 +1,96 @@
+"""The encoder's hyperparameters, validated where they are set."""
+
+import dataclasses
+from typing import Optional
+
+from bertlayers.layers.activations import canonical_activation
+
+ARCHITECTURES = ("bert", "albert")
+
+
+@dataclasses.dataclass(frozen=True)
+class EncoderConfig:
+    """Hyperparameters of a BERT or ALBERT encoder (names follow `bert_config.json`'s meaning).
+
+    `embedding_size` is ALBERT's E (factorized embedding); None means E = H. ALBERT applies
+    `num_layer_groups` distinct blocks across `num_layers` layers (1 = all layers shared).
+    """
+
+    vocabulary_size: int = 30522
+    num_layers: int = 12
+    hidden_size: int = 768
+    num_heads: int = 12
+    intermediate_size: int = 3072
+    hidden_activation: str = "gelu"
+    dropout: float = 0.1
+    attention_dropout: float = 0.1
+    max_sequence_length: int = 512
+    type_vocab_size: int = 2
+    layer_norm_epsilon: float = 1e-12
+    initializer_range: float = 0.02
+    norm_first: bool = False
+    embedding_size: Optional[int] = None
+    num_layer_groups: int = 1
+    architecture: str = "bert"
+
+    def __post_init__(self):
+        positive = (
+            "vocabulary_size",
+            "num_layers",
+            "hidden_size",
+            "num_heads",
+            "intermediate_size",
+            "max_sequence_length",
+            "type_vocab_size",
+            "num_layer_groups",
+        )
+        for field in positive:
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"EncoderConfig.{field} must be a positive integer, got {value!r}.")
+        if self.embedding_size is not None and (
+            isinstance(self.embedding_size, bool)
+            or not isinstance(self.embedding_size, int)
+            or self.embedding_size <= 0
+        ):
+            raise ValueError(
+                f"EncoderConfig.embedding_size must be a positive integer or None, got {self.embedding_size!r}."
+            )
+        if self.hidden_size % self.num_heads:
+            raise ValueError(
+                f"EncoderConfig.hidden_size ({self.hidden_size}) must be divisible by "
+                f"num_heads ({self.num_heads})."
+            )
+        for field in ("dropout", "attention_dropout"):
+            value = getattr(self, field)
+            if not 0.0 <= value < 1.0:
+                raise ValueError(f"EncoderConfig.{field} must be in [0, 1), got {value!r}.")
+        for field in ("layer_norm_epsilon", "initializer_range"):
+            if not getattr(self, field) > 0:
+                raise ValueError(f"EncoderConfig.{field} must be > 0, got {getattr(self, field)!r}.")
+        try:
+            canonical_activation(self.hidden_activation)
+        except ValueError as error:
+            raise ValueError(f"EncoderConfig.hidden_activation: {error}") from None
+        if self.architecture not in ARCHITECTURES:
+            raise ValueError(
+                f"EncoderConfig.architecture must be one of {ARCHITECTURES}, got {self.architecture!r}."
+            )
+        if self.num_layer_groups > self.num_layers:
+            raise ValueError(
+                f"EncoderConfig.num_layer_groups ({self.num_layer_groups}) cannot exceed "
+                f"num_layers ({self.num_layers})."
+            )
+        if self.architecture == "bert" and self.num_layer_groups != 1:
+            raise ValueError("EncoderConfig.num_layer_groups is an ALBERT setting; BERT uses 1.")
+
+    @property
+    def head_size(self):
+        return self.hidden_size // self.num_heads
+
+    def replace(self, **changes):
+        """A validated copy with `changes` applied."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
