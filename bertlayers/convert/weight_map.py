@@ -1,0 +1,84 @@
+"""Assign checkpoint arrays to model variables, reporting every disagreement at once."""
+
+import re
+import warnings
+
+import numpy as np
+
+
+class CheckpointMismatchError(ValueError):
+    """A checkpoint does not fit the model: missing tensors or wrong shapes (all listed)."""
+
+
+class WeightMap:
+    """Collects (variable ← checkpoint tensor) pairs, then checks and assigns them together.
+
+    Nothing is assigned unless every pair fits, so a failed load never leaves a model half
+    converted.
+
+    Args:
+      tensors: mapping from checkpoint name to numpy array.
+      source: a description of the checkpoint for messages (its path).
+    """
+
+    def __init__(self, tensors, source):
+        self.tensors = tensors
+        self.source = source
+        self._pairs = []
+
+    def add(self, variable, key, transform=None):
+        """Load `tensors[key]`, passed through `transform` (e.g. a transpose), into `variable`."""
+        self._pairs.append((variable, key, transform))
+
+    def apply(self, ignore=()):
+        """Check every pair, assign all of them, and return the unexpected checkpoint names.
+
+        Args:
+          ignore: regular expressions of checkpoint names that are expected to go unused
+            (buffers, heads the model lacks); other unused names are warned about.
+
+        Raises:
+          CheckpointMismatchError: listing the missing tensors and the shape mismatches.
+        """
+        missing, mismatched, ready = [], [], []
+        for variable, key, transform in self._pairs:
+            if key not in self.tensors:
+                missing.append(key)
+                continue
+            array = np.asarray(self.tensors[key])
+            try:
+                value = transform(array) if transform else array
+            except ValueError:
+                value = None
+            if value is None or tuple(value.shape) != tuple(variable.shape):
+                mismatched.append(
+                    f"{key}: checkpoint shape {tuple(array.shape)}, model variable "
+                    f"{variable.path} has shape {tuple(variable.shape)}"
+                )
+                continue
+            ready.append((variable, value))
+        if missing or mismatched:
+            lines = [f"Checkpoint {self.source} does not match the model config."]
+            if mismatched:
+                lines.append(f"Shape mismatches ({len(mismatched)}):")
+                lines += [f"  {line}" for line in mismatched]
+            if missing:
+                lines.append(f"Missing from the checkpoint ({len(missing)}):")
+                lines += [f"  {key}" for key in missing]
+            raise CheckpointMismatchError("\n".join(lines))
+
+        used = {key for _, key, _ in self._pairs}
+        patterns = [re.compile(pattern) for pattern in ignore]
+        unexpected = sorted(
+            key for key in self.tensors if key not in used and not any(p.search(key) for p in patterns)
+        )
+        if unexpected:
+            warnings.warn(
+                f"{len(unexpected)} tensors of {self.source} are not used by the model: "
+                + ", ".join(unexpected[:20])
+                + (" ..." if len(unexpected) > 20 else ""),
+                stacklevel=3,
+            )
+        for variable, value in ready:
+            variable.assign(value.astype(variable.dtype))
+        return unexpected

