@@ -108,9 +108,6 @@ class MultiHeadAttention(keras.layers.Layer):
             return output, probabilities
         return output
 
-    def compute_output_shape(self, query_shape, value_shape=None, attention_mask_shape=None):
-        return query_shape
-
     def get_config(self):
         config = super().get_config()
         config.update(

@@ -101,7 +101,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
                 dtype=self.dtype_policy,
                 name="self_attention",
             )
-        self.attention_layer.build(inputs_shape, inputs_shape)
+        if not self.attention_layer.built:  # a plugged-in layer may arrive built (deserialized)
+            self.attention_layer.build(inputs_shape, inputs_shape)
         self.attention_dropout_layer = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
         self.attention_layer_norm = self._layer_norm("attention_layer_norm")
         self.attention_layer_norm.build(inputs_shape)
@@ -145,9 +146,6 @@ class TransformerEncoderBlock(keras.layers.Layer):
         if return_attention_scores:
             return outputs, scores
         return outputs
-
-    def compute_output_shape(self, inputs_shape, padding_mask_shape=None, attention_mask_shape=None):
-        return inputs_shape
 
     def get_config(self):
         config = super().get_config()

@@ -1,0 +1,304 @@
+"""Every layer through the shared helper, plus each layer's own semantics."""
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from bertlayers import layers
+from layer_test_helper import run_layer_test
+
+BATCH, SEQ, HIDDEN, HEADS, VOCAB = 2, 6, 16, 4, 50
+rng = np.random.default_rng(0)
+
+
+def hidden_states(batch=BATCH, seq=SEQ, width=HIDDEN):
+    return rng.normal(size=(batch, seq, width)).astype("float32")
+
+
+def token_ids(batch=BATCH, seq=SEQ):
+    return rng.integers(1, VOCAB, size=(batch, seq)).astype("int32")
+
+
+PADDING = np.array([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]], "int32")
+
+
+# --- The shared helper on every layer ---------------------------------------------------
+
+
+def test_position_embedding():
+    run_layer_test(
+        layers.PositionEmbedding, {"max_sequence_length": 8}, {"inputs": hidden_states()}, (BATCH, SEQ, HIDDEN)
+    )
+
+
+def test_bert_embeddings():
+    run_layer_test(
+        layers.BertEmbeddings,
+        {"vocabulary_size": VOCAB, "embedding_size": HIDDEN, "max_sequence_length": 8, "dropout": 0.1},
+        {"token_ids": token_ids(), "segment_ids": PADDING},
+        (BATCH, SEQ, HIDDEN),
+    )
+
+
+def test_factorized_embedding():
+    run_layer_test(
+        layers.FactorizedEmbedding,
+        {"vocabulary_size": VOCAB, "embedding_size": 8, "hidden_size": HIDDEN, "max_sequence_length": 8},
+        {"token_ids": token_ids(), "segment_ids": PADDING},
+        (BATCH, SEQ, HIDDEN),
+    )
+
+
+def test_multi_head_attention():
+    run_layer_test(
+        layers.MultiHeadAttention,
+        {"num_heads": HEADS, "key_dim": HIDDEN // HEADS, "dropout": 0.1},
+        {"query": hidden_states(), "attention_mask": PADDING[:, None, :]},
+        (BATCH, SEQ, HIDDEN),
+    )
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_transformer_encoder_block(norm_first):
+    run_layer_test(
+        layers.TransformerEncoderBlock,
+        {"num_heads": HEADS, "intermediate_size": 32, "norm_first": norm_first},
+        {"inputs": hidden_states(), "padding_mask": PADDING},
+        (BATCH, SEQ, HIDDEN),
+    )
+
+
+def test_transformer_encoder_block_attention_mask_and_scores():
+    causal = np.tril(np.ones((SEQ, SEQ), "int32"))[None].repeat(BATCH, 0)
+    run_layer_test(
+        layers.TransformerEncoderBlock,
+        {"num_heads": HEADS, "intermediate_size": 32, "intermediate_activation": "gelu_approximate"},
+        {
+            "inputs": hidden_states(),
+            "padding_mask": PADDING,
+            "attention_mask": causal,
+        },
+        ((BATCH, SEQ, HIDDEN), (BATCH, HEADS, SEQ, SEQ)),
+        call_kwargs={"return_attention_scores": True},
+    )
+
+
+def test_masked_lm_head_tied():
+    embedding = keras.layers.ReversibleEmbedding(VOCAB, 8)
+    run_layer_test(
+        layers.MaskedLMHead,
+        {"token_embedding": embedding},
+        {"sequence": hidden_states(), "masked_positions": np.array([[1, 4, 0], [2, 3, 0]], "int32")},
+        (BATCH, 3, VOCAB),
+        mixed_output_dtype="float32",
+    )
+
+
+def test_masked_lm_head_untied():
+    run_layer_test(
+        layers.MaskedLMHead,
+        {"vocabulary_size": VOCAB},
+        {"sequence": hidden_states(), "masked_positions": np.array([[1, 4], [2, 3]], "int32")},
+        (BATCH, 2, VOCAB),
+        mixed_output_dtype="float32",
+    )
+
+
+def test_pooler():
+    run_layer_test(layers.Pooler, {}, {"sequence": hidden_states()}, (BATCH, HIDDEN))
+
+
+def test_classification_head():
+    run_layer_test(
+        layers.ClassificationHead,
+        {"num_classes": 3, "inner_dim": 8, "dropout": 0.1},
+        {"inputs": hidden_states()[:, 0]},
+        (BATCH, 3),
+        mixed_output_dtype="float32",
+    )
+
+
+def test_next_sentence_head():
+    run_layer_test(
+        layers.NextSentenceHead, {}, {"inputs": hidden_states()[:, 0]}, (BATCH, 2), mixed_output_dtype="float32"
+    )
+
+
+def test_span_prediction_head():
+    span_mask = np.array([[0, 0, 1, 1, 1, 0], [0, 1, 1, 0, 0, 0]], "int32")
+    run_layer_test(
+        layers.SpanPredictionHead,
+        {},
+        {"sequence": hidden_states(), "span_mask": span_mask},
+        ((BATCH, SEQ), (BATCH, SEQ)),
+        mixed_output_dtype="float32",
+    )
+
+
+def test_token_classification_head():
+    run_layer_test(
+        layers.TokenClassificationHead,
+        {"num_classes": 5},
+        {"sequence": hidden_states()},
+        (BATCH, SEQ, 5),
+        mixed_output_dtype="float32",
+    )
+
+
+def test_scalar_mix():
+    run_layer_test(
+        layers.ScalarMix, {}, {"layers": [hidden_states() for _ in range(3)]}, (BATCH, SEQ, HIDDEN)
+    )
+
+
+# --- Semantics ------------------------------------------------------------------------------
+
+
+def test_attention_ignores_masked_keys():
+    attention = layers.MultiHeadAttention(num_heads=HEADS, key_dim=HIDDEN // HEADS)
+    x = hidden_states()
+    mask = PADDING[:, None, :]
+    out, probs = attention(x, attention_mask=mask, return_attention_scores=True)
+    probs = ops.convert_to_numpy(probs)
+    np.testing.assert_allclose(probs.sum(-1), 1.0, atol=1e-6)
+    assert np.all(probs[1, :, :, 4:] == 0.0)
+    # Changing what sits at masked key positions changes nothing.
+    x2 = x.copy()
+    x2[1, 4:] = rng.normal(size=(2, HIDDEN))
+    out2 = attention(x2, attention_mask=mask)
+    np.testing.assert_allclose(out[1, :4], out2[1, :4], atol=1e-6)
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_attention_fully_masked_rows_stay_finite_in_half_precision(policy):
+    attention = layers.MultiHeadAttention(num_heads=HEADS, key_dim=HIDDEN // HEADS, dtype=policy)
+    out, probs = attention(
+        hidden_states() * 100.0, attention_mask=np.zeros((BATCH, 1, SEQ), "int32"), return_attention_scores=True
+    )
+    assert np.all(np.isfinite(ops.convert_to_numpy(ops.cast(out, "float32"))))
+    assert np.all(np.isfinite(ops.convert_to_numpy(ops.cast(probs, "float32"))))
+
+
+def test_causal_mask_makes_outputs_independent_of_later_tokens():
+    block = layers.TransformerEncoderBlock(num_heads=HEADS, intermediate_size=32, dropout=0.0)
+    x = hidden_states()
+    causal = layers.causal_attention_mask(x)
+    assert tuple(causal.shape) == (BATCH, SEQ, SEQ)
+    out = block(x, attention_mask=causal)
+    x2 = x.copy()
+    x2[:, 3:] = rng.normal(size=(BATCH, SEQ - 3, HIDDEN))
+    out2 = block(x2, attention_mask=causal)
+    np.testing.assert_allclose(out[:, :3], out2[:, :3], atol=1e-5)
+    assert not np.allclose(out[:, 3:], out2[:, 3:])
+
+
+def test_post_and_pre_layer_norm_differ_and_post_ln_output_is_normalized():
+    x = hidden_states()
+    post = layers.TransformerEncoderBlock(num_heads=HEADS, intermediate_size=32)
+    pre = layers.TransformerEncoderBlock(num_heads=HEADS, intermediate_size=32, norm_first=True)
+    post_out = ops.convert_to_numpy(post(x))
+    pre(x)
+    pre.set_weights(post.get_weights())
+    pre_out = ops.convert_to_numpy(pre(x))
+    # Post-LN ends in a LayerNorm with gamma=1, beta=0: zero mean, unit variance per token.
+    np.testing.assert_allclose(post_out.mean(-1), 0.0, atol=1e-5)
+    np.testing.assert_allclose(post_out.var(-1), 1.0, atol=1e-3)
+    assert not np.allclose(post_out, pre_out)
+
+
+def test_gelu_exact_by_default_and_approximation_selectable():
+    block = layers.TransformerEncoderBlock(num_heads=HEADS, intermediate_size=32)
+    assert block.intermediate_activation == "gelu"
+    x = np.linspace(-3, 3, 13).astype("float32")
+    exact = ops.convert_to_numpy(block._activation_fn(x))
+    from math import erf, sqrt
+
+    np.testing.assert_allclose(exact, [0.5 * v * (1 + erf(v / sqrt(2))) for v in x], atol=1e-6)
+    approx = layers.TransformerEncoderBlock(num_heads=HEADS, intermediate_size=32, intermediate_activation="gelu_new")
+    assert approx.intermediate_activation == "gelu_approximate"
+    assert not np.allclose(ops.convert_to_numpy(approx._activation_fn(x)), exact, atol=1e-5)
+    with pytest.raises(ValueError, match="Unknown activation 'gelu_fast'"):
+        layers.TransformerEncoderBlock(num_heads=HEADS, intermediate_size=32, intermediate_activation="gelu_fast")
+
+
+def test_pluggable_attention_layer_round_trips():
+    @keras.saving.register_keras_serializable(package="bertlayers_test")
+    class ScaledAttention(layers.MultiHeadAttention):
+        pass
+
+    block = layers.TransformerEncoderBlock(
+        num_heads=HEADS,
+        intermediate_size=32,
+        attention_layer=ScaledAttention(num_heads=HEADS, key_dim=HIDDEN // HEADS, name="custom"),
+    )
+    block(hidden_states())
+    assert isinstance(block.attention_layer, ScaledAttention)
+    revived = layers.TransformerEncoderBlock.from_config(block.get_config())
+    revived(hidden_states())
+    assert isinstance(revived.attention_layer, ScaledAttention)
+
+
+def test_embeddings_reject_bad_inputs():
+    embeddings = layers.BertEmbeddings(vocabulary_size=VOCAB, embedding_size=HIDDEN, max_sequence_length=4)
+    with pytest.raises(ValueError, match="sequence length 6, longer than the maximum 4"):
+        embeddings(token_ids())
+    with pytest.raises(TypeError, match="token_ids must be an integer tensor"):
+        embeddings(token_ids()[:, :4].astype("float32"))
+    with pytest.raises(ValueError, match=r"token_ids must have rank 2 \(\[batch, seq\]\)"):
+        embeddings(token_ids()[0, :4])
+
+
+def test_embeddings_default_segment_is_zero():
+    embeddings = layers.BertEmbeddings(vocabulary_size=VOCAB, embedding_size=HIDDEN, dropout=0.0)
+    ids = token_ids()
+    np.testing.assert_allclose(embeddings(ids), embeddings(ids, np.zeros_like(ids)), atol=1e-6)
+    assert not np.allclose(embeddings(ids), embeddings(ids, np.ones_like(ids)))
+
+
+def test_factorized_embedding_parameter_count():
+    vocab, e, h, positions, segments = 1000, 16, 64, 32, 2
+    layer = layers.FactorizedEmbedding(
+        vocabulary_size=vocab, embedding_size=e, hidden_size=h, max_sequence_length=positions
+    )
+    layer(token_ids())
+    tables = (vocab + segments + positions) * e
+    expected = tables + 2 * e + (e * h + h)  # + LayerNorm at E + projection E -> H
+    assert layer.count_params() == expected
+
+
+def test_masked_lm_head_gathers_then_projects_onto_the_tied_embedding():
+    embedding = keras.layers.ReversibleEmbedding(VOCAB, HIDDEN)
+    head = layers.MaskedLMHead(token_embedding=embedding)
+    sequence = hidden_states()
+    positions = np.array([[5, 0], [2, 2]], "int32")
+    logits = ops.convert_to_numpy(head(sequence, positions))
+    # The same computation over every position, then indexed, gives the same logits.
+    everywhere = ops.convert_to_numpy(head(sequence, np.tile(np.arange(SEQ, dtype="int32"), (BATCH, 1))))
+    np.testing.assert_allclose(logits[0, 0], everywhere[0, 5], atol=1e-5)
+    np.testing.assert_allclose(logits[1, 1], everywhere[1, 2], atol=1e-5)
+    # Tied: the output projection is the embedding table itself.
+    assert not any(w is embedding.embeddings for w in head._trainable_variables)
+    embedding.embeddings.assign(embedding.embeddings * 2.0)
+    assert not np.allclose(ops.convert_to_numpy(head(sequence, positions)), logits)
+    with pytest.raises(ValueError, match="vocabulary_size 7 disagrees"):
+        layers.MaskedLMHead(token_embedding=embedding, vocabulary_size=7)
+
+
+def test_span_head_masks_disallowed_positions():
+    head = layers.SpanPredictionHead()
+    span_mask = np.array([[0, 0, 1, 1, 1, 0], [0, 1, 1, 0, 0, 0]], "int32")
+    start, end = head(hidden_states(), span_mask)
+    for logits in (ops.convert_to_numpy(start), ops.convert_to_numpy(end)):
+        assert np.all(logits[span_mask == 0] <= -1e8)
+        assert np.all(np.abs(logits[span_mask == 1]) < 100)
+        assert np.all(span_mask[np.arange(BATCH), logits.argmax(-1)] == 1)
+
+
+def test_scalar_mix_starts_as_the_mean_and_learns_a_weighting():
+    mix = layers.ScalarMix()
+    stack = [hidden_states() for _ in range(3)]
+    np.testing.assert_allclose(mix(stack), np.mean(stack, axis=0), atol=1e-5)
+    mix.layer_weights.assign([0.0, 0.0, 50.0])
+    mix.gamma.assign(2.0)
+    np.testing.assert_allclose(mix(stack), 2.0 * stack[2], atol=1e-4)
