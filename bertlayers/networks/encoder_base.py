@@ -3,6 +3,7 @@
 import keras
 
 from bertlayers.layers.initializers import bert_initializer
+from bertlayers.layers.input_checks import check_integer_ids
 from bertlayers.layers.pooler import Pooler
 from bertlayers.layers.transformer_encoder_block import TransformerEncoderBlock
 from bertlayers.networks.encoder_config import EncoderConfig
@@ -97,6 +98,14 @@ class EncoderBase(keras.Model):
         return depth
 
     # --- Shared API ---
+    def call(self, inputs, training=None, mask=None):
+        # The functional model would silently cast float ids to int32 (truncating them).
+        if isinstance(inputs, dict):
+            for name in INPUT_NAMES:
+                if hasattr(inputs.get(name), "dtype"):
+                    check_integer_ids(inputs[name], name)
+        return super().call(inputs, training=training, mask=mask)
+
     @property
     def token_embedding(self):
         """The `[V, E]` `keras.layers.ReversibleEmbedding` a masked-LM head ties to."""

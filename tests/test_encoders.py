@@ -1,0 +1,214 @@
+"""Encoder configs, presets, parameter counts, serialization and padding invariance."""
+
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from bertlayers.networks import AlbertEncoder, BertEncoder, EncoderConfig, build_encoder, get_preset, preset_names
+
+TINY = dict(
+    vocabulary_size=60,
+    num_layers=2,
+    hidden_size=16,
+    num_heads=2,
+    intermediate_size=32,
+    max_sequence_length=16,
+)
+rng = np.random.default_rng(0)
+
+
+def encoder_inputs(lengths, seq):
+    batch = len(lengths)
+    token_ids = np.zeros((batch, seq), "int32")
+    segment_ids = np.zeros((batch, seq), "int32")
+    for row, length in enumerate(lengths):
+        token_ids[row, :length] = rng.integers(1, TINY["vocabulary_size"], size=length)
+        segment_ids[row, length // 2 : length] = 1
+    return {
+        "token_ids": token_ids,
+        "segment_ids": segment_ids,
+        "padding_mask": (token_ids != 0).astype("int32"),
+    }
+
+
+def padded(inputs, extra):
+    return {name: np.pad(value, ((0, 0), (0, extra))) for name, value in inputs.items()}
+
+
+# --- Config validation ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"hidden_size": 100, "num_heads": 12}, r"hidden_size \(100\) must be divisible by num_heads \(12\)"),
+        ({"num_layers": 0}, r"EncoderConfig.num_layers must be a positive integer, got 0"),
+        ({"vocabulary_size": -5}, r"EncoderConfig.vocabulary_size must be a positive integer"),
+        ({"intermediate_size": 3.5}, r"EncoderConfig.intermediate_size must be a positive integer"),
+        ({"hidden_activation": "sigmoidish"}, r"EncoderConfig.hidden_activation: Unknown activation 'sigmoidish'"),
+        ({"dropout": 1.5}, r"EncoderConfig.dropout must be in \[0, 1\)"),
+        ({"layer_norm_epsilon": 0.0}, r"EncoderConfig.layer_norm_epsilon must be > 0"),
+        ({"embedding_size": 0}, r"EncoderConfig.embedding_size must be a positive integer or None"),
+        ({"num_layer_groups": 2}, r"num_layer_groups is an ALBERT setting"),
+        ({"architecture": "gpt"}, r"EncoderConfig.architecture must be one of"),
+    ],
+)
+def test_config_validation_names_the_field(changes, message):
+    with pytest.raises(ValueError, match=message):
+        EncoderConfig(**changes)
+
+
+def test_encoder_constructor_validates_through_the_config():
+    with pytest.raises(ValueError, match=r"hidden_size \(30\) must be divisible by num_heads \(4\)"):
+        BertEncoder(**{**TINY, "hidden_size": 30, "num_heads": 4})
+
+
+def test_albert_groups_cannot_exceed_layers():
+    with pytest.raises(ValueError, match=r"num_layer_groups \(3\) cannot exceed num_layers \(2\)"):
+        AlbertEncoder(**TINY, num_layer_groups=3)
+
+
+# --- Presets ----------------------------------------------------------------------------------
+
+
+def test_unknown_preset_lists_the_known_ones():
+    with pytest.raises(ValueError, match=r"Unknown preset 'bert_huge'. Known presets: .*bert_base.*bert_tiny"):
+        get_preset("bert_huge")
+
+
+def test_compact_bert_presets():
+    compact = [name for name in preset_names() if name.startswith("bert_uncased_L-")]
+    assert len(compact) == 24
+    for layers in (2, 4, 6, 8, 10, 12):
+        for hidden in (128, 256, 512, 768):
+            config = get_preset(f"bert_uncased_L-{layers}_H-{hidden}_A-{hidden // 64}")
+            assert (config.num_layers, config.hidden_size) == (layers, hidden)
+            assert config.num_heads == hidden // 64 and config.intermediate_size == 4 * hidden
+    for alias, (layers, hidden) in {
+        "bert_tiny": (2, 128),
+        "bert_mini": (4, 256),
+        "bert_small": (4, 512),
+        "bert_medium": (8, 512),
+    }.items():
+        config = get_preset(alias)
+        assert (config.num_layers, config.hidden_size) == (layers, hidden)
+
+
+@pytest.mark.parametrize("name, published", [("bert_base", 110e6), ("bert_large", 340e6)])
+def test_published_parameter_counts(name, published):
+    count = build_encoder(name).count_params()
+    assert abs(count - published) / published <= 0.02, count
+
+
+def test_albert_presets_share_layers():
+    config = get_preset("albert_large")
+    assert config.architecture == "albert" and config.embedding_size == 128
+    with pytest.raises(ValueError, match="is a albert architecture"):
+        BertEncoder.from_preset("albert_base")
+
+
+# --- Encoders ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("encoder_cls", [BertEncoder, AlbertEncoder])
+def test_outputs(encoder_cls):
+    encoder = encoder_cls(**TINY)
+    outputs = encoder(encoder_inputs([5, 3], seq=7))
+    assert tuple(outputs["sequence_output"].shape) == (2, 7, 16)
+    assert tuple(outputs["pooled_output"].shape) == (2, 16)
+    assert len(outputs["encoder_outputs"]) == 2
+    np.testing.assert_array_equal(outputs["encoder_outputs"][-1], outputs["sequence_output"])
+    assert {t.name for t in encoder.inputs} == {"token_ids", "segment_ids", "padding_mask"}
+    assert all(t.dtype == "int32" for t in encoder.inputs)
+
+
+def test_albert_shares_one_block_and_factorizes_the_embedding():
+    albert = AlbertEncoder(**{**TINY, "num_layers": 4, "vocabulary_size": 1000, "hidden_size": 64, "num_heads": 4}, embedding_size=8)
+    bert = BertEncoder(**{**TINY, "num_layers": 4, "vocabulary_size": 1000, "hidden_size": 64, "num_heads": 4})
+    assert len(albert.transformer_layers) == 1 and len(bert.transformer_layers) == 4
+    block = bert.transformer_layers[0].count_params()
+    assert albert.transformer_layers[0].count_params() == block
+    # ALBERT's token table is V x E, BERT's V x H.
+    assert tuple(albert.token_embedding.embeddings.shape) == (1000, 8)
+    assert tuple(bert.token_embedding.embeddings.shape) == (1000, 64)
+    assert albert.count_params() < bert.count_params() - 3 * block
+    outputs = albert(encoder_inputs([6, 4], seq=6))["encoder_outputs"]
+    assert not np.allclose(outputs[0], outputs[1])  # the shared block is applied repeatedly
+
+
+def test_albert_layer_groups():
+    albert = AlbertEncoder(**{**TINY, "num_layers": 4}, num_layer_groups=2)
+    assert len(albert.transformer_layers) == 2
+    assert [albert._block_index(albert.config, depth) for depth in range(4)] == [0, 0, 1, 1]
+
+
+@pytest.mark.parametrize(
+    "encoder_cls, extra", [(BertEncoder, {}), (BertEncoder, {"norm_first": True}), (AlbertEncoder, {})]
+)
+def test_keras_save_and_load(tmp_path, encoder_cls, extra):
+    encoder = encoder_cls(**TINY, **extra, name="tiny")
+    inputs = encoder_inputs([5, 3], seq=6)
+    expected = encoder(inputs)
+    path = os.path.join(tmp_path, "encoder.keras")
+    encoder.save(path)
+    loaded = keras.saving.load_model(path, safe_mode=True)
+    assert isinstance(loaded, encoder_cls)
+    assert loaded.config == encoder.config
+    actual = loaded(inputs)
+    for key in ("sequence_output", "pooled_output"):
+        np.testing.assert_allclose(actual[key], expected[key], atol=1e-6)
+
+
+@pytest.mark.parametrize("encoder_cls", [BertEncoder, AlbertEncoder])
+def test_padding_invariance(encoder_cls):
+    encoder = encoder_cls(**TINY)
+    inputs = encoder_inputs([5, 3], seq=5)
+    short = encoder(inputs)
+    long = encoder(padded(inputs, 7))
+    np.testing.assert_allclose(long["pooled_output"], short["pooled_output"], atol=1e-5)
+    np.testing.assert_allclose(long["sequence_output"][0, :5], short["sequence_output"][0, :5], atol=1e-5)
+    np.testing.assert_allclose(long["sequence_output"][1, :3], short["sequence_output"][1, :3], atol=1e-5)
+
+
+def test_mixed_bfloat16_encoder():
+    encoder = BertEncoder(**TINY, dtype="mixed_bfloat16")
+    outputs = encoder(encoder_inputs([5, 3], seq=6))
+    assert outputs["sequence_output"].dtype == "bfloat16"
+    assert all(weight.dtype == "float32" for weight in encoder.weights)
+    assert np.all(np.isfinite(keras.ops.convert_to_numpy(keras.ops.cast(outputs["sequence_output"], "float32"))))
+
+
+def test_bad_inputs_are_named():
+    encoder = BertEncoder(**TINY)
+    inputs = encoder_inputs([5, 3], seq=6)
+    with pytest.raises(TypeError, match="token_ids must be an integer tensor"):
+        encoder({**inputs, "token_ids": inputs["token_ids"].astype("float32")})
+    with pytest.raises(ValueError, match="sequence length 20, longer than the maximum 16"):
+        encoder(padded(inputs, 14))
+    with pytest.raises(ValueError, match='Missing data for input "padding_mask"'):
+        encoder({"token_ids": inputs["token_ids"], "segment_ids": inputs["segment_ids"]})
+
+
+def test_over_long_sequence_is_rejected_inside_a_graph_with_unknown_length():
+    import tensorflow as tf
+
+    encoder = BertEncoder(**TINY)
+    spec = {name: tf.TensorSpec((None, None), tf.int32) for name in ("token_ids", "segment_ids", "padding_mask")}
+    serve = tf.function(lambda inputs: encoder(inputs)["pooled_output"], input_signature=[spec])
+    serve(encoder_inputs([5, 3], seq=6))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="longer than the maximum sequence length 16"):
+        serve(padded(encoder_inputs([5, 3], seq=6), 14))
+
+
+def test_encoder_fine_tunes_with_fit():
+    encoder = BertEncoder(**TINY)
+    inputs = {name: keras.Input((None,), dtype="int32", name=name) for name in ("token_ids", "segment_ids", "padding_mask")}
+    logits = keras.layers.Dense(2)(encoder(inputs)["pooled_output"])
+    model = keras.Model(inputs, logits)
+    model.compile(keras.optimizers.Adam(1e-2), keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    data = encoder_inputs([6, 5, 4, 3], seq=6)
+    labels = np.array([0, 1, 0, 1])
+    history = model.fit(data, labels, epochs=8, batch_size=4, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0]
