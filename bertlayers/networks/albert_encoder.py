@@ -2,8 +2,6 @@
 
 import keras
 
-from bertlayers.layers.factorized_embedding import FactorizedEmbedding
-from bertlayers.layers.initializers import bert_initializer
 from bertlayers.networks.encoder_base import EncoderBase
 
 
@@ -22,19 +20,9 @@ class AlbertEncoder(EncoderBase):
     def __init__(self, embedding_size=128, **kwargs):
         super().__init__(embedding_size=embedding_size, **kwargs)
 
-    def _make_embeddings(self, config, dtype):
-        return FactorizedEmbedding(
-            vocabulary_size=config.vocabulary_size,
-            embedding_size=config.embedding_size,
-            hidden_size=config.hidden_size,
-            max_sequence_length=config.max_sequence_length,
-            type_vocab_size=config.type_vocab_size,
-            layer_norm_epsilon=config.layer_norm_epsilon,
-            dropout=config.dropout,
-            initializer=bert_initializer(config.initializer_range),
-            dtype=dtype,
-            name="embeddings",
-        )
+    def _factorizes_embedding(self, config):
+        # Always: ALBERT checkpoints carry the E -> H projection even when E equals H.
+        return True
 
     def _num_distinct_blocks(self, config):
         return config.num_layer_groups

@@ -2,9 +2,6 @@
 
 import keras
 
-from bertlayers.layers.bert_embeddings import BertEmbeddings
-from bertlayers.layers.factorized_embedding import FactorizedEmbedding
-from bertlayers.layers.initializers import bert_initializer
 from bertlayers.networks.encoder_base import EncoderBase
 
 
@@ -24,19 +21,5 @@ class BertEncoder(EncoderBase):
 
     architecture = "bert"
 
-    def _make_embeddings(self, config, dtype):
-        common = dict(
-            vocabulary_size=config.vocabulary_size,
-            max_sequence_length=config.max_sequence_length,
-            type_vocab_size=config.type_vocab_size,
-            layer_norm_epsilon=config.layer_norm_epsilon,
-            dropout=config.dropout,
-            initializer=bert_initializer(config.initializer_range),
-            dtype=dtype,
-            name="embeddings",
-        )
-        if config.embedding_size in (None, config.hidden_size):
-            return BertEmbeddings(embedding_size=config.hidden_size, **common)
-        return FactorizedEmbedding(
-            embedding_size=config.embedding_size, hidden_size=config.hidden_size, **common
-        )
+    def _factorizes_embedding(self, config):
+        return config.embedding_size not in (None, config.hidden_size)

@@ -2,6 +2,8 @@
 
 import keras
 
+from bertlayers.layers.bert_embeddings import BertEmbeddings
+from bertlayers.layers.factorized_embedding import FactorizedEmbedding
 from bertlayers.layers.initializers import bert_initializer
 from bertlayers.layers.input_checks import check_integer_ids
 from bertlayers.layers.pooler import Pooler
@@ -88,8 +90,26 @@ class EncoderBase(keras.Model):
         self.pooler = pooler
 
     # --- What subclasses decide ---
-    def _make_embeddings(self, config, dtype):
+    def _factorizes_embedding(self, config):
+        """Whether tokens are embedded at width E and projected to H."""
         raise NotImplementedError
+
+    def _make_embeddings(self, config, dtype):
+        common = dict(
+            vocabulary_size=config.vocabulary_size,
+            max_sequence_length=config.max_sequence_length,
+            type_vocab_size=config.type_vocab_size,
+            layer_norm_epsilon=config.layer_norm_epsilon,
+            dropout=config.dropout,
+            initializer=bert_initializer(config.initializer_range),
+            dtype=dtype,
+            name="embeddings",
+        )
+        if self._factorizes_embedding(config):
+            return FactorizedEmbedding(
+                embedding_size=config.embedding_size, hidden_size=config.hidden_size, **common
+            )
+        return BertEmbeddings(embedding_size=config.hidden_size, **common)
 
     def _num_distinct_blocks(self, config):
         return config.num_layers

@@ -1,0 +1,42 @@
+"""Print how far bertlayers is from Hugging Face transformers on the real MiniLM weights.
+
+Compares `load_huggingface_bert(all-MiniLM-L6-v2)` against the outputs transformers' BertModel
+recorded in tests/fixtures/minilm_reference.npz (see tests/fixtures/record_minilm_reference.py),
+in float32 and, for information, under mixed_bfloat16. Padded positions' outputs are
+meaningless to users but are compared too ("all positions").
+
+    python examples/parity_report.py
+"""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+
+from bertlayers.convert import load_huggingface_bert  # noqa: E402
+from bertlayers.data import minilm_path  # noqa: E402
+
+FIXTURE = os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures", "minilm_reference.npz")
+
+
+def main():
+    reference = np.load(FIXTURE)
+    print(f"reference: transformers {reference['transformers_version']} BertModel, {os.path.normpath(FIXTURE)}")
+    for dtype in ("float32", "mixed_bfloat16"):
+        encoder = load_huggingface_bert(minilm_path(), dtype=dtype)
+        for batch in ("single", "pair"):
+            inputs = {key: reference[f"{batch}_{key}"] for key in ("token_ids", "segment_ids", "padding_mask")}
+            outputs = encoder(inputs)
+            real = inputs["padding_mask"].astype(bool)
+            sequence_delta = np.abs(np.asarray(outputs["sequence_output"], "float32") - reference[f"{batch}_sequence_output"])
+            pooled_delta = np.abs(np.asarray(outputs["pooled_output"], "float32") - reference[f"{batch}_pooled_output"])
+            print(
+                f"{dtype:15s} {batch:6s} batch {inputs['token_ids'].shape}: max|Δ| sequence_output "
+                f"{sequence_delta[real].max():.2e} at real tokens, {sequence_delta.max():.2e} at all "
+                f"positions; pooled_output {pooled_delta.max():.2e}"
+            )
+
+
+if __name__ == "__main__":
+    main()
