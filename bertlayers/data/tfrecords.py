@@ -1,0 +1,131 @@
+"""Pretraining TFRecords with google-research/bert's feature names and dtypes.
+
+Every record is a `tf.train.Example` with
+  input_ids, input_mask, segment_ids        int64 [max_seq_length]
+  masked_lm_positions, masked_lm_ids        int64 [max_predictions_per_seq]
+  masked_lm_weights                         float [max_predictions_per_seq]
+  next_sentence_labels                      int64 [1]
+so a file made for the original BERT trains here unchanged, and the reverse.
+"""
+
+import os
+
+import numpy as np
+import tensorflow as tf
+
+INT_FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids", "next_sentence_labels")
+FLOAT_FEATURES = ("masked_lm_weights",)
+
+
+def feature_lengths(max_seq_length, max_predictions_per_seq):
+    return {
+        "input_ids": max_seq_length,
+        "input_mask": max_seq_length,
+        "segment_ids": max_seq_length,
+        "masked_lm_positions": max_predictions_per_seq,
+        "masked_lm_ids": max_predictions_per_seq,
+        "masked_lm_weights": max_predictions_per_seq,
+        "next_sentence_labels": 1,
+    }
+
+
+def feature_spec(max_seq_length, max_predictions_per_seq):
+    """The `tf.io.parse_example` spec of a record."""
+    return {
+        name: tf.io.FixedLenFeature([length], tf.float32 if name in FLOAT_FEATURES else tf.int64)
+        for name, length in feature_lengths(max_seq_length, max_predictions_per_seq).items()
+    }
+
+
+def _padded(values, length, dtype):
+    array = np.zeros((length,), dtype)
+    array[: len(values)] = values
+    return array
+
+
+def serialize_example(token_ids, segment_ids, positions, labels, next_sentence_label, max_seq_length, max_predictions_per_seq):
+    """One record, padded to the fixed lengths."""
+    if len(token_ids) > max_seq_length:
+        raise ValueError(f"An example of {len(token_ids)} tokens exceeds max_seq_length {max_seq_length}.")
+    if len(positions) > max_predictions_per_seq:
+        raise ValueError(f"{len(positions)} predictions exceed max_predictions_per_seq {max_predictions_per_seq}.")
+    values = {
+        "input_ids": _padded(token_ids, max_seq_length, np.int64),
+        "input_mask": _padded([1] * len(token_ids), max_seq_length, np.int64),
+        "segment_ids": _padded(segment_ids, max_seq_length, np.int64),
+        "masked_lm_positions": _padded(positions, max_predictions_per_seq, np.int64),
+        "masked_lm_ids": _padded(labels, max_predictions_per_seq, np.int64),
+        "masked_lm_weights": _padded([1.0] * len(positions), max_predictions_per_seq, np.float32),
+        "next_sentence_labels": np.array([next_sentence_label], np.int64),
+    }
+    feature = {
+        name: (
+            tf.train.Feature(float_list=tf.train.FloatList(value=value))
+            if name in FLOAT_FEATURES
+            else tf.train.Feature(int64_list=tf.train.Int64List(value=value))
+        )
+        for name, value in values.items()
+    }
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+def check_tfrecords(files, max_seq_length, max_predictions_per_seq):
+    """Read every record of every file; raise a ValueError naming the file and the problem.
+
+    Catches what would otherwise fail deep inside training: missing or extra features, wrong
+    dtypes or lengths (a file made for another max_seq_length), and corrupt or truncated files.
+
+    Returns:
+      The number of records per file.
+    """
+    if not files:
+        raise ValueError("No pretraining TFRecord files were given.")
+    expected = feature_lengths(max_seq_length, max_predictions_per_seq)
+    counts = {}
+    for path in files:
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"No TFRecord file at {path}.")
+        count = 0
+        try:
+            for record in tf.data.TFRecordDataset(path):
+                if count == 0:
+                    _check_first_record(path, record.numpy(), expected)
+                count += 1
+        except tf.errors.DataLossError as error:
+            raise ValueError(f"{path} is corrupt after {count} records: {error.message}") from None
+        if count == 0:
+            raise ValueError(f"{path} holds no records.")
+        counts[path] = count
+    return counts
+
+
+def _check_first_record(path, serialized, expected):
+    try:
+        example = tf.train.Example.FromString(serialized)
+    except Exception as error:  # protobuf's DecodeError
+        raise ValueError(f"{path}: the first record is not a tf.train.Example ({error}).") from None
+    features = example.features.feature
+    missing = sorted(set(expected) - set(features))
+    if missing:
+        raise ValueError(f"{path}: records lack the features {missing} (expected google-research/bert's).")
+    for name, length in expected.items():
+        feature = features[name]
+        kind = feature.WhichOneof("kind")
+        want = "float_list" if name in FLOAT_FEATURES else "int64_list"
+        if kind != want:
+            raise ValueError(f"{path}: feature {name} is a {kind}, expected {want}.")
+        actual = len(getattr(feature, kind).value)
+        if actual != length:
+            what = "max_seq_length" if length == expected["input_ids"] and name != "masked_lm_positions" else "max_predictions_per_seq"
+            if name == "next_sentence_labels":
+                what = "1"
+            raise ValueError(
+                f"{path}: feature {name} has length {actual}, but the run expects {length} ({what}); "
+                f"the file was made with other settings."
+            )
+
+
+def parse_records(serialized, max_seq_length, max_predictions_per_seq):
+    """Parse a batch of serialized records into int32/float32 tensors."""
+    features = tf.io.parse_example(serialized, feature_spec(max_seq_length, max_predictions_per_seq))
+    return {name: tf.cast(value, tf.int32) if value.dtype == tf.int64 else value for name, value in features.items()}
