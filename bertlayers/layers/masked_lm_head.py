@@ -31,7 +31,8 @@ class MaskedLMHead(keras.layers.Layer):
     Call args:
       sequence: `[batch, seq, H]` encoder output.
       masked_positions: int `[batch, P]` positions to predict (padding entries point anywhere,
-        typically 0, and are weighted out of the loss).
+        typically 0, and are weighted out of the loss); None predicts every position (P = seq),
+        as a left-to-right language model does.
 
     Returns:
       float32 logits `[batch, P, V]`.
@@ -101,9 +102,12 @@ class MaskedLMHead(keras.layers.Layer):
         )
         self.built = True
 
-    def call(self, sequence, masked_positions):
-        check_integer_ids(masked_positions, "masked_positions")
-        gathered = ops.take_along_axis(sequence, ops.expand_dims(masked_positions, -1), axis=1)
+    def call(self, sequence, masked_positions=None):
+        if masked_positions is None:
+            gathered = sequence
+        else:
+            check_integer_ids(masked_positions, "masked_positions")
+            gathered = ops.take_along_axis(sequence, ops.expand_dims(masked_positions, -1), axis=1)
         hidden = self.layer_norm(self._activation_fn(self.transform_dense(gathered)))
         if self.token_embedding is not None:
             logits = self.token_embedding(hidden, reverse=True)
@@ -112,13 +116,13 @@ class MaskedLMHead(keras.layers.Layer):
         logits = ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
         return logits
 
-    def compute_output_shape(self, sequence_shape, masked_positions_shape):
-        return tuple(masked_positions_shape) + (self.vocabulary_size,)
+    def compute_output_shape(self, sequence_shape, masked_positions_shape=None):
+        positions_shape = tuple(sequence_shape[:-1]) if masked_positions_shape is None else tuple(masked_positions_shape)
+        return positions_shape + (self.vocabulary_size,)
 
-    def compute_output_spec(self, sequence, masked_positions):
-        return keras.KerasTensor(
-            self.compute_output_shape(sequence.shape, masked_positions.shape), dtype="float32"
-        )
+    def compute_output_spec(self, sequence, masked_positions=None):
+        positions_shape = None if masked_positions is None else masked_positions.shape
+        return keras.KerasTensor(self.compute_output_shape(sequence.shape, positions_shape), dtype="float32")
 
     def get_config(self):
         config = super().get_config()

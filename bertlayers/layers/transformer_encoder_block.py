@@ -2,10 +2,11 @@
 residual connection and LayerNorm."""
 
 import keras
+from keras import ops
 
 from bertlayers.layers.activations import canonical_activation, get_activation
 from bertlayers.layers.initializers import bert_initializer, clone_initializer
-from bertlayers.layers.masking import merge_attention_masks
+from bertlayers.layers.masking import causal_attention_mask, merge_attention_masks
 from bertlayers.layers.multi_head_attention import MultiHeadAttention
 
 
@@ -36,7 +37,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
     Call args:
       inputs: `[batch, seq, hidden]`.
       padding_mask: `[batch, seq]`, nonzero at real tokens.
-      attention_mask: `[batch, seq, seq]`, nonzero where query i may attend key j (e.g. causal).
+      attention_mask: `[batch, seq, seq]`, nonzero where query i may attend key j.
+      use_causal_mask: also restrict each position to itself and earlier positions.
       return_attention_scores: also return the probabilities `[batch, heads, seq, seq]`.
 
     Returns:
@@ -125,9 +127,15 @@ class TransformerEncoderBlock(keras.layers.Layer):
         inputs,
         padding_mask=None,
         attention_mask=None,
+        use_causal_mask=False,
         return_attention_scores=False,
         training=None,
     ):
+        if use_causal_mask:
+            causal = causal_attention_mask(inputs)
+            attention_mask = causal if attention_mask is None else ops.logical_and(
+                ops.cast(attention_mask, "bool"), causal
+            )
         mask = merge_attention_masks(padding_mask, attention_mask)
 
         x = self.attention_layer_norm(inputs) if self.norm_first else inputs

@@ -71,7 +71,9 @@ class EncoderBase(keras.Model):
         x = embeddings(inputs["token_ids"], inputs["segment_ids"])
         encoder_outputs = []
         for depth in range(config.num_layers):
-            x = blocks[self._block_index(config, depth)](x, padding_mask=inputs["padding_mask"])
+            x = blocks[self._block_index(config, depth)](
+                x, padding_mask=inputs["padding_mask"], use_causal_mask=config.causal
+            )
             encoder_outputs.append(x)
         if final_layer_norm is not None:
             x = final_layer_norm(x)

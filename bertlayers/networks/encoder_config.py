@@ -14,6 +14,8 @@ class EncoderConfig:
 
     `embedding_size` is ALBERT's E (factorized embedding); None means E = H. ALBERT applies
     `num_layer_groups` distinct blocks across `num_layers` layers (1 = all layers shared).
+    `causal` makes every position attend only to itself and earlier positions (the BERT
+    paper's left-to-right ablation).
     """
 
     vocabulary_size: int = 30522
@@ -29,6 +31,7 @@ class EncoderConfig:
     layer_norm_epsilon: float = 1e-12
     initializer_range: float = 0.02
     norm_first: bool = False
+    causal: bool = False
     embedding_size: Optional[int] = None
     num_layer_groups: int = 1
     architecture: str = "bert"

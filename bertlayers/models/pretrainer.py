@@ -1,0 +1,132 @@
+"""Pretraining models: an encoder with its pretraining heads.
+
+`BertPretrainer` covers BERT (masked LM + next-sentence prediction), ALBERT (masked LM +
+sentence-order prediction, over an `AlbertEncoder`) and RoBERTa (masked LM only:
+`next_sentence=False`). `CausalLMPretrainer` is the BERT paper's left-to-right ablation.
+
+The masked-LM output projection is the encoder's token embedding (tied weights). Both
+models rebuild that tie in `from_config`, so they save and load as `.keras` files, which a
+plain functional model holding a tied head cannot do.
+"""
+
+import keras
+
+from bertlayers.layers.classification_head import NextSentenceHead
+from bertlayers.layers.initializers import bert_initializer
+from bertlayers.layers.masked_lm_head import MaskedLMHead
+from bertlayers.networks.encoder_base import INPUT_NAMES
+
+
+class PretrainerBase(keras.Model):
+    """What both pretrainers share: the tied LM head, config round trip and default compile."""
+
+    def _lm_head(self, encoder):
+        config = encoder.config
+        return MaskedLMHead(
+            token_embedding=encoder.token_embedding,
+            intermediate_activation=config.hidden_activation,
+            layer_norm_epsilon=config.layer_norm_epsilon,
+            kernel_initializer=bert_initializer(config.initializer_range),
+            dtype=encoder.dtype_policy,
+            name="lm_head",
+        )
+
+    def compile(self, optimizer="adam", loss=None, metrics=None, weighted_metrics=None, **kwargs):
+        """`keras.Model.compile` with each head's loss and accuracy filled in by default.
+
+        Targets are token ids (sparse) and the heads return logits; the masked-LM accuracy is
+        weighted by the batch's sample weights (masked_lm_weights).
+        """
+        heads = self.head_names
+        if loss is None:
+            loss = {name: keras.losses.SparseCategoricalCrossentropy(from_logits=True) for name in heads}
+        if metrics is None and weighted_metrics is None:
+            weighted_metrics = {
+                name: [keras.metrics.SparseCategoricalAccuracy(name="accuracy")] for name in heads
+            }
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, weighted_metrics=weighted_metrics, **kwargs)
+
+    def get_config(self):
+        return {
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            "name": self.name,
+            "trainable": self.trainable,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        return cls(**config)
+
+
+def _encoder_inputs():
+    return {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
+
+
+@keras.saving.register_keras_serializable(package="bertlayers")
+class BertPretrainer(PretrainerBase):
+    """Encoder + masked-LM head (+ next-sentence / sentence-order head).
+
+    Inputs: the encoder's (`token_ids`, `segment_ids`, `padding_mask`, `[batch, seq]`) and
+    `masked_positions` `[batch, P]`.
+    Outputs: `mlm` float32 logits `[batch, P, V]`; `nsp` float32 logits `[batch, 2]` when
+    `next_sentence` is True.
+
+    Args:
+      encoder: a `BertEncoder` or `AlbertEncoder`.
+      next_sentence: add the 2-way sentence head on the pooled output (NSP for BERT, SOP for
+        ALBERT: the data decides what its labels mean); False for RoBERTa.
+    """
+
+    def __init__(self, encoder, next_sentence=True, name="bert_pretrainer", trainable=True, **kwargs):
+        inputs = _encoder_inputs()
+        inputs["masked_positions"] = keras.Input(shape=(None,), dtype="int32", name="masked_positions")
+        encoded = encoder({name: inputs[name] for name in INPUT_NAMES})
+        lm_head = self._lm_head(encoder)
+        outputs = {"mlm": lm_head(encoded["sequence_output"], inputs["masked_positions"])}
+        next_sentence_head = None
+        if next_sentence:
+            next_sentence_head = NextSentenceHead(
+                kernel_initializer=bert_initializer(encoder.config.initializer_range),
+                dtype=encoder.dtype_policy,
+                name="next_sentence_head",
+            )
+            outputs["nsp"] = next_sentence_head(encoded["pooled_output"])
+        super().__init__(inputs=inputs, outputs=outputs, name=name, trainable=trainable, **kwargs)
+        self.encoder = encoder
+        self.lm_head = lm_head
+        self.head_names = ["lm"]
+        self.next_sentence_head = next_sentence_head
+        self.next_sentence = bool(next_sentence)
+        self.head_names = sorted(outputs)
+
+    def get_config(self):
+        return {**super().get_config(), "next_sentence": self.next_sentence}
+
+
+@keras.saving.register_keras_serializable(package="bertlayers")
+class CausalLMPretrainer(PretrainerBase):
+    """A left-to-right language model: a causal encoder predicting the next token everywhere.
+
+    Inputs: the encoder's. Output: `lm` float32 logits `[batch, seq, V]`, position t
+    predicting token t+1.
+
+    Args:
+      encoder: an encoder whose config has `causal=True`.
+    """
+
+    def __init__(self, encoder, name="causal_lm_pretrainer", trainable=True, **kwargs):
+        if not encoder.config.causal:
+            raise ValueError(
+                "CausalLMPretrainer needs a causal encoder (EncoderConfig.causal=True); with "
+                "bidirectional attention every position could see the token it predicts."
+            )
+        inputs = _encoder_inputs()
+        encoded = encoder(inputs)
+        lm_head = self._lm_head(encoder)
+        outputs = {"lm": lm_head(encoded["sequence_output"])}
+        super().__init__(inputs=inputs, outputs=outputs, name=name, trainable=trainable, **kwargs)
+        self.encoder = encoder
+        self.lm_head = lm_head
+        self.head_names = ["lm"]

@@ -1,0 +1,19 @@
+"""Training: optimizers, tf.distribute strategies, checkpointing and the pretraining run."""
+
+from bertlayers.training.callbacks import JsonHistory, LearningRateLogger
+from bertlayers.training.checkpointing import ResumableBackup, atomic_path, save_model_atomically
+from bertlayers.training.distribute import build_strategy, compile_options, worker_info
+from bertlayers.training.optimization import WarmupLinearDecay, create_optimizer
+
+__all__ = [
+    "JsonHistory",
+    "LearningRateLogger",
+    "ResumableBackup",
+    "WarmupLinearDecay",
+    "atomic_path",
+    "build_strategy",
+    "compile_options",
+    "create_optimizer",
+    "save_model_atomically",
+    "worker_info",
+]

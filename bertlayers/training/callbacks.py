@@ -1,0 +1,51 @@
+"""Callbacks for training runs: learning-rate logging and a JSON history."""
+
+import json
+import os
+
+import keras
+
+from bertlayers.training.checkpointing import atomic_path
+
+
+class LearningRateLogger(keras.callbacks.Callback):
+    """Adds `learning_rate` to the logs (so TensorBoard and the history record it).
+
+    It reads the rate every `every` batches and at epoch ends only: reading it is a host
+    round trip, which stays off most steps.
+    """
+
+    def __init__(self, every=50):
+        super().__init__()
+        self.every = int(every)
+
+    def _rate(self):
+        optimizer = self.model.optimizer
+        return float(keras.ops.convert_to_numpy(optimizer.learning_rate))
+
+    def on_train_batch_end(self, batch, logs=None):
+        if logs is not None and self.every and (batch + 1) % self.every == 0:
+            logs["learning_rate"] = self._rate()
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is not None:
+            logs["learning_rate"] = self._rate()
+
+
+class JsonHistory(keras.callbacks.Callback):
+    """Appends each epoch's logs to a JSON file (kept across resumed runs), written atomically."""
+
+    def __init__(self, path):
+        super().__init__()
+        self.path = path
+
+    def on_epoch_end(self, epoch, logs=None):
+        history = []
+        if os.path.exists(self.path):
+            with open(self.path, encoding="utf-8") as f:
+                history = json.load(f)
+        history = [h for h in history if h["epoch"] < epoch]
+        history.append({"epoch": epoch, **{k: float(v) for k, v in (logs or {}).items()}})
+        with atomic_path(self.path) as temporary:
+            with open(temporary, "w", encoding="utf-8") as f:
+                json.dump(history, f, indent=1)

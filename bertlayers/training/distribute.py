@@ -1,0 +1,141 @@
+"""tf.distribute strategies for `model.fit`, and what Keras 3.15 needs under them.
+
+Checked on keras 3.15.1 / tensorflow 2.21 (../shared/STACK.md):
+  - `jit_compile=True` fails under any strategy (keras#19005) and `steps_per_execution > 1`
+    fails too (keras#19246): no workaround, so both are refused with a clear error.
+  - MultiWorkerMirroredStrategy fails in two Keras places (keras#20585, tensorflow#72388),
+    both worked around in `_patch_keras_for_multi_worker` below, for Keras 3.15 only.
+"""
+
+import json
+import os
+
+import keras
+import tensorflow as tf
+
+STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
+_PATCHED_KERAS = "3.15."
+
+
+def build_strategy(name="default", tpu=None, num_cpu_devices=None):
+    """The tf.distribute strategy named `name`.
+
+    Args:
+      name: "default" (one device), "mirrored" (all local GPUs, or `num_cpu_devices` logical
+        CPUs), "multi_worker" (MultiWorkerMirroredStrategy; workers from TF_CONFIG) or "tpu".
+      tpu: the TPU name or address for `TPUClusterResolver` (name "tpu" only).
+      num_cpu_devices: split the CPU into this many logical devices (mirrored training without
+        GPUs, as tests do). Must run before TensorFlow executes any op.
+    """
+    if name not in STRATEGIES:
+        raise ValueError(f"Unknown strategy {name!r}; choose from {', '.join(STRATEGIES)}.")
+    if num_cpu_devices and num_cpu_devices > 1:
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        try:
+            tf.config.set_logical_device_configuration(
+                cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(num_cpu_devices)]
+            )
+        except RuntimeError as error:
+            raise RuntimeError(
+                f"Cannot split the CPU into {num_cpu_devices} devices: TensorFlow already ran ops "
+                f"({error}). Build the strategy first."
+            ) from None
+    if name == "default":
+        return tf.distribute.get_strategy()
+    if name == "mirrored":
+        devices = None
+        if not tf.config.list_physical_devices("GPU"):
+            devices = [d.name for d in tf.config.list_logical_devices("CPU")]
+        return tf.distribute.MirroredStrategy(devices=devices)
+    if name == "multi_worker":
+        if "TF_CONFIG" not in os.environ:
+            raise ValueError("--strategy multi_worker needs the TF_CONFIG environment variable (cluster and task).")
+        _patch_keras_for_multi_worker()
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
+    tf.config.experimental_connect_to_cluster(resolver)
+    tf.tpu.experimental.initialize_tpu_system(resolver)
+    return tf.distribute.TPUStrategy(resolver)
+
+
+def is_distributed(strategy):
+    return isinstance(
+        strategy,
+        (tf.distribute.MirroredStrategy, tf.distribute.MultiWorkerMirroredStrategy, tf.distribute.TPUStrategy),
+    )
+
+
+def compile_options(strategy, jit_compile=False, steps_per_execution=1):
+    """`jit_compile` / `steps_per_execution` for `model.compile`, refusing what breaks under `strategy`."""
+    if is_distributed(strategy) and not isinstance(strategy, tf.distribute.TPUStrategy):
+        if jit_compile:
+            raise ValueError(
+                "jit_compile (XLA) fails under tf.distribute with Keras 3.15 (keras#19005); "
+                "use it with --strategy default only."
+            )
+        if steps_per_execution > 1:
+            raise ValueError(
+                "steps_per_execution > 1 fails under tf.distribute with Keras 3.15 (keras#19246); use 1."
+            )
+    return {"jit_compile": bool(jit_compile), "steps_per_execution": int(steps_per_execution)}
+
+
+def worker_info():
+    """(task type, index, is_chief) of this process, from TF_CONFIG (chief when absent)."""
+    config = json.loads(os.environ.get("TF_CONFIG", "{}"))
+    task = config.get("task", {})
+    task_type, index = task.get("type", "worker"), int(task.get("index", 0))
+    cluster = config.get("cluster", {})
+    is_chief = task_type == "chief" or (task_type == "worker" and index == 0 and "chief" not in cluster)
+    return task_type, index, is_chief
+
+
+def _patch_keras_for_multi_worker():
+    """Work around Keras 3.15's two MultiWorkerMirroredStrategy bugs (once per process).
+
+    1. `_maybe_symbolic_build` mean-reduces the first input batch across workers to build
+       the model; collective all-reduce rejects integer dicts (keras#20585). Building only
+       needs shapes, so this replica's own values serve.
+    2. `reduce_per_replica` mean-reduces scalar logs along axis 0 (tensorflow#72388); a
+       cross-replica mean needs axis=None.
+    """
+    if not keras.__version__.startswith(_PATCHED_KERAS):
+        raise RuntimeError(
+            f"--strategy multi_worker is supported with Keras {_PATCHED_KERAS}x, whose bugs bertlayers "
+            f"works around; this is Keras {keras.__version__}. Check keras#20585 before using it."
+        )
+    from keras.src.backend.tensorflow import trainer as tf_trainer
+
+    if getattr(tf_trainer, "_bertlayers_patched", False):
+        return
+    original_reduce = tf_trainer.reduce_per_replica
+
+    def reduce_per_replica(values, strategy, reduction):
+        if tf_trainer._collective_all_reduce_multi_worker(strategy) and reduction in ("auto", "mean"):
+            return tf.nest.map_structure(
+                lambda v: strategy.reduce("MEAN", v, axis=None)
+                if isinstance(v, tf.distribute.DistributedValues)
+                else v,
+                values,
+            )
+        return original_reduce(values, strategy, reduction)
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        if self._distribute_strategy is None:
+            return
+        if iterator is not None:
+            for _, _, it in iterator:
+                batch = next(it)
+                data_batch = tf.nest.map_structure(
+                    lambda v: self.distribute_strategy.experimental_local_results(v)[0]
+                    if isinstance(v, tf.distribute.DistributedValues)
+                    else v,
+                    batch,
+                )
+                break
+        with self.distribute_strategy.scope():
+            self._symbolic_build(data_batch=data_batch)
+
+    tf_trainer.reduce_per_replica = reduce_per_replica
+    tf_trainer.TensorFlowTrainer._maybe_symbolic_build = _maybe_symbolic_build
+    tf_trainer._bertlayers_patched = True

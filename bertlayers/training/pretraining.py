@@ -1,0 +1,274 @@
+"""A pretraining run: data → pretrainer → `model.fit` under a strategy → saved encoder.
+
+Recipes (../shared/reference/ describes each objective):
+  bert:    NSP pairs, static masking, masked LM + next-sentence prediction.
+  albert:  SOP pairs, factorized embedding + shared layers, masked LM + sentence order.
+  roberta: single segments of full sentences, dynamic masking, masked LM only.
+  ltr:     single segments, causal attention, next-token prediction (the BERT paper's
+           "LTR & No NSP" ablation).
+"""
+
+import dataclasses
+import json
+import os
+import shutil
+import time
+from typing import Optional
+
+import keras
+import numpy as np
+
+from bertlayers.data.assets import bert_uncased_vocabulary
+from bertlayers.data.corpus import read_corpus, wikipedia_excerpt_path
+from bertlayers.data.mlm_masking import MaskingConfig
+from bertlayers.data.pretraining_data import pretraining_dataset, write_pretraining_data
+from bertlayers.data.tfrecords import check_tfrecords
+from bertlayers.data.vocabulary import VocabularyInfo
+from bertlayers.models.pretrainer import BertPretrainer, CausalLMPretrainer
+from bertlayers.networks import build_encoder, get_preset
+from bertlayers.training.callbacks import JsonHistory, LearningRateLogger
+from bertlayers.training.checkpointing import ResumableBackup, save_model_atomically
+from bertlayers.training.distribute import build_strategy, compile_options, worker_info
+from bertlayers.training.optimization import create_optimizer
+
+RECIPES = {
+    "bert": {"examples": "nsp", "objective": "mlm_nsp", "masking": "static"},
+    "albert": {"examples": "sop", "objective": "mlm_nsp", "masking": "static"},
+    "roberta": {"examples": "single", "objective": "mlm", "masking": "dynamic"},
+    "ltr": {"examples": "single", "objective": "ltr", "masking": None},
+}
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+
+
+@dataclasses.dataclass
+class PretrainingConfig:
+    output_dir: str = "runs/pretrain"
+    recipe: str = "bert"
+    preset: str = "bert_tiny"
+    corpus: Optional[str] = None  # default: the real Wikipedia excerpt
+    corpus_format: str = "auto"
+    input_files: Optional[list] = None  # existing TFRecords instead of a corpus
+    vocabulary: Optional[str] = None  # default: the real bert-base-uncased vocab.txt
+    lowercase: bool = True
+    max_seq_length: int = 128
+    max_predictions_per_seq: int = 20
+    masking: str = "token"
+    masked_lm_prob: float = 0.15
+    dupe_factor: int = 2
+    short_seq_prob: float = 0.1
+    batch_size: int = 32
+    num_train_steps: int = 600
+    checkpoint_every: int = 100
+    learning_rate: float = 1e-3
+    warmup_steps: Optional[int] = None  # default: 10% of the steps
+    optimizer: str = "adamw"
+    weight_decay: float = 0.01
+    precision: str = "float32"
+    jit_compile: bool = False
+    steps_per_execution: int = 1
+    strategy: str = "default"
+    tpu: Optional[str] = None
+    num_cpu_devices: Optional[int] = None
+    dropout: Optional[float] = None  # default: the preset's
+    seed: int = 0
+    verbose: int = 1
+
+    def __post_init__(self):
+        if self.recipe not in RECIPES:
+            raise ValueError(f"Unknown recipe {self.recipe!r}; known: {', '.join(RECIPES)}.")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"Unknown precision {self.precision!r}; known: {', '.join(PRECISIONS)}.")
+        for field in ("batch_size", "num_train_steps", "checkpoint_every", "max_seq_length", "max_predictions_per_seq"):
+            if getattr(self, field) <= 0:
+                raise ValueError(f"{field} must be > 0, got {getattr(self, field)}.")
+        if self.num_train_steps % self.checkpoint_every:
+            raise ValueError(
+                f"num_train_steps ({self.num_train_steps}) must be a multiple of checkpoint_every "
+                f"({self.checkpoint_every}): training runs in epochs of checkpoint_every steps."
+            )
+        get_preset(self.preset)
+
+
+def _data_spec(config, vocabulary):
+    return {
+        "corpus": os.path.abspath(config.corpus) if config.corpus else "wikipedia-excerpt",
+        "vocabulary": os.path.abspath(vocabulary),
+        "examples": RECIPES[config.recipe]["examples"],
+        "masking": config.masking if RECIPES[config.recipe]["masking"] == "static" else None,
+        "masked_lm_prob": config.masked_lm_prob,
+        "lowercase": config.lowercase,
+        "max_seq_length": config.max_seq_length,
+        "max_predictions_per_seq": config.max_predictions_per_seq,
+        "dupe_factor": config.dupe_factor,
+        "short_seq_prob": config.short_seq_prob,
+        "seed": config.seed,
+    }
+
+
+def prepare_data(config, vocabulary):
+    """TFRecords for the run: given files, or made once from the corpus and cached."""
+    if config.input_files:
+        return list(config.input_files)
+    spec = _data_spec(config, vocabulary)
+    data_dir = os.path.join(config.output_dir, "data")
+    spec_path = os.path.join(data_dir, "data_spec.json")
+    if os.path.exists(spec_path):
+        with open(spec_path, encoding="utf-8") as f:
+            if json.load(f) == spec:
+                return sorted(os.path.join(data_dir, n) for n in os.listdir(data_dir) if n.endswith(".tfrecord"))
+        raise ValueError(
+            f"{data_dir} holds data made with other settings (see {spec_path}); use a new --output_dir."
+        )
+    path = config.corpus or wikipedia_excerpt_path()
+    print(f"Reading {path} ...", flush=True)
+    documents = read_corpus(path, config.corpus_format)
+    masking = None
+    if spec["masking"]:
+        masking = MaskingConfig(
+            strategy=config.masking,
+            masked_lm_prob=config.masked_lm_prob,
+            max_predictions_per_seq=config.max_predictions_per_seq,
+        )
+    print(f"Creating pretraining examples from {len(documents)} documents ...", flush=True)
+    # Every worker of a multi-worker run may prepare; each writes its own folder and the first
+    # rename wins (the contents are identical: same inputs, same seed).
+    staging = f"{data_dir}.partial-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    stats = write_pretraining_data(
+        documents,
+        vocabulary,
+        staging,
+        max_seq_length=config.max_seq_length,
+        max_predictions_per_seq=config.max_predictions_per_seq,
+        mode=spec["examples"],
+        masking=masking,
+        dupe_factor=config.dupe_factor,
+        short_seq_prob=config.short_seq_prob,
+        lowercase=config.lowercase,
+        seed=config.seed,
+        verbose=config.verbose > 0,
+    )
+    with open(os.path.join(staging, "data_spec.json"), "w", encoding="utf-8") as f:
+        json.dump(spec, f, indent=1)
+    print(f"  {stats.examples} examples, {stats.tokens} tokens, {stats.masked} masked", flush=True)
+    try:
+        os.rename(staging, data_dir)
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+        if not os.path.exists(spec_path):
+            raise
+    return prepare_data(config, vocabulary)
+
+
+def build_pretrainer(config, vocabulary_size):
+    """The recipe's pretrainer over the preset's architecture (random initialization)."""
+    encoder_config = get_preset(config.preset).replace(vocabulary_size=vocabulary_size)
+    if config.max_seq_length > encoder_config.max_sequence_length:
+        raise ValueError(
+            f"max_seq_length {config.max_seq_length} exceeds the preset's {encoder_config.max_sequence_length} positions."
+        )
+    if config.dropout is not None:
+        encoder_config = encoder_config.replace(dropout=config.dropout, attention_dropout=config.dropout)
+    if config.recipe == "albert" and encoder_config.architecture != "albert":
+        encoder_config = encoder_config.replace(
+            architecture="albert", embedding_size=min(128, encoder_config.hidden_size)
+        )
+    if config.recipe == "ltr":
+        encoder_config = encoder_config.replace(causal=True)
+    encoder = build_encoder(encoder_config, dtype=config.precision, name="encoder")
+    if config.recipe == "ltr":
+        return CausalLMPretrainer(encoder)
+    return BertPretrainer(encoder, next_sentence=RECIPES[config.recipe]["objective"] == "mlm_nsp")
+
+
+def run_pretraining(config):
+    """Run (or resume) a pretraining run; returns a summary dict (also written to summary.json).
+
+    A run killed at any point and started again with the same config resumes from its last
+    backup (every `checkpoint_every` steps), consumes exactly the batches an uninterrupted
+    run would, and ends with the same number of steps.
+    """
+    strategy = build_strategy(config.strategy, tpu=config.tpu, num_cpu_devices=config.num_cpu_devices)
+    _, worker_index, is_chief = worker_info()
+    keras.utils.set_random_seed(config.seed)
+    os.makedirs(config.output_dir, exist_ok=True)
+
+    vocabulary = config.vocabulary or bert_uncased_vocabulary()
+    vocab = VocabularyInfo.from_file(vocabulary)
+    files = prepare_data(config, vocabulary)
+    counts = check_tfrecords(files, config.max_seq_length, config.max_predictions_per_seq)
+    print(f"Training data: {sum(counts.values())} records in {len(files)} files", flush=True)
+
+    recipe = RECIPES[config.recipe]
+    # Non-chief workers keep their own backups and logs: the files must not collide.
+    suffix = "" if is_chief else f"-worker{worker_index}"
+    backup_dir = os.path.join(config.output_dir, "backup" + suffix)
+    initial_epoch = ResumableBackup.restored_epoch(backup_dir)
+    epochs = config.num_train_steps // config.checkpoint_every
+    dataset = pretraining_dataset(
+        files,
+        config.batch_size,
+        config.max_seq_length,
+        config.max_predictions_per_seq,
+        objective=recipe["objective"],
+        vocabulary_path=vocabulary,
+        dynamic_masking=(
+            MaskingConfig(masked_lm_prob=config.masked_lm_prob, max_predictions_per_seq=config.max_predictions_per_seq)
+            if recipe["masking"] == "dynamic"
+            else None
+        ),
+        seed=config.seed,
+        skip_batches=initial_epoch * config.checkpoint_every,
+    )
+
+    with strategy.scope():
+        model = build_pretrainer(config, vocab.size)
+        warmup = config.warmup_steps if config.warmup_steps is not None else config.num_train_steps // 10
+        optimizer = create_optimizer(
+            config.learning_rate,
+            config.num_train_steps,
+            warmup,
+            optimizer=config.optimizer,
+            weight_decay=config.weight_decay,
+        )
+        model.compile(optimizer=optimizer, **compile_options(strategy, config.jit_compile, config.steps_per_execution))
+
+    callbacks = [
+        ResumableBackup(backup_dir),
+        LearningRateLogger(every=config.checkpoint_every),
+        JsonHistory(os.path.join(config.output_dir, "history" + suffix + ".json")),
+        keras.callbacks.TensorBoard(os.path.join(config.output_dir, "logs" + suffix), update_freq=config.checkpoint_every),
+    ]
+    if initial_epoch:
+        print(f"Resuming after step {initial_epoch * config.checkpoint_every} (epoch {initial_epoch} of {epochs})", flush=True)
+    else:
+        print(f"Training {config.num_train_steps} steps of {config.batch_size} sequences", flush=True)
+    started = time.time()
+    model.fit(
+        dataset,
+        epochs=epochs,
+        steps_per_epoch=config.checkpoint_every,
+        initial_epoch=initial_epoch,
+        callbacks=callbacks,
+        verbose=config.verbose,
+    )
+    seconds = time.time() - started
+
+    steps = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
+    summary = {"steps": steps, "seconds_this_run": round(seconds, 1), "recipe": config.recipe}
+    with open(os.path.join(config.output_dir, "history" + suffix + ".json"), encoding="utf-8") as f:
+        history = json.load(f)
+    loss_key = "lm_loss" if recipe["objective"] == "ltr" else "mlm_loss"
+    summary["first_epoch_" + loss_key] = history[0].get(loss_key)
+    summary["last_epoch_" + loss_key] = history[-1].get(loss_key)
+    if is_chief:
+        save_model_atomically(model, os.path.join(config.output_dir, "pretrainer.keras"))
+        save_model_atomically(model.encoder, os.path.join(config.output_dir, "encoder.keras"))
+        with open(os.path.join(config.output_dir, "summary.json"), "w", encoding="utf-8") as f:
+            json.dump(summary, f, indent=1)
+    return summary
+
+
+def chance_loss(vocabulary_size):
+    """The masked-LM loss of a uniform guess, ln V: where an untrained model starts."""
+    return float(np.log(vocabulary_size))
