@@ -45,7 +45,8 @@ class MaskedExample:
     """token_ids with masks applied, and what the model must predict.
 
     positions are sorted; labels are the original ids there; spans (span strategy only) are
-    (first_position, last_position, length_in_words, truncated) tuples.
+    (first_position, last_position, length_in_words, drawn_length) tuples: drawn_length is the
+    length sampled from the clipped geometric law, length_in_words what fit in the budget.
     """
 
     token_ids: list
@@ -94,9 +95,12 @@ def _choose_groups(groups, budget, rng):
 def _choose_spans(words, budget, config, rng):
     """SpanBERT's choice: spans of whole words until the token budget is met.
 
-    Each length is drawn independently; the start is then uniform over the starts where the
-    span fits without overlapping an earlier one. Only the last span may be shortened to fit
-    the budget (marked truncated), so the other spans' lengths follow the clipped geometric law.
+    Each length is drawn independently from the clipped geometric law; the start is then
+    uniform over the starts where the span fits without overlapping an earlier one. The last
+    span may be shortened to fit the budget, as SpanBERT's is.
+
+    Returns:
+      (start_word, length_in_words, drawn_length) per span.
     """
     pmf = clipped_geometric_pmf(config.span_geometric_p, config.max_span_length)
     taken = np.zeros(len(words), bool)
@@ -110,16 +114,15 @@ def _choose_spans(words, budget, config, rng):
         if not starts:
             continue
         start = starts[rng.integers(len(starts))]
-        truncated = False
+        drawn = length
         while length and count + sizes[start : start + length].sum() > budget:
             length -= 1
-            truncated = True
         if not length:
             break
         taken[start : start + length] = True
         count += int(sizes[start : start + length].sum())
-        spans.append((start, length, truncated))
-        if truncated:
+        spans.append((start, length, drawn))
+        if length < drawn:
             break
     return spans
 

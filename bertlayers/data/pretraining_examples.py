@@ -56,11 +56,19 @@ def _pair_examples_from_document(documents, index, max_seq_length, short_seq_pro
         chunk_length += len(document[i])
         if i == len(document) - 1 or chunk_length >= target_length:
             if chunk:
+                # Decide the label first: google-research/bert forces a random next segment for
+                # every one-sentence chunk, which skews NSP labels (about 60% random on
+                # Wikipedia). A true continuation takes the document's next sentence instead.
+                random_next = mode == "nsp" and rng.random() < 0.5 and len(documents) > 1
+                if len(chunk) == 1 and not random_next and i + 1 < len(document):
+                    i += 1
+                    chunk.append(document[i])
+                elif len(chunk) == 1 and mode == "nsp" and len(documents) > 1:
+                    random_next = True  # the document's last sentence: no continuation exists
                 a_end = int(rng.integers(1, len(chunk))) if len(chunk) >= 2 else 1
                 tokens_a = [t for sentence in chunk[:a_end] for t in sentence]
                 tokens_b, label = [], 0
-                random_next = mode == "nsp" and (len(chunk) == 1 or rng.random() < 0.5)
-                if random_next and len(documents) > 1:
+                if random_next:
                     label = 1
                     target_b = target_length - len(tokens_a)
                     other = index
