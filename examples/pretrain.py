@@ -49,9 +49,10 @@ def main():
     summary = run_pretraining(config)
     loss = "lm_loss" if config.recipe == "ltr" else "mlm_loss"
     print(
-        f"\nDone: {summary['steps']} steps. {loss}: first epoch {summary['first_epoch_' + loss]:.3f}, "
-        f"last epoch {summary['last_epoch_' + loss]:.3f} (a uniform guess scores {chance_loss(30522):.3f} "
-        f"on a 30,522-token vocabulary). Encoder saved to {os.path.join(config.output_dir, 'encoder.keras')}"
+        f"\nDone: {summary['steps']} steps. {loss}: {summary['initial_' + loss]:.3f} before training, "
+        f"{summary['first_epoch_' + loss]:.3f} over the first epoch, {summary['last_epoch_' + loss]:.3f} over "
+        f"the last (a uniform guess over the vocabulary scores {chance_loss(summary['vocabulary_size']):.3f}).\n"
+        f"Encoder saved to {os.path.join(config.output_dir, 'encoder.keras')}"
     )
 
 

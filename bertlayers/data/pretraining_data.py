@@ -249,4 +249,8 @@ def pretraining_dataset(
     dataset = dataset.map(to_model_inputs, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     if skip_batches:
         dataset = dataset.skip(skip_batches)
-    return dataset.prefetch(tf.data.AUTOTUNE)
+    options = tf.data.Options()
+    # Workers split each global batch (as one device would see it) instead of reading
+    # different files: a multi-worker run then follows the single-device run step for step.
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+    return dataset.with_options(options).prefetch(tf.data.AUTOTUNE)

@@ -239,9 +239,16 @@ def run_pretraining(config):
         JsonHistory(os.path.join(config.output_dir, "history" + suffix + ".json")),
         keras.callbacks.TensorBoard(os.path.join(config.output_dir, "logs" + suffix), update_freq=config.checkpoint_every),
     ]
+    loss_key = "lm_loss" if recipe["objective"] == "ltr" else "mlm_loss"
+    initial_path = os.path.join(config.output_dir, "initial_loss" + suffix + ".json")
     if initial_epoch:
         print(f"Resuming after step {initial_epoch * config.checkpoint_every} (epoch {initial_epoch} of {epochs})", flush=True)
     else:
+        # The untrained model's loss on the first batches: what training is measured against.
+        initial = model.evaluate(dataset, steps=4, verbose=0, return_dict=True)
+        with open(initial_path, "w", encoding="utf-8") as f:
+            json.dump({k: float(v) for k, v in initial.items()}, f)
+        print(f"Initial {loss_key}: {_head_loss(initial, loss_key):.3f}", flush=True)
         print(f"Training {config.num_train_steps} steps of {config.batch_size} sequences", flush=True)
     started = time.time()
     model.fit(
@@ -255,18 +262,29 @@ def run_pretraining(config):
     seconds = time.time() - started
 
     steps = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
-    summary = {"steps": steps, "seconds_this_run": round(seconds, 1), "recipe": config.recipe}
+    summary = {
+        "steps": steps,
+        "seconds_this_run": round(seconds, 1),
+        "recipe": config.recipe,
+        "vocabulary_size": vocab.size,
+    }
     with open(os.path.join(config.output_dir, "history" + suffix + ".json"), encoding="utf-8") as f:
         history = json.load(f)
-    loss_key = "lm_loss" if recipe["objective"] == "ltr" else "mlm_loss"
-    summary["first_epoch_" + loss_key] = history[0].get(loss_key)
-    summary["last_epoch_" + loss_key] = history[-1].get(loss_key)
+    with open(initial_path, encoding="utf-8") as f:
+        summary["initial_" + loss_key] = _head_loss(json.load(f), loss_key)
+    summary["first_epoch_" + loss_key] = _head_loss(history[0], loss_key)
+    summary["last_epoch_" + loss_key] = _head_loss(history[-1], loss_key)
     if is_chief:
         save_model_atomically(model, os.path.join(config.output_dir, "pretrainer.keras"))
         save_model_atomically(model.encoder, os.path.join(config.output_dir, "encoder.keras"))
         with open(os.path.join(config.output_dir, "summary.json"), "w", encoding="utf-8") as f:
             json.dump(summary, f, indent=1)
     return summary
+
+
+def _head_loss(logs, key):
+    """A head's loss from Keras logs: named `<head>_loss`, or plain `loss` when the model has one head."""
+    return float(logs[key] if key in logs else logs["loss"])
 
 
 def chance_loss(vocabulary_size):

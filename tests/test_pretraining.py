@@ -1,0 +1,181 @@
+"""Pretraining runs: learning, recipes, tf.distribute, and resuming after a real SIGKILL."""
+
+import glob
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bertlayers.networks import AlbertEncoder, BertEncoder
+from bertlayers.training.pretraining import PretrainingConfig, run_pretraining
+from pretraining_fixtures import (
+    PREDICTIONS, SEQ, VOCAB_SIZE, common_args, environment, history, make_corpus, pretrain_command, run_pretrain,
+)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return make_corpus(str(tmp_path_factory.mktemp("corpus")))
+
+
+def config(corpus, output_dir, **changes):
+    values = dict(
+        output_dir=str(output_dir), vocabulary=corpus["vocabulary"], corpus=corpus["corpus"],
+        corpus_format="bert", max_seq_length=SEQ, max_predictions_per_seq=PREDICTIONS, batch_size=16,
+        num_train_steps=150, checkpoint_every=50, learning_rate=2e-3, dupe_factor=1, verbose=0,
+    )
+    values.update(changes)
+    return PretrainingConfig(**values)
+
+
+def tensorboard_tags(log_dir):
+    tags = set()
+    for path in glob.glob(os.path.join(log_dir, "**", "events.out.tfevents.*"), recursive=True):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            tags |= {value.tag for value in event.summary.value}
+    return tags
+
+
+def test_bert_pretraining_learns_and_saves_the_encoder(corpus, tmp_path):
+    summary = run_pretraining(config(corpus, tmp_path))
+    assert summary["steps"] == 150
+    initial, first, last = (summary[k + "_mlm_loss"] for k in ("initial", "first_epoch", "last_epoch"))
+    assert abs(initial - np.log(VOCAB_SIZE)) < 0.5  # an untrained model guesses about uniformly
+    assert last < initial - 1.0 and last < first, (initial, first, last)
+    epochs = history(tmp_path)
+    assert [e["epoch"] for e in epochs] == [0, 1, 2]
+    assert "nsp_accuracy" in epochs[-1] and 0 < epochs[0]["learning_rate"]
+    encoder = keras.saving.load_model(str(tmp_path / "encoder.keras"), safe_mode=True)
+    vocabulary_size = sum(1 for _ in open(corpus["vocabulary"], encoding="utf-8"))
+    assert isinstance(encoder, BertEncoder) and encoder.config.vocabulary_size == vocabulary_size
+    pretrainer = keras.saving.load_model(str(tmp_path / "pretrainer.keras"), safe_mode=True)
+    assert pretrainer.lm_head.token_embedding is pretrainer.encoder.token_embedding
+    tags = tensorboard_tags(str(tmp_path / "logs"))
+    assert {"epoch_mlm_loss", "epoch_nsp_accuracy", "epoch_learning_rate"} <= tags, tags
+
+
+@pytest.mark.parametrize("recipe, loss", [("albert", "mlm_loss"), ("roberta", "mlm_loss"), ("ltr", "lm_loss")])
+def test_other_recipes_learn(corpus, tmp_path, recipe, loss):
+    summary = run_pretraining(config(corpus, tmp_path, recipe=recipe, num_train_steps=80, checkpoint_every=40))
+    assert summary["steps"] == 80
+    assert summary["last_epoch_" + loss] < summary["initial_" + loss] - 0.5, summary
+    encoder = keras.saving.load_model(str(tmp_path / "encoder.keras"), safe_mode=True)
+    assert isinstance(encoder, AlbertEncoder if recipe == "albert" else BertEncoder)
+    assert encoder.config.causal == (recipe == "ltr")
+    spec = json.load(open(tmp_path / "data" / "data_spec.json"))
+    assert spec["examples"] == {"albert": "sop", "roberta": "single", "ltr": "single"}[recipe]
+    # ALBERT masks statically; RoBERTa masks dynamically and the LM needs no masks.
+    assert spec["masking"] == ("token" if recipe == "albert" else None)
+
+
+def test_bad_settings_are_refused(corpus, tmp_path):
+    from bertlayers.training.distribute import build_strategy, compile_options
+
+    with pytest.raises(ValueError, match=r"num_train_steps \(150\) must be a multiple of checkpoint_every \(40\)"):
+        config(corpus, tmp_path, checkpoint_every=40)
+    with pytest.raises(ValueError, match="Unknown preset 'bert_giant'"):
+        config(corpus, tmp_path, preset="bert_giant")
+    mirrored = tf.distribute.MirroredStrategy(["/cpu:0"])
+    with pytest.raises(ValueError, match=r"jit_compile \(XLA\) fails under tf.distribute .*keras#19005"):
+        compile_options(mirrored, jit_compile=True)
+    with pytest.raises(ValueError, match=r"steps_per_execution > 1 fails .*keras#19246"):
+        compile_options(mirrored, steps_per_execution=4)
+    assert compile_options(tf.distribute.get_strategy(), jit_compile=True, steps_per_execution=4)["jit_compile"]
+    os.environ.pop("TF_CONFIG", None)
+    with pytest.raises(ValueError, match="needs the TF_CONFIG environment variable"):
+        build_strategy("multi_worker")
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    (data_dir / "data_spec.json").write_text('{"other": 1}')
+    with pytest.raises(ValueError, match="holds data made with other settings"):
+        run_pretraining(config(corpus, tmp_path))
+
+
+def test_mirrored_strategy_on_two_cpus_matches_one_device(corpus, tmp_path):
+    run_pretrain(common_args(corpus, tmp_path / "one", 24, 4))
+    run_pretrain(common_args(corpus, tmp_path / "two", 24, 4, "--strategy", "mirrored", "--num_cpu_devices", "2"))
+    one, two = history(tmp_path / "one"), history(tmp_path / "two")
+    assert len(one) == len(two) == 6
+    for a, b in zip(one, two):
+        for key in ("loss", "mlm_loss", "nsp_loss"):
+            assert abs(a[key] - b[key]) <= 1e-4, (key, a[key], b[key])
+
+
+def free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def test_two_process_multi_worker_training_agrees(corpus, tmp_path):
+    ports = free_ports(2)
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
+    args = common_args(corpus, tmp_path / "mw", 12, 4, "--strategy", "multi_worker")
+    workers = [
+        subprocess.Popen(
+            pretrain_command(args),
+            env=environment(TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}})),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )
+        for i in range(2)
+    ]
+    try:
+        outputs = [w.communicate(timeout=240)[0] for w in workers]
+    finally:
+        for w in workers:
+            w.kill()
+    for worker, output in zip(workers, outputs):
+        assert worker.returncode == 0, output[-3000:]
+    chief, other = history(tmp_path / "mw"), history(tmp_path / "mw", "history-worker1.json")
+    assert len(chief) == len(other) == 3
+    for a, b in zip(chief, other):
+        assert abs(a["loss"] - b["loss"]) <= 1e-6
+    run_pretrain(common_args(corpus, tmp_path / "one", 12, 4))
+    for a, b in zip(history(tmp_path / "one"), chief):
+        assert abs(a["loss"] - b["loss"]) <= 1e-4, (a["loss"], b["loss"])
+
+
+def final_weights(output_dir):
+    model = keras.saving.load_model(os.path.join(output_dir, "pretrainer.keras"), safe_mode=True)
+    return [np.asarray(w) for w in model.weights]
+
+
+def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(corpus, tmp_path):
+    steps, every = 60, 10
+    run_pretrain(common_args(corpus, tmp_path / "reference", steps, every))
+
+    killed = tmp_path / "killed"
+    args = common_args(corpus, killed, steps, every)
+    process = subprocess.Popen(pretrain_command(args), env=environment(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    metadata = killed / "backup" / "training_metadata.json"
+    deadline = time.time() + 180
+    while time.time() < deadline and process.poll() is None:
+        if metadata.exists() and json.loads(metadata.read_text())["epoch"] >= 2:
+            break
+        time.sleep(0.05)
+    time.sleep(0.3)  # into the next epoch, between backups
+    assert process.poll() is None, "the run ended before it could be killed"
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    killed_at = json.loads(metadata.read_text())["epoch"]
+    assert 2 <= killed_at < steps // every
+    assert not (killed / "pretrainer.keras").exists()
+
+    output = run_pretrain(args).stdout
+    assert f"Resuming after step {killed_at * every}" in output
+    summary = json.loads((killed / "summary.json").read_text())
+    assert summary["steps"] == steps
+    assert [e["epoch"] for e in history(killed)] == list(range(steps // every))
+    for resumed, reference in zip(final_weights(killed), final_weights(tmp_path / "reference")):
+        np.testing.assert_allclose(resumed, reference, atol=1e-5)
