@@ -191,6 +191,7 @@ def pretraining_dataset(
     shuffle_buffer=10000,
     seed=0,
     skip_batches=0,
+    passes=1,
 ):
     """An endless, deterministic stream of `(x, y, sample_weight)` batches for `model.fit`.
 
@@ -200,7 +201,9 @@ def pretraining_dataset(
       "mlm":     {"mlm": masked_lm_ids} (RoBERTa).
       "ltr":     {"lm": next token ids `[batch, seq]`} (left-to-right LM).
     Batches have a static shape (`drop_remainder=True`), as TPUs need. The order is fixed by
-    `seed`; `skip_batches` starts the stream further on (resuming a run).
+    `seed`, the same for every iterator; the first `passes` passes over the records are each
+    shuffled differently, then the order repeats. `skip_batches` starts the stream further on
+    (resuming a run).
 
     Args:
       dynamic_masking: a `MaskingConfig` to draw masks here every epoch (RoBERTa); the
@@ -212,8 +215,16 @@ def pretraining_dataset(
     if dynamic_masking is not None and dynamic_masking.max_predictions_per_seq != max_predictions_per_seq:
         dynamic_masking = dataclasses.replace(dynamic_masking, max_predictions_per_seq=max_predictions_per_seq)
 
-    dataset = tf.data.TFRecordDataset(sorted(files))
-    dataset = dataset.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True).repeat()
+    records = tf.data.TFRecordDataset(sorted(files))
+    # Each pass over the records gets its own fixed shuffle, seeded by (seed, pass). A
+    # reshuffling `shuffle().repeat()` would give every new iterator another order, so a
+    # resumed run or a distributed one (which create other iterators) would see other batches.
+    dataset = records.shuffle(shuffle_buffer, seed=seed * 1_000_003, reshuffle_each_iteration=False)
+    for data_pass in range(1, max(1, passes)):
+        dataset = dataset.concatenate(
+            records.shuffle(shuffle_buffer, seed=seed * 1_000_003 + data_pass, reshuffle_each_iteration=False)
+        )
+    dataset = dataset.repeat()
     dataset = dataset.batch(batch_size, drop_remainder=True)
     dataset = dataset.map(lambda s: parse_records(s, max_seq_length, max_predictions_per_seq))
     # The batch's index in the stream keys its dynamic masks; it is counted before the skip.

@@ -1,6 +1,7 @@
 """BERT's optimizer: AdamW (or LAMB), linear warmup then linear decay, global-norm clipping."""
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 # Variables BERT exempts from weight decay: LayerNorm scales and offsets, and every bias.
@@ -40,6 +41,50 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         }
 
 
+class SumThenClip:
+    """Under tf.distribute, sum gradients across replicas before clipping them.
+
+    Keras 3.15 clips each replica's partial gradient and only then sums the replicas
+    (`_backend_apply_gradients` runs `_clip_gradients` before `_backend_update_step`), so a
+    global norm of 1.0 lets a 2-replica step reach norm 2 and training differs from one
+    device. Here the all-reduce moves ahead of the clipping and Keras's own all-reduce is
+    skipped; with one replica nothing changes. Verified for Keras 3.15 only: other versions
+    keep Keras's behaviour.
+    """
+
+    _FIXED_IN = "3.15."
+
+    def _clip_gradients(self, grads):
+        context = tf.distribute.get_replica_context()
+        clips = self.clipnorm or self.global_clipnorm or self.clipvalue
+        if (
+            clips
+            and keras.__version__.startswith(self._FIXED_IN)
+            and context is not None
+            and context.num_replicas_in_sync > 1
+        ):
+            present = [g for g in grads if g is not None]
+            summed = iter(context.all_reduce(tf.distribute.ReduceOp.SUM, present))
+            grads = [None if g is None else next(summed) for g in grads]
+            self._gradients_summed = True  # read while tracing the same step, below
+        return super()._clip_gradients(grads)
+
+    def _all_reduce_sum_gradients(self, grads_and_vars):
+        if getattr(self, "_gradients_summed", False):
+            return list(grads_and_vars)
+        return super()._all_reduce_sum_gradients(grads_and_vars)
+
+
+@keras.saving.register_keras_serializable(package="bertlayers")
+class AdamW(SumThenClip, keras.optimizers.AdamW):
+    """`keras.optimizers.AdamW` that clips the cross-replica gradient (see `SumThenClip`)."""
+
+
+@keras.saving.register_keras_serializable(package="bertlayers")
+class Lamb(SumThenClip, keras.optimizers.Lamb):
+    """`keras.optimizers.Lamb` that clips the cross-replica gradient (see `SumThenClip`)."""
+
+
 def create_optimizer(
     learning_rate,
     total_steps,
@@ -70,9 +115,9 @@ def create_optimizer(
         global_clipnorm=clip_global_norm,
     )
     if optimizer == "adamw":
-        result = keras.optimizers.AdamW(**common)
+        result = AdamW(**common)
     elif optimizer == "lamb":
-        result = keras.optimizers.Lamb(**common)
+        result = Lamb(**common)
     else:
         raise ValueError(f"Unknown optimizer {optimizer!r}; use 'adamw' or 'lamb'.")
     result.exclude_from_weight_decay(var_names=list(NO_DECAY))

@@ -219,6 +219,7 @@ def run_pretraining(config):
         ),
         seed=config.seed,
         skip_batches=initial_epoch * config.checkpoint_every,
+        passes=min(1000, config.num_train_steps * config.batch_size // sum(counts.values()) + 1),
     )
 
     with strategy.scope():
