@@ -172,11 +172,17 @@ def test_padding_invariance(encoder_cls):
     np.testing.assert_allclose(long["sequence_output"][1, :3], short["sequence_output"][1, :3], atol=1e-5)
 
 
-def test_mixed_bfloat16_encoder():
+def test_mixed_bfloat16_encoder(tmp_path):
     encoder = BertEncoder(**TINY, dtype="mixed_bfloat16")
     outputs = encoder(encoder_inputs([5, 3], seq=6))
     assert outputs["sequence_output"].dtype == "bfloat16"
     assert all(weight.dtype == "float32" for weight in encoder.weights)
+    assert encoder.layer_dtype_policy.name == "mixed_bfloat16"
+    path = str(tmp_path / "encoder.keras")
+    encoder.save(path)
+    loaded = keras.saving.load_model(path, safe_mode=True)
+    assert loaded.layer_dtype_policy.name == "mixed_bfloat16"
+    assert loaded(encoder_inputs([5, 3], seq=6))["sequence_output"].dtype == "bfloat16"
     assert np.all(np.isfinite(keras.ops.convert_to_numpy(keras.ops.cast(outputs["sequence_output"], "float32"))))
 
 
@@ -189,6 +195,9 @@ def test_bad_inputs_are_named():
         encoder(padded(inputs, 14))
     with pytest.raises(ValueError, match='Missing data for input "padding_mask"'):
         encoder({"token_ids": inputs["token_ids"], "segment_ids": inputs["segment_ids"]})
+    # Extra keys are ignored, never matched to the encoder's inputs by position.
+    extra = {**inputs, "masked_positions": np.zeros((2, 2), "int32"), "labels": np.zeros((2,), "int32")}
+    np.testing.assert_array_equal(encoder(extra)["sequence_output"], encoder(inputs)["sequence_output"])
 
 
 def test_over_long_sequence_is_rejected_inside_a_graph_with_unknown_length():

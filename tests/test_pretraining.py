@@ -179,3 +179,31 @@ def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(corpus, tmp_
     assert [e["epoch"] for e in history(killed)] == list(range(steps // every))
     for resumed, reference in zip(final_weights(killed), final_weights(tmp_path / "reference")):
         np.testing.assert_allclose(resumed, reference, atol=1e-5)
+
+
+def test_mixed_precision_reaches_every_layer_of_the_pretrainer():
+    from bertlayers.training.pretraining import build_pretrainer
+
+    model = build_pretrainer(PretrainingConfig(precision="mixed_bfloat16"), 100)
+    computing = [layer for layer in model.encoder.layers if not isinstance(layer, keras.layers.InputLayer)]
+    policies = {layer.dtype_policy.name for layer in computing} | {
+        model.lm_head.dtype_policy.name, model.next_sentence_head.dtype_policy.name
+    }
+    assert policies == {"mixed_bfloat16"}, policies
+
+
+def test_schedule_and_weight_decay_exclusions():
+    from bertlayers.training.optimization import WarmupLinearDecay, create_optimizer
+
+    schedule = WarmupLinearDecay(1e-3, total_steps=100, warmup_steps=10)
+    rates = [float(schedule(step)) for step in (0, 5, 10, 55, 100, 150)]
+    np.testing.assert_allclose(rates, [0.0, 5e-4, 1e-3, 5e-4, 0.0, 0.0], atol=1e-9)
+    optimizer = create_optimizer(1e-2, 100, 0, weight_decay=0.1)
+    kernel = keras.Variable(np.ones((2, 2), "float32"), name="kernel")
+    bias = keras.Variable(np.ones((2,), "float32"), name="bias")
+    gamma = keras.Variable(np.ones((2,), "float32"), name="gamma")
+    optimizer.apply([np.zeros((2, 2), "float32"), np.zeros(2, "float32"), np.zeros(2, "float32")], [kernel, bias, gamma])
+    # Zero gradients: only decoupled weight decay moves a variable, and only the kernel.
+    assert np.all(np.asarray(kernel) < 1.0)
+    np.testing.assert_array_equal(np.asarray(bias), 1.0)
+    np.testing.assert_array_equal(np.asarray(gamma), 1.0)

@@ -27,7 +27,7 @@ class PretrainerBase(keras.Model):
             intermediate_activation=config.hidden_activation,
             layer_norm_epsilon=config.layer_norm_epsilon,
             kernel_initializer=bert_initializer(config.initializer_range),
-            dtype=encoder.dtype_policy,
+            dtype=encoder.layer_dtype_policy,
             name="lm_head",
         )
 
@@ -89,7 +89,7 @@ class BertPretrainer(PretrainerBase):
         if next_sentence:
             next_sentence_head = NextSentenceHead(
                 kernel_initializer=bert_initializer(encoder.config.initializer_range),
-                dtype=encoder.dtype_policy,
+                dtype=encoder.layer_dtype_policy,
                 name="next_sentence_head",
             )
             outputs["nsp"] = next_sentence_head(encoded["pooled_output"])

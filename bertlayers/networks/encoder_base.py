@@ -85,6 +85,9 @@ class EncoderBase(keras.Model):
         }
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, name=name, trainable=trainable)
 
+        # A functional model does not keep the policy it was given; the layers do. Heads
+        # built on this encoder, and get_config, use this one.
+        self.layer_dtype_policy = embeddings.dtype_policy
         self.config = config
         self.embeddings = embeddings
         self.transformer_layers = blocks
@@ -121,11 +124,14 @@ class EncoderBase(keras.Model):
 
     # --- Shared API ---
     def call(self, inputs, training=None, mask=None):
-        # The functional model would silently cast float ids to int32 (truncating them).
         if isinstance(inputs, dict):
-            for name in INPUT_NAMES:
-                if hasattr(inputs.get(name), "dtype"):
-                    check_integer_ids(inputs[name], name)
+            # Extra keys (a task's labels or masked positions) would make Keras match the
+            # dict to the inputs by position, silently feeding one input as another.
+            inputs = {name: inputs[name] for name in INPUT_NAMES if name in inputs}
+            # The functional model would silently cast float ids to int32 (truncating them).
+            for name, value in inputs.items():
+                if hasattr(value, "dtype"):
+                    check_integer_ids(value, name)
         return super().call(inputs, training=training, mask=mask)
 
     @property
@@ -152,7 +158,7 @@ class EncoderBase(keras.Model):
         config = {
             "name": self.name,
             "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "dtype": keras.dtype_policies.serialize(self.layer_dtype_policy),
         }
         config.update(self.config.to_dict())
         config.pop("architecture")
