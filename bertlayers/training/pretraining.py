@@ -23,11 +23,11 @@ from bertlayers.data.corpus import read_corpus, wikipedia_excerpt_path
 from bertlayers.data.mlm_masking import MaskingConfig
 from bertlayers.data.pretraining_data import pretraining_dataset, write_pretraining_data
 from bertlayers.data.tfrecords import check_tfrecords
-from bertlayers.data.vocabulary import VocabularyInfo
+from bertlayers.data.vocabulary import VocabularyInfo, build_wordpiece_vocabulary
 from bertlayers.models.pretrainer import BertPretrainer, CausalLMPretrainer
 from bertlayers.networks import build_encoder, get_preset
 from bertlayers.training.callbacks import JsonHistory, LearningRateLogger
-from bertlayers.training.checkpointing import ResumableBackup, save_model_atomically
+from bertlayers.training.checkpointing import ResumableBackup, atomic_path, save_model_atomically
 from bertlayers.training.distribute import build_strategy, compile_options, worker_info
 from bertlayers.training.optimization import create_optimizer
 
@@ -49,6 +49,7 @@ class PretrainingConfig:
     corpus_format: str = "auto"
     input_files: Optional[list] = None  # existing TFRecords instead of a corpus
     vocabulary: Optional[str] = None  # default: the real bert-base-uncased vocab.txt
+    vocabulary_size: Optional[int] = None  # train a WordPiece vocabulary of this size instead
     lowercase: bool = True
     max_seq_length: int = 128
     max_predictions_per_seq: int = 20
@@ -103,6 +104,22 @@ def _data_spec(config, vocabulary):
         "short_seq_prob": config.short_seq_prob,
         "seed": config.seed,
     }
+
+
+def resolve_vocabulary(config):
+    """The run's vocab.txt: the given one, one trained on the corpus, or bert-base-uncased's."""
+    if config.vocabulary and config.vocabulary_size:
+        raise ValueError("Give --vocabulary or --vocabulary_size, not both.")
+    if not config.vocabulary_size:
+        return config.vocabulary or bert_uncased_vocabulary()
+    path = os.path.join(config.output_dir, "vocab.txt")
+    if not os.path.exists(path):
+        corpus = config.corpus or wikipedia_excerpt_path()
+        print(f"Training a {config.vocabulary_size}-token WordPiece vocabulary on {corpus} ...", flush=True)
+        documents = read_corpus(corpus, config.corpus_format)
+        with atomic_path(path) as temporary:
+            build_wordpiece_vocabulary(documents, config.vocabulary_size, temporary, lowercase=config.lowercase)
+    return path
 
 
 def prepare_data(config, vocabulary):
@@ -193,7 +210,7 @@ def run_pretraining(config):
     keras.utils.set_random_seed(config.seed)
     os.makedirs(config.output_dir, exist_ok=True)
 
-    vocabulary = config.vocabulary or bert_uncased_vocabulary()
+    vocabulary = resolve_vocabulary(config)
     vocab = VocabularyInfo.from_file(vocabulary)
     files = prepare_data(config, vocabulary)
     counts = check_tfrecords(files, config.max_seq_length, config.max_predictions_per_seq)

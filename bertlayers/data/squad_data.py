@@ -1,0 +1,270 @@
+"""SQuAD v1.1 / v2.0 data: reading, WordPieces with character offsets, windows, answer decoding.
+
+Answers map back to the original context through each WordPiece's character span (computed
+here on the original text), never by joining WordPieces back into words.
+"""
+
+import collections
+import dataclasses
+import json
+import unicodedata
+
+import numpy as np
+import tensorflow as tf
+
+
+@dataclasses.dataclass
+class SquadExample:
+    qid: str
+    question: str
+    context: str
+    answers: list  # [(text, start_char)]
+    is_impossible: bool
+
+
+def read_squad(path):
+    """Examples of a SQuAD v1.1 / v2.0 JSON file; an answer whose offset does not match the
+    context is a ValueError naming the question id."""
+    with open(path, encoding="utf-8") as f:
+        try:
+            data = json.load(f)["data"]
+        except (json.JSONDecodeError, KeyError, TypeError) as error:
+            raise ValueError(f"{path} is not a SQuAD JSON file ({error}).") from None
+    examples = []
+    for article in data:
+        for paragraph in article["paragraphs"]:
+            context = paragraph["context"]
+            for qa in paragraph["qas"]:
+                impossible = bool(qa.get("is_impossible", False))
+                answers = []
+                for answer in qa.get("answers", []):
+                    text, start = answer["text"], int(answer["answer_start"])
+                    if context[start : start + len(text)] != text:
+                        raise ValueError(
+                            f"{path}: question {qa['id']}: answer {text!r} is not at character {start} "
+                            f"of its context (found {context[start:start + len(text)]!r})."
+                        )
+                    answers.append((text, start))
+                if not impossible and not answers:
+                    raise ValueError(f"{path}: question {qa['id']} has no answer and is not marked is_impossible.")
+                examples.append(SquadExample(qa["id"], qa["question"], context, answers, impossible))
+    return examples
+
+
+# --- WordPieces with character offsets -----------------------------------------------------
+
+
+def _is_punctuation(char):
+    code = ord(char)
+    if 33 <= code <= 47 or 58 <= code <= 64 or 91 <= code <= 96 or 123 <= code <= 126:
+        return True
+    return unicodedata.category(char).startswith("P")
+
+
+def _basic_tokens(text, lowercase):
+    """BERT's basic tokens of `text`: (normalized text, original start, original end) each.
+
+    Whitespace separates tokens and every punctuation character is a token of its own.
+    Lower-casing strips accents (NFD, marks dropped), as uncased BERT does; the original
+    character each normalized character came from is kept, so spans refer to `text`.
+    """
+    tokens, current, start = [], [], None
+
+    def flush(end):
+        nonlocal current, start
+        if current:
+            tokens.append(("".join(current), start, end))
+        current, start = [], None
+
+    for index, char in enumerate(text):
+        if char.isspace() or unicodedata.category(char) in ("Cc", "Cf"):
+            flush(index)
+            continue
+        normalized = char
+        if lowercase:
+            normalized = "".join(
+                c for c in unicodedata.normalize("NFD", char.lower()) if unicodedata.category(c) != "Mn"
+            )
+        if not normalized:
+            continue
+        if _is_punctuation(char):
+            flush(index)
+            tokens.append((normalized, index, index + 1))
+            continue
+        if start is None:
+            start = index
+        current.append(normalized)
+    flush(len(text))
+    return tokens
+
+
+def tokenize_with_offsets(texts, tokenizer, lowercase=True):
+    """For each text, a list of (token id, start char, end char) over the original text."""
+    basic = [_basic_tokens(text, lowercase) for text in texts]
+    flat = [token for tokens in basic for token, _, _ in tokens]
+    pieces = tokenizer(tf.constant(flat)) if flat else []
+    pieces = pieces.to_list() if hasattr(pieces, "to_list") else pieces
+    unk = tokenizer.token_to_id("[UNK]")
+    results, offset = [], 0
+    for text, tokens in zip(texts, basic):
+        result = []
+        for (normalized, start, end), ids in zip(tokens, pieces[offset : offset + len(tokens)]):
+            ids = list(ids)
+            if not ids or unk in ids:
+                result.append((unk, start, end))  # BERT's WordPiece turns a whole failing token into [UNK]
+                continue
+            # Map normalized characters back to original ones to place each piece.
+            origin = []
+            for index in range(start, end):
+                char = text[index]
+                normalized_char = (
+                    "".join(c for c in unicodedata.normalize("NFD", char.lower()) if unicodedata.category(c) != "Mn")
+                    if lowercase
+                    else char
+                )
+                origin.extend([index] * len(normalized_char))
+            cursor = 0
+            for token_id in ids:
+                length = len(tokenizer.id_to_token(token_id).removeprefix("##"))
+                first = origin[min(cursor, len(origin) - 1)]
+                last = origin[min(cursor + length, len(origin)) - 1]
+                result.append((token_id, first, last + 1))
+                cursor += length
+        offset += len(tokens)
+        results.append(result)
+    return results
+
+
+# --- Windows ------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class SquadFeatures:
+    """Encoder inputs and targets of every window, and what decoding needs."""
+
+    inputs: dict  # token_ids, segment_ids, padding_mask, span_mask: int32 [windows, seq]
+    start_positions: np.ndarray  # [windows]; 0 ([CLS]) when the window has no answer
+    end_positions: np.ndarray
+    example_index: np.ndarray  # [windows] → index into the examples
+    token_spans: list  # per window: {position: (start char, end char)} of its context tokens
+    max_context: list  # per window: {position: bool}, True where this window gives the token most context
+
+
+def make_windows(examples, tokenizer, max_seq_length=384, doc_stride=128, max_query_length=64, lowercase=True):
+    """Split each (question, context) into windows `[CLS] question [SEP] context-part [SEP]`.
+
+    Contexts longer than a window are covered by windows `doc_stride` tokens apart. A window
+    whose context part holds the whole gold answer targets its first and last tokens; others
+    target [CLS] (no answer here). `span_mask` is 1 on the context tokens and on [CLS].
+    """
+    cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+    questions = tokenize_with_offsets([e.question for e in examples], tokenizer, lowercase)
+    contexts = tokenize_with_offsets([e.context for e in examples], tokenizer, lowercase)
+    rows = collections.defaultdict(list)
+    token_spans, max_context = [], []
+    for index, (example, question, context) in enumerate(zip(examples, questions, contexts)):
+        query = [t for t, _, _ in question][:max_query_length]
+        room = max_seq_length - len(query) - 3
+        if room <= 0:
+            raise ValueError(f"Question {example.qid}: max_seq_length {max_seq_length} leaves no room for the context.")
+        answer = None
+        if example.answers and not example.is_impossible:
+            text, start_char = example.answers[0]
+            end_char = start_char + len(text)
+            covered = [i for i, (_, s, e) in enumerate(context) if s < end_char and e > start_char]
+            if covered:
+                answer = (covered[0], covered[-1])
+        windows, start = [], 0
+        while True:
+            length = min(room, len(context) - start)
+            windows.append((start, length))
+            if start + length >= len(context):
+                break
+            start += min(length, doc_stride)
+        for window_start, length in windows:
+            ids = [cls] + query + [sep] + [t for t, _, _ in context[window_start : window_start + length]] + [sep]
+            offset = len(query) + 2
+            spans, best = {}, {}
+            for k in range(length):
+                token = window_start + k
+                spans[offset + k] = context[token][1:]
+                best[offset + k] = _has_max_context(windows, window_start, token)
+            target = (0, 0)
+            if answer and window_start <= answer[0] and answer[1] < window_start + length:
+                target = (offset + answer[0] - window_start, offset + answer[1] - window_start)
+            padding = max_seq_length - len(ids)
+            rows["token_ids"].append(ids + [0] * padding)
+            rows["segment_ids"].append([0] * offset + [1] * (length + 1) + [0] * padding)
+            rows["padding_mask"].append([1] * len(ids) + [0] * padding)
+            rows["span_mask"].append([1] + [0] * (offset - 1) + [1] * length + [0] * (padding + 1))
+            rows["start"].append(target[0])
+            rows["end"].append(target[1])
+            rows["example"].append(index)
+            token_spans.append(spans)
+            max_context.append(best)
+    inputs = {k: np.array(rows[k], "int32") for k in ("token_ids", "segment_ids", "padding_mask", "span_mask")}
+    return SquadFeatures(
+        inputs, np.array(rows["start"], "int32"), np.array(rows["end"], "int32"),
+        np.array(rows["example"], "int32"), token_spans, max_context,
+    )
+
+
+def _has_max_context(windows, current_start, token):
+    """BERT's rule: a token belongs to the window where min(left, right) context, plus a small
+    bonus for longer windows, is largest."""
+    best_score, best_start = None, None
+    for start, length in windows:
+        end = start + length - 1
+        if not start <= token <= end:
+            continue
+        score = min(token - start, end - token) + 0.01 * length
+        if best_score is None or score > best_score:
+            best_score, best_start = score, start
+    return best_start == current_start
+
+
+# --- Decoding -----------------------------------------------------------------------------
+
+
+def decode_answers(
+    examples, features, start_logits, end_logits, n_best_size=20, max_answer_length=30,
+    version_2=False, null_score_diff_threshold=0.0,
+):
+    """Best answer text per question id, from the windows' start/end logits.
+
+    Candidates are the n-best starts × n-best ends of each window with end ≥ start, length ≤
+    `max_answer_length` tokens, both inside the context and the start where its window gives it
+    the most context; a span scores start + end logit. For v2.0 the null answer ([CLS]) scores
+    the lowest [CLS] pair over the windows, and wins when it beats the best span by more than
+    `null_score_diff_threshold`. The text is cut from the original context by character offsets.
+
+    Returns:
+      ({qid: text ("" for no answer)}, {qid: [n-best candidates]}).
+    """
+    start_logits, end_logits = np.asarray(start_logits), np.asarray(end_logits)
+    by_example = collections.defaultdict(list)
+    for window, example_index in enumerate(features.example_index):
+        by_example[int(example_index)].append(window)
+    predictions, nbest = {}, {}
+    for index, example in enumerate(examples):
+        candidates, null_score = [], None
+        for window in by_example[index]:
+            starts, ends = start_logits[window], end_logits[window]
+            spans, best = features.token_spans[window], features.max_context[window]
+            score = float(starts[0] + ends[0])
+            null_score = score if null_score is None else min(null_score, score)
+            for s in np.argsort(starts)[::-1][:n_best_size]:
+                if s not in spans or not best[s]:
+                    continue
+                for e in np.argsort(ends)[::-1][:n_best_size]:
+                    if e not in spans or e < s or e - s + 1 > max_answer_length:
+                        continue
+                    first, last = spans[s][0], spans[e][1]
+                    candidates.append((float(starts[s] + ends[e]), example.context[first:last], first))
+        candidates.sort(key=lambda c: -c[0])
+        nbest[example.qid] = [{"text": t, "score": s, "start_char": c} for s, t, c in candidates[:n_best_size]]
+        best_text = candidates[0][1] if candidates else ""
+        if version_2 and (not candidates or null_score - candidates[0][0] > null_score_diff_threshold):
+            best_text = ""
+        predictions[example.qid] = best_text
+    return predictions, nbest

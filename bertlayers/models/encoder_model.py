@@ -1,0 +1,54 @@
+"""The base of every model built on an encoder: heads over its outputs, a config that
+rebuilds them over the deserialized encoder, and default losses per head."""
+
+import keras
+
+from bertlayers.networks.encoder_base import INPUT_NAMES
+
+
+def encoder_inputs():
+    """keras.Input for each encoder input: int32 `[batch, seq]`."""
+    return {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
+
+
+class EncoderModel(keras.Model):
+    """A functional model over `self.encoder`.
+
+    Subclasses build their graph in `__init__`, call `super().__init__(inputs, outputs)`, set
+    `self.encoder`, and list their constructor arguments in `_constructor_args`. `from_config`
+    deserializes the encoder and calls the constructor again, so heads tied to the encoder's
+    variables are tied again after loading.
+    """
+
+    def _constructor_args(self):
+        return {}
+
+    def default_losses(self):
+        """{output name: loss} used when `compile` gets no loss."""
+        raise NotImplementedError
+
+    def default_metrics(self):
+        """{output name: [metrics]} used when `compile` gets no metrics (weighted by sample weights)."""
+        return {}
+
+    def compile(self, optimizer="adam", loss=None, metrics=None, weighted_metrics=None, **kwargs):
+        """`keras.Model.compile` with the heads' losses and metrics filled in by default."""
+        if loss is None:
+            loss = self.default_losses()
+        if metrics is None and weighted_metrics is None:
+            weighted_metrics = self.default_metrics()
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, weighted_metrics=weighted_metrics, **kwargs)
+
+    def get_config(self):
+        return {
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            "name": self.name,
+            "trainable": self.trainable,
+            **self._constructor_args(),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        return cls(**config)

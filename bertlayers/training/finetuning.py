@@ -1,0 +1,104 @@
+"""Fine-tuning a pretrained encoder with a task head: what the task scripts share."""
+
+import argparse
+import json
+import math
+import os
+
+import keras
+
+from bertlayers.models.warm_start import load_encoder, reinitialized
+from bertlayers.training.callbacks import JsonHistory
+from bertlayers.training.checkpointing import save_model_atomically
+from bertlayers.training.distribute import STRATEGIES, build_strategy, compile_options
+from bertlayers.training.optimization import create_optimizer
+
+
+def add_finetuning_arguments(parser, sequence_length=128, epochs=3, batch_size=32, learning_rate=5e-5):
+    """The flags every task script takes."""
+    group = parser.add_argument_group("fine-tuning")
+    group.add_argument("--init", default=None, help="encoder to start from: a Hugging Face folder, a .keras "
+                       "file, or a pretrain.py output folder (default: the real all-MiniLM-L6-v2)")
+    group.add_argument("--random_init", action="store_true", help="same architecture, random weights (no pretraining)")
+    group.add_argument("--output_dir", required=True)
+    group.add_argument("--sequence_length", type=int, default=sequence_length)
+    group.add_argument("--epochs", type=int, default=epochs)
+    group.add_argument("--batch_size", type=int, default=batch_size)
+    group.add_argument("--learning_rate", type=float, default=learning_rate)
+    group.add_argument("--warmup_proportion", type=float, default=0.1)
+    group.add_argument("--weight_decay", type=float, default=0.01)
+    group.add_argument("--layerwise_decay", type=float, default=None, help="e.g. 0.9: lower layers learn slower")
+    group.add_argument("--precision", default="float32", choices=["float32", "mixed_bfloat16", "mixed_float16"])
+    group.add_argument("--strategy", default="default", choices=list(STRATEGIES))
+    group.add_argument("--tpu", default=None)
+    group.add_argument("--num_cpu_devices", type=int, default=None)
+    group.add_argument("--seed", type=int, default=0)
+    group.add_argument("--verbose", type=int, default=1)
+    return parser
+
+
+def start(args):
+    """Build the strategy (before TensorFlow runs any op) and seed everything."""
+    strategy = build_strategy(args.strategy, tpu=args.tpu, num_cpu_devices=args.num_cpu_devices)
+    keras.utils.set_random_seed(args.seed)
+    os.makedirs(args.output_dir, exist_ok=True)
+    return strategy
+
+
+def encoder_source(args):
+    from bertlayers.data.assets import minilm_path
+
+    return args.init or minilm_path()
+
+
+def finetune(strategy, args, build_model, train, validation=None, num_examples=None):
+    """Warm-start an encoder, put the task head on it, and `fit`.
+
+    Args:
+      strategy: from `start`.
+      args: parsed `add_finetuning_arguments` flags.
+      build_model: encoder → task model (an `EncoderModel`).
+      train: (x, y, sample_weight) numpy structures.
+      validation: optional (x, y, sample_weight) for per-epoch validation.
+
+    Returns:
+      The trained model, also saved atomically to `<output_dir>/model.keras`.
+    """
+    num_examples = num_examples or len(next(iter(train[0].values())))
+    steps = args.epochs * math.ceil(num_examples / args.batch_size)
+    with strategy.scope():
+        encoder = load_encoder(encoder_source(args), dtype=args.precision)
+        if args.random_init:
+            encoder = reinitialized(encoder, seed=args.seed)
+        model = build_model(encoder)
+        optimizer = create_optimizer(
+            args.learning_rate,
+            steps,
+            int(args.warmup_proportion * steps),
+            weight_decay=args.weight_decay,
+            layerwise_decay=args.layerwise_decay,
+            model=model,
+        )
+        model.compile(optimizer=optimizer, **compile_options(strategy))
+    callbacks = [
+        JsonHistory(os.path.join(args.output_dir, "history.json")),
+        keras.callbacks.TensorBoard(os.path.join(args.output_dir, "logs")),
+    ]
+    x, y, sample_weight = train
+    model.fit(
+        x, y, sample_weight=sample_weight, batch_size=args.batch_size, epochs=args.epochs,
+        validation_data=validation, callbacks=callbacks, verbose=args.verbose, shuffle=True,
+    )
+    save_model_atomically(model, os.path.join(args.output_dir, "model.keras"))
+    return model
+
+
+def write_json(path, value):
+    from bertlayers.training.checkpointing import atomic_path
+
+    with atomic_path(path) as temporary:
+        with open(temporary, "w", encoding="utf-8") as f:
+            json.dump(value, f, indent=1)
+
+
+__all__ = ["add_finetuning_arguments", "finetune", "start", "write_json", "argparse"]

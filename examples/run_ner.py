@@ -1,0 +1,59 @@
+"""Fine-tune a pretrained encoder for named-entity recognition (CoNLL BIO files).
+
+Labels sit on the first WordPiece of each word; scores are entity-level precision, recall and
+F1 as conlleval / seqeval count them. Writes predictions.conll, metrics.json, model.keras and
+TensorBoard logs to --output_dir.
+
+    python examples/prepare_datasets.py        # the real WNUT-2016 data, fixed-seed splits
+    python examples/run_ner.py --train_file data/wnut16/train.conll --eval_file data/wnut16/test.conll \\
+        --output_dir runs/ner
+"""
+
+import argparse
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from bertlayers.data.ner_data import decode_tags, encode_sentences, read_conll, tag_vocabulary, write_conll  # noqa: E402
+from bertlayers.data.tokenizer import wordpiece_tokenizer  # noqa: E402
+from bertlayers.metrics import entity_scores  # noqa: E402
+from bertlayers.models import TokenClassifier  # noqa: E402
+from bertlayers.training.finetuning import add_finetuning_arguments, encoder_source, finetune, start, write_json  # noqa: E402
+from run_classifier import vocabulary_for  # noqa: E402
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--train_file", required=True)
+    parser.add_argument("--eval_file", required=True)
+    parser.add_argument("--vocabulary", default=None)
+    args = add_finetuning_arguments(parser, sequence_length=64, epochs=3, learning_rate=1e-4).parse_args()
+    strategy = start(args)
+
+    train, evaluation = read_conll(args.train_file), read_conll(args.eval_file)
+    tags = tag_vocabulary(train)
+    tokenizer = wordpiece_tokenizer(vocabulary_for(args))
+    x_train, y_train, w_train, _ = encode_sentences(train, tokenizer, args.sequence_length, tags, args.train_file)
+    x_eval, y_eval, w_eval, starts = encode_sentences(evaluation, tokenizer, args.sequence_length, tags, args.eval_file)
+    print(f"{len(train)} training and {len(evaluation)} evaluation sentences, {len(tags)} tags")
+
+    model = finetune(
+        strategy, args, lambda encoder: TokenClassifier(encoder, len(tags)),
+        (x_train, {"logits": y_train}, {"logits": w_train}),
+        validation=(x_eval, {"logits": y_eval}, {"logits": w_eval}),
+    )
+    logits = model.predict(x_eval, batch_size=args.batch_size, verbose=0)["logits"]
+    predicted = decode_tags(logits, starts, tags)
+    gold = [[tag for _, tag in sentence] for sentence in evaluation]
+    metrics = entity_scores(gold, predicted)
+    metrics.update({"eval_sentences": len(evaluation), "init": "random" if args.random_init else encoder_source(args)})
+    write_json(os.path.join(args.output_dir, "metrics.json"), metrics)
+    write_conll(
+        os.path.join(args.output_dir, "predictions.conll"),
+        [[(word, tag) for (word, _), tag in zip(sentence, tags_)] for sentence, tags_ in zip(evaluation, predicted)],
+    )
+    print({k: round(v, 2) for k, v in metrics.items() if isinstance(v, float)})
+
+
+if __name__ == "__main__":
+    main()
