@@ -33,11 +33,15 @@ def main():
     parser.add_argument("--label", default="label", help="label column")
     parser.add_argument("--regression", action="store_true", help="numeric labels, one output, MSE")
     parser.add_argument("--vocabulary", default=None, help="vocab.txt (default: the encoder folder's, or bert-base-uncased)")
-    args = add_finetuning_arguments(parser).parse_args()
+    parser.add_argument("--max_train_examples", type=int, default=None, help="train on the file's first N examples")
+    args = add_finetuning_arguments(parser, sequence_length=64, epochs=2).parse_args()
     strategy = start(args)
 
     read = lambda path: read_text_examples(path, args.text_a, args.text_b, args.label)  # noqa: E731
     train, evaluation = read(args.train_file), read(args.eval_file)
+    if args.max_train_examples:
+        print(f"Training on the first {args.max_train_examples} of {len(train)} examples of {args.train_file}")
+        train = train[: args.max_train_examples]
     packer = BertInputPacker(wordpiece_tokenizer(vocabulary_for(args)), args.sequence_length)
     x_train, x_eval = encode_examples(packer, train, args.train_file), encode_examples(packer, evaluation, args.eval_file)
     if args.regression:

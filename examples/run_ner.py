@@ -27,10 +27,14 @@ def main():
     parser.add_argument("--train_file", required=True)
     parser.add_argument("--eval_file", required=True)
     parser.add_argument("--vocabulary", default=None)
+    parser.add_argument("--max_train_examples", type=int, default=None, help="train on the file's first N sentences")
     args = add_finetuning_arguments(parser, sequence_length=64, epochs=3, learning_rate=1e-4).parse_args()
     strategy = start(args)
 
     train, evaluation = read_conll(args.train_file), read_conll(args.eval_file)
+    if args.max_train_examples:
+        print(f"Training on the first {args.max_train_examples} of {len(train)} sentences of {args.train_file}")
+        train = train[: args.max_train_examples]
     tags = tag_vocabulary(train)
     tokenizer = wordpiece_tokenizer(vocabulary_for(args))
     x_train, y_train, w_train, _ = encode_sentences(train, tokenizer, args.sequence_length, tags, args.train_file)

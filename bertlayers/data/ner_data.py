@@ -68,8 +68,8 @@ def encode_sentences(sentences, tokenizer, sequence_length, tags, source):
             if tag not in index:
                 raise ValueError(f"{source}: sentence {row + 1}, word {position + 1}: unknown tag {tag!r}; known: {tags}.")
             word_pieces = list(pieces[offset + position]) or [unk]
-            if len(ids) + len(word_pieces) > sequence_length - 1:
-                starts.append(-1)
+            if (starts and starts[-1] < 0) or len(ids) + len(word_pieces) > sequence_length - 1:
+                starts.append(-1)  # this word and every later one no longer fit
                 continue
             starts.append(len(ids))
             labels[row, len(ids)] = index[tag]

@@ -1,0 +1,75 @@
+"""Fine-tune a pretrained encoder for extractive question answering (SQuAD v1.1 / v2.0).
+
+Long contexts are split into windows (`--doc_stride`, `--max_query_length`); answers are decoded
+from the n-best start/end pairs (`--n_best_size`, `--max_answer_length`) and cut from the
+original context by character offsets; for v2.0 the null answer wins by
+`--null_score_diff_threshold`. Scores use the official exact-match and F1 definitions.
+Writes predictions.json, nbest_predictions.json, metrics.json, model.keras and TensorBoard logs.
+
+    python examples/run_squad.py --output_dir runs/squad                      # the bundled file, v1.1
+    python examples/run_squad.py --output_dir runs/squad2 --version_2_with_negative
+"""
+
+import argparse
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from bertlayers.data.squad_data import decode_answers, make_windows, read_squad  # noqa: E402
+from bertlayers.data.tokenizer import wordpiece_tokenizer  # noqa: E402
+from bertlayers.metrics import squad_scores  # noqa: E402
+from bertlayers.models import SpanPredictor  # noqa: E402
+from bertlayers.training.finetuning import add_finetuning_arguments, encoder_source, finetune, start, write_json  # noqa: E402
+from run_classifier import vocabulary_for  # noqa: E402
+
+BUNDLED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "squad_mini")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--train_file", default=os.path.join(BUNDLED, "train-v2.0.json"))
+    parser.add_argument("--predict_file", default=os.path.join(BUNDLED, "dev-v2.0.json"))
+    parser.add_argument("--version_2_with_negative", action="store_true")
+    parser.add_argument("--doc_stride", type=int, default=64)
+    parser.add_argument("--max_query_length", type=int, default=32)
+    parser.add_argument("--max_answer_length", type=int, default=30)
+    parser.add_argument("--n_best_size", type=int, default=20)
+    parser.add_argument("--null_score_diff_threshold", type=float, default=0.0)
+    parser.add_argument("--vocabulary", default=None)
+    args = add_finetuning_arguments(parser, sequence_length=192, epochs=10, batch_size=8, learning_rate=1e-4).parse_args()
+    strategy = start(args)
+
+    train, evaluation = read_squad(args.train_file), read_squad(args.predict_file)
+    if not args.version_2_with_negative:
+        for name, examples in (("training", train), ("evaluation", evaluation)):
+            dropped = sum(e.is_impossible for e in examples)
+            if dropped:
+                print(f"SQuAD v1.1: leaving out {dropped} unanswerable {name} questions (use --version_2_with_negative)")
+        train = [e for e in train if not e.is_impossible]
+        evaluation = [e for e in evaluation if not e.is_impossible]
+    tokenizer = wordpiece_tokenizer(vocabulary_for(args))
+    window = dict(max_seq_length=args.sequence_length, doc_stride=args.doc_stride, max_query_length=args.max_query_length)
+    train_features = make_windows(train, tokenizer, **window)
+    eval_features = make_windows(evaluation, tokenizer, **window)
+    print(f"{len(train)} training questions ({len(train_features.example_index)} windows), "
+          f"{len(evaluation)} evaluation questions ({len(eval_features.example_index)} windows)")
+
+    targets = {"start_logits": train_features.start_positions, "end_logits": train_features.end_positions}
+    model = finetune(strategy, args, SpanPredictor, (train_features.inputs, targets, None))
+    outputs = model.predict(eval_features.inputs, batch_size=args.batch_size, verbose=0)
+    predictions, nbest = decode_answers(
+        evaluation, eval_features, outputs["start_logits"], outputs["end_logits"],
+        n_best_size=args.n_best_size, max_answer_length=args.max_answer_length,
+        version_2=args.version_2_with_negative, null_score_diff_threshold=args.null_score_diff_threshold,
+    )
+    gold = {e.qid: [text for text, _ in e.answers] for e in evaluation}
+    metrics = squad_scores(predictions, gold)
+    metrics["init"] = "random" if args.random_init else encoder_source(args)
+    write_json(os.path.join(args.output_dir, "predictions.json"), predictions)
+    write_json(os.path.join(args.output_dir, "nbest_predictions.json"), nbest)
+    write_json(os.path.join(args.output_dir, "metrics.json"), metrics)
+    print({k: round(v, 2) if isinstance(v, float) else v for k, v in metrics.items()})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,248 @@
+"""Fine-tuning: data handling, warm starts, layer-wise rates, the three runners, real MiniLM."""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from bertlayers.data import bert_uncased_vocabulary, minilm_path, wordpiece_tokenizer
+from bertlayers.data.classification_data import LabelMap, read_text_examples
+from bertlayers.data.ner_data import decode_tags, encode_sentences, tag_vocabulary
+from bertlayers.data.squad_data import decode_answers, make_windows, read_squad
+from bertlayers.models import BertPretrainer, SequenceClassifier, SpanPredictor, TokenClassifier, load_encoder
+from bertlayers.networks import BertEncoder
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SQUAD = os.path.join(REPO, "examples", "data", "squad_mini")
+TINY = dict(vocabulary_size=30522, num_layers=1, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=128)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return wordpiece_tokenizer(bert_uncased_vocabulary())
+
+
+# --- SQuAD ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["train-v2.0.json", "dev-v2.0.json"])
+def test_windows_and_offsets_round_trip_every_bundled_answer(tokenizer, name):
+    examples = read_squad(os.path.join(SQUAD, name))
+    assert any(e.is_impossible for e in examples)
+    # Short windows force most contexts into several overlapping windows.
+    features = make_windows(examples, tokenizer, max_seq_length=48, doc_stride=12, max_query_length=16)
+    assert len(features.example_index) > 2 * len(examples)
+    start = np.full(features.inputs["token_ids"].shape, -1e4, "float32")
+    end = start.copy()
+    for window, example_index in enumerate(features.example_index):
+        s, e = features.start_positions[window], features.end_positions[window]
+        if s:  # the gold span, cut back out of the context by character offsets
+            example = examples[example_index]
+            text = example.context[features.token_spans[window][s][0] : features.token_spans[window][e][1]]
+            assert text == example.answers[0][0]
+            assert features.inputs["span_mask"][window, s] == 1 == features.inputs["span_mask"][window, e]
+        start[window, s] = end[window, e] = 10.0
+    answerable = {e.qid for e in examples if not e.is_impossible}
+    targeted = {examples[i].qid for w, i in enumerate(features.example_index) if features.start_positions[w]}
+    assert targeted == answerable
+    predictions, _ = decode_answers(examples, features, start, end, version_2=True)
+    for example in examples:
+        assert predictions[example.qid] == (example.answers[0][0] if example.answers else "")
+
+
+def test_squad_answer_offset_mismatch_names_the_question(tmp_path):
+    data = json.load(open(os.path.join(SQUAD, "dev-v2.0.json")))
+    data["data"][0]["paragraphs"][0]["qas"][0]["answers"][0]["answer_start"] += 3
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=r"question dev-00-0: answer .* is not at character"):
+        read_squad(str(path))
+
+
+# --- Classification and NER data ---------------------------------------------------------------
+
+
+def test_classification_files_and_their_errors(tmp_path):
+    good = tmp_path / "train.tsv"
+    good.write_text("sentence\tother\tlabel\ngood film\tx\tpos\nbad film\ty\tneg\n")
+    examples = read_text_examples(str(good), text_a="sentence", text_b="other")
+    assert [(e.text_a, e.text_b, e.label) for e in examples] == [("good film", "x", "pos"), ("bad film", "y", "neg")]
+    labels = LabelMap(e.label for e in examples)
+    assert labels.labels == ["neg", "pos"] and labels.encode(examples).tolist() == [1, 0]
+    with pytest.raises(ValueError, match=r"train.tsv:2: no column 'text'"):
+        read_text_examples(str(good))
+    empty = tmp_path / "empty.csv"
+    empty.write_text('text,label\n"fine",a\n"  ",b\n')
+    with pytest.raises(ValueError, match=r"empty.csv:3: empty text in column 'text'"):
+        read_text_examples(str(empty))
+    unknown = tmp_path / "test.jsonl"
+    unknown.write_text('{"text": "ok", "label": "pos"}\n{"text": "hmm", "label": "meh"}\n')
+    with pytest.raises(ValueError, match=r"test.jsonl:2: unknown label 'meh'; the model knows \['neg', 'pos'\]"):
+        labels.encode(read_text_examples(str(unknown)))
+
+
+def test_ner_labels_sit_on_the_first_wordpiece(tokenizer):
+    sentences = [[("Unbelievably", "O"), ("Zürich", "B-geo-loc"), ("rocks", "O")]]
+    tags = tag_vocabulary(sentences)
+    inputs, labels, weights, starts = encode_sentences(sentences, tokenizer, 16, tags, "test")
+    pieces = [tokenizer.id_to_token(int(i)) for i in inputs["token_ids"][0] if i]
+    assert pieces[:5] == ["[CLS]", "un", "##bel", "##ie", "##va"]
+    first = starts[0]
+    assert [pieces[i] for i in first] == ["un", "zurich", "rocks"]
+    assert weights[0].sum() == 3 and labels[0, first[1]] == tags.index("B-geo-loc")
+    logits = np.zeros((1, 16, len(tags)))
+    logits[0, first[1], tags.index("B-geo-loc")] = 1
+    assert decode_tags(logits, starts, tags) == [["O", "B-geo-loc", "O"]]
+    with pytest.warns(UserWarning, match=r"1 of 1 sentences in test do not fit in sequence_length 6"):
+        _, _, _, cut = encode_sentences(sentences, tokenizer, 6, tags, "test")
+    assert cut[0] == [-1, -1, -1]  # the first word does not fit, so nothing after it is kept
+    with pytest.raises(ValueError, match=r"word 2: unknown tag 'B-xyz'"):
+        encode_sentences([[("a", "O"), ("b", "B-xyz")]], tokenizer, 16, tags, "test")
+
+
+# --- Models, warm starts, layer-wise rates --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "build, extra",
+    [
+        (lambda e: SequenceClassifier(e, 3), {}),
+        (SpanPredictor, {"span_mask": np.ones((2, 6), "int32")}),
+        (lambda e: TokenClassifier(e, 4), {}),
+    ],
+)
+def test_task_models_save_and_load(tmp_path, build, extra):
+    model = build(BertEncoder(**TINY))
+    x = {"token_ids": np.ones((2, 6), "int32"), "segment_ids": np.zeros((2, 6), "int32"), "padding_mask": np.ones((2, 6), "int32"), **extra}
+    expected = model(x)
+    model.save(str(tmp_path / "m.keras"))
+    loaded = keras.saving.load_model(str(tmp_path / "m.keras"), safe_mode=True)
+    for key in expected:
+        np.testing.assert_allclose(loaded(x)[key], expected[key], atol=1e-6)
+
+
+def test_load_encoder_from_every_source(tmp_path):
+    encoder = BertEncoder(**TINY, name="enc")
+    encoder.save(str(tmp_path / "encoder.keras"))
+    BertPretrainer(encoder).save(str(tmp_path / "pretrainer.keras"))
+    for source in (str(tmp_path / "encoder.keras"), str(tmp_path / "pretrainer.keras"), str(tmp_path)):
+        loaded = load_encoder(source)
+        np.testing.assert_array_equal(loaded.token_embedding.embeddings, encoder.token_embedding.embeddings)
+    assert load_encoder(minilm_path()).config.hidden_size == 384
+    assert load_encoder(str(tmp_path / "encoder.keras"), dtype="mixed_bfloat16").layer_dtype_policy.name == "mixed_bfloat16"
+    keras.Sequential([keras.layers.Dense(1)]).save(str(tmp_path / "other.keras"))
+    with pytest.raises(ValueError, match="holds a Sequential, which has no bertlayers encoder"):
+        load_encoder(str(tmp_path / "other.keras"))
+    with pytest.raises(FileNotFoundError, match="holds neither a Hugging Face checkpoint"):
+        load_encoder(str(tmp_path / "nothing" if os.makedirs(tmp_path / "nothing") is None else ""))
+
+
+def test_layerwise_decay_scales_each_layers_step():
+    from bertlayers.training.optimization import create_optimizer, layerwise_decay_multipliers
+
+    model = SequenceClassifier(BertEncoder(**{**TINY, "num_layers": 2}), 2)
+    multipliers = layerwise_decay_multipliers(model, 0.5)
+    by_layer = {}
+    for v in model.trainable_variables:
+        by_layer.setdefault(v.path.split("/")[0], set()).add(multipliers[id(v)])
+    assert by_layer == {
+        "embeddings": {0.125}, "transformer_layer_0": {0.25}, "transformer_layer_1": {0.5},
+        "pooler": {1.0}, "classification_head": {1.0},
+    }
+    optimizer = create_optimizer(1e-2, 10, 0, weight_decay=0.0, clip_global_norm=None, layerwise_decay=0.5, model=model)
+    variables = model.trainable_variables
+    before = [np.asarray(v).copy() for v in variables]
+    # Adam's first step moves every weight by lr · sign(gradient): here lr · multiplier.
+    optimizer.apply([np.ones(v.shape, "float32") for v in variables], variables)
+    for v, old in zip(variables, before):
+        np.testing.assert_allclose(old - np.asarray(v), 1e-2 * multipliers[id(v)], rtol=1e-3)
+
+
+# --- The runners, end to end ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_encoder(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tiny")
+    BertEncoder(**TINY, name="tiny").save(str(folder / "encoder.keras"))
+    return str(folder / "encoder.keras")
+
+
+def run_example(script, *args):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    result = subprocess.run(
+        [sys.executable, os.path.join(REPO, "examples", script), *args],
+        capture_output=True, text=True, timeout=300, env=env,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    return result.stdout
+
+
+def test_run_classifier_end_to_end(tmp_path, tiny_encoder):
+    data = tmp_path / "pairs.csv"
+    data.write_text("a,b,label\n" + "".join(f"sentence {i},other {i},{'yes' if i % 2 else 'no'}\n" for i in range(24)))
+    out = tmp_path / "out"
+    run_example("run_classifier.py", "--train_file", str(data), "--eval_file", str(data), "--text_a", "a", "--text_b", "b",
+                "--init", tiny_encoder, "--output_dir", str(out), "--epochs", "1", "--batch_size", "8", "--verbose", "0")
+    metrics = json.load(open(out / "metrics.json"))
+    assert {"accuracy", "f1", "matthews_correlation"} <= set(metrics)
+    assert len(open(out / "predictions.jsonl").readlines()) == 24
+    assert (out / "model.keras").exists() and os.listdir(out / "logs")
+
+
+def test_run_classifier_regression(tmp_path, tiny_encoder):
+    data = tmp_path / "scores.jsonl"
+    data.write_text("".join(json.dumps({"text": f"item {i}", "label": i / 10}) + "\n" for i in range(16)))
+    out = tmp_path / "out"
+    run_example("run_classifier.py", "--train_file", str(data), "--eval_file", str(data), "--regression",
+                "--init", tiny_encoder, "--output_dir", str(out), "--epochs", "1", "--batch_size", "8", "--verbose", "0")
+    assert {"pearson", "spearman"} <= set(json.load(open(out / "metrics.json")))
+
+
+def test_run_ner_end_to_end(tmp_path, tiny_encoder):
+    data = tmp_path / "tiny.conll"
+    data.write_text("Anna\tB-person\nlives\tO\nin\tO\nOslo\tB-geo-loc\n\nBob\tB-person\nleft\tO\n\n" * 4)
+    out = tmp_path / "out"
+    run_example("run_ner.py", "--train_file", str(data), "--eval_file", str(data), "--init", tiny_encoder,
+                "--output_dir", str(out), "--epochs", "1", "--batch_size", "4", "--verbose", "0")
+    assert {"precision", "recall", "f1", "per_type"} <= set(json.load(open(out / "metrics.json")))
+    assert (out / "predictions.conll").read_text().count("\n\n") == 8
+
+
+def test_run_squad_end_to_end(tmp_path, tiny_encoder):
+    out = tmp_path / "out"
+    output = run_example("run_squad.py", "--init", tiny_encoder, "--output_dir", str(out), "--epochs", "1",
+                         "--batch_size", "8", "--sequence_length", "96", "--verbose", "0", "--version_2_with_negative")
+    metrics = json.load(open(out / "metrics.json"))
+    assert metrics["total"] == 12 and "no_answer_exact_match" in metrics
+    assert len(json.load(open(out / "predictions.json"))) == 12
+    assert "training questions" in output
+
+
+# --- Real weights ----------------------------------------------------------------------------------
+
+
+def test_short_minilm_fine_tune_beats_chance():
+    from bertlayers.data.assets import rotten_tomatoes_snippets
+    from bertlayers.data.classification_data import TextExample, encode_examples
+    from bertlayers.data.tokenizer import BertInputPacker
+    from bertlayers.training.optimization import create_optimizer
+
+    snippets = rotten_tomatoes_snippets()
+    order = np.random.default_rng(0).permutation(len(snippets))
+    train = [snippets[i] for i in order[:320]]
+    test = [snippets[i] for i in order[-400:]]
+    packer = BertInputPacker(wordpiece_tokenizer(os.path.join(minilm_path(), "vocab.txt")), 48)
+    encode = lambda rows: encode_examples(packer, [TextExample("rt", t, None, l) for t, l in rows], "rt")  # noqa: E731
+    labels = lambda rows: np.array([l == "fresh" for _, l in rows], "int32")  # noqa: E731
+    model = SequenceClassifier(load_encoder(minilm_path()), 2)
+    model.compile(optimizer=create_optimizer(1e-4, 20, 2))
+    model.fit(encode(train), {"logits": labels(train)}, batch_size=32, epochs=2, verbose=0)
+    predicted = model.predict(encode(test), batch_size=64, verbose=0)["logits"].argmax(-1)
+    accuracy = float(np.mean(predicted == labels(test)))
+    majority = max(np.mean(labels(test)), 1 - np.mean(labels(test)))
+    assert accuracy > majority + 0.1, (accuracy, majority)
