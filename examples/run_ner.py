@@ -18,8 +18,9 @@ from bertlayers.data.ner_data import decode_tags, encode_sentences, read_conll, 
 from bertlayers.data.tokenizer import wordpiece_tokenizer  # noqa: E402
 from bertlayers.metrics import entity_scores  # noqa: E402
 from bertlayers.models import TokenClassifier  # noqa: E402
-from bertlayers.training.finetuning import add_finetuning_arguments, encoder_source, finetune, start, write_json  # noqa: E402
-from run_classifier import vocabulary_for  # noqa: E402
+from bertlayers.training.finetuning import (  # noqa: E402
+    add_finetuning_arguments, encoder_source, finetune, start, vocabulary_for, write_json,
+)
 
 
 def main():

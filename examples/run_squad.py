@@ -19,8 +19,9 @@ from bertlayers.data.squad_data import decode_answers, make_windows, read_squad 
 from bertlayers.data.tokenizer import wordpiece_tokenizer  # noqa: E402
 from bertlayers.metrics import squad_scores  # noqa: E402
 from bertlayers.models import SpanPredictor  # noqa: E402
-from bertlayers.training.finetuning import add_finetuning_arguments, encoder_source, finetune, start, write_json  # noqa: E402
-from run_classifier import vocabulary_for  # noqa: E402
+from bertlayers.training.finetuning import (  # noqa: E402
+    add_finetuning_arguments, encoder_source, finetune, start, vocabulary_for, write_json,
+)
 
 BUNDLED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "squad_mini")
 

@@ -151,7 +151,7 @@ def test_layerwise_decay_scales_each_layers_step():
         by_layer.setdefault(v.path.split("/")[0], set()).add(multipliers[id(v)])
     assert by_layer == {
         "embeddings": {0.125}, "transformer_layer_0": {0.25}, "transformer_layer_1": {0.5},
-        "pooler": {1.0}, "classification_head": {1.0},
+        "pooler": {1.0}, "head": {1.0},
     }
     optimizer = create_optimizer(1e-2, 10, 0, weight_decay=0.0, clip_global_norm=None, layerwise_decay=0.5, model=model)
     variables = model.trainable_variables

@@ -3,12 +3,11 @@
 import keras
 
 from bertlayers.layers.classification_head import ClassificationHead
-from bertlayers.layers.initializers import bert_initializer
-from bertlayers.models.encoder_model import EncoderModel, encoder_inputs
+from bertlayers.models.logits_model import LogitsModel
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
-class SequenceClassifier(EncoderModel):
+class SequenceClassifier(LogitsModel):
     """BERT fine-tuning for classification: logits = W · Dropout(pooled_output) + b.
 
     Inputs: the encoder's. Output `logits`: float32 `[batch, num_classes]`, or `[batch, 1]`
@@ -20,31 +19,16 @@ class SequenceClassifier(EncoderModel):
       dropout: dropout before the output layer (0.1 in BERT).
     """
 
-    def __init__(self, encoder, num_classes, dropout=0.1, name="sequence_classifier", trainable=True, **kwargs):
-        inputs = encoder_inputs()
-        head = ClassificationHead(
-            num_classes,
-            dropout=dropout,
-            kernel_initializer=bert_initializer(encoder.config.initializer_range),
-            dtype=encoder.layer_dtype_policy,
-            name="classification_head",
-        )
-        outputs = {"logits": head(encoder(inputs)["pooled_output"])}
-        super().__init__(inputs=inputs, outputs=outputs, name=name, trainable=trainable, **kwargs)
-        self.encoder = encoder
-        self.head = head
-        self.num_classes = int(num_classes)
-        self.dropout = float(dropout)
+    encoder_output = "pooled_output"
+    head_class = ClassificationHead
 
-    def _constructor_args(self):
-        return {"num_classes": self.num_classes, "dropout": self.dropout}
+    def __init__(self, encoder, num_classes, dropout=0.1, name="sequence_classifier", **kwargs):
+        super().__init__(encoder, num_classes, dropout=dropout, name=name, **kwargs)
 
     def default_losses(self):
         if self.num_classes == 1:
             return {"logits": keras.losses.MeanSquaredError()}
-        return {"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)}
+        return super().default_losses()
 
     def default_metrics(self):
-        if self.num_classes == 1:
-            return {}
-        return {"logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
+        return {} if self.num_classes == 1 else super().default_metrics()

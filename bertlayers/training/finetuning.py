@@ -1,6 +1,5 @@
 """Fine-tuning a pretrained encoder with a task head: what the task scripts share."""
 
-import argparse
 import json
 import math
 import os
@@ -49,6 +48,18 @@ def encoder_source(args):
     from bertlayers.data.assets import minilm_path
 
     return args.init or minilm_path()
+
+
+def vocabulary_for(args):
+    """The vocab.txt for a run: --vocabulary, else the one beside the encoder, else bert-base-uncased's."""
+    from bertlayers.data.assets import bert_uncased_vocabulary
+
+    if getattr(args, "vocabulary", None):
+        return args.vocabulary
+    source = encoder_source(args)
+    folder = source if os.path.isdir(source) else os.path.dirname(source)
+    candidate = os.path.join(folder, "vocab.txt")
+    return candidate if os.path.isfile(candidate) else bert_uncased_vocabulary()
 
 
 def finetune(strategy, args, build_model, train, validation=None, num_examples=None):
@@ -101,4 +112,3 @@ def write_json(path, value):
             json.dump(value, f, indent=1)
 
 
-__all__ = ["add_finetuning_arguments", "finetune", "start", "write_json", "argparse"]
