@@ -72,6 +72,8 @@ def main():
             "f1": f1(y_eval, predicted, num_classes),
             "matthews_correlation": matthews_correlation(y_eval, predicted, num_classes),
         }
+        if num_classes == 2:
+            metrics["f1_positive_label"] = labels.labels[1]  # binary F1 is of the second label (sorted)
         predictions = [{"id": e.where, "label": labels.labels[p]} for e, p in zip(evaluation, predicted)]
     metrics.update({"eval_examples": len(evaluation), "init": "random" if args.random_init else encoder_source(args)})
     write_json(os.path.join(args.output_dir, "metrics.json"), metrics)
