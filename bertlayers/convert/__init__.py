@@ -1,6 +1,13 @@
 """Checkpoint converters: real pretrained weights into bertlayers models."""
 
+from bertlayers.convert.google import load_google_albert, load_google_bert
 from bertlayers.convert.huggingface import encoder_config_from_huggingface, load_huggingface_bert
 from bertlayers.convert.weight_map import CheckpointMismatchError
 
-__all__ = ["CheckpointMismatchError", "encoder_config_from_huggingface", "load_huggingface_bert"]
+__all__ = [
+    "CheckpointMismatchError",
+    "encoder_config_from_huggingface",
+    "load_google_albert",
+    "load_google_bert",
+    "load_huggingface_bert",
+]
