@@ -29,7 +29,7 @@ def main():
     parser.add_argument("--eval_file", required=True)
     parser.add_argument("--vocabulary", default=None)
     parser.add_argument("--max_train_examples", type=int, default=None, help="train on the file's first N sentences")
-    args = add_finetuning_arguments(parser, sequence_length=64, epochs=3, learning_rate=1e-4).parse_args()
+    args = add_finetuning_arguments(parser, sequence_length=48, epochs=4, batch_size=16, learning_rate=5e-4).parse_args()
     strategy = start(args)
 
     train, evaluation = read_conll(args.train_file), read_conll(args.eval_file)

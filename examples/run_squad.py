@@ -37,7 +37,7 @@ def main():
     parser.add_argument("--n_best_size", type=int, default=20)
     parser.add_argument("--null_score_diff_threshold", type=float, default=0.0)
     parser.add_argument("--vocabulary", default=None)
-    args = add_finetuning_arguments(parser, sequence_length=192, epochs=10, batch_size=8, learning_rate=1e-4).parse_args()
+    args = add_finetuning_arguments(parser, sequence_length=192, epochs=30, batch_size=8, learning_rate=2e-4).parse_args()
     strategy = start(args)
 
     train, evaluation = read_squad(args.train_file), read_squad(args.predict_file)

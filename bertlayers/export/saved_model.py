@@ -1,0 +1,267 @@
+"""Export encoders and task models as SavedModels in TF Serving's layout.
+
+For a model named NAME, two SavedModels:
+  <base>/NAME/<version>/        token ids in (core TensorFlow ops only: loads in any TF Serving)
+  <base>/NAME_text/<version>/   strings in, WordPiece tokenization and packing in the graph
+and <base>/models.config (ModelServerConfig text format) naming every model under <base>.
+
+Each version folder is written beside its final place and renamed into it, so it appears
+complete or not at all; the weights are stored once (tracking the model itself with
+`ExportArchive.track`, or `model.export`, stores them twice in Keras 3.15: keras#23553).
+"""
+
+import os
+import re
+import shutil
+import uuid
+
+import tensorflow as tf
+
+from bertlayers.export.text_tokenizer import InGraphTokenizer, pack
+from bertlayers.layers.masking import mask_logits
+from bertlayers.models.sequence_classifier import SequenceClassifier
+from bertlayers.models.span_predictor import SpanPredictor
+from bertlayers.models.token_classifier import TokenClassifier
+from bertlayers.networks.encoder_base import EncoderBase
+
+ID_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+
+
+def model_kind(model):
+    for kind, cls in (("encoder", EncoderBase), ("classifier", SequenceClassifier), ("squad", SpanPredictor), ("tagger", TokenClassifier)):
+        if isinstance(model, cls):
+            return kind
+    raise ValueError(
+        f"Cannot export a {type(model).__name__}: export an encoder, SequenceClassifier, SpanPredictor or "
+        f"TokenClassifier (a pretrainer's encoder is `pretrainer.encoder`)."
+    )
+
+
+class _Servable(tf.Module):
+    """The model's computation with named, batch-first outputs; variables tracked once."""
+
+    def __init__(self, model, kind, sequence_length, max_answer_length):
+        super().__init__()
+        self._model = model  # not tracked as a Keras object: its variables are tracked below
+        self.model_variables = [v.value for v in model.variables]
+        self.kind = kind
+        self.sequence_length = sequence_length
+        self.max_answer_length = max_answer_length
+
+    def __setattr__(self, name, value):
+        if name == "_model":  # keep Keras's own trackables out of the SavedModel graph
+            object.__setattr__(self, name, value)
+        else:
+            super().__setattr__(name, value)
+
+    def run(self, token_ids, segment_ids, padding_mask):
+        inputs = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
+        if self.kind == "encoder":
+            outputs = self._model(inputs, training=False)
+            return {"pooled_output": outputs["pooled_output"], "sequence_output": outputs["sequence_output"]}
+        if self.kind == "classifier":
+            logits = self._model(inputs, training=False)["logits"]
+            if self._model.num_classes == 1:
+                return {"score": logits[:, 0]}
+            return {
+                "logits": logits,
+                "probabilities": tf.nn.softmax(logits, axis=-1),
+                "label": tf.argmax(logits, axis=-1, output_type=tf.int32),
+            }
+        if self.kind == "tagger":
+            logits = self._model(inputs, training=False)["logits"]
+            return {"logits": logits, "tags": tf.argmax(logits, axis=-1, output_type=tf.int32)}
+        # SQuAD: answers may start and end in the second segment (the context), or at [CLS] for "no answer".
+        context = tf.logical_and(tf.equal(segment_ids, 1), tf.equal(padding_mask, 1))
+        is_sep = tf.concat([context[:, 1:], tf.zeros_like(context[:, :1])], axis=1)
+        span_mask = tf.logical_and(context, is_sep)  # drop the final [SEP]
+        span_mask = tf.concat([tf.ones_like(span_mask[:, :1]), span_mask[:, 1:]], axis=1)
+        inputs["span_mask"] = tf.cast(span_mask, tf.int32)
+        outputs = self._model(inputs, training=False)
+        return {"start_logits": outputs["start_logits"], "end_logits": outputs["end_logits"]}
+
+    def best_span(self, start_logits, end_logits):
+        """The best (start, end) over context tokens with end ≥ start and length ≤ max_answer_length,
+        its score, and the null ([CLS]) score."""
+        scores = tf.expand_dims(start_logits, 2) + tf.expand_dims(end_logits, 1)  # [b, start, end]
+        band = tf.linalg.band_part(tf.ones_like(scores[0], tf.bool), 0, self.max_answer_length - 1)
+        band = tf.logical_and(band, tf.pad(tf.ones_like(band[1:, 1:]), [[1, 0], [1, 0]]))  # not [CLS]
+        scores = mask_logits(scores, tf.expand_dims(band, 0))
+        flat = tf.reshape(scores, [tf.shape(scores)[0], -1])
+        best = tf.argmax(flat, axis=-1, output_type=tf.int32)
+        length = tf.shape(scores)[2]
+        return best // length, best % length, tf.reduce_max(flat, axis=-1), start_logits[:, 0] + end_logits[:, 0]
+
+
+def _id_signatures(servable, sequence_length, truncate):
+    length = None if truncate else sequence_length
+    spec = lambda name: tf.TensorSpec([None, length], tf.int32, name=name)  # noqa: E731
+
+    def prepare(token_ids, segment_ids, padding_mask):
+        if truncate:
+            token_ids, segment_ids, padding_mask = (t[:, :sequence_length] for t in (token_ids, segment_ids, padding_mask))
+        else:
+            # A server may feed a longer tensor than the signature's static shape (C++ does not check
+            # feeds against it). The length is computed as size / batch so that constant folding,
+            # which knows the static shape, cannot remove the check.
+            batch = tf.maximum(tf.shape(token_ids)[0], 1)
+            length = tf.size(token_ids) // batch
+            check = tf.debugging.assert_less_equal(
+                length, sequence_length,
+                message=f"token_ids is longer than the exported sequence_length {sequence_length}; "
+                "shorten the request, or export with truncation on.",
+            )
+            with tf.control_dependencies([check]):
+                token_ids = tf.identity(token_ids)
+        return servable.run(token_ids, segment_ids, padding_mask)
+
+    @tf.function(input_signature=[spec(n) for n in ID_INPUTS])
+    def serving_default(token_ids, segment_ids, padding_mask):
+        return prepare(token_ids, segment_ids, padding_mask)
+
+    # TF Serving signatures have no optional inputs: these derive what is left out
+    # (segment 0 everywhere; the mask from [PAD] = 0).
+    @tf.function(input_signature=[spec("token_ids")])
+    def token_ids_only(token_ids):
+        return prepare(token_ids, tf.zeros_like(token_ids), tf.cast(tf.not_equal(token_ids, 0), tf.int32))
+
+    @tf.function(input_signature=[spec("token_ids"), spec("padding_mask")])
+    def token_ids_and_mask(token_ids, padding_mask):
+        return prepare(token_ids, tf.zeros_like(token_ids), padding_mask)
+
+    return {"serving_default": serving_default, "token_ids_only": token_ids_only, "token_ids_and_mask": token_ids_and_mask}
+
+
+def _text_signatures(servable, tokenizer, sequence_length, truncate, max_query_length):
+    text = lambda name: tf.TensorSpec([None], tf.string, name=name)  # noqa: E731
+    if servable.kind == "squad":
+
+        @tf.function(input_signature=[text("question"), text("context")])
+        def serving_default(question, context):
+            question_ids = tokenizer.tokenize(question)
+            question_ids = question_ids[:, :max_query_length]
+            context_ids, starts, ends = tokenizer.tokenize_with_offsets(context)
+            token_ids, segment_ids, padding_mask = pack(
+                question_ids, context_ids, sequence_length, tokenizer.cls_id, tokenizer.sep_id, truncate
+            )
+            outputs = servable.run(token_ids, segment_ids, padding_mask)
+            start, end, score, null_score = servable.best_span(outputs["start_logits"], outputs["end_logits"])
+            # Context token k sits at position k + len(question) + 2.
+            offset = tf.cast(question_ids.row_lengths(), tf.int32) + 2
+            first, last = start - offset, end - offset
+            start_byte = tf.gather(starts, tf.maximum(first, 0), batch_dims=1)
+            end_byte = tf.gather(ends, tf.maximum(last, 0), batch_dims=1)
+            start_byte, end_byte = tf.cast(start_byte, tf.int32), tf.cast(end_byte, tf.int32)
+            answer = tf.strings.substr(context, start_byte, end_byte - start_byte, unit="BYTE")
+            prefix = tf.strings.substr(context, tf.zeros_like(start_byte), start_byte, unit="BYTE")
+            answer_start = tf.strings.length(prefix, unit="UTF8_CHAR")
+            return {
+                "answer_text": answer,
+                "answer_start": answer_start,
+                "answer_end": answer_start + tf.strings.length(answer, unit="UTF8_CHAR"),
+                "score": score,
+                "null_score": null_score,
+                "start_logits": outputs["start_logits"],
+                "end_logits": outputs["end_logits"],
+            }
+
+        return {"serving_default": serving_default}
+
+    def run(first, second):
+        token_ids, segment_ids, padding_mask = pack(first, second, sequence_length, tokenizer.cls_id, tokenizer.sep_id, truncate)
+        outputs = servable.run(token_ids, segment_ids, padding_mask)
+        if servable.kind == "tagger":
+            outputs["token_ids"] = token_ids
+        return outputs
+
+    @tf.function(input_signature=[text("text")])
+    def serving_default(texts):
+        return run(tokenizer.tokenize(texts), None)
+
+    @tf.function(input_signature=[text("text_a"), text("text_b")])
+    def text_pair(text_a, text_b):
+        return run(tokenizer.tokenize(text_a), tokenizer.tokenize(text_b))
+
+    return {"serving_default": serving_default, "text_pair": text_pair}
+
+
+def next_version(model_dir):
+    """1 + the largest integer version folder under `model_dir` (1 when there is none)."""
+    versions = [int(n) for n in os.listdir(model_dir) if n.isdigit()] if os.path.isdir(model_dir) else []
+    return max(versions, default=0) + 1
+
+
+def _save_atomically(module, signatures, model_dir, version):
+    os.makedirs(model_dir, exist_ok=True)
+    final = os.path.join(model_dir, str(version))
+    if os.path.exists(final):
+        raise FileExistsError(f"{final} exists already; versions are never overwritten.")
+    # Leftovers of exports killed mid-write are not versions (TF Serving ignores non-integer names).
+    for name in os.listdir(model_dir):
+        if name.startswith(".partial-"):
+            shutil.rmtree(os.path.join(model_dir, name), ignore_errors=True)
+    staging = os.path.join(model_dir, f".partial-{version}-{uuid.uuid4().hex[:8]}")
+    try:
+        tf.saved_model.save(module, staging, signatures=signatures)
+        os.rename(staging, final)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return final
+
+
+def write_models_config(base_dir):
+    """Write <base>/models.config naming every model folder under `base_dir` (atomically)."""
+    names = sorted(
+        n for n in os.listdir(base_dir)
+        if os.path.isdir(os.path.join(base_dir, n)) and re.fullmatch(r"[A-Za-z0-9_.-]+", n) and not n.startswith(".")
+    )
+    entries = "".join(
+        f'  config {{\n    name: "{n}"\n    base_path: "{os.path.abspath(os.path.join(base_dir, n))}"\n'
+        f'    model_platform: "tensorflow"\n  }}\n'
+        for n in names
+    )
+    path = os.path.join(base_dir, "models.config")
+    temporary = f"{path}.partial-{uuid.uuid4().hex[:8]}"
+    with open(temporary, "w", encoding="utf-8") as f:
+        f.write("model_config_list {\n" + entries + "}\n")
+    os.replace(temporary, path)
+    return path
+
+
+def export_for_serving(
+    model, name, base_dir="savedmodels", vocabulary=None, lowercase=True, sequence_length=128,
+    truncate=False, version=None, max_query_length=64, max_answer_length=30,
+):
+    """Export `model` as NAME (ids in) and, given a `vocabulary`, NAME_text (strings in).
+
+    Args:
+      model: an encoder, `SequenceClassifier`, `SpanPredictor` or `TokenClassifier`.
+      name: the model's name in TF Serving (letters, digits, `_`, `.`, `-`).
+      vocabulary: the WordPiece vocab.txt the model was trained with (None: ids model only).
+      sequence_length: the static sequence length of the signatures.
+      truncate: cut over-long requests to `sequence_length` instead of rejecting them.
+      version: the integer version; default the next free one (the same for both models).
+
+    Returns:
+      {model name: version folder}.
+    """
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+        raise ValueError(f"Model name {name!r} may use letters, digits, '_', '.' and '-' only.")
+    kind = model_kind(model)
+    encoder = model if kind == "encoder" else model.encoder
+    if sequence_length > encoder.config.max_sequence_length:
+        raise ValueError(
+            f"sequence_length {sequence_length} exceeds the model's max_sequence_length {encoder.config.max_sequence_length}."
+        )
+    names = [name] + ([f"{name}_text"] if vocabulary else [])
+    if version is None:
+        version = max(next_version(os.path.join(base_dir, n)) for n in names)
+    servable = _Servable(model, kind, sequence_length, max_answer_length)
+    written = {name: _save_atomically(servable, _id_signatures(servable, sequence_length, truncate), os.path.join(base_dir, name), version)}
+    if vocabulary:
+        tokenizer = InGraphTokenizer(vocabulary, lowercase=lowercase)
+        servable.tokenizer = tokenizer
+        signatures = _text_signatures(servable, tokenizer, sequence_length, truncate, max_query_length)
+        written[f"{name}_text"] = _save_atomically(servable, signatures, os.path.join(base_dir, f"{name}_text"), version)
+    write_models_config(base_dir)
+    return written

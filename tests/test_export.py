@@ -1,0 +1,282 @@
+"""SavedModels for TF Serving, proven without a TF Serving binary (none installs here):
+a fresh process without Keras or bertlayers loads them, saved_model_cli shows and runs them,
+every graph op is one TF Serving 2.20 links, and PredictRequests map onto the signatures."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bertlayers.data import bert_uncased_vocabulary, wordpiece_tokenizer
+from bertlayers.data.squad_data import SquadExample, decode_answers, make_windows, read_squad
+from bertlayers.export import export_for_serving
+from bertlayers.models import SequenceClassifier, SpanPredictor, TokenClassifier
+from bertlayers.networks import BertEncoder
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SEQ = 32
+TINY = dict(vocabulary_size=30522, num_layers=2, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=64)
+# tensorflow-text ops that TF Serving 2.20 links (its bundled tf-text 2.20 ops_lib) and that the
+# text signatures use. Everything else must be a core TensorFlow op.
+TF_TEXT_OPS = {"FastBertNormalize", "RegexSplitWithOffsets", "FastWordpieceTokenizeWithOffsets"}
+FORBIDDEN = {"RoundRobinTrim", "RoundRobinGenerateMasks"}
+TEXTS = ["The quick brown fox jumps over the lazy dog.", "Zürich's café—open late!"]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    base = tmp_path_factory.mktemp("savedmodels")
+    encoder = BertEncoder(**TINY, name="encoder")
+    models = {
+        "encoder": encoder,
+        "classifier": SequenceClassifier(encoder, 3),
+        "squad": SpanPredictor(encoder),
+        "tagger": TokenClassifier(encoder, 5),
+    }
+    paths = {}
+    for name, model in models.items():
+        paths.update(export_for_serving(model, name, base_dir=str(base), vocabulary=bert_uncased_vocabulary(), sequence_length=SEQ))
+    return base, models, paths
+
+
+def id_inputs(batch=2, length=SEQ):
+    rng = np.random.default_rng(0)
+    token_ids = np.zeros((batch, length), "int32")
+    token_ids[:, 0], token_ids[:, 1:12] = 101, rng.integers(1000, 2000, size=(batch, 11))
+    token_ids[:, 12], token_ids[:, 13:20], token_ids[:, 20] = 102, rng.integers(1000, 2000, size=(batch, 7)), 102
+    segment_ids = np.zeros_like(token_ids)
+    segment_ids[:, 13:21] = 1
+    return {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": (token_ids != 0).astype("int32")}
+
+
+def run_fresh(path, signature, inputs, tmp_path, text):
+    """Call `signature` of the SavedModel at `path` in a new Python without keras or bertlayers."""
+    np.savez(tmp_path / "inputs.npz", **inputs)
+    # Poisoned packages first on the path: importing keras, keras-hub or bertlayers fails there.
+    poisoned = tmp_path / "poisoned"
+    for package in ("keras", "keras_hub", "keras_nlp", "bertlayers"):
+        (poisoned / package).mkdir(parents=True, exist_ok=True)
+        (poisoned / package / "__init__.py").write_text(f"raise ImportError('{package} is not available when serving')\n")
+    script = f"""
+import sys, numpy as np
+import tensorflow as tf
+if {text!r}:
+    # tensorflow-text's kernels only (its Python package would import keras), as a server links them.
+    import glob, importlib.util
+    folder = importlib.util.find_spec('tensorflow_text').submodule_search_locations[0]
+    for library in sorted(glob.glob(folder + '/python/ops/*.so')):
+        tf.load_op_library(library)
+loaded = tf.saved_model.load({str(path)!r})
+inputs = dict(np.load({str(tmp_path / 'inputs.npz')!r}))
+outputs = loaded.signatures[{signature!r}](**{{k: tf.constant(v) for k, v in inputs.items()}})
+np.savez({str(tmp_path / 'outputs.npz')!r}, **{{k: v.numpy().astype('S') if v.dtype == tf.string else v.numpy() for k, v in outputs.items()}})
+assert not any(m.split('.')[0] in ('keras', 'keras_hub', 'bertlayers') for m in sys.modules), 'keras was imported'
+"""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", PYTHONPATH=str(poisoned))
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=180)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return dict(np.load(tmp_path / "outputs.npz"))
+
+
+def keras_outputs(model, inputs):
+    """The Keras model's own outputs, computed in graph mode like the SavedModel."""
+    return {k: np.asarray(v) for k, v in model.predict(inputs, verbose=0).items()}
+
+
+@pytest.mark.parametrize("name", ["encoder", "classifier", "tagger", "squad"])
+def test_ids_model_loads_without_keras_and_matches(exported, tmp_path, name):
+    base, models, paths = exported
+    inputs = id_inputs()
+    served = run_fresh(paths[name], "serving_default", inputs, tmp_path, text=False)
+    model = models[name]
+    if name == "squad":
+        expected = keras_outputs(model, {**inputs, "span_mask": served_span_mask(inputs)})
+    else:
+        expected = keras_outputs(model, inputs)
+    if name == "encoder":
+        pairs = {"pooled_output": "pooled_output", "sequence_output": "sequence_output"}
+    elif name == "squad":
+        pairs = {"start_logits": "start_logits", "end_logits": "end_logits"}
+    else:
+        pairs = {"logits": "logits"}
+    for served_key, keras_key in pairs.items():
+        np.testing.assert_allclose(served[served_key], expected[keras_key], atol=1e-5)
+    if name == "classifier":
+        np.testing.assert_array_equal(served["label"], expected["logits"].argmax(-1))
+        np.testing.assert_allclose(served["probabilities"].sum(-1), 1.0, atol=1e-5)
+    if name == "tagger":
+        np.testing.assert_array_equal(served["tags"], expected["logits"].argmax(-1))
+
+
+def served_span_mask(inputs):
+    """The span mask the ids signature derives: [CLS] and the second segment without its [SEP]."""
+    context = (inputs["segment_ids"] == 1) & (inputs["padding_mask"] == 1)
+    mask = context & np.concatenate([context[:, 1:], np.zeros_like(context[:, :1])], axis=1)
+    mask[:, 0] = True
+    return mask.astype("int32")
+
+
+def test_optional_inputs_are_derived(exported, tmp_path):
+    _, models, paths = exported
+    inputs = id_inputs()
+    inputs["segment_ids"][:] = 0
+    full = run_fresh(paths["encoder"], "serving_default", inputs, tmp_path, text=False)
+    only_ids = run_fresh(paths["encoder"], "token_ids_only", {"token_ids": inputs["token_ids"]}, tmp_path, text=False)
+    np.testing.assert_allclose(only_ids["pooled_output"], full["pooled_output"], atol=1e-6)
+
+
+def test_text_model_tokenizes_in_the_graph(exported, tmp_path):
+    _, models, paths = exported
+    served = run_fresh(paths["classifier_text"], "serving_default", {"text": np.array(TEXTS)}, tmp_path, text=True)
+    from bertlayers.data import BertInputPacker
+
+    packed = BertInputPacker(wordpiece_tokenizer(bert_uncased_vocabulary()), SEQ)(TEXTS)
+    np.testing.assert_allclose(served["logits"], keras_outputs(models["classifier"], packed)["logits"], atol=1e-5)
+    pair = run_fresh(paths["classifier_text"], "text_pair", {"text_a": np.array(TEXTS), "text_b": np.array(["yes", "no"])}, tmp_path, text=True)
+    packed = BertInputPacker(wordpiece_tokenizer(bert_uncased_vocabulary()), SEQ)(TEXTS, ["yes", "no"])
+    np.testing.assert_allclose(pair["logits"], keras_outputs(models["classifier"], packed)["logits"], atol=1e-5)
+
+
+def test_squad_text_model_decodes_answers_in_the_graph(exported, tmp_path):
+    _, models, paths = exported
+    examples = [e for e in read_squad(os.path.join(REPO, "examples", "data", "squad_mini", "dev-v2.0.json"))][:6]
+    contexts = [" ".join(e.context.split()[:12]) for e in examples]  # one window each
+    served = run_fresh(
+        paths["squad_text"], "serving_default",
+        {"question": np.array([e.question for e in examples]), "context": np.array(contexts)}, tmp_path, text=True,
+    )
+    short = [SquadExample(e.qid, e.question, c, [], True) for e, c in zip(examples, contexts)]
+    features = make_windows(short, wordpiece_tokenizer(bert_uncased_vocabulary()), max_seq_length=SEQ, max_query_length=64)
+    assert len(features.example_index) == len(short)
+    predictions, _ = decode_answers(short, features, served["start_logits"], served["end_logits"], n_best_size=SEQ)
+    for i, example in enumerate(short):
+        text = served["answer_text"][i].decode("utf-8")
+        assert text == predictions[example.qid]
+        assert example.context[served["answer_start"][i] : served["answer_end"][i]] == text
+
+
+def test_saved_model_cli_shows_and_runs(exported, tmp_path):
+    _, _, paths = exported
+    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+    shown = subprocess.run([cli, "show", "--dir", paths["encoder"], "--all"], capture_output=True, text=True, timeout=120).stdout
+    for name in ("token_ids", "segment_ids", "padding_mask"):
+        assert f"inputs['{name}'] tensor_info:\n        dtype: DT_INT32\n        shape: (-1, {SEQ})" in shown
+    assert "outputs['pooled_output']" in shown and "outputs['sequence_output']" in shown
+    assert "signature_def['token_ids_only']" in shown
+    for name, value in id_inputs(batch=1).items():
+        np.save(tmp_path / f"{name}.npy", value)
+    given = ";".join(f"{n}={tmp_path / (n + '.npy')}" for n in ("token_ids", "segment_ids", "padding_mask"))
+    ran = subprocess.run(
+        [cli, "run", "--dir", paths["encoder"], "--tag_set", "serve", "--signature_def", "serving_default", "--inputs", given],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert ran.returncode == 0 and "pooled_output" in ran.stdout, ran.stderr[-2000:]
+
+
+def graph_ops(path):
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    proto = saved_model_pb2.SavedModel()
+    proto.ParseFromString(open(os.path.join(path, "saved_model.pb"), "rb").read())
+    ops = set()
+    for meta in proto.meta_graphs:
+        ops |= {node.op for node in meta.graph_def.node}
+        for function in meta.graph_def.library.function:
+            ops |= {node.op for node in function.node_def}
+    return ops
+
+
+def test_every_op_is_one_tf_serving_links(exported):
+    _, _, paths = exported
+    core = set(dir(tf.raw_ops))
+    for name, path in paths.items():
+        ops = graph_ops(path)
+        assert not ops & FORBIDDEN
+        unknown = ops - core - TF_TEXT_OPS
+        assert not unknown, f"{name} uses ops TF Serving 2.20 does not link: {sorted(unknown)}"
+        if not name.endswith("_text"):
+            assert not ops & TF_TEXT_OPS, f"{name}: the ids model must load in any TF Serving"
+    assert TF_TEXT_OPS <= graph_ops(paths["classifier_text"])
+
+
+def test_predict_requests_map_onto_the_signatures(exported):
+    from tensorflow_serving.apis import predict_pb2
+
+    _, _, paths = exported
+    for name, signature, inputs in (
+        ("encoder", "serving_default", id_inputs()),
+        ("classifier_text", "text_pair", {"text_a": np.array(TEXTS), "text_b": np.array(TEXTS)}),
+        ("squad_text", "serving_default", {"question": np.array(["Who?"]), "context": np.array(["Nobody."])}),
+    ):
+        definition = tf.saved_model.load(paths[name]).signatures[signature]
+        spec = definition.structured_input_signature[1]
+        request = predict_pb2.PredictRequest()
+        request.model_spec.name, request.model_spec.signature_name = name, signature
+        for key, value in inputs.items():
+            if value.dtype.kind in "iu":
+                value = value.astype("int32")  # numpy's default int64 is rejected by an int32 signature
+            request.inputs[key].CopyFrom(tf.make_tensor_proto(value))
+        assert set(request.inputs) == set(spec)
+        for key, tensor in request.inputs.items():
+            assert tf.dtypes.as_dtype(tensor.dtype) == spec[key].dtype
+            shape = [d.size for d in tensor.tensor_shape.dim]
+            assert tf.TensorShape(shape).is_compatible_with(spec[key].shape)
+        assert tf.dtypes.as_dtype(tf.make_tensor_proto(id_inputs()["token_ids"].astype("int64")).dtype) != tf.int32
+
+
+def test_over_long_requests(exported, tmp_path):
+    base, models, paths = exported
+    loaded = tf.saved_model.load(paths["encoder"])
+    long = {k: tf.constant(np.pad(v, ((0, 0), (0, 8)))) for k, v in id_inputs().items()}
+    # Python's binding rejects the shape, then calls the graph as a server would (no shape check
+    # on feeds): the graph's own check stops the request with a message naming the limit.
+    with pytest.raises(tf.errors.InvalidArgumentError, match=f"longer than the exported sequence_length {SEQ}"):
+        loaded.signatures["serving_default"](**long)
+    text = tf.saved_model.load(paths["encoder_text"])
+    with pytest.raises(tf.errors.InvalidArgumentError, match=f"more tokens than the exported sequence_length {SEQ}"):
+        text.signatures["serving_default"](text=tf.constant(["word " * 40]))
+    truncating = export_for_serving(models["encoder"], "truncating", base_dir=str(tmp_path), vocabulary=bert_uncased_vocabulary(),
+                                    sequence_length=SEQ, truncate=True)
+    cut = tf.saved_model.load(truncating["truncating"]).signatures["serving_default"](**long)
+    plain = loaded.signatures["serving_default"](**{k: tf.constant(v) for k, v in id_inputs().items()})
+    np.testing.assert_allclose(cut["pooled_output"], plain["pooled_output"], atol=1e-5)
+    assert tf.saved_model.load(truncating["truncating_text"]).signatures["serving_default"](text=tf.constant(["word " * 40]))["pooled_output"].shape == (1, 32)
+
+
+def test_layout_size_versions_and_a_kill_mid_export(exported, tmp_path):
+    base, models, paths = exported
+    config = open(base / "models.config").read()
+    for name in ("encoder", "encoder_text", "classifier", "squad_text", "tagger"):
+        assert f'name: "{name}"\n    base_path: "{base / name}"\n    model_platform: "tensorflow"' in config
+    # Weights stored once: the variables take the weights' bytes (within 10%), not twice that.
+    # (The graphs add a fixed ~0.5 MB; for MiniLM the whole folder is 1.013x its weights.)
+    weights = sum(np.asarray(v).nbytes for v in models["encoder"].weights)
+    folder = os.path.join(paths["encoder"], "variables")
+    on_disk = sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder))
+    assert weights <= on_disk <= 1.1 * weights, (on_disk, weights)
+
+    target = tmp_path / "models"
+    models["encoder"].save(str(tmp_path / "encoder.keras"))
+    # The export is SIGKILLed after the SavedModel is written but before it is renamed into place.
+    script = f"""
+import os, signal, tensorflow as tf, keras
+from bertlayers.export import export_for_serving
+real_save = tf.saved_model.save
+def save_then_die(*args, **kwargs):
+    real_save(*args, **kwargs)
+    os.kill(os.getpid(), signal.SIGKILL)
+tf.saved_model.save = save_then_die
+export_for_serving(keras.saving.load_model({str(tmp_path / 'encoder.keras')!r}), "enc", base_dir={str(target)!r})
+"""
+    result = subprocess.run([sys.executable, "-c", script], env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=180)
+    assert result.returncode == -signal.SIGKILL
+    assert not [n for n in os.listdir(target / "enc") if n.isdigit()]
+    first = export_for_serving(models["encoder"], "enc", base_dir=str(target))
+    second = export_for_serving(models["encoder"], "enc", base_dir=str(target))
+    assert first["enc"].endswith("/enc/1") and second["enc"].endswith("/enc/2")
+    assert sorted(os.listdir(target / "enc")) == ["1", "2"]  # the killed export's leftovers are gone
