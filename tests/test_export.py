@@ -271,12 +271,12 @@ def save_then_die(*args, **kwargs):
     real_save(*args, **kwargs)
     os.kill(os.getpid(), signal.SIGKILL)
 tf.saved_model.save = save_then_die
-export_for_serving(keras.saving.load_model({str(tmp_path / 'encoder.keras')!r}), "enc", base_dir={str(target)!r})
+export_for_serving(keras.saving.load_model({str(tmp_path / 'encoder.keras')!r}), "enc", base_dir={str(target)!r}, sequence_length={SEQ})
 """
     result = subprocess.run([sys.executable, "-c", script], env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=180)
     assert result.returncode == -signal.SIGKILL
     assert not [n for n in os.listdir(target / "enc") if n.isdigit()]
-    first = export_for_serving(models["encoder"], "enc", base_dir=str(target))
-    second = export_for_serving(models["encoder"], "enc", base_dir=str(target))
+    first = export_for_serving(models["encoder"], "enc", base_dir=str(target), sequence_length=SEQ)
+    second = export_for_serving(models["encoder"], "enc", base_dir=str(target), sequence_length=SEQ)
     assert first["enc"].endswith("/enc/1") and second["enc"].endswith("/enc/2")
     assert sorted(os.listdir(target / "enc")) == ["1", "2"]  # the killed export's leftovers are gone

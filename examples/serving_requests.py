@@ -1,0 +1,82 @@
+"""Print a TF Serving REST request (curl) and its response for each signature of exported models.
+
+No TF Serving binary runs here, so the response is computed by calling the SavedModel's
+signature with TensorFlow and written in TF Serving's REST row format ({"predictions": [...]});
+long arrays are abbreviated.
+
+    python examples/serving_requests.py --base_dir savedmodels --name sentiment
+"""
+
+import argparse
+import json
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+import tensorflow_text  # noqa: E402,F401  (kernels of the _text models)
+
+EXAMPLES = {
+    "text": ["A gorgeous, witty, seductive movie.", "The plot is paper-thin and the jokes fall flat."],
+    "text_a": ["A gorgeous, witty, seductive movie."],
+    "text_b": ["I loved it."],
+    "question": ["When did the library move?"],
+    "context": ["The Scarth public library moved into the old corn exchange in 1988."],
+}
+
+
+def abbreviate(value):
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    array = np.asarray(value)
+    if array.dtype.kind == "f":
+        array = np.round(array, 4)
+    flat = array.tolist()
+    if array.ndim and array.size > 6:
+        return f"<{'x'.join(map(str, array.shape))} array: {json.dumps(np.ravel(array)[:3].tolist())[:-1]}, ...]>"
+    return flat
+
+
+def latest(model_dir):
+    return os.path.join(model_dir, str(max(int(n) for n in os.listdir(model_dir) if n.isdigit())))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--base_dir", default="savedmodels")
+    parser.add_argument("--name", required=True, help="prints NAME and NAME_text")
+    parser.add_argument("--ids", default="101,1037,9882,1010,25591,1010,28456,3185,1012,102",
+                        help="token ids for the ids model's request (default: a review, bert-base-uncased)")
+    args = parser.parse_args()
+    for name in (args.name, f"{args.name}_text"):
+        folder = os.path.join(args.base_dir, name)
+        if not os.path.isdir(folder):
+            continue
+        loaded = tf.saved_model.load(latest(folder))
+        for signature_name, function in loaded.signatures.items():
+            spec = function.structured_input_signature[1]
+            if all(s.dtype == tf.string for s in spec.values()):
+                columns = {k: EXAMPLES[k] for k in spec}
+            else:
+                ids = [int(i) for i in args.ids.split(",")]
+                length = spec["token_ids"].shape[1] or len(ids)
+                token_ids = ids + [0] * (length - len(ids))
+                columns = {"token_ids": [token_ids], "segment_ids": [[0] * length], "padding_mask": [[int(i != 0) for i in token_ids]]}
+                columns = {k: v for k, v in columns.items() if k in spec}
+            rows = [dict(zip(columns, values)) for values in zip(*columns.values())]
+            outputs = function(**{k: tf.constant(v, dtype=spec[k].dtype) for k, v in columns.items()})
+            predictions = [
+                {k: abbreviate(v.numpy()[i]) for k, v in sorted(outputs.items())} for i in range(len(rows))
+            ]
+            request = {"signature_name": signature_name, "instances": rows}
+            shown = json.dumps(request)
+            if len(shown) > 400:
+                shown = shown[:400] + " ...(padded to the sequence length)"
+            print(f"### {name}, signature {signature_name}\n")
+            print(f"curl -s -X POST http://localhost:8501/v1/models/{name}:predict -d '{shown}'\n")
+            print(json.dumps({"predictions": predictions}, indent=1, ensure_ascii=False), "\n")
+
+
+if __name__ == "__main__":
+    main()
