@@ -1,12 +1,17 @@
 """bertlayers: Keras 3 layers for the BERT family of pretrained language models.
 
 Layers (`bertlayers.layers`) compose into networks (`bertlayers.networks`: encoders) and
-models; `bertlayers.convert` loads real pretrained checkpoints into them.
+models (`bertlayers.models`: pretrainers, task models); `bertlayers.training` trains them,
+`bertlayers.convert` loads real pretrained checkpoints and `bertlayers.export` serves them.
 """
 
 __version__ = "0.1.0"
 
-from bertlayers import layers  # noqa: F401  (registers every layer with Keras)
+# Importing the package registers every serializable class (layers, networks, models, the
+# optimizer and schedule), so `keras.saving.load_model` finds them after `import bertlayers`.
+from bertlayers import layers  # noqa: F401
 from bertlayers import networks  # noqa: F401
+from bertlayers import models  # noqa: F401
+from bertlayers import training  # noqa: F401
 from bertlayers.networks import AlbertEncoder, BertEncoder, EncoderConfig  # noqa: F401
 from bertlayers.networks.presets import get_preset, preset_names  # noqa: F401

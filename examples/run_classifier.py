@@ -76,6 +76,8 @@ def main():
             metrics["f1_positive_label"] = labels.labels[1]  # binary F1 is of the second label (sorted)
         predictions = [{"id": e.where, "label": labels.labels[p]} for e, p in zip(evaluation, predicted)]
     metrics.update({"eval_examples": len(evaluation), "init": "random" if args.random_init else encoder_source(args)})
+    if labels:  # export_savedmodel.py serves label names from this file
+        write_json(os.path.join(args.output_dir, "labels.json"), labels.labels)
     write_json(os.path.join(args.output_dir, "metrics.json"), metrics)
     with open(os.path.join(args.output_dir, "predictions.jsonl"), "w", encoding="utf-8") as f:
         f.writelines(__import__("json").dumps(p) + "\n" for p in predictions)

@@ -31,7 +31,9 @@ def abbreviate(value):
         return value.decode("utf-8")
     array = np.asarray(value)
     if array.dtype.kind == "f":
-        array = np.round(array, 4)
+        array = np.round(array.astype("float64"), 4)
+    if array.dtype.kind in "SO":
+        return array.astype(str).tolist()
     flat = array.tolist()
     if array.ndim and array.size > 6:
         return f"<{'x'.join(map(str, array.shape))} array: {json.dumps(np.ravel(array)[:3].tolist())[:-1]}, ...]>"
@@ -70,9 +72,7 @@ def main():
                 {k: abbreviate(v.numpy()[i]) for k, v in sorted(outputs.items())} for i in range(len(rows))
             ]
             request = {"signature_name": signature_name, "instances": rows}
-            shown = json.dumps(request)
-            if len(shown) > 400:
-                shown = shown[:400] + " ...(padded to the sequence length)"
+            shown = json.dumps(request, separators=(",", ":"))
             print(f"### {name}, signature {signature_name}\n")
             print(f"curl -s -X POST http://localhost:8501/v1/models/{name}:predict -d '{shown}'\n")
             print(json.dumps({"predictions": predictions}, indent=1, ensure_ascii=False), "\n")

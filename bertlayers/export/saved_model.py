@@ -40,8 +40,9 @@ def model_kind(model):
 class _Servable(tf.Module):
     """The model's computation with named, batch-first outputs; variables tracked once."""
 
-    def __init__(self, model, kind, sequence_length, max_answer_length):
+    def __init__(self, model, kind, sequence_length, max_answer_length, label_names=None):
         super().__init__()
+        self.label_names = tf.constant(list(label_names)) if label_names else None
         self._model = model  # not tracked as a Keras object: its variables are tracked below
         self.model_variables = [v.value for v in model.variables]
         self.kind = kind
@@ -63,11 +64,14 @@ class _Servable(tf.Module):
             logits = self._model(inputs, training=False)["logits"]
             if self._model.num_classes == 1:
                 return {"score": logits[:, 0]}
-            return {
+            outputs = {
                 "logits": logits,
                 "probabilities": tf.nn.softmax(logits, axis=-1),
                 "label": tf.argmax(logits, axis=-1, output_type=tf.int32),
             }
+            if self.label_names is not None:
+                outputs["label_name"] = tf.gather(self.label_names, outputs["label"])
+            return outputs
         if self.kind == "tagger":
             logits = self._model(inputs, training=False)["logits"]
             return {"logits": logits, "tags": tf.argmax(logits, axis=-1, output_type=tf.int32)}
@@ -230,7 +234,7 @@ def write_models_config(base_dir):
 
 def export_for_serving(
     model, name, base_dir="savedmodels", vocabulary=None, lowercase=True, sequence_length=128,
-    truncate=False, version=None, max_query_length=64, max_answer_length=30,
+    truncate=False, version=None, max_query_length=64, max_answer_length=30, label_names=None,
 ):
     """Export `model` as NAME (ids in) and, given a `vocabulary`, NAME_text (strings in).
 
@@ -241,6 +245,7 @@ def export_for_serving(
       sequence_length: the static sequence length of the signatures.
       truncate: cut over-long requests to `sequence_length` instead of rejecting them.
       version: the integer version; default the next free one (the same for both models).
+      label_names: a classifier's label strings, by class id: adds a `label_name` output.
 
     Returns:
       {model name: version folder}.
@@ -256,7 +261,9 @@ def export_for_serving(
     names = [name] + ([f"{name}_text"] if vocabulary else [])
     if version is None:
         version = max(next_version(os.path.join(base_dir, n)) for n in names)
-    servable = _Servable(model, kind, sequence_length, max_answer_length)
+    if label_names is not None and (kind != "classifier" or len(label_names) != model.num_classes):
+        raise ValueError("label_names needs a classifier with one name per class.")
+    servable = _Servable(model, kind, sequence_length, max_answer_length, label_names)
     written = {name: _save_atomically(servable, _id_signatures(servable, sequence_length, truncate), os.path.join(base_dir, name), version)}
     if vocabulary:
         tokenizer = InGraphTokenizer(vocabulary, lowercase=lowercase)
