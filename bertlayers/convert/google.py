@@ -5,28 +5,15 @@ import os
 
 import tensorflow as tf
 
+from bertlayers.convert.huggingface import BERT_CONFIG_KEYS
 from bertlayers.convert.weight_map import WeightMap
 from bertlayers.models.pretrainer import BertPretrainer
 from bertlayers.networks.albert_encoder import AlbertEncoder
 from bertlayers.networks.bert_encoder import BertEncoder
 from bertlayers.networks.encoder_config import EncoderConfig
 
-# bert_config.json / albert_config.json key → EncoderConfig field.
-_CONFIG_KEYS = {
-    "vocab_size": "vocabulary_size",
-    "num_hidden_layers": "num_layers",
-    "hidden_size": "hidden_size",
-    "num_attention_heads": "num_heads",
-    "intermediate_size": "intermediate_size",
-    "hidden_act": "hidden_activation",
-    "hidden_dropout_prob": "dropout",
-    "attention_probs_dropout_prob": "attention_dropout",
-    "max_position_embeddings": "max_sequence_length",
-    "type_vocab_size": "type_vocab_size",
-    "initializer_range": "initializer_range",
-    "embedding_size": "embedding_size",
-    "num_hidden_groups": "num_layer_groups",
-}
+# bert_config.json's keys, and albert_config.json's two more.
+_CONFIG_KEYS = {**BERT_CONFIG_KEYS, "embedding_size": "embedding_size", "num_hidden_groups": "num_layer_groups"}
 # Training state that checkpoints carry beside the model.
 _TRAINING_STATE = (r"adam_m$", r"adam_v$", r"^global_step$", r"good_steps$", r"loss_scale$", r"/Adam(_1)?$")
 

@@ -7,8 +7,8 @@ from bertlayers.convert.weight_map import WeightMap
 from bertlayers.networks.bert_encoder import BertEncoder
 from bertlayers.networks.encoder_config import EncoderConfig
 
-# Hugging Face config.json key → EncoderConfig field.
-_CONFIG_KEYS = {
+# config.json key → EncoderConfig field (Hugging Face kept google-research/bert's names).
+BERT_CONFIG_KEYS = {
     "vocab_size": "vocabulary_size",
     "num_hidden_layers": "num_layers",
     "hidden_size": "hidden_size",
@@ -39,7 +39,7 @@ def encoder_config_from_huggingface(hf_config, source="config.json"):
     missing = [key for key in ("vocab_size", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size") if key not in hf_config]
     if missing:
         raise ValueError(f"{source} lacks required keys: {', '.join(missing)}.")
-    fields = {field: hf_config[key] for key, field in _CONFIG_KEYS.items() if key in hf_config}
+    fields = {field: hf_config[key] for key, field in BERT_CONFIG_KEYS.items() if key in hf_config}
     try:
         return EncoderConfig(**fields)
     except ValueError as error:
