@@ -53,6 +53,7 @@ def main():
     metrics = entity_scores(gold, predicted)
     metrics.update({"eval_sentences": len(evaluation), "init": "random" if args.random_init else encoder_source(args)})
     write_json(os.path.join(args.output_dir, "metrics.json"), metrics)
+    write_json(os.path.join(args.output_dir, "tags.json"), tags)  # what the served `tags` indices mean
     write_conll(
         os.path.join(args.output_dir, "predictions.conll"),
         [[(word, tag) for (word, _), tag in zip(sentence, tags_)] for sentence, tags_ in zip(evaluation, predicted)],

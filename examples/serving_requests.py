@@ -50,7 +50,10 @@ def main():
     parser.add_argument("--name", required=True, help="prints NAME and NAME_text")
     parser.add_argument("--ids", default="101,1037,9882,1010,25591,1010,28456,3185,1012,102",
                         help="token ids for the ids model's request (default: a review, bert-base-uncased)")
+    parser.add_argument("--text", action="append", help="text(s) for the text signatures (repeatable)")
     args = parser.parse_args()
+    if args.text:
+        EXAMPLES["text"] = args.text
     for name in (args.name, f"{args.name}_text"):
         folder = os.path.join(args.base_dir, name)
         if not os.path.isdir(folder):
