@@ -11,6 +11,7 @@ Writes predictions.jsonl, metrics.json, model.keras and TensorBoard logs to --ou
 """
 
 import argparse
+import json
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -80,7 +81,7 @@ def main():
         write_json(os.path.join(args.output_dir, "labels.json"), labels.labels)
     write_json(os.path.join(args.output_dir, "metrics.json"), metrics)
     with open(os.path.join(args.output_dir, "predictions.jsonl"), "w", encoding="utf-8") as f:
-        f.writelines(__import__("json").dumps(p) + "\n" for p in predictions)
+        f.writelines(json.dumps(p) + "\n" for p in predictions)
     print({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items()})
 
 

@@ -137,8 +137,9 @@ def test_load_encoder_from_every_source(tmp_path):
     keras.Sequential([keras.layers.Dense(1)]).save(str(tmp_path / "other.keras"))
     with pytest.raises(ValueError, match="holds a Sequential, which has no bertlayers encoder"):
         load_encoder(str(tmp_path / "other.keras"))
+    (tmp_path / "nothing").mkdir()
     with pytest.raises(FileNotFoundError, match="holds neither a Hugging Face checkpoint"):
-        load_encoder(str(tmp_path / "nothing" if os.makedirs(tmp_path / "nothing") is None else ""))
+        load_encoder(str(tmp_path / "nothing"))
 
 
 def test_layerwise_decay_scales_each_layers_step():

@@ -77,8 +77,8 @@ class _Servable(tf.Module):
             return {"logits": logits, "tags": tf.argmax(logits, axis=-1, output_type=tf.int32)}
         # SQuAD: answers may start and end in the second segment (the context), or at [CLS] for "no answer".
         context = tf.logical_and(tf.equal(segment_ids, 1), tf.equal(padding_mask, 1))
-        is_sep = tf.concat([context[:, 1:], tf.zeros_like(context[:, :1])], axis=1)
-        span_mask = tf.logical_and(context, is_sep)  # drop the final [SEP]
+        followed_by_context = tf.concat([context[:, 1:], tf.zeros_like(context[:, :1])], axis=1)
+        span_mask = tf.logical_and(context, followed_by_context)  # drops the closing [SEP]
         span_mask = tf.concat([tf.ones_like(span_mask[:, :1]), span_mask[:, 1:]], axis=1)
         inputs["span_mask"] = tf.cast(span_mask, tf.int32)
         outputs = self._model(inputs, training=False)

@@ -78,8 +78,8 @@ def pack(first, second, sequence_length, cls_id, sep_id, truncate):
     with tf.control_dependencies(checks):
         keep_a = tf.minimum(length_a, budget)
     batch = tf.shape(length_a, out_type=tf.int64)[0]
-    cls = tf.fill([batch, 1], cls_id)
-    sep = tf.fill([batch, 1], sep_id)
+    cls = tf.RaggedTensor.from_tensor(tf.fill([batch, 1], cls_id))
+    sep = tf.RaggedTensor.from_tensor(tf.fill([batch, 1], sep_id))
     a = tf.ragged.boolean_mask(first, tf.ragged.range(first.row_lengths()) < tf.expand_dims(keep_a, 1))
     pieces, segments = [cls, a, sep], [0, 0, 0]
     if second is not None:
@@ -87,14 +87,8 @@ def pack(first, second, sequence_length, cls_id, sep_id, truncate):
         b = tf.ragged.boolean_mask(second, tf.ragged.range(second.row_lengths()) < tf.expand_dims(keep_b, 1))
         pieces += [b, sep]
         segments += [1, 1]
-    token_ids = tf.concat([tf.RaggedTensor.from_tensor(p) if isinstance(p, tf.Tensor) else p for p in pieces], axis=1)
-    segment_ids = tf.concat(
-        [
-            tf.ones_like(tf.RaggedTensor.from_tensor(p) if isinstance(p, tf.Tensor) else p) * s
-            for p, s in zip(pieces, segments)
-        ],
-        axis=1,
-    )
+    token_ids = tf.concat(pieces, axis=1)
+    segment_ids = tf.concat([tf.ones_like(p) * s for p, s in zip(pieces, segments)], axis=1)
     shape = [None, sequence_length]
     token_ids = token_ids.to_tensor(0, shape=shape)
     return (
