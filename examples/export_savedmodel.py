@@ -14,11 +14,9 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import keras  # noqa: E402
-
 from bertlayers.data.assets import bert_uncased_vocabulary  # noqa: E402
 from bertlayers.export import export_for_serving  # noqa: E402
-from bertlayers.models import load_encoder  # noqa: E402
+from bertlayers.models import load_encoder, load_model_file  # noqa: E402
 
 
 def main():
@@ -35,7 +33,7 @@ def main():
     args = parser.parse_args()
 
     if args.model.endswith(".keras"):
-        model = keras.saving.load_model(args.model, safe_mode=True)
+        model = load_model_file(args.model)
     else:
         model = load_encoder(args.model)
     folder = args.model if os.path.isdir(args.model) else os.path.dirname(args.model)

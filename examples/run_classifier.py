@@ -18,7 +18,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 
-from bertlayers.data.classification_data import LabelMap, encode_examples, read_text_examples  # noqa: E402
+from bertlayers.data.classification_data import LabelMap, encode_examples, read_text_examples, regression_targets  # noqa: E402
 from bertlayers.data.tokenizer import BertInputPacker, wordpiece_tokenizer  # noqa: E402
 from bertlayers.metrics import accuracy, f1, matthews_correlation, pearson, spearman  # noqa: E402
 from bertlayers.models import SequenceClassifier  # noqa: E402
@@ -48,11 +48,10 @@ def main():
     packer = BertInputPacker(wordpiece_tokenizer(vocabulary_for(args)), args.sequence_length)
     x_train, x_eval = encode_examples(packer, train, args.train_file), encode_examples(packer, evaluation, args.eval_file)
     if args.regression:
-        y_train = np.array([float(e.label) for e in train], "float32")[:, None]
-        y_eval = np.array([float(e.label) for e in evaluation], "float32")[:, None]
+        y_train, y_eval = regression_targets(train), regression_targets(evaluation)
         num_classes, labels = 1, None
     else:
-        labels = LabelMap(e.label for e in train)
+        labels = LabelMap((e.label for e in train), source=args.train_file)
         y_train, y_eval = labels.encode(train), labels.encode(evaluation)
         num_classes = len(labels.labels)
     print(f"{len(train)} training and {len(evaluation)} evaluation examples" + (f", labels {labels.labels}" if labels else ""))

@@ -4,6 +4,7 @@ every graph op is one TF Serving 2.20 links, and PredictRequests map onto the si
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -280,3 +281,109 @@ export_for_serving(keras.saving.load_model({str(tmp_path / 'encoder.keras')!r}),
     second = export_for_serving(models["encoder"], "enc", base_dir=str(target), sequence_length=SEQ)
     assert first["enc"].endswith("/enc/1") and second["enc"].endswith("/enc/2")
     assert sorted(os.listdir(target / "enc")) == ["1", "2"]  # the killed export's leftovers are gone
+
+
+# Malformed requests, as a server would feed them (it checks no shape against the signature):
+# (model, signature, inputs, what the error must say). Each must fail with InvalidArgumentError
+# naming the input, in a process that stays alive and keeps answering good requests.
+def bad_requests():
+    ids = id_inputs()
+    text = lambda value: np.array(value, dtype=object)  # noqa: E731
+    with_ids = lambda **changes: {**ids, **changes}  # noqa: E731
+    return [
+        ("classifier_text", "serving_default", {"text": text("one scalar string")}, r"text must be a batch of strings \[batch\] \(rank 1\)"),
+        ("classifier_text", "serving_default", {"text": text([["a", "b"]])}, r"text must be a batch of strings"),
+        ("classifier_text", "text_pair", {"text_a": text(["a", "b"]), "text_b": text(["c"])}, "text_b and text_a must have the same shape"),
+        ("squad_text", "serving_default", {"question": text("Who?"), "context": text(["Nobody."])}, "question must be a batch of strings"),
+        ("tagger_text", "serving_default", {"text": text("x")}, "text must be a batch of strings"),
+        ("encoder", "serving_default", with_ids(token_ids=ids["token_ids"][0]), r"token_ids must be \[batch, sequence_length\] \(rank 2\)"),
+        ("encoder", "serving_default", with_ids(segment_ids=ids["segment_ids"][:, :8]), "segment_ids and token_ids must have the same shape"),
+        ("encoder", "serving_default", with_ids(padding_mask=ids["padding_mask"][:1]), "padding_mask and token_ids must have the same shape"),
+        ("classifier", "serving_default", with_ids(token_ids=ids["token_ids"] * 0 - 1), r"token_ids must hold values in \[0, 30522\)"),
+        ("classifier", "serving_default", with_ids(token_ids=ids["token_ids"] + 30522), r"token_ids must hold values in \[0, 30522\)"),
+        ("squad", "serving_default", with_ids(segment_ids=ids["segment_ids"] + 2), r"segment_ids must hold values in \[0, 2\) \(type_vocab_size\)"),
+        ("tagger", "serving_default", with_ids(padding_mask=ids["padding_mask"] * 3), r"padding_mask must hold values in \[0, 2\)"),
+        ("classifier", "token_ids_only", {"token_ids": np.array(5, "int32")}, r"token_ids must be \[batch, sequence_length\]"),
+        ("encoder", "serving_default", {k: np.pad(v, ((0, 0), (0, 100))) for k, v in ids.items()}, f"longer than the exported sequence_length {SEQ}"),
+    ]
+
+
+def test_malformed_requests_are_refused_by_name_and_the_process_keeps_serving(exported, tmp_path):
+    _, _, paths = exported
+    cases = bad_requests()
+    good = [
+        ("classifier_text", "serving_default", {"text": np.array(TEXTS, dtype=object)}),
+        ("classifier_text", "serving_default", {"text": np.array([], dtype=object)}),  # an empty batch is no error
+        ("classifier_text", "serving_default", {"text": np.array([b"\xff\xfe not UTF-8", b""], dtype=object)}),
+        ("encoder", "serving_default", id_inputs()),
+    ]
+    np.savez(tmp_path / "cases.npz", **{f"{i}_{k}": v for i, (_, _, inputs, *_) in enumerate(cases + good) for k, v in inputs.items()})
+    plan = [(paths[m], s, sorted(inputs)) for m, s, inputs, *_ in cases + good]
+    script = f"""
+import glob, importlib.util, json, numpy as np, tensorflow as tf
+folder = importlib.util.find_spec('tensorflow_text').submodule_search_locations[0]
+for library in sorted(glob.glob(folder + '/python/ops/*.so')):
+    tf.load_op_library(library)
+data, results, loaded = np.load({str(tmp_path / 'cases.npz')!r}, allow_pickle=True), [], {{}}
+for i, (path, signature, keys) in enumerate({plan!r}):
+    model = loaded.setdefault(path, tf.saved_model.load(path))
+    inputs = {{k: tf.constant(data[f'{{i}}_{{k}}'].tolist() if data[f'{{i}}_{{k}}'].dtype == object else data[f'{{i}}_{{k}}'],
+                             dtype=tf.string if data[f'{{i}}_{{k}}'].dtype == object else None) for k in keys}}
+    try:
+        outputs = model.signatures[signature](**inputs)
+        results.append(['ok', {{k: list(v.shape) for k, v in outputs.items()}}])
+    except tf.errors.InvalidArgumentError as error:
+        results.append(['InvalidArgumentError', error.message])
+print(json.dumps(results))
+"""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]  # alive: a scalar string once killed it (exit 139)
+    results = json.loads(result.stdout.strip().splitlines()[-1])
+    for (model, signature, _, expected), (kind, message) in zip(cases, results):
+        assert kind == "InvalidArgumentError", (model, signature, expected, message)
+        assert re.search(expected, message), (model, signature, expected, message)
+    outcomes = results[len(cases):]
+    assert [kind for kind, _ in outcomes] == ["ok"] * len(good)
+    assert outcomes[0][1]["logits"] == [2, 3] and outcomes[1][1]["logits"] == [0, 3] and outcomes[2][1]["logits"] == [2, 3]
+
+
+def test_export_refuses_path_tricks_and_foreign_vocabularies(exported, tmp_path):
+    _, models, _ = exported
+    for name in ("..", "../outside", "a/b", ".hidden", "", "a..b"):
+        with pytest.raises(ValueError, match="must start with a letter or digit"):
+            export_for_serving(models["encoder"], name, base_dir=str(tmp_path / "base"), sequence_length=SEQ)
+    assert not (tmp_path / "outside").exists()
+    small = tmp_path / "vocab.txt"
+    small.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]) + "\n")
+    with pytest.raises(ValueError, match="has 7 tokens, but the model's token embedding has 30522 rows"):
+        export_for_serving(models["encoder"], "enc", base_dir=str(tmp_path / "base"), vocabulary=str(small), sequence_length=SEQ)
+    assert not (tmp_path / "base" / "enc").exists()
+
+
+def test_a_kill_between_the_pair_renames_is_completed_by_the_next_export(exported, tmp_path):
+    _, models, _ = exported
+    target = tmp_path / "models"
+    models["encoder"].save(str(tmp_path / "encoder.keras"))
+    script = f"""
+import os, signal, keras
+from bertlayers.export import export_for_serving
+real_rename, count = os.rename, []
+def rename_then_die(a, b):
+    real_rename(a, b)
+    count.append(1)
+    if len(count) == 1:  # the ids model is in place, the text model not yet
+        os.kill(os.getpid(), signal.SIGKILL)
+os.rename = rename_then_die
+export_for_serving(keras.saving.load_model({str(tmp_path / 'encoder.keras')!r}), "enc", base_dir={str(target)!r},
+                   vocabulary={bert_uncased_vocabulary()!r}, sequence_length={SEQ})
+"""
+    result = subprocess.run([sys.executable, "-c", script], env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=300)
+    assert result.returncode == -signal.SIGKILL
+    assert os.listdir(target / "enc") == ["1"] and not [n for n in os.listdir(target / "enc_text") if n.isdigit()]
+    written = export_for_serving(models["encoder"], "enc", base_dir=str(target), vocabulary=bert_uncased_vocabulary(), sequence_length=SEQ)
+    assert sorted(os.listdir(target / "enc")) == ["1", "2"] and sorted(os.listdir(target / "enc_text")) == ["1", "2"]
+    assert written["enc_text"].endswith("enc_text/2")
+    text = tf.saved_model.load(str(target / "enc_text" / "1")).signatures["serving_default"](text=tf.constant(TEXTS))
+    assert text["pooled_output"].shape == (2, 32)
+    assert not [n for n in os.listdir(target) if n.startswith(".export-journal")]

@@ -102,7 +102,7 @@ def test_bad_settings_are_refused(corpus, tmp_path):
     data_dir = tmp_path / "data"
     data_dir.mkdir()
     (data_dir / "data_spec.json").write_text('{"other": 1}')
-    with pytest.raises(ValueError, match="holds data made with other settings"):
+    with pytest.raises(ValueError, match="holds data made from other inputs"):
         run_pretraining(config(corpus, tmp_path))
 
 

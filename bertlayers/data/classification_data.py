@@ -8,6 +8,8 @@ import warnings
 
 import numpy as np
 
+from bertlayers.data.text_files import numbered_lines
+
 
 @dataclasses.dataclass
 class TextExample:
@@ -18,20 +20,53 @@ class TextExample:
 
 
 def _rows(path, file_format):
-    """(line number, row dict) pairs."""
+    """(line number, row dict) pairs, each row parsed as its format defines.
+
+    TSV: one row per line, fields split at tabs, quote characters kept as text (a review that
+    begins with `"` stays one row). CSV: RFC 4180 quoting (a quoted field may span lines; the
+    row is named by the line it starts on). Any row whose field count differs from the header's
+    is an error naming its line, never merged into another row or shifted into another column.
+    """
+    lines = numbered_lines(path)
     if file_format == "jsonl":
-        with open(path, encoding="utf-8") as f:
-            for number, line in enumerate(f, 1):
-                if line.strip():
-                    try:
-                        yield number, json.loads(line)
-                    except json.JSONDecodeError as error:
-                        raise ValueError(f"{path}:{number}: not valid JSON ({error.msg}).") from None
+        for number, line in lines:
+            if line.strip():
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as error:
+                    raise ValueError(f"{path}:{number}: not valid JSON ({error.msg}).") from None
+                if not isinstance(row, dict):
+                    raise ValueError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}.")
+                yield number, row
         return
-    with open(path, encoding="utf-8", newline="") as f:
-        reader = csv.DictReader(f, delimiter="\t" if file_format == "tsv" else ",")
-        for row in reader:
-            yield reader.line_num, row
+    if file_format == "tsv":
+        options = {"delimiter": "\t", "quoting": csv.QUOTE_NONE}
+    else:
+        options = {"delimiter": ",", "strict": True}
+    reader = csv.reader((line for _, line in lines), **options)
+    header, start = None, 1
+    while True:
+        start = reader.line_num + 1
+        try:
+            fields = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            raise ValueError(
+                f"{path}:{start}: the row starting here does not parse as CSV ({error}); "
+                f"a field with a comma, quote or line break must be quoted, with quotes doubled inside."
+            ) from None
+        if not fields or (len(fields) == 1 and not fields[0].strip()):
+            continue
+        if header is None:
+            header = [name.strip() for name in fields]
+            continue
+        if len(fields) != len(header):
+            raise ValueError(
+                f"{path}:{start}: {len(fields)} fields, but the header has {len(header)} ({header}); "
+                f"a stray separator in a text? In CSV, quote such texts."
+            )
+        yield start, dict(zip(header, fields))
 
 
 def read_text_examples(path, text_a="text", text_b=None, label="label", require_label=True, file_format="auto"):
@@ -59,11 +94,18 @@ def read_text_examples(path, text_a="text", text_b=None, label="label", require_
             if column is None:
                 texts.append(None)
                 continue
-            value = str(row[column] or "").strip()
+            raw = row[column]
+            if raw is not None and not isinstance(raw, str):
+                raise ValueError(f"{path}:{number}: column {column!r} holds a {type(raw).__name__}, not a text.")
+            value = (raw or "").strip()
             if not value:
                 raise ValueError(f"{path}:{number}: empty text in column {column!r}.")
             texts.append(value)
         value = row.get(label) if label else None
+        if isinstance(value, (dict, list)):
+            raise ValueError(f"{path}:{number}: label column {label!r} holds a {type(value).__name__}.")
+        if isinstance(value, str):
+            value = value.strip()  # " 1" and "1" are one class
         if require_label and (value is None or str(value).strip() == ""):
             raise ValueError(f"{path}:{number}: no label in column {label!r}.")
         examples.append(TextExample(f"{path}:{number}", texts[0], texts[1], value))
@@ -73,10 +115,19 @@ def read_text_examples(path, text_a="text", text_b=None, label="label", require_
 
 
 class LabelMap:
-    """Label strings ↔ class ids, fixed by the training data (sorted)."""
+    """Label strings ↔ class ids, fixed by the training data (sorted).
 
-    def __init__(self, labels):
+    Raises a ValueError naming `source` when the labels hold fewer than two classes: a
+    one-class "classifier" learns nothing and scores perfect accuracy.
+    """
+
+    def __init__(self, labels, source="the training data"):
         self.labels = sorted({str(label) for label in labels})
+        if len(self.labels) < 2:
+            raise ValueError(
+                f"{source} has {len(self.labels)} label value(s) {self.labels}; classification needs at least "
+                f"two classes (numeric targets: use regression)."
+            )
 
     def encode(self, examples):
         index = {label: i for i, label in enumerate(self.labels)}
@@ -89,6 +140,17 @@ class LabelMap:
                 )
             ids.append(index[label])
         return np.array(ids, "int32")
+
+
+def regression_targets(examples):
+    """float32 `[n, 1]` targets; a label that is not a number is a ValueError naming its line."""
+    targets = []
+    for example in examples:
+        try:
+            targets.append(float(example.label))
+        except (TypeError, ValueError):
+            raise ValueError(f"{example.where}: regression label {example.label!r} is not a number.") from None
+    return np.array(targets, "float32")[:, None]
 
 
 def encode_examples(packer, examples, source):

@@ -13,6 +13,8 @@ import json
 import os
 import re
 
+from bertlayers.data.text_files import numbered_lines, read_text
+
 # A sentence ends at . ! or ? followed by space and an upper-case letter, digit or quote.
 # Good enough for pretraining segments (a missed split only makes one segment longer).
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[A-Z0-9\"'(\[])")
@@ -50,40 +52,39 @@ def text_to_sentences(text):
 def read_bert_format(path):
     """Documents of a file in BERT's format (sentence per line, blank line between documents)."""
     documents, current = [], []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if line:
-                current.append(line)
-            elif current:
-                documents.append(current)
-                current = []
+    for _, line in numbered_lines(path):
+        line = line.strip()
+        if line:
+            current.append(line)
+        elif current:
+            documents.append(current)
+            current = []
     if current:
         documents.append(current)
     return documents
 
 
 def read_plain_text(path):
-    with open(path, encoding="utf-8") as f:
-        sentences = text_to_sentences(f.read())
+    sentences = text_to_sentences(read_text(path))
     return [sentences] if sentences else []
 
 
 def read_jsonl(path, field="text"):
     documents = []
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{number}: not valid JSON ({error.msg}).") from None
-            if not isinstance(record, dict) or field not in record:
-                raise ValueError(f"{path}:{number}: no {field!r} field.")
-            sentences = text_to_sentences(record[field])
-            if sentences:
-                documents.append(sentences)
+    for number, line in numbered_lines(path):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}:{number}: not valid JSON ({error.msg}).") from None
+        if not isinstance(record, dict) or field not in record:
+            raise ValueError(f"{path}:{number}: no {field!r} field.")
+        if not isinstance(record[field], str):
+            raise ValueError(f"{path}:{number}: field {field!r} holds a {type(record[field]).__name__}, not a text.")
+        sentences = text_to_sentences(record[field])
+        if sentences:
+            documents.append(sentences)
     return documents
 
 
@@ -144,4 +145,7 @@ def read_corpus(path, corpus_format="auto"):
     }
     if corpus_format not in readers:
         raise ValueError(f"Unknown corpus format {corpus_format!r}; known: {', '.join(readers)}.")
-    return readers[corpus_format](path)
+    documents = readers[corpus_format](path)
+    if not documents:
+        raise ValueError(f"{path} holds no text (read as format {corpus_format!r}); nothing to pretrain on.")
+    return documents

@@ -5,22 +5,23 @@ import warnings
 import numpy as np
 import tensorflow as tf
 
+from bertlayers.data.text_files import numbered_lines
+
 
 def read_conll(path):
     """Sentences of a CoNLL file: lists of (word, tag); blank lines separate sentences; the tag is
     the last column."""
     sentences, current = [], []
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            fields = line.split()
-            if not fields:
-                if current:
-                    sentences.append(current)
-                    current = []
-                continue
-            if len(fields) < 2:
-                raise ValueError(f"{path}:{number}: expected a word and a tag, got {line.strip()!r}.")
-            current.append((fields[0], fields[-1]))
+    for number, line in numbered_lines(path):
+        fields = line.split()
+        if not fields:
+            if current:
+                sentences.append(current)
+                current = []
+            continue
+        if len(fields) < 2:
+            raise ValueError(f"{path}:{number}: expected a word and a tag, got {line.strip()!r}.")
+        current.append((fields[0], fields[-1]))
     if current:
         sentences.append(current)
     if not sentences:

@@ -12,6 +12,8 @@ import unicodedata
 import numpy as np
 import tensorflow as tf
 
+from bertlayers.data.text_files import read_text
+
 
 @dataclasses.dataclass
 class SquadExample:
@@ -22,32 +24,56 @@ class SquadExample:
     is_impossible: bool
 
 
+def _field(record, key, kind, where):
+    """record[key], which must be a `kind`; a ValueError naming `where` and the key otherwise."""
+    if not isinstance(record, dict):
+        raise ValueError(f"{where}: expected a JSON object, got {type(record).__name__}.")
+    if key not in record:
+        raise ValueError(f"{where}: no {key!r} field (the fields are {sorted(record)}).")
+    value = record[key]
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
+        raise ValueError(f"{where}: {key!r} must be of type {names}, got {value!r:.60}.")
+    return value
+
+
 def read_squad(path):
-    """Examples of a SQuAD v1.1 / v2.0 JSON file; an answer whose offset does not match the
-    context is a ValueError naming the question id."""
-    with open(path, encoding="utf-8") as f:
-        try:
-            data = json.load(f)["data"]
-        except (json.JSONDecodeError, KeyError, TypeError) as error:
-            raise ValueError(f"{path} is not a SQuAD JSON file ({error}).") from None
+    """Examples of a SQuAD v1.1 / v2.0 JSON file.
+
+    Every structural problem is a ValueError naming the file and where in it (article,
+    paragraph, question id): missing keys, wrong types, an answer whose offset does not match
+    the context, a file without questions.
+    """
+    try:
+        data = json.loads(read_text(path))
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}:{error.lineno}: not valid JSON ({error.msg}).") from None
+    articles = _field(data, "data", list, f"{path} (top level)")
     examples = []
-    for article in data:
-        for paragraph in article["paragraphs"]:
-            context = paragraph["context"]
-            for qa in paragraph["qas"]:
+    for a, article in enumerate(articles):
+        for p, paragraph in enumerate(_field(article, "paragraphs", list, f"{path}: data[{a}]")):
+            where = f"{path}: data[{a}].paragraphs[{p}]"
+            context = _field(paragraph, "context", str, where)
+            for q, qa in enumerate(_field(paragraph, "qas", list, where)):
+                qid = str(_field(qa, "id", (str, int), f"{where}.qas[{q}]"))
+                where_q = f"{path}: question {qid}"
+                question = _field(qa, "question", str, where_q)
                 impossible = bool(qa.get("is_impossible", False))
                 answers = []
-                for answer in qa.get("answers", []):
-                    text, start = answer["text"], int(answer["answer_start"])
+                for answer in _field(qa, "answers", list, where_q) if "answers" in qa or not impossible else []:
+                    text = _field(answer, "text", str, where_q)
+                    start = _field(answer, "answer_start", int, where_q)
                     if context[start : start + len(text)] != text:
                         raise ValueError(
-                            f"{path}: question {qa['id']}: answer {text!r} is not at character {start} "
+                            f"{where_q}: answer {text!r} is not at character {start} "
                             f"of its context (found {context[start:start + len(text)]!r})."
                         )
                     answers.append((text, start))
                 if not impossible and not answers:
-                    raise ValueError(f"{path}: question {qa['id']} has no answer and is not marked is_impossible.")
-                examples.append(SquadExample(qa["id"], qa["question"], context, answers, impossible))
+                    raise ValueError(f"{where_q} has no answer and is not marked is_impossible.")
+                examples.append(SquadExample(qid, question, context, answers, impossible))
+    if not examples:
+        raise ValueError(f"{path} holds no questions.")
     return examples
 
 

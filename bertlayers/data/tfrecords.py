@@ -69,11 +69,12 @@ def serialize_example(token_ids, segment_ids, positions, labels, next_sentence_l
     return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
-def check_tfrecords(files, max_seq_length, max_predictions_per_seq):
+def check_tfrecords(files, max_seq_length, max_predictions_per_seq, vocabulary_size=None, type_vocab_size=2):
     """Read every record of every file; raise a ValueError naming the file and the problem.
 
     Catches what would otherwise fail deep inside training: missing or extra features, wrong
-    dtypes or lengths (a file made for another max_seq_length), and corrupt or truncated files.
+    dtypes or lengths (a file made for another max_seq_length), corrupt or truncated files, and
+    ids out of range (records made with another vocabulary: `vocabulary_size`).
 
     Returns:
       The number of records per file.
@@ -95,8 +96,35 @@ def check_tfrecords(files, max_seq_length, max_predictions_per_seq):
             raise ValueError(f"{path} is corrupt after {count} records: {error.message}") from None
         if count == 0:
             raise ValueError(f"{path} holds no records.")
+        _check_ranges(path, max_seq_length, max_predictions_per_seq, vocabulary_size, type_vocab_size)
         counts[path] = count
     return counts
+
+
+def _check_ranges(path, max_seq_length, max_predictions_per_seq, vocabulary_size, type_vocab_size):
+    limits = {
+        "input_ids": (vocabulary_size, "the vocabulary size"),
+        "masked_lm_ids": (vocabulary_size, "the vocabulary size"),
+        "segment_ids": (type_vocab_size, "type_vocab_size"),
+        "masked_lm_positions": (max_seq_length, "max_seq_length"),
+        "input_mask": (2, "0 or 1"),
+    }
+    low = {name: np.inf for name in limits}
+    high = {name: -np.inf for name in limits}
+    batches = tf.data.TFRecordDataset(path).batch(4096).map(
+        lambda s: parse_records(s, max_seq_length, max_predictions_per_seq)
+    )
+    for features in batches:
+        for name in limits:
+            values = features[name].numpy()
+            low[name], high[name] = min(low[name], values.min()), max(high[name], values.max())
+    for name, (limit, what) in limits.items():
+        if limit is not None and (low[name] < 0 or high[name] >= limit):
+            bad = int(low[name] if low[name] < 0 else high[name])
+            raise ValueError(
+                f"{path}: feature {name} holds {bad}, outside [0, {limit}) ({what}); "
+                f"the records were made with another vocabulary or settings."
+            )
 
 
 def _check_first_record(path, serialized, expected):

@@ -4,17 +4,32 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
+from bertlayers.data.text_files import numbered_lines
+
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
 def load_vocabulary(path):
     """The tokens of a `vocab.txt` (one per line), checked for BERT's special tokens."""
-    with open(path, encoding="utf-8") as f:
-        vocabulary = [line.rstrip("\n") for line in f]
+    vocabulary = [line.rstrip("\r\n") for _, line in numbered_lines(path)]
     missing = [token for token in SPECIAL_TOKENS if token not in vocabulary]
     if missing:
         raise ValueError(f"{path} lacks the special tokens {missing}; is it a BERT vocab.txt?")
     return vocabulary
+
+
+def check_vocabulary_fits(vocabulary, vocabulary_size, source="the vocabulary"):
+    """Raise a ValueError unless `vocabulary` (a vocab.txt path or tokens) has exactly the
+    model's `vocabulary_size` tokens: another size means it belongs to another model, whose
+    ids would read the wrong embedding rows (a same-size foreign vocabulary cannot be told)."""
+    tokens = load_vocabulary(vocabulary) if isinstance(vocabulary, str) else list(vocabulary)
+    if len(tokens) != vocabulary_size:
+        raise ValueError(
+            f"{vocabulary if isinstance(vocabulary, str) else source} has {len(tokens)} tokens, but the model's "
+            f"token embedding has {vocabulary_size} rows: the vocabulary belongs to another model. "
+            f"Use the vocab.txt the model was trained with."
+        )
+    return tokens
 
 
 def wordpiece_tokenizer(vocabulary, lowercase=True, sequence_length=None):

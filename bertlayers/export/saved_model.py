@@ -6,10 +6,12 @@ For a model named NAME, two SavedModels:
 and <base>/models.config (ModelServerConfig text format) naming every model under <base>.
 
 Each version folder is written beside its final place and renamed into it, so it appears
-complete or not at all; the weights are stored once (tracking the model itself with
+complete or not at all, and the two models of a pair appear together (`recover_exports`
+finishes a pair whose renames a kill interrupted); the weights are stored once (tracking the model itself with
 `ExportArchive.track`, or `model.export`, stores them twice in Keras 3.15: keras#23553).
 """
 
+import json
 import os
 import re
 import shutil
@@ -17,6 +19,8 @@ import uuid
 
 import tensorflow as tf
 
+from bertlayers.data.tokenizer import check_vocabulary_fits
+from bertlayers.export.request_checks import checked_id_request, checked_ranks, checked_text_request
 from bertlayers.export.text_tokenizer import InGraphTokenizer, pack
 from bertlayers.layers.masking import mask_logits
 from bertlayers.models.sequence_classifier import SequenceClassifier
@@ -46,6 +50,7 @@ class _Servable(tf.Module):
         self._model = model  # not tracked as a Keras object: its variables are tracked below
         self.model_variables = [v.value for v in model.variables]
         self.kind = kind
+        self.encoder_config = (model if kind == "encoder" else model.encoder).config
         self.sequence_length = sequence_length
         self.max_answer_length = max_answer_length
 
@@ -101,23 +106,14 @@ def _id_signatures(servable, sequence_length, truncate):
     length = None if truncate else sequence_length
     spec = lambda name: tf.TensorSpec([None, length], tf.int32, name=name)  # noqa: E731
 
+    config = servable.encoder_config
+
     def prepare(token_ids, segment_ids, padding_mask):
-        if truncate:
-            token_ids, segment_ids, padding_mask = (t[:, :sequence_length] for t in (token_ids, segment_ids, padding_mask))
-        else:
-            # A server may feed a longer tensor than the signature's static shape (C++ does not check
-            # feeds against it). The length is computed as size / batch so that constant folding,
-            # which knows the static shape, cannot remove the check.
-            batch = tf.maximum(tf.shape(token_ids)[0], 1)
-            length = tf.size(token_ids) // batch
-            check = tf.debugging.assert_less_equal(
-                length, sequence_length,
-                message=f"token_ids is longer than the exported sequence_length {sequence_length}; "
-                "shorten the request, or export with truncation on.",
-            )
-            with tf.control_dependencies([check]):
-                token_ids = tf.identity(token_ids)
-        return servable.run(token_ids, segment_ids, padding_mask)
+        inputs = checked_id_request(
+            {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask},
+            sequence_length, config.vocabulary_size, config.type_vocab_size, truncate,
+        )
+        return servable.run(**inputs)
 
     @tf.function(input_signature=[spec(n) for n in ID_INPUTS])
     def serving_default(token_ids, segment_ids, padding_mask):
@@ -127,10 +123,12 @@ def _id_signatures(servable, sequence_length, truncate):
     # (segment 0 everywhere; the mask from [PAD] = 0).
     @tf.function(input_signature=[spec("token_ids")])
     def token_ids_only(token_ids):
+        token_ids = checked_ranks({"token_ids": token_ids}, 2, "[batch, sequence_length]")["token_ids"]
         return prepare(token_ids, tf.zeros_like(token_ids), tf.cast(tf.not_equal(token_ids, 0), tf.int32))
 
     @tf.function(input_signature=[spec("token_ids"), spec("padding_mask")])
     def token_ids_and_mask(token_ids, padding_mask):
+        token_ids = checked_ranks({"token_ids": token_ids}, 2, "[batch, sequence_length]")["token_ids"]
         return prepare(token_ids, tf.zeros_like(token_ids), padding_mask)
 
     return {"serving_default": serving_default, "token_ids_only": token_ids_only, "token_ids_and_mask": token_ids_and_mask}
@@ -142,6 +140,8 @@ def _text_signatures(servable, tokenizer, sequence_length, truncate, max_query_l
 
         @tf.function(input_signature=[text("question"), text("context")])
         def serving_default(question, context):
+            checked = checked_text_request({"question": question, "context": context})
+            question, context = checked["question"], checked["context"]
             question_ids = tokenizer.tokenize(question)
             question_ids = question_ids[:, :max_query_length]
             context_ids, starts, ends = tokenizer.tokenize_with_offsets(context)
@@ -180,10 +180,13 @@ def _text_signatures(servable, tokenizer, sequence_length, truncate, max_query_l
 
     @tf.function(input_signature=[text("text")])
     def serving_default(texts):
+        texts = checked_text_request({"text": texts})["text"]
         return run(tokenizer.tokenize(texts), None)
 
     @tf.function(input_signature=[text("text_a"), text("text_b")])
     def text_pair(text_a, text_b):
+        checked = checked_text_request({"text_a": text_a, "text_b": text_b})
+        text_a, text_b = checked["text_a"], checked["text_b"]
         return run(tokenizer.tokenize(text_a), tokenizer.tokenize(text_b))
 
     return {"serving_default": serving_default, "text_pair": text_pair}
@@ -195,22 +198,58 @@ def next_version(model_dir):
     return max(versions, default=0) + 1
 
 
-def _save_atomically(module, signatures, model_dir, version):
-    os.makedirs(model_dir, exist_ok=True)
-    final = os.path.join(model_dir, str(version))
-    if os.path.exists(final):
-        raise FileExistsError(f"{final} exists already; versions are never overwritten.")
-    # Leftovers of exports killed mid-write are not versions (TF Serving ignores non-integer names).
-    for name in os.listdir(model_dir):
-        if name.startswith(".partial-"):
-            shutil.rmtree(os.path.join(model_dir, name), ignore_errors=True)
-    staging = os.path.join(model_dir, f".partial-{version}-{uuid.uuid4().hex[:8]}")
-    try:
-        tf.saved_model.save(module, staging, signatures=signatures)
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_JOURNAL = ".export-journal-"
+
+
+def check_model_name(name):
+    """A TF Serving model name that is one folder under the base: no path tricks."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name:
+        raise ValueError(
+            f"Model name {name!r} must start with a letter or digit and use letters, digits, '_', '.' "
+            f"and '-' only (no '..', no '/'): it names a folder under the export base."
+        )
+    return name
+
+
+def recover_exports(base_dir):
+    """Finish exports killed while renaming their versions into place, and drop half-written ones.
+
+    An export stages every SavedModel of a pair first, then writes a journal naming the renames,
+    then renames: a journal left behind means all its stages are complete, so its renames are
+    completed (the pair appears together); a stage without a journal is an unfinished write and
+    is removed.
+    """
+    if not os.path.isdir(base_dir):
+        return
+    for journal in sorted(n for n in os.listdir(base_dir) if n.startswith(_JOURNAL)):
+        path = os.path.join(base_dir, journal)
+        with open(path, encoding="utf-8") as f:
+            renames = json.load(f)
+        for staging, final in renames:
+            if os.path.isdir(staging) and not os.path.exists(final):
+                os.rename(staging, final)
+        os.remove(path)
+    for name in os.listdir(base_dir):
+        model_dir = os.path.join(base_dir, name)
+        if os.path.isdir(model_dir) and not name.startswith("."):
+            for leftover in os.listdir(model_dir):
+                if leftover.startswith(".partial-"):
+                    shutil.rmtree(os.path.join(model_dir, leftover), ignore_errors=True)
+
+
+def _commit_together(base_dir, staged):
+    """Rename every {staging folder: final folder} into place, as one unit (see recover_exports)."""
+    journal = os.path.join(base_dir, f"{_JOURNAL}{uuid.uuid4().hex[:8]}.json")
+    temporary = journal + ".partial"
+    with open(temporary, "w", encoding="utf-8") as f:
+        json.dump([[os.path.abspath(a), os.path.abspath(b)] for a, b in staged.items()], f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(temporary, journal)
+    for staging, final in staged.items():
         os.rename(staging, final)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return final
+    os.remove(journal)
 
 
 def write_models_config(base_dir):
@@ -240,7 +279,7 @@ def export_for_serving(
 
     Args:
       model: an encoder, `SequenceClassifier`, `SpanPredictor` or `TokenClassifier`.
-      name: the model's name in TF Serving (letters, digits, `_`, `.`, `-`).
+      name: the model's name in TF Serving (letters, digits, `_`, `.`, `-`; a folder under `base_dir`).
       vocabulary: the WordPiece vocab.txt the model was trained with (None: ids model only).
       sequence_length: the static sequence length of the signatures.
       truncate: cut over-long requests to `sequence_length` instead of rejecting them.
@@ -250,25 +289,42 @@ def export_for_serving(
     Returns:
       {model name: version folder}.
     """
-    if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
-        raise ValueError(f"Model name {name!r} may use letters, digits, '_', '.' and '-' only.")
+    check_model_name(name)
     kind = model_kind(model)
     encoder = model if kind == "encoder" else model.encoder
     if sequence_length > encoder.config.max_sequence_length:
         raise ValueError(
             f"sequence_length {sequence_length} exceeds the model's max_sequence_length {encoder.config.max_sequence_length}."
         )
+    if label_names is not None and (kind != "classifier" or len(label_names) != model.num_classes):
+        raise ValueError("label_names needs a classifier with one name per class.")
+    tokens = check_vocabulary_fits(vocabulary, encoder.config.vocabulary_size) if vocabulary else None
+    recover_exports(base_dir)
     names = [name] + ([f"{name}_text"] if vocabulary else [])
     if version is None:
         version = max(next_version(os.path.join(base_dir, n)) for n in names)
-    if label_names is not None and (kind != "classifier" or len(label_names) != model.num_classes):
-        raise ValueError("label_names needs a classifier with one name per class.")
+    finals = {n: os.path.join(base_dir, n, str(version)) for n in names}
+    for final in finals.values():
+        if os.path.exists(final):
+            raise FileExistsError(f"{final} exists already; versions are never overwritten.")
+
     servable = _Servable(model, kind, sequence_length, max_answer_length, label_names)
-    written = {name: _save_atomically(servable, _id_signatures(servable, sequence_length, truncate), os.path.join(base_dir, name), version)}
+    signatures = {name: _id_signatures(servable, sequence_length, truncate)}
     if vocabulary:
-        tokenizer = InGraphTokenizer(vocabulary, lowercase=lowercase)
-        servable.tokenizer = tokenizer
-        signatures = _text_signatures(servable, tokenizer, sequence_length, truncate, max_query_length)
-        written[f"{name}_text"] = _save_atomically(servable, signatures, os.path.join(base_dir, f"{name}_text"), version)
+        tokenizer = InGraphTokenizer(tokens, lowercase=lowercase)
+        signatures[f"{name}_text"] = _text_signatures(servable, tokenizer, sequence_length, truncate, max_query_length)
+    staged = {}
+    try:
+        for n in names:
+            os.makedirs(os.path.dirname(finals[n]), exist_ok=True)
+            staging = os.path.join(base_dir, n, f".partial-{version}-{uuid.uuid4().hex[:8]}")
+            if n.endswith("_text"):
+                servable.tokenizer = tokenizer
+            tf.saved_model.save(servable, staging, signatures=signatures[n])
+            staged[staging] = finals[n]
+        _commit_together(base_dir, staged)
+    finally:
+        for staging in staged:
+            shutil.rmtree(staging, ignore_errors=True)
     write_models_config(base_dir)
-    return written
+    return finals

@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from bertlayers.layers.initializers import bert_initializer, clone_initializer
-from bertlayers.layers.input_checks import check_integer_ids, check_rank
+from bertlayers.layers.input_checks import check_id_range, check_integer_ids, check_rank, check_same_shape
 from bertlayers.layers.position_embedding import PositionEmbedding
 
 
@@ -91,6 +91,9 @@ class BertEmbeddings(keras.layers.Layer):
         if segment_ids is None:
             segment_ids = ops.zeros_like(token_ids)
         check_integer_ids(segment_ids, "segment_ids")
+        segment_ids = check_same_shape({"token_ids": token_ids, "segment_ids": segment_ids})["segment_ids"]
+        token_ids = check_id_range(token_ids, self.vocabulary_size, "token_ids", "the vocabulary size")
+        segment_ids = check_id_range(segment_ids, self.type_vocab_size, "segment_ids", "type_vocab_size")
         embedded = self.token_embedding(token_ids)
         embedded = embedded + self.segment_embedding(segment_ids)
         embedded = embedded + self.position_embedding(embedded)

@@ -1,6 +1,7 @@
 """Checks that turn bad inputs into clear errors at the layer boundary, not deep in a graph."""
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 
@@ -16,6 +17,58 @@ def check_rank(tensor, rank, name, layout):
         raise ValueError(
             f"{name} must have rank {rank} ({layout}), got shape {tuple(tensor.shape)}."
         )
+
+
+def check_same_shape(tensors):
+    """Check that the tensors of a {name: tensor} dict agree in shape; returns the dict.
+
+    Known dimensions are compared now; unknown ones (a graph traced with `[batch, None]`)
+    get an assertion, instead of a broadcasting error deep in the graph.
+    """
+    named = [(name, t) for name, t in tensors.items() if t is not None and hasattr(t, "shape")]
+    if not named:
+        return tensors
+    first_name, first = named[0]
+    checked = dict(tensors)
+    for name, tensor in named[1:]:
+        shape, first_shape = tuple(tensor.shape), tuple(first.shape)
+        message = f"{name} and {first_name} must have the same shape [batch, seq]"
+        if len(shape) != len(first_shape) or any(
+            a is not None and b is not None and a != b for a, b in zip(shape, first_shape)
+        ):
+            raise ValueError(f"{message}; got {shape} and {first_shape}.")
+        if None in shape + first_shape and not tf.executing_eagerly() and not isinstance(tensor, keras.KerasTensor):
+            check = tf.debugging.Assert(
+                tf.reduce_all(tf.equal(tf.shape(tensor), tf.shape(first))),
+                [message + "; got", tf.shape(tensor), tf.shape(first)],
+            )
+            with tf.control_dependencies([check]):
+                checked[name] = tf.identity(tensor)
+    return checked
+
+
+def check_id_range(ids, limit, name, what):
+    """Reject ids outside [0, limit) with a message naming `name`, the bad value and the limit.
+
+    A gather reads the last row for a negative id, fails deep in the graph past the end on a
+    CPU, and returns zeros on a GPU: none of them says what was wrong. Concrete values are
+    checked here; symbolic ones get an assertion in the graph (on data, so never folded away).
+    """
+    if isinstance(ids, keras.KerasTensor):
+        return ids
+    if tf.executing_eagerly() or isinstance(ids, np.ndarray):
+        values = np.asarray(ids)
+        if values.size and (values.min() < 0 or values.max() >= limit):
+            bad = values.min() if values.min() < 0 else values.max()
+            raise ValueError(f"{name} holds {bad}, outside [0, {limit}) ({what}).")
+        return ids
+    low, high = tf.reduce_min(ids), tf.reduce_max(ids)
+    check = tf.debugging.Assert(
+        tf.logical_or(tf.equal(tf.size(ids), 0), tf.logical_and(low >= 0, high < limit)),
+        [f"{name} holds values outside [0, {limit}) ({what}); its min and max are", low, high],
+    )
+    with tf.control_dependencies([check]):
+        return tf.identity(ids)
 
 
 def check_sequence_length(tensor, max_length, name):

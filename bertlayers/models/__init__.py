@@ -5,7 +5,7 @@ from bertlayers.models.pretrainer import BertPretrainer, CausalLMPretrainer
 from bertlayers.models.sequence_classifier import SequenceClassifier
 from bertlayers.models.span_predictor import SpanPredictor
 from bertlayers.models.token_classifier import TokenClassifier
-from bertlayers.models.warm_start import load_encoder, reinitialized
+from bertlayers.models.warm_start import load_encoder, load_model_file, reinitialized
 
 __all__ = [
     "BertPretrainer",
@@ -15,5 +15,6 @@ __all__ = [
     "SpanPredictor",
     "TokenClassifier",
     "load_encoder",
+    "load_model_file",
     "reinitialized",
 ]

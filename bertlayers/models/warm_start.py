@@ -1,6 +1,7 @@
 """Find a pretrained encoder wherever a user keeps one."""
 
 import os
+import zipfile
 
 import keras
 
@@ -25,9 +26,7 @@ def load_encoder(source, dtype=None):
         raise FileNotFoundError(f"{source} holds neither a Hugging Face checkpoint (config.json) nor encoder.keras.")
     if not os.path.isfile(source):
         raise FileNotFoundError(f"No encoder at {source}.")
-    if not source.endswith(".keras"):
-        raise ValueError(f"{source}: expected a .keras file or a checkpoint folder.")
-    model = keras.saving.load_model(source, safe_mode=True)
+    model = load_model_file(source)
     encoder = model if isinstance(model, EncoderBase) else getattr(model, "encoder", None)
     if not isinstance(encoder, EncoderBase):
         raise ValueError(f"{source} holds a {type(model).__name__}, which has no bertlayers encoder.")
@@ -36,6 +35,29 @@ def load_encoder(source, dtype=None):
         rebuilt.set_weights(encoder.get_weights())
         return rebuilt
     return encoder
+
+
+def load_model_file(path):
+    """A `.keras` model saved by this library, with errors that say what is wrong with the file.
+
+    Keras reports a truncated or corrupt archive as "File not found" or a bare zipfile error;
+    here each is a ValueError naming the path and what it lacks.
+    """
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"No model file at {path}.")
+    if not path.endswith(".keras"):
+        raise ValueError(f"{path}: expected a .keras file (saved with model.save) or a checkpoint folder.")
+    if not zipfile.is_zipfile(path):
+        raise ValueError(f"{path} is not a .keras archive (corrupt or truncated: not a zip file).")
+    with zipfile.ZipFile(path) as archive:
+        names = set(archive.namelist())
+        missing = sorted({"config.json", "model.weights.h5"} - names)
+        if missing:
+            raise ValueError(f"{path} is not a complete .keras archive: it lacks {missing}.")
+        broken = archive.testzip()
+        if broken is not None:
+            raise ValueError(f"{path} is corrupt: the archive member {broken} fails its checksum.")
+    return keras.saving.load_model(path, safe_mode=True)
 
 
 def reinitialized(encoder, seed=None):

@@ -6,6 +6,7 @@ import os
 
 import keras
 
+from bertlayers.data.tokenizer import check_vocabulary_fits
 from bertlayers.models.warm_start import load_encoder, reinitialized
 from bertlayers.training.callbacks import JsonHistory
 from bertlayers.training.checkpointing import save_model_atomically
@@ -79,6 +80,7 @@ def finetune(strategy, args, build_model, train, validation=None, num_examples=N
     steps = args.epochs * math.ceil(num_examples / args.batch_size)
     with strategy.scope():
         encoder = load_encoder(encoder_source(args), dtype=args.precision)
+        check_vocabulary_fits(vocabulary_for(args), encoder.config.vocabulary_size)
         if args.random_init:
             encoder = reinitialized(encoder, seed=args.seed)
         model = build_model(encoder)

@@ -9,6 +9,7 @@ Recipes (../shared/reference/ describes each objective):
 """
 
 import dataclasses
+import hashlib
 import json
 import os
 import shutil
@@ -90,9 +91,53 @@ class PretrainingConfig:
         get_preset(self.preset)
 
 
+# Settings that may change between a run and its resumption: they do not change what is trained.
+RESUMABLE_CHANGES = ("output_dir", "verbose", "strategy", "tpu", "num_cpu_devices", "jit_compile", "steps_per_execution")
+
+
+def _file_digest(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_run_settings(config, trained):
+    """Record the run's settings in `<output_dir>/run_config.json`, or check them against it.
+
+    Resuming a run (`trained`: it has a backup) with other settings (another preset, step
+    count, checkpoint interval, corpus options...) would restore weights into the wrong model
+    or train nothing while claiming to resume; instead this raises a ValueError listing what
+    differs. A run that never reached a backup takes the new settings.
+    """
+    path = os.path.join(config.output_dir, "run_config.json")
+    settings = {k: v for k, v in dataclasses.asdict(config).items() if k not in RESUMABLE_CHANGES}
+    if os.path.exists(path) and trained:
+        with open(path, encoding="utf-8") as f:
+            recorded = json.load(f)
+        differs = [
+            f"{key}: {recorded.get(key)!r} then, {value!r} now"
+            for key, value in settings.items() if recorded.get(key) != json.loads(json.dumps(value))
+        ]
+        if differs:
+            raise ValueError(
+                f"{config.output_dir} holds a run made with other settings ({'; '.join(differs)}). "
+                f"Rerun with the recorded settings ({path}) to resume it, or use a new --output_dir."
+            )
+        return
+    with atomic_path(path) as temporary:
+        with open(temporary, "w", encoding="utf-8") as f:
+            json.dump(settings, f, indent=1)
+
+
 def _data_spec(config, vocabulary):
+    corpus = config.corpus or wikipedia_excerpt_path()
     return {
         "corpus": os.path.abspath(config.corpus) if config.corpus else "wikipedia-excerpt",
+        # The cache follows the corpus's content, not its name: an edited corpus is read again.
+        "corpus_sha256": _file_digest(corpus) if os.path.isfile(corpus) else None,
+        "vocabulary_sha256": _file_digest(vocabulary),
         "vocabulary": os.path.abspath(vocabulary),
         "examples": RECIPES[config.recipe]["examples"],
         "masking": config.masking if RECIPES[config.recipe]["masking"] == "static" else None,
@@ -131,10 +176,13 @@ def prepare_data(config, vocabulary):
     spec_path = os.path.join(data_dir, "data_spec.json")
     if os.path.exists(spec_path):
         with open(spec_path, encoding="utf-8") as f:
-            if json.load(f) == spec:
-                return sorted(os.path.join(data_dir, n) for n in os.listdir(data_dir) if n.endswith(".tfrecord"))
+            recorded = json.load(f)
+        if recorded == spec:
+            return sorted(os.path.join(data_dir, n) for n in os.listdir(data_dir) if n.endswith(".tfrecord"))
+        differs = [key for key in spec if recorded.get(key) != spec[key]]
         raise ValueError(
-            f"{data_dir} holds data made with other settings (see {spec_path}); use a new --output_dir."
+            f"{data_dir} holds data made from other inputs (they differ in {differs}; see {spec_path}). "
+            f"Use a new --output_dir, or delete {data_dir} to make the data again."
         )
     path = config.corpus or wikipedia_excerpt_path()
     print(f"Reading {path} ...", flush=True)
@@ -209,18 +257,19 @@ def run_pretraining(config):
     _, worker_index, is_chief = worker_info()
     keras.utils.set_random_seed(config.seed)
     os.makedirs(config.output_dir, exist_ok=True)
-
-    vocabulary = resolve_vocabulary(config)
-    vocab = VocabularyInfo.from_file(vocabulary)
-    files = prepare_data(config, vocabulary)
-    counts = check_tfrecords(files, config.max_seq_length, config.max_predictions_per_seq)
-    print(f"Training data: {sum(counts.values())} records in {len(files)} files", flush=True)
-
-    recipe = RECIPES[config.recipe]
     # Non-chief workers keep their own backups and logs: the files must not collide.
     suffix = "" if is_chief else f"-worker{worker_index}"
     backup_dir = os.path.join(config.output_dir, "backup" + suffix)
     initial_epoch = ResumableBackup.restored_epoch(backup_dir)
+    check_run_settings(config, trained=initial_epoch > 0)
+
+    vocabulary = resolve_vocabulary(config)
+    vocab = VocabularyInfo.from_file(vocabulary)
+    files = prepare_data(config, vocabulary)
+    counts = check_tfrecords(files, config.max_seq_length, config.max_predictions_per_seq, vocabulary_size=vocab.size)
+    print(f"Training data: {sum(counts.values())} records in {len(files)} files", flush=True)
+
+    recipe = RECIPES[config.recipe]
     epochs = config.num_train_steps // config.checkpoint_every
     dataset = pretraining_dataset(
         files,
@@ -259,7 +308,9 @@ def run_pretraining(config):
     ]
     loss_key = "lm_loss" if recipe["objective"] == "ltr" else "mlm_loss"
     initial_path = os.path.join(config.output_dir, "initial_loss" + suffix + ".json")
-    if initial_epoch:
+    if initial_epoch >= epochs:
+        print(f"{config.output_dir} is complete ({config.num_train_steps} steps); nothing left to train.", flush=True)
+    elif initial_epoch:
         print(f"Resuming after step {initial_epoch * config.checkpoint_every} (epoch {initial_epoch} of {epochs})", flush=True)
     else:
         # The untrained model's loss on the first batches: what training is measured against.

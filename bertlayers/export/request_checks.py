@@ -1,0 +1,95 @@
+"""Checks on what a server feeds a signature, run in the graph before any model or tokenizer op.
+
+A server does not check fed tensors against a signature's declared shapes (TF Serving feeds
+`Session::Run` directly, and Python's loaded signatures fall back to a flat call), so a request
+of the wrong rank, mismatched shapes or out-of-range ids reaches the graph. Unchecked, it fails
+deep inside with a message that names nothing, reads wrong embedding rows, or (a scalar string
+in tensorflow-text's normalizer) kills the process. Each check here fails the request with an
+InvalidArgumentError that names the input, and the server keeps serving.
+
+Grappler folds `Rank`, `Size` and `Shape` of tensors whose declared shape makes them static,
+which would delete a check written with them; the quantities here are computed from the fed
+tensor's runtime shape vector so that nothing about them is static.
+"""
+
+import tensorflow as tf
+
+
+def _runtime_rank(tensor):
+    """The rank of the tensor actually fed: counts the shape vector's entries (all ≥ 0)."""
+    return tf.reduce_sum(tf.cast(tf.shape(tensor) >= 0, tf.int32))
+
+
+def _after(checks, tensors):
+    with tf.control_dependencies(checks):
+        return {name: tf.identity(t) for name, t in tensors.items()}
+
+
+def checked_ranks(tensors, rank, layout):
+    """Each of {name: tensor} must have `rank`; the returned tensors run after the checks."""
+    checks = [
+        tf.debugging.Assert(
+            tf.equal(_runtime_rank(t), rank),
+            [f"{name} must be {layout} (rank {rank}); got a tensor of shape", tf.shape(t)],
+        )
+        for name, t in tensors.items()
+    ]
+    return _after(checks, tensors)
+
+
+def checked_same_shape(tensors):
+    """Every tensor of {name: tensor} (ranks already checked equal) must have the first one's shape."""
+    (first_name, first), *rest = tensors.items()
+    checks = [
+        tf.debugging.Assert(
+            tf.reduce_all(tf.equal(tf.shape(t), tf.shape(first))),
+            [f"{name} and {first_name} must have the same shape; got", tf.shape(t), tf.shape(first)],
+        )
+        for name, t in rest
+    ]
+    return _after(checks, tensors)
+
+
+def checked_range(tensor, name, limit, what):
+    """Every value of `tensor` must lie in [0, limit)."""
+    low, high = tf.reduce_min(tensor), tf.reduce_max(tensor)
+    check = tf.debugging.Assert(
+        tf.logical_or(tf.equal(tf.size(tensor), 0), tf.logical_and(low >= 0, high < limit)),
+        [f"{name} must hold values in [0, {limit}) ({what}); its min and max are", low, high],
+    )
+    return _after([check], {name: tensor})[name]
+
+
+def checked_id_request(inputs, sequence_length, vocabulary_size, type_vocab_size, truncate):
+    """Token ids, segment ids and padding mask as fed: rank 2, one shape, within range and length.
+
+    Returns the checked tensors (cut to `sequence_length` when `truncate`).
+    """
+    inputs = checked_ranks(inputs, 2, "[batch, sequence_length]")
+    inputs = checked_same_shape(inputs)
+    if truncate:
+        inputs = {name: t[:, :sequence_length] for name, t in inputs.items()}
+    else:
+        # Not tf.shape(...)[1]: Grappler folds a declared dimension into a constant.
+        token_ids = inputs["token_ids"]
+        length = tf.size(token_ids) // tf.maximum(tf.shape(token_ids)[0], 1)
+        check = tf.debugging.Assert(
+            length <= sequence_length,
+            [
+                f"token_ids is longer than the exported sequence_length {sequence_length}; "
+                "shorten the request, or export with truncation on. Its length is",
+                length,
+            ],
+        )
+        inputs = _after([check], inputs)
+    limits = {
+        "token_ids": (vocabulary_size, "the vocabulary size"),
+        "segment_ids": (type_vocab_size, "type_vocab_size"),
+        "padding_mask": (2, "1 at real tokens, 0 at padding"),
+    }
+    return {name: checked_range(t, name, *limits[name]) for name, t in inputs.items()}
+
+
+def checked_text_request(texts):
+    """Strings as fed, {name: tensor}: each a batch `[batch]`, all of one batch size."""
+    return checked_same_shape(checked_ranks(texts, 1, "a batch of strings [batch]"))
