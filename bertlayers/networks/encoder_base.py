@@ -5,7 +5,7 @@ import keras
 from bertlayers.layers.bert_embeddings import BertEmbeddings
 from bertlayers.layers.factorized_embedding import FactorizedEmbedding
 from bertlayers.layers.initializers import bert_initializer
-from bertlayers.layers.input_checks import check_integer_ids, check_same_shape
+from bertlayers.layers.input_checks import check_integer_ids, check_rank, check_same_shape
 from bertlayers.layers.pooler import Pooler
 from bertlayers.layers.transformer_encoder_block import TransformerEncoderBlock
 from bertlayers.networks.encoder_config import EncoderConfig
@@ -132,6 +132,7 @@ class EncoderBase(keras.Model):
             for name, value in inputs.items():
                 if hasattr(value, "dtype"):
                     check_integer_ids(value, name)
+                    check_rank(value, 2, name, "[batch, seq]")
             inputs = check_same_shape(inputs)
         return super().call(inputs, training=training, mask=mask)
 

@@ -1,0 +1,263 @@
+"""Bad input at every public entry point: a clear error of a documented type that names the
+input (file and line, field, tensor), never a crash deep in a graph, silently merged or
+invented data, or stale state; and the good input beside each bad one still works.
+
+(The SavedModel signatures' battery is in test_export.py, beside the exported models.)
+"""
+
+import json
+import zipfile
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bertlayers.data.classification_data import LabelMap, read_text_examples, regression_targets
+from bertlayers.data.corpus import read_corpus
+from bertlayers.data.ner_data import read_conll
+from bertlayers.data.squad_data import read_squad
+from bertlayers.data.tfrecords import check_tfrecords, serialize_example
+from bertlayers.data.tokenizer import check_vocabulary_fits, load_vocabulary
+from bertlayers.models import load_model_file
+from bertlayers.networks import BertEncoder
+from bertlayers.training.pretraining import PretrainingConfig, run_pretraining
+from pretraining_fixtures import PREDICTIONS, SEQ, make_corpus
+
+TINY = dict(vocabulary_size=100, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32, max_sequence_length=16)
+
+
+def write(path, content):
+    mode = "wb" if isinstance(content, bytes) else "w"
+    with open(path, mode, **({} if mode == "wb" else {"encoding": "utf-8"})) as f:
+        f.write(content)
+    return str(path)
+
+
+# --- The encoder's call ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    return BertEncoder(**TINY)
+
+
+def good_inputs(batch=2, length=8):
+    return {
+        "token_ids": np.full((batch, length), 5, "int32"),
+        "segment_ids": np.zeros((batch, length), "int32"),
+        "padding_mask": np.ones((batch, length), "int32"),
+    }
+
+
+def changed(**changes):
+    return {**good_inputs(), **changes}
+
+
+ENCODER_BATTERY = [
+    ("float ids", changed(token_ids=np.full((2, 8), 5.7, "float32")), TypeError, "token_ids must be an integer tensor"),
+    ("rank 1", {k: v[0] for k, v in good_inputs().items()}, ValueError, r"token_ids must have rank 2 \(\[batch, seq\]\), got shape \(8,\)"),
+    ("too long", good_inputs(length=40), ValueError, "longer than the maximum 16"),
+    ("negative id", changed(token_ids=np.full((2, 8), -1, "int32")), ValueError, r"token_ids holds -1, outside \[0, 100\)"),
+    ("id past the vocabulary", changed(token_ids=np.full((2, 8), 100, "int32")), ValueError, r"token_ids holds 100, outside \[0, 100\)"),
+    ("huge id", changed(token_ids=np.full((2, 8), 2**31 - 1, "int32")), ValueError, r"token_ids holds 2147483647"),
+    ("segment id 2", changed(segment_ids=np.full((2, 8), 2, "int32")), ValueError, r"segment_ids holds 2, outside \[0, 2\) \(type_vocab_size\)"),
+    ("mask of another length", changed(padding_mask=np.ones((2, 6), "int32")), ValueError, "padding_mask and token_ids must have the same shape"),
+    ("segments of another batch", changed(segment_ids=np.zeros((3, 8), "int32")), ValueError, "segment_ids and token_ids must have the same shape"),
+]
+
+
+@pytest.mark.parametrize("case, inputs, error, message", ENCODER_BATTERY, ids=[c[0] for c in ENCODER_BATTERY])
+def test_encoder_call_names_the_bad_input(encoder, case, inputs, error, message):
+    with pytest.raises(error, match=message):
+        encoder(inputs)
+    outputs = encoder(good_inputs())  # and the good input beside it works
+    assert outputs["sequence_output"].shape == (2, 8, 16)
+
+
+def test_encoder_in_a_graph_checks_ranges_and_shapes(encoder):
+    """Inside `predict` (a traced graph, unknown batch) the checks are assertions on the data."""
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"token_ids holds values outside \[0, 100\)"):
+        encoder.predict(changed(token_ids=np.full((2, 8), 100, "int32")), verbose=0)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"segment_ids holds values outside \[0, 2\)"):
+        encoder.predict(changed(segment_ids=np.full((2, 8), -3, "int32")), verbose=0)
+    traced = tf.function(lambda x: encoder(x)["pooled_output"], input_signature=[
+        {k: tf.TensorSpec([None, None], tf.int32, name=k) for k in good_inputs()}
+    ])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="padding_mask and token_ids must have the same shape"):
+        traced(changed(padding_mask=np.ones((2, 5), "int32")))
+    assert traced(good_inputs()).shape == (2, 16)
+    assert encoder(good_inputs(batch=0))["pooled_output"].shape == (0, 16)
+
+
+# --- Classification data ----------------------------------------------------------------------
+
+
+def test_tsv_quotes_are_text_and_every_row_stays_a_row(tmp_path):
+    rows = ['"A review that opens with a quote\t1'] + [f"review {i}\t{i % 2}" for i in range(15)]
+    path = write(tmp_path / "train.tsv", "text\tlabel\n" + "\n".join(rows) + "\n")
+    examples = read_text_examples(path)
+    assert len(examples) == 16  # was 11: the quote swallowed the rows after it
+    assert examples[0].text_a == '"A review that opens with a quote' and examples[0].where == f"{path}:2"
+    assert examples[-1].where == f"{path}:17"
+
+
+CLASSIFICATION_BATTERY = [
+    ("stray comma", "x.csv", "text,label\ngood,1\nbad, really bad,0\nok,1\n", r"x\.csv:3: 3 fields, but the header has 2"),
+    ("unclosed quote", "x.csv", 'text,label\ngood,1\n"never closed,0\nok,1\nfine,0\n', r"x\.csv:3: the row starting here does not parse as CSV"),
+    ("stray tab", "x.tsv", "text\tlabel\ngood\t1\nbad\tvery\t0\n", r"x\.tsv:3: 3 fields, but the header has 2"),
+    ("undecodable", "x.tsv", b"text\tlabel\ngood\t1\n\xff\xfebad\t0\n", r"x\.tsv:3: not valid UTF-8 \(byte 0xff at column 1\)"),
+    ("empty file", "x.csv", "", r"x\.csv holds no examples"),
+    ("header only", "x.tsv", "text\tlabel\n", r"x\.tsv holds no examples"),
+    ("missing column", "x.csv", "sentence,label\na,1\n", r"x\.csv:2: no column 'text'"),
+    ("empty text", "x.csv", "text,label\n ,1\n", r"x\.csv:2: empty text in column 'text'"),
+    ("no label", "x.csv", "text,label\na,\n", r"x\.csv:2: no label in column 'label'"),
+    ("not an object", "x.jsonl", '{"text": "a", "label": 1}\n[1, 2]\n', r"x\.jsonl:2: expected a JSON object, got list"),
+    ("number as text", "x.jsonl", '{"text": 5, "label": 1}\n', r"x\.jsonl:1: column 'text' holds a int, not a text"),
+    ("broken JSON", "x.jsonl", '{"text": "a", "label": 1}\n{"text": \n', r"x\.jsonl:2: not valid JSON"),
+    ("unknown extension", "x.txt", "text,label\na,1\n", "cannot tell the format from the extension"),
+]
+
+
+@pytest.mark.parametrize("case, name, content, message", CLASSIFICATION_BATTERY, ids=[c[0] for c in CLASSIFICATION_BATTERY])
+def test_classification_reader_names_file_and_line(tmp_path, case, name, content, message):
+    with pytest.raises(ValueError, match=message):
+        read_text_examples(write(tmp_path / name, content))
+
+
+def test_quoted_csv_fields_and_labels(tmp_path):
+    path = write(tmp_path / "ok.csv", 'text,label\n"bad, really bad",0\n"two\nlines",1\nplain,1 \n')
+    examples = read_text_examples(path)
+    assert [e.text_a for e in examples] == ["bad, really bad", "two\nlines", "plain"]
+    assert [e.where for e in examples] == [f"{path}:2", f"{path}:3", f"{path}:5"]  # the line each row starts on
+    assert LabelMap(e.label for e in examples).labels == ["0", "1"]  # "1 " is class "1"
+    with pytest.raises(ValueError, match=r"one\.csv has 1 label value\(s\) \['1'\]; classification needs at least two"):
+        LabelMap((e.label for e in read_text_examples(write(tmp_path / "one.csv", "text,label\na,1\nb,1\n"))), source="one.csv")
+    with pytest.raises(ValueError, match=r"r\.csv:3: regression label 'high' is not a number"):
+        regression_targets(read_text_examples(write(tmp_path / "r.csv", "text,label\na,0.5\nb,high\n")))
+
+
+# --- NER, SQuAD, corpora, vocabularies ----------------------------------------------------------
+
+
+def test_conll_reader(tmp_path):
+    with pytest.raises(ValueError, match=r"n\.txt:2: not valid UTF-8"):
+        read_conll(write(tmp_path / "n.txt", b"Paris B-loc\n\xc3( O\n"))
+    with pytest.raises(ValueError, match=r"n\.txt:2: expected a word and a tag"):
+        read_conll(write(tmp_path / "n.txt", "Paris B-loc\nlonely\n"))
+    with pytest.raises(ValueError, match=r"n\.txt holds no sentences"):
+        read_conll(write(tmp_path / "n.txt", "\n\n"))
+    assert read_conll(write(tmp_path / "n.txt", "Paris B-loc\nis O\n\nOK O\n")) == [[("Paris", "B-loc"), ("is", "O")], [("OK", "O")]]
+
+
+def squad_file(**question):
+    qa = {"id": "q1", "question": "Where?", "answers": [{"text": "Paris", "answer_start": 0}], **question}
+    qa = {k: v for k, v in qa.items() if v is not None}
+    return json.dumps({"data": [{"paragraphs": [{"context": "Paris is big.", "qas": [qa]}]}]})
+
+
+SQUAD_BATTERY = [
+    ("empty file", "", r"s\.json:1: not valid JSON"),
+    ("no data", "{}", r"s\.json \(top level\): no 'data' field"),
+    ("no questions", '{"data": []}', r"s\.json holds no questions"),
+    ("no question text", squad_file(question=None), r"question q1: no 'question' field"),
+    ("string offset", squad_file(answers=[{"text": "Paris", "answer_start": "0"}]), r"question q1: 'answer_start' must be of type int"),
+    ("wrong offset", squad_file(answers=[{"text": "Paris", "answer_start": 3}]), r"question q1: answer 'Paris' is not at character 3"),
+    ("no answer", squad_file(answers=[]), r"question q1 has no answer and is not marked is_impossible"),
+    ("context not text", json.dumps({"data": [{"paragraphs": [{"context": None, "qas": []}]}]}), r"data\[0\]\.paragraphs\[0\]: 'context' must be of type str"),
+    ("undecodable", b'{"data": [\n\xff]}', r"s\.json:2: not valid UTF-8"),
+]
+
+
+@pytest.mark.parametrize("case, content, message", SQUAD_BATTERY, ids=[c[0] for c in SQUAD_BATTERY])
+def test_squad_reader_names_where(tmp_path, case, content, message):
+    with pytest.raises(ValueError, match=message):
+        read_squad(write(tmp_path / "s.json", content))
+    assert len(read_squad(write(tmp_path / "s.json", squad_file()))) == 1
+
+
+def test_corpus_and_vocabulary_errors(tmp_path):
+    for name, content in (("c.txt", ""), ("c.txt", "\n\n  \n"), ("c.jsonl", '{"text": ""}\n')):
+        with pytest.raises(ValueError, match=rf"{name.replace('.', '[.]')} holds no text"):
+            read_corpus(write(tmp_path / name, content))
+    with pytest.raises(ValueError, match=r"c\.txt:3: not valid UTF-8 \(byte 0xe9"):
+        read_corpus(write(tmp_path / "c.txt", "One sentence.\nTwo.\nCaf\xe9".encode("latin-1")))
+    with pytest.raises(ValueError, match=r"c\.jsonl:1: field 'text' holds a list"):
+        read_corpus(write(tmp_path / "c.jsonl", '{"text": ["a"]}\n'))
+    assert read_corpus(write(tmp_path / "c.txt", "One.\nTwo.\n\nThree.\n")) == [["One.", "Two."], ["Three."]]
+    vocabulary = write(tmp_path / "vocab.txt", "\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"]) + "\n")
+    assert len(check_vocabulary_fits(vocabulary, 6)) == 6
+    with pytest.raises(ValueError, match="has 6 tokens, but the model's token embedding has 30522 rows"):
+        check_vocabulary_fits(vocabulary, 30522)
+    with pytest.raises(ValueError, match=r"lacks the special tokens \['\[MASK\]'\]"):
+        load_vocabulary(write(tmp_path / "bad.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n"))
+
+
+# --- Pretraining records and runs -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return make_corpus(str(tmp_path_factory.mktemp("corpus")))
+
+
+def test_records_with_ids_past_the_vocabulary_are_refused(tmp_path, corpus):
+    assert sum(check_tfrecords(corpus["files"], SEQ, PREDICTIONS, vocabulary_size=1000).values()) > 0
+    with pytest.raises(ValueError, match=r"feature input_ids holds \d+, outside \[0, 500\) \(the vocabulary size\)"):
+        check_tfrecords(corpus["files"], SEQ, PREDICTIONS, vocabulary_size=500)
+    path = str(tmp_path / "bad.tfrecord")
+    with tf.io.TFRecordWriter(path) as writer:
+        writer.write(serialize_example([2, 5, 3], [0, 0, 2], [1], [5], 0, SEQ, PREDICTIONS))
+    with pytest.raises(ValueError, match=r"bad\.tfrecord: feature segment_ids holds 2, outside \[0, 2\)"):
+        check_tfrecords([path], SEQ, PREDICTIONS, vocabulary_size=1000)
+    corrupt = write(tmp_path / "corrupt.tfrecord", open(corpus["files"][0], "rb").read()[:-7])
+    with pytest.raises(ValueError, match=r"corrupt\.tfrecord is corrupt after \d+ records"):
+        check_tfrecords([corrupt], SEQ, PREDICTIONS)
+
+
+def run_config(shared, output_dir, **changes):
+    values = dict(
+        output_dir=str(output_dir), vocabulary=shared["vocabulary"], corpus=shared["corpus"], corpus_format="bert",
+        max_seq_length=SEQ, max_predictions_per_seq=PREDICTIONS, batch_size=4, num_train_steps=2,
+        checkpoint_every=1, dupe_factor=1, verbose=0,
+    )
+    values.update(changes)
+    return PretrainingConfig(**values)
+
+
+def test_runs_honour_or_refuse_changed_inputs_and_settings(corpus, tmp_path):
+    source = open(corpus["corpus"], encoding="utf-8").read()
+    text = write(tmp_path / "corpus.txt", "")
+    output = tmp_path / "run"
+    # An empty corpus fails by name, and leaves nothing that a fixed corpus would be mistaken for.
+    with pytest.raises(ValueError, match=r"corpus\.txt holds no text"):
+        run_pretraining(run_config(corpus, output, corpus=text))
+    write(text, source)
+    assert run_pretraining(run_config(corpus, output, corpus=text))["steps"] == 2
+    # A finished run rerun with the same settings trains nothing more; with others it is refused.
+    assert run_pretraining(run_config(corpus, output, corpus=text))["steps"] == 2
+    for change, message in (
+        ({"num_train_steps": 4}, "num_train_steps: 2 then, 4 now"),
+        ({"checkpoint_every": 2}, "checkpoint_every: 1 then, 2 now"),
+        ({"preset": "bert_mini"}, "preset: 'bert_tiny' then, 'bert_mini' now"),
+    ):
+        with pytest.raises(ValueError, match=rf"holds a run made with other settings \({message}\)"):
+            run_pretraining(run_config(corpus, output, corpus=text, **change))
+    # An edited corpus is not mistaken for the cached data made from the old one.
+    write(text, source.replace("the", "a"))
+    with pytest.raises(ValueError, match=r"holds data made from other inputs \(they differ in \['corpus_sha256'\]"):
+        run_pretraining(run_config(corpus, output, corpus=text))
+
+
+def test_corrupt_model_files_are_named(tmp_path, encoder):
+    path = str(tmp_path / "encoder.keras")
+    encoder.save(path)
+    assert load_model_file(path).config.vocabulary_size == 100
+    truncated = write(tmp_path / "truncated.keras", open(path, "rb").read()[:1000])
+    with pytest.raises(ValueError, match=r"truncated\.keras is not a \.keras archive \(corrupt or truncated"):
+        load_model_file(truncated)
+    with zipfile.ZipFile(tmp_path / "partial.keras", "w") as archive:
+        archive.writestr("config.json", "{}")
+    with pytest.raises(ValueError, match=r"partial\.keras is not a complete \.keras archive: it lacks \['model\.weights\.h5'\]"):
+        load_model_file(str(tmp_path / "partial.keras"))
+    with pytest.raises(FileNotFoundError, match="No model file at"):
+        load_model_file(str(tmp_path / "missing.keras"))
