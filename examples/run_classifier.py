@@ -20,7 +20,7 @@ import numpy as np  # noqa: E402
 
 from bertlayers.data.classification_data import LabelMap, encode_examples, read_text_examples, regression_targets  # noqa: E402
 from bertlayers.data.tokenizer import BertInputPacker, wordpiece_tokenizer  # noqa: E402
-from bertlayers.metrics import accuracy, f1, matthews_correlation, pearson, spearman  # noqa: E402
+from bertlayers.metrics import classification_metrics, pearson, spearman  # noqa: E402
 from bertlayers.models import SequenceClassifier  # noqa: E402
 from bertlayers.training.finetuning import (  # noqa: E402
     add_finetuning_arguments, encoder_source, finetune, start, vocabulary_for, write_json,
@@ -67,13 +67,7 @@ def main():
         predictions = [{"id": e.where, "score": float(s)} for e, s in zip(evaluation, scores)]
     else:
         predicted = logits.argmax(-1)
-        metrics = {
-            "accuracy": accuracy(y_eval, predicted),
-            "f1": f1(y_eval, predicted, num_classes),
-            "matthews_correlation": matthews_correlation(y_eval, predicted, num_classes),
-        }
-        if num_classes == 2:
-            metrics["f1_positive_label"] = labels.labels[1]  # binary F1 is of the second label (sorted)
+        metrics = classification_metrics(y_eval, predicted, labels.labels)
         predictions = [{"id": e.where, "label": labels.labels[p]} for e, p in zip(evaluation, predicted)]
     metrics.update({"eval_examples": len(evaluation), "init": "random" if args.random_init else encoder_source(args)})
     if labels:  # export_savedmodel.py serves label names from this file
@@ -81,7 +75,7 @@ def main():
     write_json(os.path.join(args.output_dir, "metrics.json"), metrics)
     with open(os.path.join(args.output_dir, "predictions.jsonl"), "w", encoding="utf-8") as f:
         f.writelines(json.dumps(p) + "\n" for p in predictions)
-    print({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items()})
+    print({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items() if k != "per_class_f1"})
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import pytest
 from bertlayers.data import bert_uncased_vocabulary, minilm_path, wordpiece_tokenizer
 from bertlayers.data.classification_data import LabelMap, read_text_examples
 from bertlayers.data.ner_data import decode_tags, encode_sentences, tag_vocabulary
-from bertlayers.data.squad_data import decode_answers, make_windows, read_squad
+from bertlayers.data.squad_data import SquadExample, decode_answers, make_windows, read_squad
 from bertlayers.models import BertPretrainer, SequenceClassifier, SpanPredictor, TokenClassifier, load_encoder
 from bertlayers.networks import BertEncoder
 
@@ -52,6 +52,38 @@ def test_windows_and_offsets_round_trip_every_bundled_answer(tokenizer, name):
     predictions, _ = decode_answers(examples, features, start, end, version_2=True)
     for example in examples:
         assert predictions[example.qid] == (example.answers[0][0] if example.answers else "")
+
+
+def test_answers_start_and_end_on_word_boundaries(tokenizer):
+    """The best raw span starts inside a word ("##sen" of "Tarsen"): the Python decoder and the
+    served graph's decoder both answer with whole words instead."""
+    import tensorflow as tf
+
+    from bertlayers.export.saved_model import best_span
+    from bertlayers.export.text_tokenizer import InGraphTokenizer
+
+    context = "The Tarsen Glacier moved north."
+    example = SquadExample("q", "Which glacier?", context, [], True)
+    features = make_windows([example], tokenizer, max_seq_length=32)
+    pieces = [tokenizer.id_to_token(int(t)) for t in features.inputs["token_ids"][0]]
+    inside, first = pieces.index("##sen"), pieces.index("##sen") - 1
+    start = np.zeros((1, 32), "float32")
+    end = np.zeros((1, 32), "float32")
+    start[0, inside], start[0, first], end[0, inside] = 10.0, 5.0, 10.0
+    predictions, nbest = decode_answers([example], features, start, end)
+    assert predictions["q"] == "Tarsen"
+    assert all(not c["text"].startswith("sen") for c in nbest["q"])
+    # The graph: word edges from the in-graph tokenizer, placed at the same positions.
+    _, _, _, starts_word, ends_word = InGraphTokenizer(bert_uncased_vocabulary()).tokenize_with_offsets(tf.constant([context]))
+    offset = features.inputs["segment_ids"][0].argmax()
+    allowed = lambda flags: tf.constant(np.pad(flags.to_list()[0], (offset, 32 - offset - len(flags.to_list()[0])))[None])  # noqa: E731
+    edges = [features.word_edges[0][p] for p in sorted(features.word_edges[0])]
+    assert [e[0] for e in edges] == starts_word.to_list()[0] and [e[1] for e in edges] == ends_word.to_list()[0]
+    s, e, _, _ = best_span(tf.constant(start), tf.constant(end), allowed(starts_word), allowed(ends_word), 30)
+    assert (int(s[0]), int(e[0])) == (first, inside)
+    unrestricted = tf.ones((1, 32), tf.bool)
+    s, _, _, _ = best_span(tf.constant(start), tf.constant(end), unrestricted, unrestricted, 30)
+    assert int(s[0]) == inside  # what the decoder answered before: "sen"
 
 
 def test_squad_answer_offset_mismatch_names_the_question(tmp_path):

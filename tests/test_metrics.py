@@ -5,7 +5,7 @@ import math
 import pytest
 
 from bertlayers.metrics import (
-    accuracy, entity_scores, entity_spans, f1, matthews_correlation, normalize_answer, pearson, spearman, squad_scores,
+    accuracy, classification_metrics, entity_scores, entity_spans, f1, matthews_correlation, normalize_answer, pearson, spearman, squad_scores,
 )
 
 
@@ -19,6 +19,15 @@ def test_classification_metrics_by_hand():
     assert matthews_correlation([0, 0, 1], [0, 0, 0]) == 0.0  # undefined → 0, as sklearn
     # Macro F1 over three classes: class 0: tp=1 fp=0 fn=1 → 2/3; class 1: tp=1 fp=1 fn=0 → 2/3; class 2: 1.
     assert f1([0, 0, 1, 2], [0, 1, 1, 2], num_classes=3) == pytest.approx((2 / 3 + 2 / 3 + 1) / 3)
+
+
+def test_reported_f1_fits_the_label_set():
+    six = classification_metrics([0, 0, 1, 2, 3, 4, 5], [0, 1, 1, 2, 3, 4, 0], ["ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM"])
+    # ABBR: tp=1 fp=1 fn=1 → 1/2; DESC: tp=1 fp=1 fn=0 → 2/3; ENTY, HUM, LOC: 1; NUM: tp=0 → 0.
+    assert six["macro_f1"] == pytest.approx((1 / 2 + 2 / 3 + 3 + 0) / 6)
+    assert "f1" not in six and six["per_class_f1"]["DESC"] == pytest.approx(2 / 3)
+    two = classification_metrics([1, 1, 0], [1, 0, 0], ["fresh", "rotten"])
+    assert two["f1"] == pytest.approx(2 / 3) and two["f1_positive_label"] == "rotten" and "macro_f1" not in two
 
 
 def test_correlations_by_hand():

@@ -125,7 +125,8 @@ def _basic_tokens(text, lowercase):
 
 
 def tokenize_with_offsets(texts, tokenizer, lowercase=True):
-    """For each text, a list of (token id, start char, end char) over the original text."""
+    """For each text, a list of (token id, start char, end char, word) over the original text;
+    `word` numbers the basic token (word or punctuation mark) the piece belongs to."""
     basic = [_basic_tokens(text, lowercase) for text in texts]
     flat = [token for tokens in basic for token, _, _ in tokens]
     pieces = tokenizer(tf.constant(flat)) if flat else []
@@ -134,10 +135,10 @@ def tokenize_with_offsets(texts, tokenizer, lowercase=True):
     results, offset = [], 0
     for text, tokens in zip(texts, basic):
         result = []
-        for (normalized, start, end), ids in zip(tokens, pieces[offset : offset + len(tokens)]):
+        for word, ((normalized, start, end), ids) in enumerate(zip(tokens, pieces[offset : offset + len(tokens)])):
             ids = list(ids)
             if not ids or unk in ids:
-                result.append((unk, start, end))  # BERT's WordPiece turns a whole failing token into [UNK]
+                result.append((unk, start, end, word))  # BERT's WordPiece turns a whole failing token into [UNK]
                 continue
             # Map normalized characters back to original ones to place each piece.
             origin = []
@@ -154,7 +155,7 @@ def tokenize_with_offsets(texts, tokenizer, lowercase=True):
                 length = len(tokenizer.id_to_token(token_id).removeprefix("##"))
                 first = origin[min(cursor, len(origin) - 1)]
                 last = origin[min(cursor + length, len(origin)) - 1]
-                result.append((token_id, first, last + 1))
+                result.append((token_id, first, last + 1, word))
                 cursor += length
         offset += len(tokens)
         results.append(result)
@@ -173,6 +174,7 @@ class SquadFeatures:
     end_positions: np.ndarray
     example_index: np.ndarray  # [windows] → index into the examples
     token_spans: list  # per window: {position: (start char, end char)} of its context tokens
+    word_edges: list  # per window: {position: (starts a word, ends a word)} of its context tokens
     max_context: list  # per window: {position: bool}, True where this window gives the token most context
 
 
@@ -187,9 +189,9 @@ def make_windows(examples, tokenizer, max_seq_length=384, doc_stride=128, max_qu
     questions = tokenize_with_offsets([e.question for e in examples], tokenizer, lowercase)
     contexts = tokenize_with_offsets([e.context for e in examples], tokenizer, lowercase)
     rows = collections.defaultdict(list)
-    token_spans, max_context = [], []
+    token_spans, word_edges, max_context = [], [], []
     for index, (example, question, context) in enumerate(zip(examples, questions, contexts)):
-        query = [t for t, _, _ in question][:max_query_length]
+        query = [t for t, *_ in question][:max_query_length]
         room = max_seq_length - len(query) - 3
         if room <= 0:
             raise ValueError(f"Question {example.qid}: max_seq_length {max_seq_length} leaves no room for the context.")
@@ -197,7 +199,7 @@ def make_windows(examples, tokenizer, max_seq_length=384, doc_stride=128, max_qu
         if example.answers and not example.is_impossible:
             text, start_char = example.answers[0]
             end_char = start_char + len(text)
-            covered = [i for i, (_, s, e) in enumerate(context) if s < end_char and e > start_char]
+            covered = [i for i, (_, s, e, _) in enumerate(context) if s < end_char and e > start_char]
             if covered:
                 answer = (covered[0], covered[-1])
         windows, start = [], 0
@@ -208,12 +210,15 @@ def make_windows(examples, tokenizer, max_seq_length=384, doc_stride=128, max_qu
                 break
             start += min(length, doc_stride)
         for window_start, length in windows:
-            ids = [cls] + query + [sep] + [t for t, _, _ in context[window_start : window_start + length]] + [sep]
+            ids = [cls] + query + [sep] + [t for t, *_ in context[window_start : window_start + length]] + [sep]
             offset = len(query) + 2
-            spans, best = {}, {}
+            spans, edges, best = {}, {}, {}
+            words = [None] + [w for *_, w in context] + [None]
             for k in range(length):
                 token = window_start + k
-                spans[offset + k] = context[token][1:]
+                spans[offset + k] = context[token][1:3]
+                word = words[token + 1]
+                edges[offset + k] = (words[token] != word, words[token + 2] != word)
                 best[offset + k] = _has_max_context(windows, window_start, token)
             target = (0, 0)
             if answer and window_start <= answer[0] and answer[1] < window_start + length:
@@ -227,11 +232,12 @@ def make_windows(examples, tokenizer, max_seq_length=384, doc_stride=128, max_qu
             rows["end"].append(target[1])
             rows["example"].append(index)
             token_spans.append(spans)
+            word_edges.append(edges)
             max_context.append(best)
     inputs = {k: np.array(rows[k], "int32") for k in ("token_ids", "segment_ids", "padding_mask", "span_mask")}
     return SquadFeatures(
         inputs, np.array(rows["start"], "int32"), np.array(rows["end"], "int32"),
-        np.array(rows["example"], "int32"), token_spans, max_context,
+        np.array(rows["example"], "int32"), token_spans, word_edges, max_context,
     )
 
 
@@ -259,8 +265,9 @@ def decode_answers(
     """Best answer text per question id, from the windows' start/end logits.
 
     Candidates are the n-best starts × n-best ends of each window with end ≥ start, length ≤
-    `max_answer_length` tokens, both inside the context and the start where its window gives it
-    the most context; a span scores start + end logit. For v2.0 the null answer ([CLS]) scores
+    `max_answer_length` tokens, both inside the context, the start on a word's first piece and
+    the end on a word's last piece (no answer cut inside a word), and the start where its window
+    gives it the most context; a span scores start + end logit. For v2.0 the null answer ([CLS]) scores
     the lowest [CLS] pair over the windows, and wins when it beats the best span by more than
     `null_score_diff_threshold`. The text is cut from the original context by character offsets.
 
@@ -276,14 +283,14 @@ def decode_answers(
         candidates, null_score = [], None
         for window in by_example[index]:
             starts, ends = start_logits[window], end_logits[window]
-            spans, best = features.token_spans[window], features.max_context[window]
+            spans, best, edges = features.token_spans[window], features.max_context[window], features.word_edges[window]
             score = float(starts[0] + ends[0])
             null_score = score if null_score is None else min(null_score, score)
             for s in np.argsort(starts)[::-1][:n_best_size]:
-                if s not in spans or not best[s]:
+                if s not in spans or not best[s] or not edges[s][0]:
                     continue
                 for e in np.argsort(ends)[::-1][:n_best_size]:
-                    if e not in spans or e < s or e - s + 1 > max_answer_length:
+                    if e not in spans or e < s or e - s + 1 > max_answer_length or not edges[e][1]:
                         continue
                     first, last = spans[s][0], spans[e][1]
                     candidates.append((float(starts[s] + ends[e]), example.context[first:last], first))

@@ -89,17 +89,20 @@ class _Servable(tf.Module):
         outputs = self._model(inputs, training=False)
         return {"start_logits": outputs["start_logits"], "end_logits": outputs["end_logits"]}
 
-    def best_span(self, start_logits, end_logits):
-        """The best (start, end) over context tokens with end ≥ start and length ≤ max_answer_length,
-        its score, and the null ([CLS]) score."""
-        scores = tf.expand_dims(start_logits, 2) + tf.expand_dims(end_logits, 1)  # [b, start, end]
-        band = tf.linalg.band_part(tf.ones_like(scores[0], tf.bool), 0, self.max_answer_length - 1)
-        band = tf.logical_and(band, tf.pad(tf.ones_like(band[1:, 1:]), [[1, 0], [1, 0]]))  # not [CLS]
-        scores = mask_logits(scores, tf.expand_dims(band, 0))
-        flat = tf.reshape(scores, [tf.shape(scores)[0], -1])
-        best = tf.argmax(flat, axis=-1, output_type=tf.int32)
-        length = tf.shape(scores)[2]
-        return best // length, best % length, tf.reduce_max(flat, axis=-1), start_logits[:, 0] + end_logits[:, 0]
+
+def best_span(start_logits, end_logits, start_allowed, end_allowed, max_answer_length):
+    """The best (start, end) with end ≥ start, length ≤ `max_answer_length`, the start where
+    `start_allowed` and the end where `end_allowed` (bool `[b, seq]`: context pieces that begin /
+    finish a word, so no answer is cut inside a word), its score, and the null ([CLS]) score."""
+    scores = tf.expand_dims(start_logits, 2) + tf.expand_dims(end_logits, 1)  # [b, start, end]
+    band = tf.linalg.band_part(tf.ones_like(scores[0], tf.bool), 0, max_answer_length - 1)
+    band = tf.logical_and(band, tf.pad(tf.ones_like(band[1:, 1:]), [[1, 0], [1, 0]]))  # not [CLS]
+    allowed = tf.logical_and(tf.expand_dims(start_allowed, 2), tf.expand_dims(end_allowed, 1))
+    scores = mask_logits(scores, tf.logical_and(tf.expand_dims(band, 0), allowed))
+    flat = tf.reshape(scores, [tf.shape(scores)[0], -1])  # [b, start * end]
+    best = tf.argmax(flat, axis=-1, output_type=tf.int32)
+    length = tf.shape(scores)[2]
+    return best // length, best % length, tf.reduce_max(flat, axis=-1), start_logits[:, 0] + end_logits[:, 0]
 
 
 def _id_signatures(servable, sequence_length, truncate):
@@ -144,14 +147,22 @@ def _text_signatures(servable, tokenizer, sequence_length, truncate, max_query_l
             question, context = checked["question"], checked["context"]
             question_ids = tokenizer.tokenize(question)
             question_ids = question_ids[:, :max_query_length]
-            context_ids, starts, ends = tokenizer.tokenize_with_offsets(context)
+            context_ids, starts, ends, starts_word, ends_word = tokenizer.tokenize_with_offsets(context)
             token_ids, segment_ids, padding_mask = pack(
                 question_ids, context_ids, sequence_length, tokenizer.cls_id, tokenizer.sep_id, truncate
             )
             outputs = servable.run(token_ids, segment_ids, padding_mask)
-            start, end, score, null_score = servable.best_span(outputs["start_logits"], outputs["end_logits"])
             # Context token k sits at position k + len(question) + 2.
             offset = tf.cast(question_ids.row_lengths(), tf.int32) + 2
+
+            def at_positions(flags):  # ragged [b, (context)] → [b, seq], False outside the context
+                before = tf.ragged.range(tf.zeros_like(offset), offset) < 0
+                return tf.concat([before, flags], axis=1).to_tensor(False, shape=[None, sequence_length])
+
+            start, end, score, null_score = best_span(
+                outputs["start_logits"], outputs["end_logits"], at_positions(starts_word), at_positions(ends_word),
+                servable.max_answer_length,
+            )
             first, last = start - offset, end - offset
             start_byte = tf.gather(starts, tf.maximum(first, 0), batch_dims=1)
             end_byte = tf.gather(ends, tf.maximum(last, 0), batch_dims=1)

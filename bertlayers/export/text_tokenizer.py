@@ -36,17 +36,22 @@ class InGraphTokenizer(tf.Module):
         self.cls_id, self.sep_id, self.pad_id = (tokens.index(t) for t in ("[CLS]", "[SEP]", "[PAD]"))
 
     def tokenize_with_offsets(self, texts):
-        """Ragged `[batch, pieces]` ids, start and end byte offsets into the original `texts`."""
+        """Ragged `[batch, pieces]`: ids, start and end byte offsets into the original `texts`,
+        and whether each piece starts and ends its word (a word or a punctuation mark)."""
         normalized, origin = self.normalizer.normalize_with_offsets(texts)
-        words, word_starts, _ = tf_text.regex_split_with_offsets(normalized, _SPLIT, _PUNCTUATION)
+        words, word_starts, word_ends = tf_text.regex_split_with_offsets(normalized, _SPLIT, _PUNCTUATION)
         ids, piece_starts, piece_ends = self.wordpiece.tokenize_with_offsets(words)
+        starts_word = tf.equal(piece_starts, 0)
+        ends_word = tf.equal(piece_ends, tf.expand_dims(word_ends - word_starts, -1))
         starts = tf.expand_dims(word_starts, -1) + piece_starts
         ends = tf.expand_dims(word_starts, -1) + piece_ends
-        ids, starts, ends = (t.merge_dims(1, 2) for t in (ids, starts, ends))
+        ids, starts, ends, starts_word, ends_word = (
+            t.merge_dims(1, 2) for t in (ids, starts, ends, starts_word, ends_word)
+        )
         # Normalized byte i came from original byte origin[i].
         original_starts = tf.gather(origin, starts, batch_dims=1)
         original_ends = tf.gather(origin, ends, batch_dims=1)
-        return ids, original_starts, original_ends
+        return ids, original_starts, original_ends, starts_word, ends_word
 
     def tokenize(self, texts):
         return self.tokenize_with_offsets(texts)[0]

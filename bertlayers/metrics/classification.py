@@ -27,6 +27,24 @@ def f1(labels, predictions, num_classes=2, positive=1):
     return scores[positive] if num_classes == 2 else float(np.mean(scores))
 
 
+def classification_metrics(labels, predictions, label_names):
+    """What a classification run reports: accuracy, Matthews correlation, and F1 fitted to the
+    label set: for two classes the binary F1 of the second label (named in `f1_positive_label`),
+    for more the macro F1; F1 per class, by label name, in both cases."""
+    num_classes = len(label_names)
+    per_class = f1_scores(labels, predictions, num_classes)
+    metrics = {
+        "accuracy": accuracy(labels, predictions),
+        "matthews_correlation": matthews_correlation(labels, predictions, num_classes),
+    }
+    if num_classes == 2:
+        metrics.update({"f1": per_class[1], "f1_positive_label": label_names[1]})
+    else:
+        metrics["macro_f1"] = float(np.mean(per_class))
+    metrics["per_class_f1"] = dict(zip(label_names, per_class))
+    return metrics
+
+
 def matthews_correlation(labels, predictions, num_classes=2):
     """Matthews correlation coefficient (multi-class form of Gorodkin 2004); 0 when undefined."""
     labels, predictions = np.asarray(labels), np.asarray(predictions)
