@@ -20,9 +20,9 @@ $(STAMP): setup.cfg pyproject.toml Makefile
 	$(PY) -m pip install --quiet --no-deps $(NO_DEPS)
 	touch $(STAMP)
 
-# The main job: pretrain a tiny BERT on the real Wikipedia excerpt (resumes if killed).
+# The whole chain on real assets: pretrain, fine-tune, export, serve (each step resumes or reuses its output).
 demo: $(STAMP)
-	$(PY) examples/pretrain.py --output_dir runs/pretrain
+	$(PY) examples/demo.py
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests

@@ -7,6 +7,10 @@ models (`bertlayers.models`: pretrainers, task models); `bertlayers.training` tr
 
 __version__ = "0.1.0"
 
+from bertlayers.startup import import_tensorflow_quietly
+
+import_tensorflow_quietly()  # before anything below loads TensorFlow
+
 # Importing the package registers every serializable class (layers, networks, models, the
 # optimizer and schedule), so `keras.saving.load_model` finds them after `import bertlayers`.
 from bertlayers import layers  # noqa: F401

@@ -13,13 +13,11 @@ similarity of the mean-pooled sentence embeddings (how sentence-transformers use
 import argparse
 import os
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from bertlayers.convert import load_huggingface_bert  # noqa: E402
-from bertlayers.data import BertInputPacker, bert_uncased_vocabulary, minilm_path, wordpiece_tokenizer  # noqa: E402
-from bertlayers.networks import build_encoder  # noqa: E402
+from bertlayers.convert import load_huggingface_bert
+from bertlayers.data import BertInputPacker, bert_uncased_vocabulary, minilm_path, wordpiece_tokenizer
+from bertlayers.networks import build_encoder
 
 DEFAULT_TEXTS = [
     "The quick brown fox jumps over the lazy dog.",

@@ -12,11 +12,9 @@ import argparse
 import json
 import os
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-from bertlayers.data.assets import bert_uncased_vocabulary  # noqa: E402
-from bertlayers.export import export_for_serving  # noqa: E402
-from bertlayers.models import load_encoder, load_model_file  # noqa: E402
+from bertlayers.data.assets import bert_uncased_vocabulary
+from bertlayers.export import export_for_serving
+from bertlayers.models import load_encoder, load_model_file
 
 
 def main():

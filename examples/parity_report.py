@@ -10,12 +10,10 @@ meaningless to users but are compared too ("all positions").
 
 import os
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from bertlayers.convert import load_huggingface_bert  # noqa: E402
-from bertlayers.data import minilm_path  # noqa: E402
+from bertlayers.convert import load_huggingface_bert
+from bertlayers.data import minilm_path
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures", "minilm_reference.npz")
 

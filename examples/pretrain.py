@@ -18,9 +18,7 @@ import dataclasses
 import os
 import typing
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-from bertlayers.training.pretraining import PretrainingConfig, RECIPES, chance_loss, run_pretraining  # noqa: E402
+from bertlayers.training.pretraining import PretrainingConfig, RECIPES, chance_loss, run_pretraining
 
 
 def parse_args():

@@ -14,15 +14,13 @@ import argparse
 import json
 import os
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from bertlayers.data.classification_data import LabelMap, encode_examples, read_text_examples, regression_targets  # noqa: E402
-from bertlayers.data.tokenizer import BertInputPacker, wordpiece_tokenizer  # noqa: E402
-from bertlayers.metrics import classification_metrics, pearson, spearman  # noqa: E402
-from bertlayers.models import SequenceClassifier  # noqa: E402
-from bertlayers.training.finetuning import (  # noqa: E402
+from bertlayers.data.classification_data import LabelMap, encode_examples, read_text_examples, regression_targets
+from bertlayers.data.tokenizer import BertInputPacker, wordpiece_tokenizer
+from bertlayers.metrics import accuracy, classification_metrics, pearson, spearman
+from bertlayers.models import SequenceClassifier
+from bertlayers.training.finetuning import (
     add_finetuning_arguments, encoder_source, finetune, start, vocabulary_for, write_json,
 )
 
@@ -68,6 +66,8 @@ def main():
     else:
         predicted = logits.argmax(-1)
         metrics = classification_metrics(y_eval, predicted, labels.labels)
+        # The score of always answering the training data's most frequent label: what "learned" must beat.
+        metrics["majority_class_accuracy"] = accuracy(y_eval, np.full_like(y_eval, np.bincount(y_train).argmax()))
         predictions = [{"id": e.where, "label": labels.labels[p]} for e, p in zip(evaluation, predicted)]
     metrics.update({"eval_examples": len(evaluation), "init": "random" if args.random_init else encoder_source(args)})
     if labels:  # export_savedmodel.py serves label names from this file

@@ -12,13 +12,11 @@ TensorBoard logs to --output_dir.
 import argparse
 import os
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-from bertlayers.data.ner_data import decode_tags, encode_sentences, read_conll, tag_vocabulary, write_conll  # noqa: E402
-from bertlayers.data.tokenizer import wordpiece_tokenizer  # noqa: E402
-from bertlayers.metrics import entity_scores  # noqa: E402
-from bertlayers.models import TokenClassifier  # noqa: E402
-from bertlayers.training.finetuning import (  # noqa: E402
+from bertlayers.data.ner_data import decode_tags, encode_sentences, read_conll, tag_vocabulary, write_conll
+from bertlayers.data.tokenizer import wordpiece_tokenizer
+from bertlayers.metrics import entity_scores
+from bertlayers.models import TokenClassifier
+from bertlayers.training.finetuning import (
     add_finetuning_arguments, encoder_source, finetune, start, vocabulary_for, write_json,
 )
 

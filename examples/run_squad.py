@@ -13,13 +13,11 @@ Writes predictions.json, nbest_predictions.json, metrics.json, model.keras and T
 import argparse
 import os
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-from bertlayers.data.squad_data import decode_answers, make_windows, read_squad  # noqa: E402
-from bertlayers.data.tokenizer import wordpiece_tokenizer  # noqa: E402
-from bertlayers.metrics import squad_scores  # noqa: E402
-from bertlayers.models import SpanPredictor  # noqa: E402
-from bertlayers.training.finetuning import (  # noqa: E402
+from bertlayers.data.squad_data import decode_answers, make_windows, read_squad
+from bertlayers.data.tokenizer import wordpiece_tokenizer
+from bertlayers.metrics import squad_scores
+from bertlayers.models import SpanPredictor
+from bertlayers.training.finetuning import (
     add_finetuning_arguments, encoder_source, finetune, start, vocabulary_for, write_json,
 )
 

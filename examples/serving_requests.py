@@ -2,20 +2,31 @@
 
 No TF Serving binary runs here, so the response is computed by calling the SavedModel's
 signature with TensorFlow and written in TF Serving's REST row format ({"predictions": [...]});
-long arrays are abbreviated.
+long arrays are abbreviated. Like a server, this process loads the models with TensorFlow
+and tensorflow-text's kernels alone: neither Keras nor bertlayers is imported.
 
     python examples/serving_requests.py --base_dir savedmodels --name sentiment
+    python examples/serving_requests.py --name sentiment --text_only --signature serving_default --text "Loved it."
 """
 
 import argparse
+import glob
+import importlib.util
 import json
 import os
+import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-import tensorflow_text  # noqa: E402,F401  (kernels of the _text models)
+
+
+def load_text_kernels():
+    """tensorflow-text's op kernels, as TF Serving links them; its Python package would import Keras."""
+    folder = importlib.util.find_spec("tensorflow_text").submodule_search_locations[0]
+    for library in sorted(glob.glob(os.path.join(folder, "python", "ops", "*.so"))):
+        tf.load_op_library(library)
 
 EXAMPLES = {
     "text": ["A gorgeous, witty, seductive movie.", "The plot is paper-thin and the jokes fall flat."],
@@ -51,15 +62,21 @@ def main():
     parser.add_argument("--ids", default="101,1037,9882,1010,25591,1010,28456,3185,1012,102",
                         help="token ids for the ids model's request (default: a review, bert-base-uncased)")
     parser.add_argument("--text", action="append", help="text(s) for the text signatures (repeatable)")
+    parser.add_argument("--text_only", action="store_true", help="only the NAME_text model")
+    parser.add_argument("--signature", default=None, help="only this signature")
     args = parser.parse_args()
     if args.text:
         EXAMPLES["text"] = args.text
-    for name in (args.name, f"{args.name}_text"):
+    load_text_kernels()
+    for name in ([] if args.text_only else [args.name]) + [f"{args.name}_text"]:
         folder = os.path.join(args.base_dir, name)
         if not os.path.isdir(folder):
             continue
-        loaded = tf.saved_model.load(latest(folder))
+        path = latest(folder)
+        loaded = tf.saved_model.load(path)
         for signature_name, function in loaded.signatures.items():
+            if args.signature and signature_name != args.signature:
+                continue
             spec = function.structured_input_signature[1]
             if all(s.dtype == tf.string for s in spec.values()):
                 columns = {k: EXAMPLES[k] for k in spec}
@@ -76,9 +93,12 @@ def main():
             ]
             request = {"signature_name": signature_name, "instances": rows}
             shown = json.dumps(request, separators=(",", ":"))
-            print(f"### {name}, signature {signature_name}\n")
+            print(f"### {name}, signature {signature_name} ({path})\n")
             print(f"curl -s -X POST http://localhost:8501/v1/models/{name}:predict -d '{shown}'\n")
             print(json.dumps({"predictions": predictions}, indent=1, ensure_ascii=False), "\n")
+    # TensorFlow imports Keras by itself where it can; what matters is that nothing needs it.
+    imported = sorted({m.split(".")[0] for m in sys.modules} & {"keras", "keras_hub", "keras_nlp", "bertlayers"})
+    print("(answered by TensorFlow and tensorflow-text's kernels" + (f"; {', '.join(imported)} loaded too)" if imported else " alone: no Keras, no bertlayers)"))
 
 
 if __name__ == "__main__":

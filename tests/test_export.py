@@ -387,3 +387,32 @@ export_for_serving(keras.saving.load_model({str(tmp_path / 'encoder.keras')!r}),
     text = tf.saved_model.load(str(target / "enc_text" / "1")).signatures["serving_default"](text=tf.constant(TEXTS))
     assert text["pooled_output"].shape == (2, 32)
     assert not [n for n in os.listdir(target) if n.startswith(".export-journal")]
+
+
+def test_the_demo_client_answers_as_the_python_model(exported, tmp_path):
+    """`make demo`'s last step: examples/serving_requests.py, in a process where Keras and
+    bertlayers cannot be imported, prints a REST response equal to the Keras model's output."""
+    base, models, _ = exported
+    poisoned = tmp_path / "poisoned"
+    for package in ("keras", "keras_hub", "keras_nlp", "bertlayers"):
+        (poisoned / package).mkdir(parents=True, exist_ok=True)
+        (poisoned / package / "__init__.py").write_text(f"raise ImportError('{package} is not available when serving')\n")
+    command = [sys.executable, os.path.join(REPO, "examples", "serving_requests.py"), "--base_dir", str(base),
+               "--name", "classifier", "--text_only", "--signature", "serving_default"]
+    for text in TEXTS:
+        command += ["--text", text]
+    env = dict(os.environ, PYTHONPATH=str(poisoned), CUDA_VISIBLE_DEVICES="")
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    curl = next(i for i, line in enumerate(lines) if line.startswith("curl "))
+    request = json.loads(lines[curl].split(" -d '", 1)[1].rstrip("'"))
+    assert request == {"signature_name": "serving_default", "instances": [{"text": t} for t in TEXTS]}
+    end = next(i for i, line in enumerate(lines) if line.startswith("(answered by TensorFlow"))
+    response = json.loads("\n".join(lines[curl + 1 : end]))
+    from bertlayers.data import BertInputPacker
+
+    expected = keras_outputs(models["classifier"], BertInputPacker(wordpiece_tokenizer(bert_uncased_vocabulary()), SEQ)(TEXTS))["logits"]
+    served = np.array([p["logits"] for p in response["predictions"]])
+    np.testing.assert_allclose(served, expected, atol=1e-4)  # the response rounds to 4 decimals
+    assert [p["label"] for p in response["predictions"]] == expected.argmax(-1).tolist()

@@ -4,7 +4,6 @@ import csv
 import dataclasses
 import json
 import os
-import warnings
 
 import numpy as np
 
@@ -154,7 +153,7 @@ def regression_targets(examples):
 
 
 def encode_examples(packer, examples, source):
-    """Pack examples into encoder inputs; over-long ones are truncated with one warning that counts them."""
+    """Pack examples into encoder inputs; over-long ones are truncated, with one line that counts them."""
     tokenizer = packer.tokenizer
     first = [e.text_a for e in examples]
     second = [e.text_b for e in examples] if examples[0].text_b is not None else None
@@ -163,11 +162,9 @@ def encode_examples(packer, examples, source):
         lengths += np.array([len(t) for t in _token_lists(tokenizer, second)]) + 1
     over = int(np.sum(lengths > packer.sequence_length))
     if over:
-        warnings.warn(
-            f"{over} of {len(examples)} examples in {source} are longer than sequence_length "
-            f"{packer.sequence_length} tokens and were truncated.",
-            stacklevel=2,
-        )
+        # A report, not a warning: truncating long inputs is the expected, documented behaviour.
+        print(f"{source}: {over} of {len(examples)} examples are longer than sequence_length "
+              f"{packer.sequence_length} tokens and were truncated.", flush=True)
     features = [packer(first[i : i + 512], None if second is None else second[i : i + 512]) for i in range(0, len(first), 512)]
     return {key: np.concatenate([f[key] for f in features]) for key in features[0]}
 

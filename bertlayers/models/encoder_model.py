@@ -20,6 +20,19 @@ class EncoderModel(keras.Model):
     variables are tied again after loading.
     """
 
+    # Whether a head reads the encoder's `pooled_output`. Models that do not leave the pooler
+    # out of training: it gets no gradient, and Keras would warn about it on every fit.
+    uses_pooled_output = True
+
+    @property
+    def trainable_weights(self):
+        weights = super().trainable_weights
+        pooler = getattr(getattr(self, "encoder", None), "pooler", None)
+        if self.uses_pooled_output or pooler is None:
+            return weights
+        unused = {id(w) for w in pooler.weights}
+        return [w for w in weights if id(w) not in unused]
+
     def _constructor_args(self):
         return {}
 
@@ -38,6 +51,13 @@ class EncoderModel(keras.Model):
         if metrics is None and weighted_metrics is None:
             weighted_metrics = self.default_metrics()
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, weighted_metrics=weighted_metrics, **kwargs)
+
+    def compile_from_config(self, config):
+        """Recompile a loaded model as it was saved (Keras skips, with a warning, any model whose
+        `compile` is overridden, as this one's is to fill in the heads' losses)."""
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
 
     def get_config(self):
         return {

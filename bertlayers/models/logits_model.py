@@ -28,6 +28,7 @@ class LogitsModel(EncoderModel):
         outputs = {"logits": head(encoder(inputs)[self.encoder_output])}
         super().__init__(inputs=inputs, outputs=outputs, name=name, trainable=trainable, **kwargs)
         self.encoder = encoder
+        self.uses_pooled_output = self.encoder_output == "pooled_output"
         self.head = head
         self.num_classes = int(num_classes)
         self.dropout = float(dropout)

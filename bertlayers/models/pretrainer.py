@@ -76,6 +76,7 @@ class BertPretrainer(PretrainerBase):
         self.head_names = ["lm"]
         self.next_sentence_head = next_sentence_head
         self.next_sentence = bool(next_sentence)
+        self.uses_pooled_output = self.next_sentence
         self.head_names = sorted(outputs)
 
     def _constructor_args(self):
@@ -92,6 +93,8 @@ class CausalLMPretrainer(PretrainerBase):
     Args:
       encoder: an encoder whose config has `causal=True`.
     """
+
+    uses_pooled_output = False
 
     def __init__(self, encoder, name="causal_lm_pretrainer", trainable=True, **kwargs):
         if not encoder.config.causal:

@@ -17,6 +17,8 @@ class SpanPredictor(EncoderModel):
     two cross-entropies, as in BERT.
     """
 
+    uses_pooled_output = False
+
     def __init__(self, encoder, name="span_predictor", trainable=True, **kwargs):
         inputs = encoder_inputs()
         inputs["span_mask"] = keras.Input(shape=(None,), dtype="int32", name="span_mask")

@@ -135,7 +135,7 @@ def _data_spec(config, vocabulary):
     corpus = config.corpus or wikipedia_excerpt_path()
     return {
         "corpus": os.path.abspath(config.corpus) if config.corpus else "wikipedia-excerpt",
-        # The cache follows the corpus's content, not its name: an edited corpus is read again.
+        # Keyed on content, not names: an edited corpus is never mistaken for the cached records.
         "corpus_sha256": _file_digest(corpus) if os.path.isfile(corpus) else None,
         "vocabulary_sha256": _file_digest(vocabulary),
         "vocabulary": os.path.abspath(vocabulary),
@@ -327,6 +327,7 @@ def run_pretraining(config):
         initial_epoch=initial_epoch,
         callbacks=callbacks,
         verbose=config.verbose,
+        shuffle=False,  # the dataset shuffles itself, per pass and resumably
     )
     seconds = time.time() - started
 

@@ -1,0 +1,103 @@
+"""The whole chain on real assets: pretrain → fine-tune → export → serve (`make demo`).
+
+    python examples/demo.py [--workdir runs/demo] [--base_dir savedmodels]
+
+1. Pretrain a tiny BERT (L2/H128, masked LM + next-sentence) on the real Wikipedia excerpt.
+2. Fine-tune the real all-MiniLM-L6-v2 on real Rotten Tomatoes snippets (sentiment).
+3. Export both for TF Serving (token ids in, and raw text in).
+4. Answer a REST request with the exported sentiment text model, loaded in a fresh process with
+   TensorFlow alone (no Keras, no bertlayers), and print the request and the response.
+
+Each step runs the example script a user would run, and is skipped or resumed when its output
+exists already: a second run reuses the first's work.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REVIEWS = ["A gorgeous, witty, seductive movie.", "The plot is paper-thin and the jokes fall flat."]
+
+
+def run(script, *args, quiet_stderr=False, env=None):
+    """Run an example script; with `quiet_stderr` its stderr is shown only if it fails (the
+    serving client imports TensorFlow alone, without bertlayers' quiet start-up)."""
+    command = [sys.executable, os.path.join(HERE, script), *map(str, args)]
+    result = subprocess.run(command, stderr=subprocess.PIPE if quiet_stderr else None, text=True, env=env)
+    if result.returncode:
+        sys.stderr.write(result.stderr or "")
+        raise SystemExit(f"{script} failed (exit {result.returncode}): {' '.join(command)}")
+
+
+def has_version(model_dir):
+    return os.path.isdir(model_dir) and any(n.isdigit() for n in os.listdir(model_dir))
+
+
+def step(number, title):
+    print(f"\n=== {number}. {title} ===", flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workdir", default="runs/demo")
+    parser.add_argument("--data_dir", default="data")
+    parser.add_argument("--base_dir", default="savedmodels")
+    parser.add_argument("--pretrain_steps", type=int, default=200)
+    parser.add_argument("--train_examples", type=int, default=1600, help="Rotten Tomatoes snippets to fine-tune on")
+    args = parser.parse_args()
+    started = time.time()
+    pretrain_dir = os.path.join(args.workdir, "pretrain")
+    sentiment_dir = os.path.join(args.workdir, "sentiment")
+    reviews = os.path.join(args.data_dir, "rotten_tomatoes")
+
+    step(1, f"Pretrain a tiny BERT on the real Wikipedia excerpt → {pretrain_dir}")
+    run("pretrain.py", "--output_dir", pretrain_dir, "--num_train_steps", args.pretrain_steps, "--checkpoint_every", 100)
+
+    step(2, f"Fine-tune the real all-MiniLM-L6-v2 on Rotten Tomatoes → {sentiment_dir}")
+    if not os.path.isfile(os.path.join(reviews, "train.csv")):
+        run("prepare_datasets.py", "--output_dir", args.data_dir)
+    metrics_path = os.path.join(sentiment_dir, "metrics.json")
+    if os.path.isfile(metrics_path) and os.path.isfile(os.path.join(sentiment_dir, "model.keras")):
+        print(f"Reusing the fine-tuned model in {sentiment_dir} (delete it to train again)")
+    else:
+        run(
+            "run_classifier.py", "--train_file", os.path.join(reviews, "train.csv"),
+            "--eval_file", os.path.join(reviews, "dev.csv"), "--output_dir", sentiment_dir,
+            "--max_train_examples", args.train_examples, "--epochs", 1, "--sequence_length", 48,
+            "--batch_size", 16, "--learning_rate", 1e-4,
+        )
+    with open(metrics_path, encoding="utf-8") as f:
+        metrics = json.load(f)
+    print(
+        f"Sentiment accuracy on {metrics['eval_examples']} held-out snippets: {metrics['accuracy']:.1%} "
+        f"(majority class: {metrics.get('majority_class_accuracy', float('nan')):.1%})"
+    )
+
+    step(3, f"Export both for TF Serving → {args.base_dir}")
+    for name, source, length in (("tiny_bert", pretrain_dir, 128), ("sentiment", os.path.join(sentiment_dir, "model.keras"), 48)):
+        if has_version(os.path.join(args.base_dir, f"{name}_text")):
+            print(f"Reusing the export in {os.path.join(args.base_dir, name)}(_text) (delete it to export again)")
+            continue
+        run("export_savedmodel.py", "--model", source, "--name", name, "--base_dir", args.base_dir, "--sequence_length", length)
+
+    step(4, "Serve: a REST request to the sentiment text model, answered in a fresh process without Keras")
+    # As in a server: Keras and bertlayers cannot even be imported in this process.
+    unavailable = os.path.join(args.workdir, "without_keras")
+    for package in ("keras", "keras_hub", "keras_nlp", "bertlayers"):
+        os.makedirs(os.path.join(unavailable, package), exist_ok=True)
+        with open(os.path.join(unavailable, package, "__init__.py"), "w", encoding="utf-8") as f:
+            f.write(f"raise ImportError('{package} is not available in the serving process')\n")
+    command = ["serving_requests.py", "--base_dir", args.base_dir, "--name", "sentiment", "--text_only", "--signature", "serving_default"]
+    for review in REVIEWS:
+        command += ["--text", review]
+    run(*command, quiet_stderr=True, env=dict(os.environ, PYTHONPATH=os.path.abspath(unavailable)))
+    print(f"\nDone in {(time.time() - started) / 60:.1f} min. To serve for real: tensorflow_model_server --rest_api_port=8501 "
+          f"--model_config_file={os.path.abspath(os.path.join(args.base_dir, 'models.config'))}")
+
+
+if __name__ == "__main__":
+    main()
