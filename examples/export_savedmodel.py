@@ -46,7 +46,7 @@ def main():
     written = export_for_serving(
         model, args.name, base_dir=args.base_dir, vocabulary=None if args.no_text else vocabulary,
         lowercase=args.uncased, sequence_length=args.sequence_length, truncate=args.truncate, version=args.version,
-        label_names=label_names,
+        label_names=label_names, verbose=True,
     )
     for name, path in written.items():
         print(f"{name}: {path}")

@@ -58,7 +58,7 @@ def main():
         strategy, args, lambda encoder: SequenceClassifier(encoder, num_classes),
         (x_train, {"logits": y_train}, None), validation=(x_eval, {"logits": y_eval}),
     )
-    logits = model.predict(x_eval, batch_size=args.batch_size, verbose=0)["logits"]
+    logits = model.predict(x_eval, batch_size=args.batch_size, verbose=args.verbose)["logits"]
     if args.regression:
         scores = logits[:, 0]
         metrics = {"pearson": pearson(y_eval[:, 0], scores), "spearman": spearman(y_eval[:, 0], scores)}

@@ -45,7 +45,7 @@ def main():
         (x_train, {"logits": y_train}, {"logits": w_train}),
         validation=(x_eval, {"logits": y_eval}, {"logits": w_eval}),
     )
-    logits = model.predict(x_eval, batch_size=args.batch_size, verbose=0)["logits"]
+    logits = model.predict(x_eval, batch_size=args.batch_size, verbose=args.verbose)["logits"]
     predicted = decode_tags(logits, starts, tags)
     gold = [[tag for _, tag in sentence] for sentence in evaluation]
     metrics = entity_scores(gold, predicted)

@@ -55,7 +55,7 @@ def main():
 
     targets = {"start_logits": train_features.start_positions, "end_logits": train_features.end_positions}
     model = finetune(strategy, args, SpanPredictor, (train_features.inputs, targets, None))
-    outputs = model.predict(eval_features.inputs, batch_size=args.batch_size, verbose=0)
+    outputs = model.predict(eval_features.inputs, batch_size=args.batch_size, verbose=args.verbose)
     predictions, nbest = decode_answers(
         evaluation, eval_features, outputs["start_logits"], outputs["end_logits"],
         n_best_size=args.n_best_size, max_answer_length=args.max_answer_length,

@@ -284,7 +284,7 @@ def write_models_config(base_dir):
 
 def export_for_serving(
     model, name, base_dir="savedmodels", vocabulary=None, lowercase=True, sequence_length=128,
-    truncate=False, version=None, max_query_length=64, max_answer_length=30, label_names=None,
+    truncate=False, version=None, max_query_length=64, max_answer_length=30, label_names=None, verbose=False,
 ):
     """Export `model` as NAME (ids in) and, given a `vocabulary`, NAME_text (strings in).
 
@@ -296,6 +296,7 @@ def export_for_serving(
       truncate: cut over-long requests to `sequence_length` instead of rejecting them.
       version: the integer version; default the next free one (the same for both models).
       label_names: a classifier's label strings, by class id: adds a `label_name` output.
+      verbose: print each SavedModel as it is written (tracing and saving take a while).
 
     Returns:
       {model name: version folder}.
@@ -331,6 +332,8 @@ def export_for_serving(
             staging = os.path.join(base_dir, n, f".partial-{version}-{uuid.uuid4().hex[:8]}")
             if n.endswith("_text"):
                 servable.tokenizer = tokenizer
+            if verbose:
+                print(f"Writing {finals[n]} ({len(signatures[n])} signatures) ...", flush=True)
             tf.saved_model.save(servable, staging, signatures=signatures[n])
             staged[staging] = finals[n]
         _commit_together(base_dir, staged)
