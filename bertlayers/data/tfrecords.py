@@ -86,22 +86,22 @@ def check_tfrecords(files, max_seq_length, max_predictions_per_seq, vocabulary_s
     for path in files:
         if not os.path.isfile(path):
             raise FileNotFoundError(f"No TFRecord file at {path}.")
-        count = 0
         try:
-            for record in tf.data.TFRecordDataset(path):
-                if count == 0:
-                    _check_first_record(path, record.numpy(), expected)
-                count += 1
+            first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
         except tf.errors.DataLossError as error:
-            raise ValueError(f"{path} is corrupt after {count} records: {error.message}") from None
-        if count == 0:
+            raise ValueError(f"{path} is corrupt after 0 records: {error.message}") from None
+        if first is None:
             raise ValueError(f"{path} holds no records.")
-        _check_ranges(path, max_seq_length, max_predictions_per_seq, vocabulary_size, type_vocab_size)
-        counts[path] = count
+        _check_first_record(path, first.numpy(), expected)
+        counts[path] = _count_and_check_ranges(
+            path, max_seq_length, max_predictions_per_seq, vocabulary_size, type_vocab_size
+        )
     return counts
 
 
-def _check_ranges(path, max_seq_length, max_predictions_per_seq, vocabulary_size, type_vocab_size):
+def _count_and_check_ranges(path, max_seq_length, max_predictions_per_seq, vocabulary_size, type_vocab_size):
+    """One pass over a file (its first record already checked): the record count, and every
+    id, segment, position and mask value within its range."""
     limits = {
         "input_ids": (vocabulary_size, "the vocabulary size"),
         "masked_lm_ids": (vocabulary_size, "the vocabulary size"),
@@ -114,10 +114,15 @@ def _check_ranges(path, max_seq_length, max_predictions_per_seq, vocabulary_size
     batches = tf.data.TFRecordDataset(path).batch(4096).map(
         lambda s: parse_records(s, max_seq_length, max_predictions_per_seq)
     )
-    for features in batches:
-        for name in limits:
-            values = features[name].numpy()
-            low[name], high[name] = min(low[name], values.min()), max(high[name], values.max())
+    count = 0
+    try:
+        for features in batches:
+            count += int(features["input_ids"].shape[0])
+            for name in limits:
+                values = features[name].numpy()
+                low[name], high[name] = min(low[name], values.min()), max(high[name], values.max())
+    except tf.errors.DataLossError as error:
+        raise ValueError(f"{path} is corrupt after {count} records: {error.message}") from None
     for name, (limit, what) in limits.items():
         if limit is not None and (low[name] < 0 or high[name] >= limit):
             bad = int(low[name] if low[name] < 0 else high[name])
@@ -125,6 +130,7 @@ def _check_ranges(path, max_seq_length, max_predictions_per_seq, vocabulary_size
                 f"{path}: feature {name} holds {bad}, outside [0, {limit}) ({what}); "
                 f"the records were made with another vocabulary or settings."
             )
+    return count
 
 
 def _check_first_record(path, serialized, expected):
