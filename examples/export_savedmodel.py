@@ -9,12 +9,11 @@ folder, or a Hugging Face BERT folder. Versions are integers, the next free one 
 """
 
 import argparse
-import json
 import os
 
 from bertlayers.data.assets import bert_uncased_vocabulary
 from bertlayers.export import export_for_serving
-from bertlayers.models import load_encoder, load_model_file
+from bertlayers.convert import load_encoder, load_model_file
 
 
 def main():
@@ -38,15 +37,10 @@ def main():
     vocabulary = args.vocabulary or (
         os.path.join(folder, "vocab.txt") if os.path.isfile(os.path.join(folder, "vocab.txt")) else bert_uncased_vocabulary()
     )
-    labels_path = os.path.join(folder, "labels.json")  # written by run_classifier.py
-    label_names = None
-    if os.path.isfile(labels_path) and getattr(model, "num_classes", 0) > 1:
-        with open(labels_path, encoding="utf-8") as f:
-            label_names = json.load(f)
     written = export_for_serving(
         model, args.name, base_dir=args.base_dir, vocabulary=None if args.no_text else vocabulary,
         lowercase=args.uncased, sequence_length=args.sequence_length, truncate=args.truncate, version=args.version,
-        label_names=label_names, verbose=True,
+        verbose=True,
     )
     for name, path in written.items():
         print(f"{name}: {path}")

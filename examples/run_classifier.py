@@ -55,7 +55,7 @@ def main():
     print(f"{len(train)} training and {len(evaluation)} evaluation examples" + (f", labels {labels.labels}" if labels else ""))
 
     model = finetune(
-        strategy, args, lambda encoder: SequenceClassifier(encoder, num_classes),
+        strategy, args, lambda encoder: SequenceClassifier(encoder, num_classes, label_names=labels.labels if labels else None),
         (x_train, {"logits": y_train}, None), validation=(x_eval, {"logits": y_eval}),
     )
     logits = model.predict(x_eval, batch_size=args.batch_size, verbose=args.verbose)["logits"]
@@ -70,8 +70,6 @@ def main():
         metrics["majority_class_accuracy"] = accuracy(y_eval, np.full_like(y_eval, np.bincount(y_train).argmax()))
         predictions = [{"id": e.where, "label": labels.labels[p]} for e, p in zip(evaluation, predicted)]
     metrics.update({"eval_examples": len(evaluation), "init": "random" if args.random_init else encoder_source(args)})
-    if labels:  # export_savedmodel.py serves label names from this file
-        write_json(os.path.join(args.output_dir, "labels.json"), labels.labels)
     write_json(os.path.join(args.output_dir, "metrics.json"), metrics)
     with open(os.path.join(args.output_dir, "predictions.jsonl"), "w", encoding="utf-8") as f:
         f.writelines(json.dumps(p) + "\n" for p in predictions)

@@ -47,7 +47,7 @@ def main():
         train = [e for e in train if not e.is_impossible]
         evaluation = [e for e in evaluation if not e.is_impossible]
     tokenizer = wordpiece_tokenizer(vocabulary_for(args))
-    window = dict(max_seq_length=args.sequence_length, doc_stride=args.doc_stride, max_query_length=args.max_query_length)
+    window = dict(sequence_length=args.sequence_length, doc_stride=args.doc_stride, max_query_length=args.max_query_length)
     train_features = make_windows(train, tokenizer, **window)
     eval_features = make_windows(evaluation, tokenizer, **window)
     print(f"{len(train)} training questions ({len(train_features.example_index)} windows), "

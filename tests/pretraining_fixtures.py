@@ -25,7 +25,7 @@ def make_corpus(directory):
     vocabulary = os.path.join(directory, "vocab.txt")
     build_wordpiece_vocabulary(documents, VOCAB_SIZE, vocabulary)
     stats = write_pretraining_data(
-        documents, vocabulary, os.path.join(directory, "records"), max_seq_length=SEQ,
+        documents, vocabulary, os.path.join(directory, "records"), sequence_length=SEQ,
         max_predictions_per_seq=PREDICTIONS, masking=MaskingConfig(max_predictions_per_seq=PREDICTIONS),
         dupe_factor=1, num_shards=2, verbose=False,
     )
@@ -35,7 +35,7 @@ def make_corpus(directory):
 def common_args(corpus, output_dir, steps, every, *extra):
     return [
         "--output_dir", str(output_dir), "--vocabulary", corpus["vocabulary"], "--input_files", *corpus["files"],
-        "--max_seq_length", str(SEQ), "--max_predictions_per_seq", str(PREDICTIONS), "--batch_size", "8",
+        "--sequence_length", str(SEQ), "--max_predictions_per_seq", str(PREDICTIONS), "--batch_size", "8",
         "--num_train_steps", str(steps), "--checkpoint_every", str(every), "--learning_rate", "2e-3",
         "--dropout", "0.0", "--verbose", "2", *extra,
     ]

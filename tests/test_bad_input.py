@@ -18,7 +18,7 @@ from bertlayers.data.ner_data import read_conll
 from bertlayers.data.squad_data import read_squad
 from bertlayers.data.tfrecords import check_tfrecords, serialize_example
 from bertlayers.data.tokenizer import check_vocabulary_fits, load_vocabulary
-from bertlayers.models import load_model_file
+from bertlayers.convert import load_model_file
 from bertlayers.networks import BertEncoder
 from bertlayers.training.pretraining import PretrainingConfig, run_pretraining
 from pretraining_fixtures import PREDICTIONS, SEQ, make_corpus
@@ -217,7 +217,7 @@ def test_records_with_ids_past_the_vocabulary_are_refused(tmp_path, corpus):
 def run_config(shared, output_dir, **changes):
     values = dict(
         output_dir=str(output_dir), vocabulary=shared["vocabulary"], corpus=shared["corpus"], corpus_format="bert",
-        max_seq_length=SEQ, max_predictions_per_seq=PREDICTIONS, batch_size=4, num_train_steps=2,
+        sequence_length=SEQ, max_predictions_per_seq=PREDICTIONS, batch_size=4, num_train_steps=2,
         checkpoint_every=1, dupe_factor=1, verbose=0,
     )
     values.update(changes)

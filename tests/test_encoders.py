@@ -47,7 +47,7 @@ def padded(inputs, extra):
         ({"num_layers": 0}, r"EncoderConfig.num_layers must be a positive integer, got 0"),
         ({"vocabulary_size": -5}, r"EncoderConfig.vocabulary_size must be a positive integer"),
         ({"intermediate_size": 3.5}, r"EncoderConfig.intermediate_size must be a positive integer"),
-        ({"hidden_activation": "sigmoidish"}, r"EncoderConfig.hidden_activation: Unknown activation 'sigmoidish'"),
+        ({"activation": "sigmoidish"}, r"EncoderConfig.activation: Unknown activation 'sigmoidish'"),
         ({"dropout": 1.5}, r"EncoderConfig.dropout must be in \[0, 1\)"),
         ({"layer_norm_epsilon": 0.0}, r"EncoderConfig.layer_norm_epsilon must be > 0"),
         ({"embedding_size": 0}, r"EncoderConfig.embedding_size must be a positive integer or None"),

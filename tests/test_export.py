@@ -152,7 +152,7 @@ def test_squad_text_model_decodes_answers_in_the_graph(exported, tmp_path):
         {"question": np.array([e.question for e in examples]), "context": np.array(contexts)}, tmp_path, text=True,
     )
     short = [SquadExample(e.qid, e.question, c, [], True) for e, c in zip(examples, contexts)]
-    features = make_windows(short, wordpiece_tokenizer(bert_uncased_vocabulary()), max_seq_length=SEQ, max_query_length=64)
+    features = make_windows(short, wordpiece_tokenizer(bert_uncased_vocabulary()), sequence_length=SEQ, max_query_length=64)
     assert len(features.example_index) == len(short)
     predictions, _ = decode_answers(short, features, served["start_logits"], served["end_logits"], n_best_size=SEQ)
     for i, example in enumerate(short):

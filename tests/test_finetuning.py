@@ -13,7 +13,8 @@ from bertlayers.data import bert_uncased_vocabulary, minilm_path, wordpiece_toke
 from bertlayers.data.classification_data import LabelMap, read_text_examples
 from bertlayers.data.ner_data import decode_tags, encode_sentences, tag_vocabulary
 from bertlayers.data.squad_data import SquadExample, decode_answers, make_windows, read_squad
-from bertlayers.models import BertPretrainer, SequenceClassifier, SpanPredictor, TokenClassifier, load_encoder
+from bertlayers.convert import load_encoder
+from bertlayers.models import BertPretrainer, SequenceClassifier, SpanPredictor, TokenClassifier
 from bertlayers.networks import BertEncoder
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -34,7 +35,7 @@ def test_windows_and_offsets_round_trip_every_bundled_answer(tokenizer, name):
     examples = read_squad(os.path.join(SQUAD, name))
     assert any(e.is_impossible for e in examples)
     # Short windows force most contexts into several overlapping windows.
-    features = make_windows(examples, tokenizer, max_seq_length=48, doc_stride=12, max_query_length=16)
+    features = make_windows(examples, tokenizer, sequence_length=48, doc_stride=12, max_query_length=16)
     assert len(features.example_index) > 2 * len(examples)
     start = np.full(features.inputs["token_ids"].shape, -1e4, "float32")
     end = start.copy()
@@ -64,7 +65,7 @@ def test_answers_start_and_end_on_word_boundaries(tokenizer):
 
     context = "The Tarsen Glacier moved north."
     example = SquadExample("q", "Which glacier?", context, [], True)
-    features = make_windows([example], tokenizer, max_seq_length=32)
+    features = make_windows([example], tokenizer, sequence_length=32)
     pieces = [tokenizer.id_to_token(int(t)) for t in features.inputs["token_ids"][0]]
     inside, first = pieces.index("##sen"), pieces.index("##sen") - 1
     start = np.zeros((1, 32), "float32")

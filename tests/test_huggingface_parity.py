@@ -63,7 +63,7 @@ def test_real_weights_padding_invariance(reference, minilm):
 def test_config_is_read_from_the_checkpoint(minilm):
     config = minilm.config
     assert (config.num_layers, config.hidden_size, config.num_heads, config.intermediate_size) == (6, 384, 12, 1536)
-    assert config.layer_norm_epsilon == 1e-12 and config.hidden_activation == "gelu"
+    assert config.layer_norm_epsilon == 1e-12 and config.activation == "gelu"
 
 
 # --- Bad checkpoints --------------------------------------------------------------------------

@@ -73,7 +73,7 @@ def test_transformer_encoder_block_attention_mask_and_scores():
     causal = np.tril(np.ones((SEQ, SEQ), "int32"))[None].repeat(BATCH, 0)
     run_layer_test(
         layers.TransformerEncoderBlock,
-        {"num_heads": HEADS, "intermediate_size": 32, "intermediate_activation": "gelu_approximate"},
+        {"num_heads": HEADS, "intermediate_size": 32, "activation": "gelu_approximate"},
         {
             "inputs": hidden_states(),
             "padding_mask": PADDING,
@@ -209,17 +209,17 @@ def test_post_and_pre_layer_norm_differ_and_post_ln_output_is_normalized():
 
 def test_gelu_exact_by_default_and_approximation_selectable():
     block = layers.TransformerEncoderBlock(num_heads=HEADS, intermediate_size=32)
-    assert block.intermediate_activation == "gelu"
+    assert block.activation == "gelu"
     x = np.linspace(-3, 3, 13).astype("float32")
     exact = ops.convert_to_numpy(block._activation_fn(x))
     from math import erf, sqrt
 
     np.testing.assert_allclose(exact, [0.5 * v * (1 + erf(v / sqrt(2))) for v in x], atol=1e-6)
-    approx = layers.TransformerEncoderBlock(num_heads=HEADS, intermediate_size=32, intermediate_activation="gelu_new")
-    assert approx.intermediate_activation == "gelu_approximate"
+    approx = layers.TransformerEncoderBlock(num_heads=HEADS, intermediate_size=32, activation="gelu_new")
+    assert approx.activation == "gelu_approximate"
     assert not np.allclose(ops.convert_to_numpy(approx._activation_fn(x)), exact, atol=1e-5)
     with pytest.raises(ValueError, match="Unknown activation 'gelu_fast'"):
-        layers.TransformerEncoderBlock(num_heads=HEADS, intermediate_size=32, intermediate_activation="gelu_fast")
+        layers.TransformerEncoderBlock(num_heads=HEADS, intermediate_size=32, activation="gelu_fast")
 
 
 def test_pluggable_attention_layer_round_trips():

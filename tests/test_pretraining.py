@@ -28,7 +28,7 @@ def corpus(tmp_path_factory):
 def config(corpus, output_dir, **changes):
     values = dict(
         output_dir=str(output_dir), vocabulary=corpus["vocabulary"], corpus=corpus["corpus"],
-        corpus_format="bert", max_seq_length=SEQ, max_predictions_per_seq=PREDICTIONS, batch_size=16,
+        corpus_format="bert", sequence_length=SEQ, max_predictions_per_seq=PREDICTIONS, batch_size=16,
         num_train_steps=150, checkpoint_every=50, learning_rate=2e-3, dupe_factor=1, verbose=0,
     )
     values.update(changes)

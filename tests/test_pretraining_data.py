@@ -209,7 +209,7 @@ def test_same_seed_gives_identical_records(small_documents, tmp_path):
 def test_corrupt_and_mismatched_files_are_named(small_documents, tmp_path):
     stats = write(small_documents, tmp_path)
     assert sum(check_tfrecords(stats.files, SEQ, 20).values()) == stats.examples
-    with pytest.raises(ValueError, match=r"pretrain-00000-of-00002.tfrecord: feature input_ids has length 128, but the run expects 64 \(max_seq_length\)"):
+    with pytest.raises(ValueError, match=r"pretrain-00000-of-00002.tfrecord: feature input_ids has length 128, but the run expects 64 \(sequence_length\)"):
         check_tfrecords(stats.files, 64, 20)
     with pytest.raises(ValueError, match=r"feature masked_lm_positions has length 20, but the run expects 30 \(max_predictions_per_seq\)"):
         check_tfrecords(stats.files, SEQ, 30)

@@ -2,6 +2,7 @@
 
 from bertlayers.convert.google import load_google_albert, load_google_bert
 from bertlayers.convert.huggingface import encoder_config_from_huggingface, load_huggingface_bert
+from bertlayers.convert.loading import load_encoder, load_model_file
 from bertlayers.convert.weight_map import CheckpointMismatchError
 
 __all__ = [
@@ -10,4 +11,6 @@ __all__ = [
     "load_google_albert",
     "load_google_bert",
     "load_huggingface_bert",
+    "load_encoder",
+    "load_model_file",
 ]

@@ -14,7 +14,7 @@ BERT_CONFIG_KEYS = {
     "hidden_size": "hidden_size",
     "num_attention_heads": "num_heads",
     "intermediate_size": "intermediate_size",
-    "hidden_act": "hidden_activation",
+    "hidden_act": "activation",
     "hidden_dropout_prob": "dropout",
     "attention_probs_dropout_prob": "attention_dropout",
     "max_position_embeddings": "max_sequence_length",

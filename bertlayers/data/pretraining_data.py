@@ -45,7 +45,7 @@ def write_pretraining_data(
     documents,
     vocabulary_path,
     output_dir,
-    max_seq_length=128,
+    sequence_length=128,
     max_predictions_per_seq=20,
     mode="nsp",
     masking=None,
@@ -84,7 +84,7 @@ def write_pretraining_data(
         for start in range(0, len(tokenized), 64):
             # Pairs draw their random next segments from the whole corpus, not the slice.
             examples = create_examples(
-                tokenized, vocab, max_seq_length, mode, short_seq_prob, rng, document_range=(start, start + 64)
+                tokenized, vocab, sequence_length, mode, short_seq_prob, rng, document_range=(start, start + 64)
             )
             for example in examples:
                 if masking is not None:
@@ -95,7 +95,7 @@ def write_pretraining_data(
                 records.append(
                     serialize_example(
                         token_ids, example.segment_ids, positions, labels, example.label,
-                        max_seq_length, max_predictions_per_seq,
+                        sequence_length, max_predictions_per_seq,
                     )
                 )
                 tokens += len(token_ids)
@@ -183,7 +183,7 @@ def _normalized(weights):
 def pretraining_dataset(
     files,
     batch_size,
-    max_seq_length,
+    sequence_length,
     max_predictions_per_seq,
     objective="mlm_nsp",
     vocabulary_path=None,
@@ -226,7 +226,7 @@ def pretraining_dataset(
         )
     dataset = dataset.repeat()
     dataset = dataset.batch(batch_size, drop_remainder=True)
-    dataset = dataset.map(lambda s: parse_records(s, max_seq_length, max_predictions_per_seq))
+    dataset = dataset.map(lambda s: parse_records(s, sequence_length, max_predictions_per_seq))
     # The batch's index in the stream keys its dynamic masks; it is counted before the skip.
     dataset = dataset.enumerate()
 

@@ -43,9 +43,9 @@ def _pack(tokens_a, tokens_b, vocab):
     return token_ids, segment_ids
 
 
-def _pair_examples_from_document(documents, index, max_seq_length, short_seq_prob, mode, vocab, rng):
+def _pair_examples_from_document(documents, index, sequence_length, short_seq_prob, mode, vocab, rng):
     document = documents[index]
-    max_tokens = max_seq_length - 3
+    max_tokens = sequence_length - 3
     target_length = max_tokens
     if rng.random() < short_seq_prob:
         target_length = int(rng.integers(2, max_tokens + 1))
@@ -98,8 +98,8 @@ def _pair_examples_from_document(documents, index, max_seq_length, short_seq_pro
     return examples
 
 
-def _single_segment_examples(documents, max_seq_length, short_seq_prob, vocab, rng):
-    max_tokens = max_seq_length - 2
+def _single_segment_examples(documents, sequence_length, short_seq_prob, vocab, rng):
+    max_tokens = sequence_length - 2
     examples, current = [], []
 
     def target():
@@ -124,14 +124,14 @@ def _single_segment_examples(documents, max_seq_length, short_seq_prob, vocab, r
 
 
 def create_examples(
-    documents, vocab, max_seq_length, mode="nsp", short_seq_prob=0.1, rng=None, document_range=None
+    documents, vocab, sequence_length, mode="nsp", short_seq_prob=0.1, rng=None, document_range=None
 ):
     """Packed examples from `documents` (lists of sentences, each a list of WordPiece ids).
 
     Args:
       documents: list of documents; a document is a list of tokenized sentences.
       vocab: a `VocabularyInfo`.
-      max_seq_length: length of a packed example, special tokens included.
+      sequence_length: length of a packed example, special tokens included.
       mode: "nsp", "sop" or "single" (see the module docstring).
       short_seq_prob: probability of packing to a shorter random target length.
       rng: a `numpy.random.Generator`.
@@ -143,16 +143,16 @@ def create_examples(
     """
     if mode not in MODES:
         raise ValueError(f"Unknown example mode {mode!r}; known: {', '.join(MODES)}.")
-    if max_seq_length < 5:
-        raise ValueError(f"max_seq_length must be at least 5, got {max_seq_length}.")
+    if sequence_length < 5:
+        raise ValueError(f"sequence_length must be at least 5, got {sequence_length}.")
     start, stop = document_range or (0, len(documents))
     if mode == "single":
-        return _single_segment_examples(documents[start:stop], max_seq_length, short_seq_prob, vocab, rng)
+        return _single_segment_examples(documents[start:stop], sequence_length, short_seq_prob, vocab, rng)
     examples = []
     for index in range(start, min(stop, len(documents))):
         if not documents[index]:
             continue
         examples.extend(
-            _pair_examples_from_document(documents, index, max_seq_length, short_seq_prob, mode, vocab, rng)
+            _pair_examples_from_document(documents, index, sequence_length, short_seq_prob, mode, vocab, rng)
         )
     return examples

@@ -178,7 +178,7 @@ class SquadFeatures:
     max_context: list  # per window: {position: bool}, True where this window gives the token most context
 
 
-def make_windows(examples, tokenizer, max_seq_length=384, doc_stride=128, max_query_length=64, lowercase=True):
+def make_windows(examples, tokenizer, sequence_length=384, doc_stride=128, max_query_length=64, lowercase=True):
     """Split each (question, context) into windows `[CLS] question [SEP] context-part [SEP]`.
 
     Contexts longer than a window are covered by windows `doc_stride` tokens apart. A window
@@ -192,9 +192,9 @@ def make_windows(examples, tokenizer, max_seq_length=384, doc_stride=128, max_qu
     token_spans, word_edges, max_context = [], [], []
     for index, (example, question, context) in enumerate(zip(examples, questions, contexts)):
         query = [t for t, *_ in question][:max_query_length]
-        room = max_seq_length - len(query) - 3
+        room = sequence_length - len(query) - 3
         if room <= 0:
-            raise ValueError(f"Question {example.qid}: max_seq_length {max_seq_length} leaves no room for the context.")
+            raise ValueError(f"Question {example.qid}: sequence_length {sequence_length} leaves no room for the context.")
         answer = None
         if example.answers and not example.is_impossible:
             text, start_char = example.answers[0]
@@ -223,7 +223,7 @@ def make_windows(examples, tokenizer, max_seq_length=384, doc_stride=128, max_qu
             target = (0, 0)
             if answer and window_start <= answer[0] and answer[1] < window_start + length:
                 target = (offset + answer[0] - window_start, offset + answer[1] - window_start)
-            padding = max_seq_length - len(ids)
+            padding = sequence_length - len(ids)
             rows["token_ids"].append(ids + [0] * padding)
             rows["segment_ids"].append([0] * offset + [1] * (length + 1) + [0] * padding)
             rows["padding_mask"].append([1] * len(ids) + [0] * padding)

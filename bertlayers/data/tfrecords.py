@@ -1,7 +1,7 @@
 """Pretraining TFRecords with google-research/bert's feature names and dtypes.
 
 Every record is a `tf.train.Example` with
-  input_ids, input_mask, segment_ids        int64 [max_seq_length]
+  input_ids, input_mask, segment_ids        int64 [sequence_length]
   masked_lm_positions, masked_lm_ids        int64 [max_predictions_per_seq]
   masked_lm_weights                         float [max_predictions_per_seq]
   next_sentence_labels                      int64 [1]
@@ -17,11 +17,11 @@ INT_FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
 FLOAT_FEATURES = ("masked_lm_weights",)
 
 
-def feature_lengths(max_seq_length, max_predictions_per_seq):
+def feature_lengths(sequence_length, max_predictions_per_seq):
     return {
-        "input_ids": max_seq_length,
-        "input_mask": max_seq_length,
-        "segment_ids": max_seq_length,
+        "input_ids": sequence_length,
+        "input_mask": sequence_length,
+        "segment_ids": sequence_length,
         "masked_lm_positions": max_predictions_per_seq,
         "masked_lm_ids": max_predictions_per_seq,
         "masked_lm_weights": max_predictions_per_seq,
@@ -29,11 +29,11 @@ def feature_lengths(max_seq_length, max_predictions_per_seq):
     }
 
 
-def feature_spec(max_seq_length, max_predictions_per_seq):
+def feature_spec(sequence_length, max_predictions_per_seq):
     """The `tf.io.parse_example` spec of a record."""
     return {
         name: tf.io.FixedLenFeature([length], tf.float32 if name in FLOAT_FEATURES else tf.int64)
-        for name, length in feature_lengths(max_seq_length, max_predictions_per_seq).items()
+        for name, length in feature_lengths(sequence_length, max_predictions_per_seq).items()
     }
 
 
@@ -43,16 +43,16 @@ def _padded(values, length, dtype):
     return array
 
 
-def serialize_example(token_ids, segment_ids, positions, labels, next_sentence_label, max_seq_length, max_predictions_per_seq):
+def serialize_example(token_ids, segment_ids, positions, labels, next_sentence_label, sequence_length, max_predictions_per_seq):
     """One record, padded to the fixed lengths."""
-    if len(token_ids) > max_seq_length:
-        raise ValueError(f"An example of {len(token_ids)} tokens exceeds max_seq_length {max_seq_length}.")
+    if len(token_ids) > sequence_length:
+        raise ValueError(f"An example of {len(token_ids)} tokens exceeds sequence_length {sequence_length}.")
     if len(positions) > max_predictions_per_seq:
         raise ValueError(f"{len(positions)} predictions exceed max_predictions_per_seq {max_predictions_per_seq}.")
     values = {
-        "input_ids": _padded(token_ids, max_seq_length, np.int64),
-        "input_mask": _padded([1] * len(token_ids), max_seq_length, np.int64),
-        "segment_ids": _padded(segment_ids, max_seq_length, np.int64),
+        "input_ids": _padded(token_ids, sequence_length, np.int64),
+        "input_mask": _padded([1] * len(token_ids), sequence_length, np.int64),
+        "segment_ids": _padded(segment_ids, sequence_length, np.int64),
         "masked_lm_positions": _padded(positions, max_predictions_per_seq, np.int64),
         "masked_lm_ids": _padded(labels, max_predictions_per_seq, np.int64),
         "masked_lm_weights": _padded([1.0] * len(positions), max_predictions_per_seq, np.float32),
@@ -69,11 +69,11 @@ def serialize_example(token_ids, segment_ids, positions, labels, next_sentence_l
     return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
-def check_tfrecords(files, max_seq_length, max_predictions_per_seq, vocabulary_size=None, type_vocab_size=2):
+def check_tfrecords(files, sequence_length, max_predictions_per_seq, vocabulary_size=None, type_vocab_size=2):
     """Read every record of every file; raise a ValueError naming the file and the problem.
 
     Catches what would otherwise fail deep inside training: missing or extra features, wrong
-    dtypes or lengths (a file made for another max_seq_length), corrupt or truncated files, and
+    dtypes or lengths (a file made for another sequence_length), corrupt or truncated files, and
     ids out of range (records made with another vocabulary: `vocabulary_size`).
 
     Returns:
@@ -81,7 +81,7 @@ def check_tfrecords(files, max_seq_length, max_predictions_per_seq, vocabulary_s
     """
     if not files:
         raise ValueError("No pretraining TFRecord files were given.")
-    expected = feature_lengths(max_seq_length, max_predictions_per_seq)
+    expected = feature_lengths(sequence_length, max_predictions_per_seq)
     counts = {}
     for path in files:
         if not os.path.isfile(path):
@@ -94,25 +94,25 @@ def check_tfrecords(files, max_seq_length, max_predictions_per_seq, vocabulary_s
             raise ValueError(f"{path} holds no records.")
         _check_first_record(path, first.numpy(), expected)
         counts[path] = _count_and_check_ranges(
-            path, max_seq_length, max_predictions_per_seq, vocabulary_size, type_vocab_size
+            path, sequence_length, max_predictions_per_seq, vocabulary_size, type_vocab_size
         )
     return counts
 
 
-def _count_and_check_ranges(path, max_seq_length, max_predictions_per_seq, vocabulary_size, type_vocab_size):
+def _count_and_check_ranges(path, sequence_length, max_predictions_per_seq, vocabulary_size, type_vocab_size):
     """One pass over a file (its first record already checked): the record count, and every
     id, segment, position and mask value within its range."""
     limits = {
         "input_ids": (vocabulary_size, "the vocabulary size"),
         "masked_lm_ids": (vocabulary_size, "the vocabulary size"),
         "segment_ids": (type_vocab_size, "type_vocab_size"),
-        "masked_lm_positions": (max_seq_length, "max_seq_length"),
+        "masked_lm_positions": (sequence_length, "sequence_length"),
         "input_mask": (2, "0 or 1"),
     }
     low = {name: np.inf for name in limits}
     high = {name: -np.inf for name in limits}
     batches = tf.data.TFRecordDataset(path).batch(4096).map(
-        lambda s: parse_records(s, max_seq_length, max_predictions_per_seq)
+        lambda s: parse_records(s, sequence_length, max_predictions_per_seq)
     )
     count = 0
     try:
@@ -150,7 +150,7 @@ def _check_first_record(path, serialized, expected):
             raise ValueError(f"{path}: feature {name} is a {kind}, expected {want}.")
         actual = len(getattr(feature, kind).value)
         if actual != length:
-            what = "max_seq_length" if length == expected["input_ids"] and name != "masked_lm_positions" else "max_predictions_per_seq"
+            what = "sequence_length" if length == expected["input_ids"] and name != "masked_lm_positions" else "max_predictions_per_seq"
             if name == "next_sentence_labels":
                 what = "1"
             raise ValueError(
@@ -159,7 +159,7 @@ def _check_first_record(path, serialized, expected):
             )
 
 
-def parse_records(serialized, max_seq_length, max_predictions_per_seq):
+def parse_records(serialized, sequence_length, max_predictions_per_seq):
     """Parse a batch of serialized records into int32/float32 tensors."""
-    features = tf.io.parse_example(serialized, feature_spec(max_seq_length, max_predictions_per_seq))
+    features = tf.io.parse_example(serialized, feature_spec(sequence_length, max_predictions_per_seq))
     return {name: tf.cast(value, tf.int32) if value.dtype == tf.int64 else value for name, value in features.items()}

@@ -296,6 +296,7 @@ def export_for_serving(
       truncate: cut over-long requests to `sequence_length` instead of rejecting them.
       version: the integer version; default the next free one (the same for both models).
       label_names: a classifier's label strings, by class id: adds a `label_name` output.
+        Defaults to the classifier's own `label_names`.
       verbose: print each SavedModel as it is written (tracing and saving take a while).
 
     Returns:
@@ -308,6 +309,8 @@ def export_for_serving(
         raise ValueError(
             f"sequence_length {sequence_length} exceeds the model's max_sequence_length {encoder.config.max_sequence_length}."
         )
+    if label_names is None:
+        label_names = getattr(model, "label_names", None)
     if label_names is not None and (kind != "classifier" or len(label_names) != model.num_classes):
         raise ValueError("label_names needs a classifier with one name per class.")
     tokens = check_vocabulary_fits(vocabulary, encoder.config.vocabulary_size) if vocabulary else None

@@ -17,7 +17,7 @@ class ClassificationHead(keras.layers.Layer):
     Args:
       num_classes: number of logits (1 for regression).
       inner_dim: width of the optional inner transform; 0 for none.
-      inner_activation: activation of the inner transform.
+      activation: activation of the inner transform.
       dropout: dropout rate before the output layer.
       kernel_initializer: initializer of the kernels.
 
@@ -32,7 +32,7 @@ class ClassificationHead(keras.layers.Layer):
         self,
         num_classes,
         inner_dim=0,
-        inner_activation="tanh",
+        activation="tanh",
         dropout=0.1,
         kernel_initializer=None,
         **kwargs,
@@ -42,10 +42,10 @@ class ClassificationHead(keras.layers.Layer):
             raise ValueError(f"num_classes must be > 0, got {num_classes}.")
         self.num_classes = int(num_classes)
         self.inner_dim = int(inner_dim)
-        self.inner_activation = canonical_activation(inner_activation)
+        self.activation = canonical_activation(activation)
         self.dropout = float(dropout)
         self.kernel_initializer = keras.initializers.get(kernel_initializer or bert_initializer())
-        self._activation_fn = get_activation(self.inner_activation)
+        self._activation_fn = get_activation(self.activation)
 
     def build(self, inputs_shape):
         width = inputs_shape[-1]
@@ -87,7 +87,7 @@ class ClassificationHead(keras.layers.Layer):
             {
                 "num_classes": self.num_classes,
                 "inner_dim": self.inner_dim,
-                "inner_activation": self.inner_activation,
+                "activation": self.activation,
                 "dropout": self.dropout,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
             }
@@ -108,7 +108,7 @@ class NextSentenceHead(ClassificationHead):
       float32 logits `[batch, 2]`.
     """
 
-    _FIXED = ("num_classes", "inner_dim", "inner_activation", "dropout")
+    _FIXED = ("num_classes", "inner_dim", "activation", "dropout")
 
     def __init__(self, kernel_initializer=None, **kwargs):
         super().__init__(

@@ -24,7 +24,7 @@ class MaskedLMHead(keras.layers.Layer):
         projection is its transpose (tied weights). E may differ from H (ALBERT).
       vocabulary_size: `V`, only when no `token_embedding` is given; then the head owns an
         untied `[H, V]` output kernel.
-      intermediate_activation: activation of the transform ("gelu" in BERT).
+      activation: activation of the transform ("gelu" in BERT).
       layer_norm_epsilon: LayerNorm epsilon.
       kernel_initializer: initializer of the transform (and untied output) kernel.
 
@@ -45,7 +45,7 @@ class MaskedLMHead(keras.layers.Layer):
         self,
         token_embedding=None,
         vocabulary_size=None,
-        intermediate_activation="gelu",
+        activation="gelu",
         layer_norm_epsilon=1e-12,
         kernel_initializer=None,
         **kwargs,
@@ -64,10 +64,10 @@ class MaskedLMHead(keras.layers.Layer):
             vocabulary_size = token_embedding.input_dim
         self.token_embedding = token_embedding
         self.vocabulary_size = int(vocabulary_size)
-        self.intermediate_activation = canonical_activation(intermediate_activation)
+        self.activation = canonical_activation(activation)
         self.layer_norm_epsilon = float(layer_norm_epsilon)
         self.kernel_initializer = keras.initializers.get(kernel_initializer or bert_initializer())
-        self._activation_fn = get_activation(self.intermediate_activation)
+        self._activation_fn = get_activation(self.activation)
 
     def build(self, sequence_shape, masked_positions_shape=None):
         hidden_size = sequence_shape[-1]
@@ -132,7 +132,7 @@ class MaskedLMHead(keras.layers.Layer):
                     keras.layers.serialize(self.token_embedding) if self.token_embedding else None
                 ),
                 "vocabulary_size": self.vocabulary_size,
-                "intermediate_activation": self.intermediate_activation,
+                "activation": self.activation,
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
             }

@@ -24,7 +24,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
     Args:
       num_heads: attention heads; the hidden width must be divisible by it.
       intermediate_size: width of the feed-forward network's inner layer.
-      intermediate_activation: "gelu" (exact, erf), "gelu_approximate" (tanh), "relu", ...
+      activation: "gelu" (exact, erf), "gelu_approximate" (tanh), "relu", ...
       dropout: dropout on the attention and feed-forward outputs.
       attention_dropout: dropout on the attention probabilities.
       layer_norm_epsilon: LayerNorm epsilon (1e-12 in BERT).
@@ -49,7 +49,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self,
         num_heads,
         intermediate_size,
-        intermediate_activation="gelu",
+        activation="gelu",
         dropout=0.1,
         attention_dropout=0.1,
         layer_norm_epsilon=1e-12,
@@ -61,7 +61,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         super().__init__(**kwargs)
         self.num_heads = int(num_heads)
         self.intermediate_size = int(intermediate_size)
-        self.intermediate_activation = canonical_activation(intermediate_activation)
+        self.activation = canonical_activation(activation)
         self.dropout = float(dropout)
         self.attention_dropout = float(attention_dropout)
         self.layer_norm_epsilon = float(layer_norm_epsilon)
@@ -72,7 +72,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         # Serialized only when the user plugged one in; the default is rebuilt from the config.
         self._attention_was_given = attention_layer is not None
         self.attention_layer = attention_layer
-        self._activation_fn = get_activation(self.intermediate_activation)
+        self._activation_fn = get_activation(self.activation)
         self.supports_masking = False
 
     def _dense(self, units, name):
@@ -161,7 +161,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
             {
                 "num_heads": self.num_heads,
                 "intermediate_size": self.intermediate_size,
-                "intermediate_activation": self.intermediate_activation,
+                "activation": self.activation,
                 "dropout": self.dropout,
                 "attention_dropout": self.attention_dropout,
                 "layer_norm_epsilon": self.layer_norm_epsilon,

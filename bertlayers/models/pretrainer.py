@@ -25,7 +25,7 @@ class PretrainerBase(EncoderModel):
         config = encoder.config
         return MaskedLMHead(
             token_embedding=encoder.token_embedding,
-            intermediate_activation=config.hidden_activation,
+            activation=config.activation,
             layer_norm_epsilon=config.layer_norm_epsilon,
             kernel_initializer=bert_initializer(config.initializer_range),
             dtype=encoder.layer_dtype_policy,

@@ -17,13 +17,30 @@ class SequenceClassifier(LogitsModel):
       encoder: a `BertEncoder` or `AlbertEncoder` (pretrained, typically).
       num_classes: number of labels; 1 for regression.
       dropout: dropout before the output layer (0.1 in BERT).
+      label_names: the label strings by class id (saved with the model; an export serves
+        them as `label_name`). `num_classes` may then be left out.
     """
 
     encoder_output = "pooled_output"
     head_class = ClassificationHead
 
-    def __init__(self, encoder, num_classes, dropout=0.1, name="sequence_classifier", **kwargs):
+    def __init__(self, encoder, num_classes=None, dropout=0.1, label_names=None, name="sequence_classifier", **kwargs):
+        if label_names is not None:
+            label_names = [str(name) for name in label_names]
+            if num_classes is None:
+                num_classes = len(label_names)
+            if len(label_names) != num_classes or num_classes < 2:
+                raise ValueError(
+                    f"label_names needs one name per class of a classifier with at least 2 classes; "
+                    f"got {len(label_names)} names for num_classes={num_classes}."
+                )
+        if num_classes is None:
+            raise ValueError("SequenceClassifier needs num_classes or label_names.")
         super().__init__(encoder, num_classes, dropout=dropout, name=name, **kwargs)
+        self.label_names = label_names
+
+    def _constructor_args(self):
+        return {**super()._constructor_args(), "label_names": self.label_names}
 
     def default_losses(self):
         if self.num_classes == 1:

@@ -2,6 +2,7 @@
 
 from bertlayers.networks.albert_encoder import AlbertEncoder
 from bertlayers.networks.bert_encoder import BertEncoder
+from bertlayers.networks.encoder_base import reinitialized
 from bertlayers.networks.encoder_config import EncoderConfig
 from bertlayers.networks.presets import get_preset, preset_names
 
@@ -15,4 +16,4 @@ def build_encoder(config, **kwargs):
     return _ENCODERS[config.architecture].from_encoder_config(config, **kwargs)
 
 
-__all__ = ["AlbertEncoder", "BertEncoder", "EncoderConfig", "build_encoder", "get_preset", "preset_names"]
+__all__ = ["AlbertEncoder", "BertEncoder", "EncoderConfig", "build_encoder", "get_preset", "preset_names", "reinitialized"]

@@ -45,7 +45,7 @@ class EncoderBase(keras.Model):
             TransformerEncoderBlock(
                 num_heads=config.num_heads,
                 intermediate_size=config.intermediate_size,
-                intermediate_activation=config.hidden_activation,
+                activation=config.activation,
                 dropout=config.dropout,
                 attention_dropout=config.attention_dropout,
                 layer_norm_epsilon=config.layer_norm_epsilon,
@@ -172,3 +172,10 @@ class EncoderBase(keras.Model):
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         return cls(**config)
+
+
+def reinitialized(encoder, seed=None):
+    """An encoder of the same architecture with fresh random weights (the no-pretraining baseline)."""
+    if seed is not None:
+        keras.utils.set_random_seed(seed)
+    return type(encoder).from_config(encoder.get_config())

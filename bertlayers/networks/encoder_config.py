@@ -23,7 +23,7 @@ class EncoderConfig:
     hidden_size: int = 768
     num_heads: int = 12
     intermediate_size: int = 3072
-    hidden_activation: str = "gelu"
+    activation: str = "gelu"
     dropout: float = 0.1
     attention_dropout: float = 0.1
     max_sequence_length: int = 512
@@ -72,9 +72,9 @@ class EncoderConfig:
             if not getattr(self, field) > 0:
                 raise ValueError(f"EncoderConfig.{field} must be > 0, got {getattr(self, field)!r}.")
         try:
-            canonical_activation(self.hidden_activation)
+            canonical_activation(self.activation)
         except ValueError as error:
-            raise ValueError(f"EncoderConfig.hidden_activation: {error}") from None
+            raise ValueError(f"EncoderConfig.activation: {error}") from None
         if self.architecture not in ARCHITECTURES:
             raise ValueError(
                 f"EncoderConfig.architecture must be one of {ARCHITECTURES}, got {self.architecture!r}."

@@ -7,7 +7,8 @@ import os
 import keras
 
 from bertlayers.data.tokenizer import check_vocabulary_fits
-from bertlayers.models.warm_start import load_encoder, reinitialized
+from bertlayers.convert.loading import load_encoder
+from bertlayers.networks import reinitialized
 from bertlayers.training.callbacks import JsonHistory
 from bertlayers.training.checkpointing import save_model_atomically
 from bertlayers.training.distribute import STRATEGIES, build_strategy, compile_options

@@ -52,7 +52,7 @@ class PretrainingConfig:
     vocabulary: Optional[str] = None  # default: the real bert-base-uncased vocab.txt
     vocabulary_size: Optional[int] = None  # train a WordPiece vocabulary of this size instead
     lowercase: bool = True
-    max_seq_length: int = 128
+    sequence_length: int = 128
     max_predictions_per_seq: int = 20
     masking: str = "token"
     masked_lm_prob: float = 0.15
@@ -80,7 +80,7 @@ class PretrainingConfig:
             raise ValueError(f"Unknown recipe {self.recipe!r}; known: {', '.join(RECIPES)}.")
         if self.precision not in PRECISIONS:
             raise ValueError(f"Unknown precision {self.precision!r}; known: {', '.join(PRECISIONS)}.")
-        for field in ("batch_size", "num_train_steps", "checkpoint_every", "max_seq_length", "max_predictions_per_seq"):
+        for field in ("batch_size", "num_train_steps", "checkpoint_every", "sequence_length", "max_predictions_per_seq"):
             if getattr(self, field) <= 0:
                 raise ValueError(f"{field} must be > 0, got {getattr(self, field)}.")
         if self.num_train_steps % self.checkpoint_every:
@@ -143,7 +143,7 @@ def _data_spec(config, vocabulary):
         "masking": config.masking if RECIPES[config.recipe]["masking"] == "static" else None,
         "masked_lm_prob": config.masked_lm_prob,
         "lowercase": config.lowercase,
-        "max_seq_length": config.max_seq_length,
+        "sequence_length": config.sequence_length,
         "max_predictions_per_seq": config.max_predictions_per_seq,
         "dupe_factor": config.dupe_factor,
         "short_seq_prob": config.short_seq_prob,
@@ -203,7 +203,7 @@ def prepare_data(config, vocabulary):
         documents,
         vocabulary,
         staging,
-        max_seq_length=config.max_seq_length,
+        sequence_length=config.sequence_length,
         max_predictions_per_seq=config.max_predictions_per_seq,
         mode=spec["examples"],
         masking=masking,
@@ -228,9 +228,9 @@ def prepare_data(config, vocabulary):
 def build_pretrainer(config, vocabulary_size):
     """The recipe's pretrainer over the preset's architecture (random initialization)."""
     encoder_config = get_preset(config.preset).replace(vocabulary_size=vocabulary_size)
-    if config.max_seq_length > encoder_config.max_sequence_length:
+    if config.sequence_length > encoder_config.max_sequence_length:
         raise ValueError(
-            f"max_seq_length {config.max_seq_length} exceeds the preset's {encoder_config.max_sequence_length} positions."
+            f"sequence_length {config.sequence_length} exceeds the preset's {encoder_config.max_sequence_length} positions."
         )
     if config.dropout is not None:
         encoder_config = encoder_config.replace(dropout=config.dropout, attention_dropout=config.dropout)
@@ -266,7 +266,7 @@ def run_pretraining(config):
     vocabulary = resolve_vocabulary(config)
     vocab = VocabularyInfo.from_file(vocabulary)
     files = prepare_data(config, vocabulary)
-    counts = check_tfrecords(files, config.max_seq_length, config.max_predictions_per_seq, vocabulary_size=vocab.size)
+    counts = check_tfrecords(files, config.sequence_length, config.max_predictions_per_seq, vocabulary_size=vocab.size)
     print(f"Training data: {sum(counts.values())} records in {len(files)} files", flush=True)
 
     recipe = RECIPES[config.recipe]
@@ -274,7 +274,7 @@ def run_pretraining(config):
     dataset = pretraining_dataset(
         files,
         config.batch_size,
-        config.max_seq_length,
+        config.sequence_length,
         config.max_predictions_per_seq,
         objective=recipe["objective"],
         vocabulary_path=vocabulary,

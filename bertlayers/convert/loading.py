@@ -1,10 +1,11 @@
-"""Find a pretrained encoder wherever a user keeps one."""
+"""Load a model or a pretrained encoder from wherever a user keeps one."""
 
 import os
 import zipfile
 
 import keras
 
+from bertlayers.convert.huggingface import load_huggingface_bert
 from bertlayers.networks.encoder_base import EncoderBase
 
 
@@ -16,8 +17,6 @@ def load_encoder(source, dtype=None):
         model),
       - an examples/pretrain.py output folder (its `encoder.keras`).
     """
-    from bertlayers.convert.huggingface import load_huggingface_bert
-
     if os.path.isdir(source):
         if os.path.isfile(os.path.join(source, "config.json")):
             return load_huggingface_bert(source, dtype=dtype)
@@ -58,10 +57,3 @@ def load_model_file(path):
         if broken is not None:
             raise ValueError(f"{path} is corrupt: the archive member {broken} fails its checksum.")
     return keras.saving.load_model(path, safe_mode=True)
-
-
-def reinitialized(encoder, seed=None):
-    """An encoder of the same architecture with fresh random weights (the no-pretraining baseline)."""
-    if seed is not None:
-        keras.utils.set_random_seed(seed)
-    return type(encoder).from_config(encoder.get_config())
