@@ -8,7 +8,8 @@ from its last backup.
     python examples/pretrain.py --output_dir runs/pretrain
     python examples/pretrain.py --recipe albert --output_dir runs/albert
     python examples/pretrain.py --recipe roberta --masking token --output_dir runs/roberta
-    python examples/pretrain.py --recipe bert --masking span --output_dir runs/spanbert
+    python examples/pretrain.py --recipe spanbert --output_dir runs/spanbert
+    python examples/pretrain.py --recipe electra --option generator_fraction=0.25 --output_dir runs/electra
     python examples/pretrain.py --strategy mirrored --num_cpu_devices 2 ...
     python examples/pretrain.py --input_files data/*.tfrecord ...    # records made for google-research/bert
 """
@@ -18,13 +19,32 @@ import dataclasses
 import os
 import typing
 
-from bertlayers.training.pretraining import PretrainingConfig, RECIPES, chance_loss, run_pretraining
+from bertlayers.training.pretraining import PretrainingConfig, chance_loss, run_pretraining
+from bertlayers.training.recipes import get_recipe, recipe_names
+
+
+def _recipes_help():
+    lines = ["recipes (--recipe; options with --option name=value):"]
+    for name in recipe_names():
+        recipe = get_recipe(name)
+        options = ", ".join(f"{k}={v}" for k, v in recipe.options.items())
+        lines.append(f"  {name:8s} {recipe.description}" + (f" [{options}]" if options else ""))
+    return "\n".join(lines)
+
+
+def _option(text):
+    name, separator, value = text.partition("=")
+    if not separator or not name:
+        raise argparse.ArgumentTypeError(f"expected name=value, got {text!r}")
+    return name, value
 
 
 def parse_args():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, epilog=_recipes_help(), formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     choices = {
-        "recipe": list(RECIPES),
+        "recipe": recipe_names(),
         "masking": ["token", "whole_word", "span"],
         "precision": ["float32", "mixed_bfloat16", "mixed_float16"],
         "strategy": ["default", "mirrored", "multi_worker", "tpu"],
@@ -37,15 +57,19 @@ def parse_args():
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=field.default)
         elif field.name == "input_files":
             parser.add_argument(flag, nargs="+", default=None)
+        elif field.name == "options":
+            parser.add_argument("--option", dest="options", type=_option, action="append", default=None)
         else:
             parser.add_argument(flag, type=kind, default=field.default, choices=choices.get(field.name))
-    return PretrainingConfig(**vars(parser.parse_args()))
+    args = vars(parser.parse_args())
+    args["options"] = dict(args["options"]) if args["options"] else None
+    return PretrainingConfig(**args)
 
 
 def main():
     config = parse_args()
     summary = run_pretraining(config)
-    loss = "lm_loss" if config.recipe == "ltr" else "mlm_loss"
+    loss = summary["loss_key"]
     print(
         f"\nDone: {summary['steps']} steps. {loss}: {summary['initial_' + loss]:.3f} before training, "
         f"{summary['first_epoch_' + loss]:.3f} over the first epoch, {summary['last_epoch_' + loss]:.3f} over "

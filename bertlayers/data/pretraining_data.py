@@ -2,6 +2,7 @@
 
 import dataclasses
 import os
+from typing import Callable, Optional
 
 import keras
 import numpy as np
@@ -13,7 +14,53 @@ from bertlayers.data.tfrecords import parse_records, serialize_example
 from bertlayers.data.tokenizer import wordpiece_tokenizer
 from bertlayers.data.vocabulary import VocabularyInfo
 
-OBJECTIVES = ("mlm_nsp", "mlm", "ltr")
+@dataclasses.dataclass(frozen=True)
+class BatchContext:
+    """What a data objective may read while it turns parsed records into a batch."""
+
+    vocab: VocabularyInfo
+    masking: MaskingConfig  # the run's rates and max_predictions_per_seq
+    batch_size: int
+
+
+@dataclasses.dataclass(frozen=True)
+class DataObjective:
+    """How a recipe's records are made, and how a batch of them feeds its pretrainer.
+
+    Attributes:
+      examples: the example layout written to records: "nsp", "sop" or "single".
+      masking: "static" (masks chosen when records are written, google-research/bert's way),
+        "dynamic" (records unmasked; `batch_inputs` masks each batch) or None (no masks).
+      batch_inputs: `(features, seed, context) -> (x, y, sample_weight)`, inside tf.data:
+        `features` are the parsed records `[batch, ...]`, `seed` an int64 `[2]` unique to the
+        batch (stateless randomness: a resumed run draws what an uninterrupted one would).
+      masking_strategy: a strategy the recipe requires ("span" for SpanBERT), or None to
+        use the run's.
+      masking_rates: MaskingConfig fields the recipe fixes (ELECTRA's 85% [MASK], 0% random).
+      extra_features: `(sequence_length, max_predictions_per_seq) -> {name: length}`, record
+        features beyond google-research/bert's.
+      record_extras: `(masked_example, sequence_length) -> {name: values}`, their values
+        when a record is written.
+    """
+
+    examples: str
+    masking: Optional[str]
+    batch_inputs: Callable
+    masking_strategy: Optional[str] = None
+    masking_rates: dict = dataclasses.field(default_factory=dict)
+    extra_features: Optional[Callable] = None
+    record_extras: Optional[Callable] = None
+
+    def feature_lengths(self, sequence_length, max_predictions_per_seq):
+        """The extra record features {name: length} (empty for google-research/bert's records)."""
+        return self.extra_features(sequence_length, max_predictions_per_seq) if self.extra_features else {}
+
+    def masking_config(self, masking):
+        """The run's `MaskingConfig` with what this objective fixes applied."""
+        changes = dict(self.masking_rates)
+        if self.masking_strategy:
+            changes["strategy"] = self.masking_strategy
+        return dataclasses.replace(masking, **changes) if changes else masking
 
 
 @dataclasses.dataclass
@@ -55,6 +102,7 @@ def write_pretraining_data(
     lowercase=True,
     seed=12345,
     verbose=True,
+    objective=None,
 ):
     """Create static-masked pretraining TFRecords (google-research/bert's format).
 
@@ -69,6 +117,8 @@ def write_pretraining_data(
       mode: "nsp", "sop" or "single" (see `create_examples`).
       masking: a `MaskingConfig`, or None for unmasked records (dynamic masking or the
         left-to-right LM add their own targets later).
+      objective: a `DataObjective` whose extra record features are written too (None: only
+        google-research/bert's features).
 
     Returns:
       `DataStats` with the file paths.
@@ -77,6 +127,7 @@ def write_pretraining_data(
     vocab = VocabularyInfo.from_file(vocabulary_path)
     tokenizer = wordpiece_tokenizer(vocabulary_path, lowercase=lowercase)
     tokenized = tokenize_documents(documents, tokenizer)
+    extra_features = objective.feature_lengths(sequence_length, max_predictions_per_seq) if objective else {}
 
     progress = keras.utils.Progbar(dupe_factor * len(tokenized), unit_name="document") if verbose else None
     records, tokens, masked = [], 0, 0
@@ -91,11 +142,12 @@ def write_pretraining_data(
                     result = mask_example(example.token_ids, vocab, masking, rng)
                     token_ids, positions, labels = result.token_ids, result.positions, result.labels
                 else:
-                    token_ids, positions, labels = example.token_ids, [], []
+                    result, token_ids, positions, labels = None, example.token_ids, [], []
+                extra = objective.record_extras(result, len(token_ids)) if extra_features else None
                 records.append(
                     serialize_example(
                         token_ids, example.segment_ids, positions, labels, example.label,
-                        sequence_length, max_predictions_per_seq,
+                        sequence_length, max_predictions_per_seq, extra=extra, extra_features=extra_features,
                     )
                 )
                 tokens += len(token_ids)
@@ -169,7 +221,7 @@ def dynamic_mask(token_ids, padding_mask, seed, vocab, masking):
     return masked, positions, labels, tf.cast(valid, tf.float32)
 
 
-def _normalized(weights):
+def normalized_weights(weights):
     """Scale per-prediction weights so a plain mean over the global batch is BERT's weighted mean.
 
     BERT's loss is Σ w·loss / Σ w. Keras's default reduction divides by the element count,
@@ -180,6 +232,58 @@ def _normalized(weights):
     return weights * tf.cast(tf.size(weights), weights.dtype) / tf.maximum(total, 1.0)
 
 
+def encoder_inputs_from(features):
+    """The encoder's three inputs from parsed records (google-research/bert's names)."""
+    return {
+        "token_ids": features["input_ids"],
+        "segment_ids": features["segment_ids"],
+        "padding_mask": features["input_mask"],
+    }
+
+
+def masked_lm_batch(features, seed, context, dynamic):
+    """x with `masked_positions`, and the masked LM's labels and weights `[batch, P]`:
+    from the records (static) or drawn for this batch (dynamic)."""
+    x = encoder_inputs_from(features)
+    if dynamic:
+        x["token_ids"], positions, labels, weights = dynamic_mask(
+            features["input_ids"], features["input_mask"], seed, context.vocab, context.masking
+        )
+    else:
+        positions = features["masked_lm_positions"]
+        labels = features["masked_lm_ids"]
+        weights = features["masked_lm_weights"]
+    x["masked_positions"] = positions
+    return x, labels, weights
+
+
+def _mlm_nsp_batch(features, seed, context):
+    x, labels, weights = masked_lm_batch(features, seed, context, dynamic=False)
+    y = {"mlm": labels, "nsp": features["next_sentence_labels"][:, 0]}
+    return x, y, {"mlm": normalized_weights(weights), "nsp": tf.ones([context.batch_size], tf.float32)}
+
+
+def _dynamic_mlm_batch(features, seed, context):
+    x, labels, weights = masked_lm_batch(features, seed, context, dynamic=True)
+    return x, {"mlm": labels}, {"mlm": normalized_weights(weights)}
+
+
+def _left_to_right_batch(features, seed, context):
+    token_ids, mask = features["input_ids"], features["input_mask"]
+    next_ids = tf.pad(token_ids[:, 1:], [[0, 0], [0, 1]])
+    next_mask = tf.cast(tf.pad(mask[:, 1:], [[0, 0], [0, 1]]), tf.float32)
+    return encoder_inputs_from(features), {"lm": next_ids}, {"lm": normalized_weights(next_mask)}
+
+
+# The BERT paper's objectives and their variants (the recipes in bertlayers/families/bert.py).
+OBJECTIVES = {
+    "mlm_nsp": DataObjective(examples="nsp", masking="static", batch_inputs=_mlm_nsp_batch),
+    "mlm_sop": DataObjective(examples="sop", masking="static", batch_inputs=_mlm_nsp_batch),
+    "mlm": DataObjective(examples="single", masking="dynamic", batch_inputs=_dynamic_mlm_batch),
+    "ltr": DataObjective(examples="single", masking=None, batch_inputs=_left_to_right_batch),
+}
+
+
 def pretraining_dataset(
     files,
     batch_size,
@@ -187,7 +291,7 @@ def pretraining_dataset(
     max_predictions_per_seq,
     objective="mlm_nsp",
     vocabulary_path=None,
-    dynamic_masking=None,
+    masking=None,
     shuffle_buffer=10000,
     seed=0,
     skip_batches=0,
@@ -195,25 +299,30 @@ def pretraining_dataset(
 ):
     """An endless, deterministic stream of `(x, y, sample_weight)` batches for `model.fit`.
 
-    x: token_ids, segment_ids, padding_mask `[batch, seq]` (+ masked_positions `[batch, P]`).
-    y / sample_weight by objective:
-      "mlm_nsp": {"mlm": masked_lm_ids, "nsp": next_sentence_labels} (BERT, ALBERT's SOP).
-      "mlm":     {"mlm": masked_lm_ids} (RoBERTa).
-      "ltr":     {"lm": next token ids `[batch, seq]`} (left-to-right LM).
-    Batches have a static shape (`drop_remainder=True`), as TPUs need. The order is fixed by
-    `seed`, the same for every iterator; the first `passes` passes over the records are each
-    shuffled differently, then the order repeats. `skip_batches` starts the stream further on
-    (resuming a run).
+    x: token_ids, segment_ids, padding_mask `[batch, seq]` plus what the objective adds
+    (masked_positions `[batch, P]` for the masked LMs); y / sample_weight: the objective's
+    (`DataObjective.batch_inputs`). Batches have a static shape (`drop_remainder=True`), as
+    TPUs need. The order is fixed by `seed`, the same for every iterator; the first `passes`
+    passes over the records are each shuffled differently, then the order repeats.
+    `skip_batches` starts the stream further on (resuming a run).
 
     Args:
-      dynamic_masking: a `MaskingConfig` to draw masks here every epoch (RoBERTa); the
-        records' own masks are then ignored. Needs `vocabulary_path`.
+      objective: a `DataObjective`, or the name of one of `OBJECTIVES`.
+      vocabulary_path: the run's vocab.txt (needed by objectives that mask per batch).
+      masking: the run's `MaskingConfig` (default rates); the objective's own settings apply.
     """
-    if objective not in OBJECTIVES:
-        raise ValueError(f"Unknown objective {objective!r}; known: {', '.join(OBJECTIVES)}.")
-    vocab = VocabularyInfo.from_file(vocabulary_path) if dynamic_masking is not None else None
-    if dynamic_masking is not None and dynamic_masking.max_predictions_per_seq != max_predictions_per_seq:
-        dynamic_masking = dataclasses.replace(dynamic_masking, max_predictions_per_seq=max_predictions_per_seq)
+    if isinstance(objective, str):
+        if objective not in OBJECTIVES:
+            raise ValueError(f"Unknown objective {objective!r}; known: {', '.join(OBJECTIVES)}.")
+        objective = OBJECTIVES[objective]
+    masking = objective.masking_config(
+        dataclasses.replace(masking or MaskingConfig(), max_predictions_per_seq=max_predictions_per_seq)
+    )
+    vocab = VocabularyInfo.from_file(vocabulary_path) if vocabulary_path else None
+    if objective.masking == "dynamic" and vocab is None:
+        raise ValueError("An objective that masks each batch needs the vocabulary (vocabulary_path).")
+    context = BatchContext(vocab=vocab, masking=masking, batch_size=batch_size)
+    extra_features = objective.feature_lengths(sequence_length, max_predictions_per_seq)
 
     records = tf.data.TFRecordDataset(sorted(files))
     # Each pass over the records gets its own fixed shuffle, seeded by (seed, pass). A
@@ -226,36 +335,12 @@ def pretraining_dataset(
         )
     dataset = dataset.repeat()
     dataset = dataset.batch(batch_size, drop_remainder=True)
-    dataset = dataset.map(lambda s: parse_records(s, sequence_length, max_predictions_per_seq))
-    # The batch's index in the stream keys its dynamic masks; it is counted before the skip.
+    dataset = dataset.map(lambda s: parse_records(s, sequence_length, max_predictions_per_seq, extra_features))
+    # The batch's index in the stream keys its random draws; it is counted before the skip.
     dataset = dataset.enumerate()
 
     def to_model_inputs(index, features):
-        x = {
-            "token_ids": features["input_ids"],
-            "segment_ids": features["segment_ids"],
-            "padding_mask": features["input_mask"],
-        }
-        if objective == "ltr":
-            token_ids, mask = features["input_ids"], features["input_mask"]
-            next_ids = tf.pad(token_ids[:, 1:], [[0, 0], [0, 1]])
-            next_mask = tf.cast(tf.pad(mask[:, 1:], [[0, 0], [0, 1]]), tf.float32)
-            return x, {"lm": next_ids}, {"lm": _normalized(next_mask)}
-        if dynamic_masking is not None:
-            seed_pair = tf.stack([tf.constant(seed, tf.int64), index])
-            x["token_ids"], positions, labels, weights = dynamic_mask(
-                features["input_ids"], features["input_mask"], seed_pair, vocab, dynamic_masking
-            )
-        else:
-            positions = features["masked_lm_positions"]
-            labels = features["masked_lm_ids"]
-            weights = features["masked_lm_weights"]
-        x["masked_positions"] = positions
-        y, sample_weight = {"mlm": labels}, {"mlm": _normalized(weights)}
-        if objective == "mlm_nsp":
-            y["nsp"] = features["next_sentence_labels"][:, 0]
-            sample_weight["nsp"] = tf.ones([batch_size], tf.float32)
-        return x, y, sample_weight
+        return objective.batch_inputs(features, tf.stack([tf.constant(seed, tf.int64), index]), context)
 
     dataset = dataset.map(to_model_inputs, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     if skip_batches:

@@ -6,6 +6,10 @@ Every record is a `tf.train.Example` with
   masked_lm_weights                         float [max_predictions_per_seq]
   next_sentence_labels                      int64 [1]
 so a file made for the original BERT trains here unchanged, and the reverse.
+
+A family whose objective needs more per-record data (SpanBERT's span boundaries) names extra
+int64 features with their lengths (`extra_features`, {name: length}); the original features
+keep their names and meaning, so such records still train every other recipe.
 """
 
 import os
@@ -17,7 +21,7 @@ INT_FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
 FLOAT_FEATURES = ("masked_lm_weights",)
 
 
-def feature_lengths(sequence_length, max_predictions_per_seq):
+def feature_lengths(sequence_length, max_predictions_per_seq, extra_features=None):
     return {
         "input_ids": sequence_length,
         "input_mask": sequence_length,
@@ -26,14 +30,15 @@ def feature_lengths(sequence_length, max_predictions_per_seq):
         "masked_lm_ids": max_predictions_per_seq,
         "masked_lm_weights": max_predictions_per_seq,
         "next_sentence_labels": 1,
+        **(extra_features or {}),
     }
 
 
-def feature_spec(sequence_length, max_predictions_per_seq):
+def feature_spec(sequence_length, max_predictions_per_seq, extra_features=None):
     """The `tf.io.parse_example` spec of a record."""
     return {
         name: tf.io.FixedLenFeature([length], tf.float32 if name in FLOAT_FEATURES else tf.int64)
-        for name, length in feature_lengths(sequence_length, max_predictions_per_seq).items()
+        for name, length in feature_lengths(sequence_length, max_predictions_per_seq, extra_features).items()
     }
 
 
@@ -43,8 +48,12 @@ def _padded(values, length, dtype):
     return array
 
 
-def serialize_example(token_ids, segment_ids, positions, labels, next_sentence_label, sequence_length, max_predictions_per_seq):
-    """One record, padded to the fixed lengths."""
+def serialize_example(
+    token_ids, segment_ids, positions, labels, next_sentence_label, sequence_length, max_predictions_per_seq,
+    extra=None, extra_features=None,
+):
+    """One record, padded to the fixed lengths; `extra` holds {name: int list} for the
+    `extra_features` ({name: length})."""
     if len(token_ids) > sequence_length:
         raise ValueError(f"An example of {len(token_ids)} tokens exceeds sequence_length {sequence_length}.")
     if len(positions) > max_predictions_per_seq:
@@ -58,6 +67,10 @@ def serialize_example(token_ids, segment_ids, positions, labels, next_sentence_l
         "masked_lm_weights": _padded([1.0] * len(positions), max_predictions_per_seq, np.float32),
         "next_sentence_labels": np.array([next_sentence_label], np.int64),
     }
+    for name, length in (extra_features or {}).items():
+        if len(extra[name]) > length:
+            raise ValueError(f"Feature {name} has {len(extra[name])} values, more than its length {length}.")
+        values[name] = _padded(extra[name], length, np.int64)
     feature = {
         name: (
             tf.train.Feature(float_list=tf.train.FloatList(value=value))
@@ -69,7 +82,9 @@ def serialize_example(token_ids, segment_ids, positions, labels, next_sentence_l
     return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
-def check_tfrecords(files, sequence_length, max_predictions_per_seq, vocabulary_size=None, type_vocab_size=2):
+def check_tfrecords(
+    files, sequence_length, max_predictions_per_seq, vocabulary_size=None, type_vocab_size=2, extra_features=None
+):
     """Read every record of every file; raise a ValueError naming the file and the problem.
 
     Catches what would otherwise fail deep inside training: missing or extra features, wrong
@@ -81,7 +96,7 @@ def check_tfrecords(files, sequence_length, max_predictions_per_seq, vocabulary_
     """
     if not files:
         raise ValueError("No pretraining TFRecord files were given.")
-    expected = feature_lengths(sequence_length, max_predictions_per_seq)
+    expected = feature_lengths(sequence_length, max_predictions_per_seq, extra_features)
     counts = {}
     for path in files:
         if not os.path.isfile(path):
@@ -94,12 +109,12 @@ def check_tfrecords(files, sequence_length, max_predictions_per_seq, vocabulary_
             raise ValueError(f"{path} holds no records.")
         _check_first_record(path, first.numpy(), expected)
         counts[path] = _count_and_check_ranges(
-            path, sequence_length, max_predictions_per_seq, vocabulary_size, type_vocab_size
+            path, sequence_length, max_predictions_per_seq, vocabulary_size, type_vocab_size, extra_features
         )
     return counts
 
 
-def _count_and_check_ranges(path, sequence_length, max_predictions_per_seq, vocabulary_size, type_vocab_size):
+def _count_and_check_ranges(path, sequence_length, max_predictions_per_seq, vocabulary_size, type_vocab_size, extra_features):
     """One pass over a file (its first record already checked): the record count, and every
     id, segment, position and mask value within its range."""
     limits = {
@@ -112,7 +127,7 @@ def _count_and_check_ranges(path, sequence_length, max_predictions_per_seq, voca
     low = {name: np.inf for name in limits}
     high = {name: -np.inf for name in limits}
     batches = tf.data.TFRecordDataset(path).batch(4096).map(
-        lambda s: parse_records(s, sequence_length, max_predictions_per_seq)
+        lambda s: parse_records(s, sequence_length, max_predictions_per_seq, extra_features)
     )
     count = 0
     try:
@@ -141,7 +156,10 @@ def _check_first_record(path, serialized, expected):
     features = example.features.feature
     missing = sorted(set(expected) - set(features))
     if missing:
-        raise ValueError(f"{path}: records lack the features {missing} (expected google-research/bert's).")
+        raise ValueError(
+            f"{path}: records lack the features {missing} (google-research/bert's, plus the "
+            f"recipe's extra features, if it has any)."
+        )
     for name, length in expected.items():
         feature = features[name]
         kind = feature.WhichOneof("kind")
@@ -159,7 +177,7 @@ def _check_first_record(path, serialized, expected):
             )
 
 
-def parse_records(serialized, sequence_length, max_predictions_per_seq):
+def parse_records(serialized, sequence_length, max_predictions_per_seq, extra_features=None):
     """Parse a batch of serialized records into int32/float32 tensors."""
-    features = tf.io.parse_example(serialized, feature_spec(sequence_length, max_predictions_per_seq))
+    features = tf.io.parse_example(serialized, feature_spec(sequence_length, max_predictions_per_seq, extra_features))
     return {name: tf.cast(value, tf.int32) if value.dtype == tf.int64 else value for name, value in features.items()}

@@ -2,18 +2,17 @@
 
 from bertlayers.networks.albert_encoder import AlbertEncoder
 from bertlayers.networks.bert_encoder import BertEncoder
-from bertlayers.networks.encoder_base import reinitialized
+from bertlayers.networks.encoder_base import ENCODERS, EncoderBase, reinitialized
 from bertlayers.networks.encoder_config import EncoderConfig
 from bertlayers.networks.presets import get_preset, preset_names
-
-_ENCODERS = {"bert": BertEncoder, "albert": AlbertEncoder}
-
 
 def build_encoder(config, **kwargs):
     """An encoder from an `EncoderConfig` or a preset name; kwargs go to the model (dtype, name)."""
     if isinstance(config, str):
         config = get_preset(config)
-    return _ENCODERS[config.architecture].from_encoder_config(config, **kwargs)
+    if config.architecture not in ENCODERS:
+        raise ValueError(f"Unknown architecture {config.architecture!r}; registered: {', '.join(sorted(ENCODERS))}.")
+    return ENCODERS[config.architecture].from_encoder_config(config, **kwargs)
 
 
-__all__ = ["AlbertEncoder", "BertEncoder", "EncoderConfig", "build_encoder", "get_preset", "preset_names", "reinitialized"]
+__all__ = ["AlbertEncoder", "BertEncoder", "ENCODERS", "EncoderBase", "EncoderConfig", "build_encoder", "get_preset", "preset_names", "reinitialized"]

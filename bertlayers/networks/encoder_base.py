@@ -1,4 +1,10 @@
-"""What BERT and ALBERT encoders share: inputs, the stack of blocks, the pooler, outputs."""
+"""What every encoder shares: inputs, embeddings, the stack of blocks, the pooler, outputs.
+
+A family plugs in through three seams: its own embedding layer (`embedding_layer=`, shared
+between models as ELECTRA's generator and discriminator share theirs), its own block
+(`make_block` / `block_class`), and its architecture name, registered when its class is
+defined (`ENCODERS`).
+"""
 
 import keras
 
@@ -13,6 +19,9 @@ from bertlayers.networks.presets import get_preset
 
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
 
+# Architecture name -> encoder class, filled as each encoder class is defined.
+ENCODERS = {}
+
 
 class EncoderBase(keras.Model):
     """A functional encoder model.
@@ -24,6 +33,18 @@ class EncoderBase(keras.Model):
       sequence_output: `[batch, seq, H]`, the last layer.
       pooled_output: `[batch, H]`, tanh(W · sequence_output[:, 0]).
       encoder_outputs: list of L tensors `[batch, seq, H]`, every layer's output.
+      embedding_output: `[batch, seq, H]`, what the first block reads (with `encoder_outputs`,
+        the L + 1 hidden states distillation and analysis use).
+      attention_scores: list of L `[batch, heads, seq, seq]` attention probabilities, only
+        when built with `return_attention_scores=True`.
+
+    Args (besides the `EncoderConfig` fields, `dtype` and `name`):
+      embedding_layer: an existing embedding layer to use (and share) instead of building
+        one; the config's vocabulary, position and segment sizes are read from it. When its
+        width differs from `hidden_size` the encoder adds its own `embedding_projection`.
+      block_class: the block class (or its registered name) built at each depth from the
+        config's block fields, updated with `block_config`; default `TransformerEncoderBlock`.
+      return_attention_scores: also output every layer's attention probabilities.
 
     Subclasses provide the embedding layer and the block applied at each depth; everything
     else (inputs, masking, pooling, config round trip) lives here once.
@@ -34,28 +55,49 @@ class EncoderBase(keras.Model):
 
     architecture = None
 
-    def __init__(self, dtype=None, name=None, trainable=True, **config_fields):
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.architecture is not None:
+            ENCODERS[cls.architecture] = cls
+
+    def __init__(
+        self,
+        dtype=None,
+        name=None,
+        trainable=True,
+        embedding_layer=None,
+        block_class=None,
+        block_config=None,
+        return_attention_scores=False,
+        **config_fields,
+    ):
         config_fields.pop("architecture", None)
-        config = EncoderConfig(architecture=self.architecture, **config_fields)
         dtype = keras.dtype_policies.get(dtype) if dtype is not None else None
+        if isinstance(embedding_layer, dict):
+            embedding_layer = keras.saving.deserialize_keras_object(embedding_layer)
+        if embedding_layer is not None:
+            # The layer decides the embedding's sizes; the config records them truthfully.
+            for field in ("vocabulary_size", "max_sequence_length", "type_vocab_size"):
+                config_fields[field] = getattr(embedding_layer, field)
+            config_fields["embedding_size"] = embedding_layer.embedding_size
+        config = EncoderConfig(architecture=self.architecture, **config_fields)
+        self._block_class = _registered_class(block_class) if block_class is not None else None
+        self._block_config = dict(block_config or {})
 
         # === Layers ===
-        embeddings = self._make_embeddings(config, dtype)
-        blocks = [
-            TransformerEncoderBlock(
-                num_heads=config.num_heads,
-                intermediate_size=config.intermediate_size,
-                activation=config.activation,
-                dropout=config.dropout,
-                attention_dropout=config.attention_dropout,
-                layer_norm_epsilon=config.layer_norm_epsilon,
-                norm_first=config.norm_first,
+        embeddings = embedding_layer if embedding_layer is not None else self._make_embeddings(config, dtype)
+        embedding_width = embeddings.compute_output_shape((None, None))[-1]
+        embedding_projection = None
+        if embedding_width != config.hidden_size:
+            # A shared embedding narrower than this encoder (ELECTRA's generator and
+            # discriminator share one table at width E): each encoder projects E -> H itself.
+            embedding_projection = keras.layers.Dense(
+                config.hidden_size,
                 kernel_initializer=bert_initializer(config.initializer_range),
                 dtype=dtype,
-                name=f"transformer_layer_{index}",
+                name="embedding_projection",
             )
-            for index in range(self._num_distinct_blocks(config))
-        ]
+        blocks = [self.make_block(config, index, dtype) for index in range(self._num_distinct_blocks(config))]
         final_layer_norm = None
         if config.norm_first:
             # Pre-LN blocks leave the residual stream unnormalized; normalize it once at the end.
@@ -67,22 +109,35 @@ class EncoderBase(keras.Model):
         )
 
         # === Functional graph ===
+        # Dimensions: B batch, S sequence, H hidden, N heads, L layers.
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
-        x = embeddings(inputs["token_ids"], inputs["segment_ids"])
-        encoder_outputs = []
+        x = embeddings(inputs["token_ids"], inputs["segment_ids"])  # [B, S, E]
+        if embedding_projection is not None:
+            x = embedding_projection(x)  # [B, S, H]
+        embedding_output = x
+        encoder_outputs, attention_scores = [], []
         for depth in range(config.num_layers):
             x = blocks[self._block_index(config, depth)](
-                x, padding_mask=inputs["padding_mask"], use_causal_mask=config.causal
+                x,
+                padding_mask=inputs["padding_mask"],
+                use_causal_mask=config.causal,
+                return_attention_scores=return_attention_scores,
             )
-            encoder_outputs.append(x)
+            if return_attention_scores:
+                x, scores = x
+                attention_scores.append(scores)  # [B, N, S, S]
+            encoder_outputs.append(x)  # [B, S, H]
         if final_layer_norm is not None:
             x = final_layer_norm(x)
             encoder_outputs[-1] = x
         outputs = {
-            "sequence_output": x,
-            "pooled_output": pooler(x),
-            "encoder_outputs": encoder_outputs,
+            "sequence_output": x,  # [B, S, H]
+            "pooled_output": pooler(x),  # [B, H]
+            "encoder_outputs": encoder_outputs,  # L x [B, S, H]
+            "embedding_output": embedding_output,  # [B, S, H]
         }
+        if return_attention_scores:
+            outputs["attention_scores"] = attention_scores  # L x [B, N, S, S]
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, name=name, trainable=trainable)
 
         # A functional model does not keep the policy it was given; the layers do. Heads
@@ -90,9 +145,12 @@ class EncoderBase(keras.Model):
         self.layer_dtype_policy = embeddings.dtype_policy
         self.config = config
         self.embeddings = embeddings
+        self.embedding_projection = embedding_projection
         self.transformer_layers = blocks
         self.final_layer_norm = final_layer_norm
         self.pooler = pooler
+        self.return_attention_scores = bool(return_attention_scores)
+        self._embedding_was_given = embedding_layer is not None
 
     # --- What subclasses decide ---
     def _factorizes_embedding(self, config):
@@ -115,6 +173,27 @@ class EncoderBase(keras.Model):
                 embedding_size=config.embedding_size, hidden_size=config.hidden_size, **common
             )
         return BertEmbeddings(embedding_size=config.hidden_size, **common)
+
+    def make_block(self, config, index, dtype):
+        """The block at distinct index `index` (the factory hook: a family with its own block,
+        relative or two-stream attention say, overrides this or passes `block_class`).
+
+        A block is called as `block(x, padding_mask=, use_causal_mask=, return_attention_scores=)`.
+        `block_class` is built from the config's block fields updated with `block_config`.
+        """
+        arguments = dict(
+            num_heads=config.num_heads,
+            intermediate_size=config.intermediate_size,
+            activation=config.activation,
+            dropout=config.dropout,
+            attention_dropout=config.attention_dropout,
+            layer_norm_epsilon=config.layer_norm_epsilon,
+            norm_first=config.norm_first,
+            kernel_initializer=bert_initializer(config.initializer_range),
+        )
+        arguments.update(self._block_config)
+        block_class = self._block_class or TransformerEncoderBlock
+        return block_class(**arguments, dtype=dtype, name=f"transformer_layer_{index}")
 
     def _num_distinct_blocks(self, config):
         return config.num_layers
@@ -164,6 +243,14 @@ class EncoderBase(keras.Model):
         }
         config.update(self.config.to_dict())
         config.pop("architecture")
+        if self._embedding_was_given:
+            config["embedding_layer"] = keras.saving.serialize_keras_object(self.embeddings)
+        if self._block_class is not None:
+            config["block_class"] = keras.saving.get_registered_name(self._block_class)
+        if self._block_config:
+            config["block_config"] = self._block_config
+        if self.return_attention_scores:
+            config["return_attention_scores"] = True
         return config
 
     @classmethod
@@ -172,6 +259,16 @@ class EncoderBase(keras.Model):
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         return cls(**config)
+
+
+def _registered_class(block_class):
+    """A layer class, given as itself or by its registered name ("bertlayers>Name")."""
+    if isinstance(block_class, str):
+        found = keras.saving.get_registered_object(block_class)
+        if found is None:
+            raise ValueError(f"No registered layer class named {block_class!r} (block_class).")
+        return found
+    return block_class
 
 
 def reinitialized(encoder, seed=None):

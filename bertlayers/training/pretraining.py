@@ -1,43 +1,26 @@
 """A pretraining run: data → pretrainer → `model.fit` under a strategy → saved encoder.
 
-Recipes (../shared/reference/ describes each objective):
-  bert:    NSP pairs, static masking, masked LM + next-sentence prediction.
-  albert:  SOP pairs, factorized embedding + shared layers, masked LM + sentence order.
-  roberta: single segments of full sentences, dynamic masking, masked LM only.
-  ltr:     single segments, causal attention, next-token prediction (the BERT paper's
-           "LTR & No NSP" ablation).
+The recipes (`--recipe`) are registered by the families in `bertlayers/families/`;
+../shared/reference/ describes each objective.
 """
 
 import dataclasses
-import hashlib
 import json
 import os
-import shutil
 import time
 from typing import Optional
 
 import keras
 import numpy as np
 
-from bertlayers.data.assets import bert_uncased_vocabulary
-from bertlayers.data.corpus import read_corpus, wikipedia_excerpt_path
-from bertlayers.data.mlm_masking import MaskingConfig
-from bertlayers.data.pretraining_data import pretraining_dataset, write_pretraining_data
-from bertlayers.data.tfrecords import check_tfrecords
-from bertlayers.data.vocabulary import VocabularyInfo, build_wordpiece_vocabulary
-from bertlayers.models.pretrainer import BertPretrainer, CausalLMPretrainer
-from bertlayers.networks import build_encoder, get_preset
+from bertlayers.data.pretraining_inputs import PretrainingDataConfig, pretraining_inputs
+from bertlayers.networks import get_preset
 from bertlayers.training.callbacks import JsonHistory, LearningRateLogger
 from bertlayers.training.checkpointing import ResumableBackup, atomic_path, save_model_atomically
 from bertlayers.training.distribute import build_strategy, compile_options, worker_info
 from bertlayers.training.optimization import create_optimizer
+from bertlayers.training.recipes import get_recipe
 
-RECIPES = {
-    "bert": {"examples": "nsp", "objective": "mlm_nsp", "masking": "static"},
-    "albert": {"examples": "sop", "objective": "mlm_nsp", "masking": "static"},
-    "roberta": {"examples": "single", "objective": "mlm", "masking": "dynamic"},
-    "ltr": {"examples": "single", "objective": "ltr", "masking": None},
-}
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
 
@@ -72,12 +55,12 @@ class PretrainingConfig:
     tpu: Optional[str] = None
     num_cpu_devices: Optional[int] = None
     dropout: Optional[float] = None  # default: the preset's
+    options: Optional[dict] = None  # the recipe's own settings ({name: value})
     seed: int = 0
     verbose: int = 1
 
     def __post_init__(self):
-        if self.recipe not in RECIPES:
-            raise ValueError(f"Unknown recipe {self.recipe!r}; known: {', '.join(RECIPES)}.")
+        get_recipe(self.recipe).resolved_options(self.options)
         if self.precision not in PRECISIONS:
             raise ValueError(f"Unknown precision {self.precision!r}; known: {', '.join(PRECISIONS)}.")
         for field in ("batch_size", "num_train_steps", "checkpoint_every", "sequence_length", "max_predictions_per_seq"):
@@ -93,14 +76,6 @@ class PretrainingConfig:
 
 # Settings that may change between a run and its resumption: they do not change what is trained.
 RESUMABLE_CHANGES = ("output_dir", "verbose", "strategy", "tpu", "num_cpu_devices", "jit_compile", "steps_per_execution")
-
-
-def _file_digest(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def check_run_settings(config, trained):
@@ -131,102 +106,15 @@ def check_run_settings(config, trained):
             json.dump(settings, f, indent=1)
 
 
-def _data_spec(config, vocabulary):
-    corpus = config.corpus or wikipedia_excerpt_path()
-    return {
-        "corpus": os.path.abspath(config.corpus) if config.corpus else "wikipedia-excerpt",
-        # Keyed on content, not names: an edited corpus is never mistaken for the cached records.
-        "corpus_sha256": _file_digest(corpus) if os.path.isfile(corpus) else None,
-        "vocabulary_sha256": _file_digest(vocabulary),
-        "vocabulary": os.path.abspath(vocabulary),
-        "examples": RECIPES[config.recipe]["examples"],
-        "masking": config.masking if RECIPES[config.recipe]["masking"] == "static" else None,
-        "masked_lm_prob": config.masked_lm_prob,
-        "lowercase": config.lowercase,
-        "sequence_length": config.sequence_length,
-        "max_predictions_per_seq": config.max_predictions_per_seq,
-        "dupe_factor": config.dupe_factor,
-        "short_seq_prob": config.short_seq_prob,
-        "seed": config.seed,
-    }
-
-
-def resolve_vocabulary(config):
-    """The run's vocab.txt: the given one, one trained on the corpus, or bert-base-uncased's."""
-    if config.vocabulary and config.vocabulary_size:
-        raise ValueError("Give --vocabulary or --vocabulary_size, not both.")
-    if not config.vocabulary_size:
-        return config.vocabulary or bert_uncased_vocabulary()
-    path = os.path.join(config.output_dir, "vocab.txt")
-    if not os.path.exists(path):
-        corpus = config.corpus or wikipedia_excerpt_path()
-        print(f"Training a {config.vocabulary_size}-token WordPiece vocabulary on {corpus} ...", flush=True)
-        documents = read_corpus(corpus, config.corpus_format)
-        with atomic_path(path) as temporary:
-            build_wordpiece_vocabulary(documents, config.vocabulary_size, temporary, lowercase=config.lowercase)
-    return path
-
-
-def prepare_data(config, vocabulary):
-    """TFRecords for the run: given files, or made once from the corpus and cached."""
-    if config.input_files:
-        return list(config.input_files)
-    spec = _data_spec(config, vocabulary)
-    data_dir = os.path.join(config.output_dir, "data")
-    spec_path = os.path.join(data_dir, "data_spec.json")
-    if os.path.exists(spec_path):
-        with open(spec_path, encoding="utf-8") as f:
-            recorded = json.load(f)
-        if recorded == spec:
-            return sorted(os.path.join(data_dir, n) for n in os.listdir(data_dir) if n.endswith(".tfrecord"))
-        differs = [key for key in spec if recorded.get(key) != spec[key]]
-        raise ValueError(
-            f"{data_dir} holds data made from other inputs (they differ in {differs}; see {spec_path}). "
-            f"Use a new --output_dir, or delete {data_dir} to make the data again."
-        )
-    path = config.corpus or wikipedia_excerpt_path()
-    print(f"Reading {path} ...", flush=True)
-    documents = read_corpus(path, config.corpus_format)
-    masking = None
-    if spec["masking"]:
-        masking = MaskingConfig(
-            strategy=config.masking,
-            masked_lm_prob=config.masked_lm_prob,
-            max_predictions_per_seq=config.max_predictions_per_seq,
-        )
-    print(f"Creating pretraining examples from {len(documents)} documents ...", flush=True)
-    # Every worker of a multi-worker run may prepare; each writes its own folder and the first
-    # rename wins (the contents are identical: same inputs, same seed).
-    staging = f"{data_dir}.partial-{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
-    stats = write_pretraining_data(
-        documents,
-        vocabulary,
-        staging,
-        sequence_length=config.sequence_length,
-        max_predictions_per_seq=config.max_predictions_per_seq,
-        mode=spec["examples"],
-        masking=masking,
-        dupe_factor=config.dupe_factor,
-        short_seq_prob=config.short_seq_prob,
-        lowercase=config.lowercase,
-        seed=config.seed,
-        verbose=config.verbose > 0,
-    )
-    with open(os.path.join(staging, "data_spec.json"), "w", encoding="utf-8") as f:
-        json.dump(spec, f, indent=1)
-    print(f"  {stats.examples} examples, {stats.tokens} tokens, {stats.masked} masked", flush=True)
-    try:
-        os.rename(staging, data_dir)
-    except OSError:
-        shutil.rmtree(staging, ignore_errors=True)
-        if not os.path.exists(spec_path):
-            raise
-    return prepare_data(config, vocabulary)
+def data_config(config):
+    """The run's `PretrainingDataConfig` (its data fields; made data goes in output_dir)."""
+    fields = {f.name for f in dataclasses.fields(PretrainingDataConfig)} - {"work_dir"}
+    return PretrainingDataConfig(work_dir=config.output_dir, **{name: getattr(config, name) for name in fields})
 
 
 def build_pretrainer(config, vocabulary_size):
     """The recipe's pretrainer over the preset's architecture (random initialization)."""
+    recipe = get_recipe(config.recipe)
     encoder_config = get_preset(config.preset).replace(vocabulary_size=vocabulary_size)
     if config.sequence_length > encoder_config.max_sequence_length:
         raise ValueError(
@@ -234,16 +122,9 @@ def build_pretrainer(config, vocabulary_size):
         )
     if config.dropout is not None:
         encoder_config = encoder_config.replace(dropout=config.dropout, attention_dropout=config.dropout)
-    if config.recipe == "albert" and encoder_config.architecture != "albert":
-        encoder_config = encoder_config.replace(
-            architecture="albert", embedding_size=min(128, encoder_config.hidden_size)
-        )
-    if config.recipe == "ltr":
-        encoder_config = encoder_config.replace(causal=True)
-    encoder = build_encoder(encoder_config, dtype=config.precision, name="encoder")
-    if config.recipe == "ltr":
-        return CausalLMPretrainer(encoder)
-    return BertPretrainer(encoder, next_sentence=RECIPES[config.recipe]["objective"] == "mlm_nsp")
+    if recipe.encoder_config is not None:
+        encoder_config = recipe.encoder_config(encoder_config)
+    return recipe.build_pretrainer(encoder_config, config.precision, recipe.resolved_options(config.options))
 
 
 def run_pretraining(config):
@@ -263,30 +144,13 @@ def run_pretraining(config):
     initial_epoch = ResumableBackup.restored_epoch(backup_dir)
     check_run_settings(config, trained=initial_epoch > 0)
 
-    vocabulary = resolve_vocabulary(config)
-    vocab = VocabularyInfo.from_file(vocabulary)
-    files = prepare_data(config, vocabulary)
-    counts = check_tfrecords(files, config.sequence_length, config.max_predictions_per_seq, vocabulary_size=vocab.size)
-    print(f"Training data: {sum(counts.values())} records in {len(files)} files", flush=True)
-
-    recipe = RECIPES[config.recipe]
-    epochs = config.num_train_steps // config.checkpoint_every
-    dataset = pretraining_dataset(
-        files,
-        config.batch_size,
-        config.sequence_length,
-        config.max_predictions_per_seq,
-        objective=recipe["objective"],
-        vocabulary_path=vocabulary,
-        dynamic_masking=(
-            MaskingConfig(masked_lm_prob=config.masked_lm_prob, max_predictions_per_seq=config.max_predictions_per_seq)
-            if recipe["masking"] == "dynamic"
-            else None
-        ),
-        seed=config.seed,
+    recipe = get_recipe(config.recipe)
+    data = pretraining_inputs(
+        data_config(config), recipe.objective, config.batch_size, config.num_train_steps,
         skip_batches=initial_epoch * config.checkpoint_every,
-        passes=min(1000, config.num_train_steps * config.batch_size // sum(counts.values()) + 1),
     )
+    dataset, vocab = data.dataset, data.vocab
+    epochs = config.num_train_steps // config.checkpoint_every
 
     with strategy.scope():
         model = build_pretrainer(config, vocab.size)
@@ -306,7 +170,7 @@ def run_pretraining(config):
         JsonHistory(os.path.join(config.output_dir, "history" + suffix + ".json")),
         keras.callbacks.TensorBoard(os.path.join(config.output_dir, "logs" + suffix), update_freq=config.checkpoint_every),
     ]
-    loss_key = "lm_loss" if recipe["objective"] == "ltr" else "mlm_loss"
+    loss_key = recipe.loss_key
     initial_path = os.path.join(config.output_dir, "initial_loss" + suffix + ".json")
     if initial_epoch >= epochs:
         print(f"{config.output_dir} is complete ({config.num_train_steps} steps); nothing left to train.", flush=True)
@@ -336,6 +200,7 @@ def run_pretraining(config):
         "steps": steps,
         "seconds_this_run": round(seconds, 1),
         "recipe": config.recipe,
+        "loss_key": loss_key,
         "vocabulary_size": vocab.size,
     }
     with open(os.path.join(config.output_dir, "history" + suffix + ".json"), encoding="utf-8") as f:
@@ -344,6 +209,9 @@ def run_pretraining(config):
         summary["initial_" + loss_key] = _head_loss(json.load(f), loss_key)
     summary["first_epoch_" + loss_key] = _head_loss(history[0], loss_key)
     summary["last_epoch_" + loss_key] = _head_loss(history[-1], loss_key)
+    for key in recipe.report:
+        summary["first_epoch_" + key] = float(history[0][key])
+        summary["last_epoch_" + key] = float(history[-1][key])
     if is_chief:
         save_model_atomically(model, os.path.join(config.output_dir, "pretrainer.keras"))
         save_model_atomically(model.encoder, os.path.join(config.output_dir, "encoder.keras"))

@@ -1,0 +1,198 @@
+"""A pretraining run's data from one spec: vocabulary, records (made once and cached, or
+given), checked, and the batch stream its objective feeds to `model.fit`."""
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+from typing import Optional
+
+import tensorflow as tf
+
+from bertlayers.data.assets import bert_uncased_vocabulary
+from bertlayers.data.corpus import read_corpus, wikipedia_excerpt_path
+from bertlayers.data.mlm_masking import MaskingConfig
+from bertlayers.data.pretraining_data import pretraining_dataset, write_pretraining_data
+from bertlayers.data.tfrecords import check_tfrecords
+from bertlayers.data.vocabulary import VocabularyInfo, build_wordpiece_vocabulary
+from bertlayers.training.checkpointing import atomic_path
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainingDataConfig:
+    """Where a run's data comes from and how its records are made.
+
+    `work_dir` holds what is made (a trained vocab.txt, `data/` with the cached records).
+    `input_files` (existing TFRecords) replace the corpus; `vocabulary_size` trains a WordPiece
+    vocabulary on the corpus instead of using `vocabulary` (default: bert-base-uncased's).
+    """
+
+    work_dir: str
+    corpus: Optional[str] = None  # default: the real Wikipedia excerpt
+    corpus_format: str = "auto"
+    input_files: Optional[list] = None
+    vocabulary: Optional[str] = None
+    vocabulary_size: Optional[int] = None
+    lowercase: bool = True
+    sequence_length: int = 128
+    max_predictions_per_seq: int = 20
+    masking: str = "token"
+    masked_lm_prob: float = 0.15
+    dupe_factor: int = 2
+    short_seq_prob: float = 0.1
+    seed: int = 0
+    verbose: int = 1
+
+    def masking_config(self, objective):
+        return objective.masking_config(
+            MaskingConfig(
+                strategy=self.masking,
+                masked_lm_prob=self.masked_lm_prob,
+                max_predictions_per_seq=self.max_predictions_per_seq,
+            )
+        )
+
+
+@dataclasses.dataclass
+class PretrainingInputs:
+    """What a run gets from `pretraining_inputs`."""
+
+    dataset: tf.data.Dataset  # endless (x, y, sample_weight) batches
+    vocabulary: str  # the vocab.txt path
+    vocab: VocabularyInfo
+    files: list
+    num_records: int
+
+
+def pretraining_inputs(config, objective, batch_size, num_train_steps, skip_batches=0):
+    """The run's vocabulary and checked records, and its batch stream from `skip_batches` on.
+
+    Args:
+      config: a `PretrainingDataConfig`.
+      objective: the recipe's `DataObjective` (its example layout, masking, extra features
+        and batch function).
+      batch_size, num_train_steps: how much the run consumes (sets how many distinct shuffled
+        passes the stream holds before it repeats).
+    """
+    vocabulary = resolve_vocabulary(config)
+    vocab = VocabularyInfo.from_file(vocabulary)
+    files = _records(config, objective, vocabulary)
+    counts = check_tfrecords(
+        files, config.sequence_length, config.max_predictions_per_seq, vocabulary_size=vocab.size,
+        extra_features=objective.feature_lengths(config.sequence_length, config.max_predictions_per_seq),
+    )
+    num_records = sum(counts.values())
+    print(f"Training data: {num_records} records in {len(files)} files", flush=True)
+    dataset = pretraining_dataset(
+        files,
+        batch_size,
+        config.sequence_length,
+        config.max_predictions_per_seq,
+        objective=objective,
+        vocabulary_path=vocabulary,
+        masking=config.masking_config(objective),
+        seed=config.seed,
+        skip_batches=skip_batches,
+        passes=min(1000, num_train_steps * batch_size // num_records + 1),
+    )
+    return PretrainingInputs(dataset=dataset, vocabulary=vocabulary, vocab=vocab, files=files, num_records=num_records)
+
+
+def file_digest(path):
+    """SHA-256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def resolve_vocabulary(config):
+    """The run's vocab.txt: the given one, one trained on the corpus, or bert-base-uncased's."""
+    if config.vocabulary and config.vocabulary_size:
+        raise ValueError("Give --vocabulary or --vocabulary_size, not both.")
+    if not config.vocabulary_size:
+        return config.vocabulary or bert_uncased_vocabulary()
+    path = os.path.join(config.work_dir, "vocab.txt")
+    if not os.path.exists(path):
+        corpus = config.corpus or wikipedia_excerpt_path()
+        print(f"Training a {config.vocabulary_size}-token WordPiece vocabulary on {corpus} ...", flush=True)
+        documents = read_corpus(corpus, config.corpus_format)
+        with atomic_path(path) as temporary:
+            build_wordpiece_vocabulary(documents, config.vocabulary_size, temporary, lowercase=config.lowercase)
+    return path
+
+
+def _data_spec(config, objective, vocabulary):
+    corpus = config.corpus or wikipedia_excerpt_path()
+    masking = config.masking_config(objective)
+    return {
+        "corpus": os.path.abspath(config.corpus) if config.corpus else "wikipedia-excerpt",
+        # Keyed on content, not names: an edited corpus is never mistaken for the cached records.
+        "corpus_sha256": file_digest(corpus) if os.path.isfile(corpus) else None,
+        "vocabulary_sha256": file_digest(vocabulary),
+        "vocabulary": os.path.abspath(vocabulary),
+        "examples": objective.examples,
+        "masking": masking.strategy if objective.masking == "static" else None,
+        "extra_features": sorted(objective.feature_lengths(config.sequence_length, config.max_predictions_per_seq)),
+        "masked_lm_prob": config.masked_lm_prob,
+        "lowercase": config.lowercase,
+        "sequence_length": config.sequence_length,
+        "max_predictions_per_seq": config.max_predictions_per_seq,
+        "dupe_factor": config.dupe_factor,
+        "short_seq_prob": config.short_seq_prob,
+        "seed": config.seed,
+    }
+
+
+def _records(config, objective, vocabulary):
+    """TFRecords for the run: given files, or made once from the corpus and cached."""
+    if config.input_files:
+        return list(config.input_files)
+    spec = _data_spec(config, objective, vocabulary)
+    data_dir = os.path.join(config.work_dir, "data")
+    spec_path = os.path.join(data_dir, "data_spec.json")
+    if os.path.exists(spec_path):
+        with open(spec_path, encoding="utf-8") as f:
+            recorded = json.load(f)
+        if recorded == spec:
+            return sorted(os.path.join(data_dir, n) for n in os.listdir(data_dir) if n.endswith(".tfrecord"))
+        differs = [key for key in spec if recorded.get(key) != spec[key]]
+        raise ValueError(
+            f"{data_dir} holds data made from other inputs (they differ in {differs}; see {spec_path}). "
+            f"Use a new --output_dir, or delete {data_dir} to make the data again."
+        )
+    path = config.corpus or wikipedia_excerpt_path()
+    print(f"Reading {path} ...", flush=True)
+    documents = read_corpus(path, config.corpus_format)
+    print(f"Creating pretraining examples from {len(documents)} documents ...", flush=True)
+    # Every worker of a multi-worker run may prepare; each writes its own folder and the first
+    # rename wins (the contents are identical: same inputs, same seed).
+    staging = f"{data_dir}.partial-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    stats = write_pretraining_data(
+        documents,
+        vocabulary,
+        staging,
+        sequence_length=config.sequence_length,
+        max_predictions_per_seq=config.max_predictions_per_seq,
+        mode=objective.examples,
+        masking=config.masking_config(objective) if objective.masking == "static" else None,
+        dupe_factor=config.dupe_factor,
+        short_seq_prob=config.short_seq_prob,
+        lowercase=config.lowercase,
+        seed=config.seed,
+        verbose=config.verbose > 0,
+        objective=objective,
+    )
+    with open(os.path.join(staging, "data_spec.json"), "w", encoding="utf-8") as f:
+        json.dump(spec, f, indent=1)
+    print(f"  {stats.examples} examples, {stats.tokens} tokens, {stats.masked} masked", flush=True)
+    try:
+        os.rename(staging, data_dir)
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+        if not os.path.exists(spec_path):
+            raise
+    return _records(config, objective, vocabulary)
