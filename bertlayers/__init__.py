@@ -1,7 +1,8 @@
 """bertlayers: Keras 3 layers for the BERT family of pretrained language models.
 
 Layers (`bertlayers.layers`) compose into networks (`bertlayers.networks`: encoders) and
-models (`bertlayers.models`: pretrainers, task models); `bertlayers.training` trains them,
+models (`bertlayers.models`: pretrainers, task models); each family beyond BERT's own
+(ELECTRA, SpanBERT) lives in one module of `bertlayers.families`; `bertlayers.training` trains them,
 `bertlayers.convert` loads real pretrained checkpoints and `bertlayers.export` serves them.
 """
 
@@ -17,5 +18,6 @@ from bertlayers import layers  # noqa: F401
 from bertlayers import networks  # noqa: F401
 from bertlayers import models  # noqa: F401
 from bertlayers import training  # noqa: F401
+from bertlayers import families  # noqa: F401
 from bertlayers.networks import AlbertEncoder, BertEncoder, EncoderConfig  # noqa: F401
 from bertlayers.networks.presets import get_preset, preset_names  # noqa: F401

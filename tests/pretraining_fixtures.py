@@ -62,3 +62,44 @@ def run_pretrain(args, timeout=300, **env):
 def history(output_dir, name="history.json"):
     with open(os.path.join(output_dir, name), encoding="utf-8") as f:
         return json.load(f)
+
+
+def fine_tune_export_and_serve(init, vocabulary, tmp_path):
+    """Fine-tune the encoder of a pretraining run (`init`) on real Rotten Tomatoes reviews with
+    examples/run_classifier.py, export it with examples/export_savedmodel.py, and check both
+    SavedModels answer in a process without Keras as the Keras model does."""
+    import csv
+
+    import keras
+    import numpy as np
+
+    from bertlayers.data.assets import rotten_tomatoes_snippets
+    from test_export import run_fresh
+    from test_finetuning import run_example
+
+    rows = rotten_tomatoes_snippets()[:48]
+    data = tmp_path / "reviews.csv"
+    with open(data, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["text", "label"])
+        writer.writerows(rows)
+    out = tmp_path / "classifier"
+    run_example(
+        "run_classifier.py", "--train_file", str(data), "--eval_file", str(data), "--init", init,
+        "--vocabulary", vocabulary, "--output_dir", str(out), "--epochs", "1", "--batch_size", "16",
+        "--sequence_length", "32", "--verbose", "0",
+    )
+    assert json.load(open(out / "metrics.json"))["eval_examples"] == 48
+    base = tmp_path / "savedmodels"
+    run_example("export_savedmodel.py", "--model", str(out / "model.keras"), "--name", "rt",
+                "--base_dir", str(base), "--vocabulary", vocabulary, "--sequence_length", "32")
+    model = keras.saving.load_model(str(out / "model.keras"), safe_mode=True)
+    assert sorted(model.label_names) == ["fresh", "rotten"]
+    texts = np.array(sorted((text for text, _ in rows), key=len)[:3])  # within the exported 32 tokens
+    served = run_fresh(str(base / "rt_text" / "1"), "serving_default", {"text": texts}, tmp_path, text=True)
+    assert [name.decode() for name in served["label_name"]] == [model.label_names[i] for i in served["label"]]
+    request = {"token_ids": np.array([[2, 7, 9, 3]], "int32"), "segment_ids": np.zeros((1, 4), "int32"),
+               "padding_mask": np.ones((1, 4), "int32")}
+    ids = run_fresh(str(base / "rt" / "1"), "serving_default", request, tmp_path, text=False)
+    np.testing.assert_allclose(ids["logits"], model.predict(request, verbose=0)["logits"], atol=1e-4)
+    return model

@@ -52,12 +52,17 @@ def padded(inputs, extra):
         ({"layer_norm_epsilon": 0.0}, r"EncoderConfig.layer_norm_epsilon must be > 0"),
         ({"embedding_size": 0}, r"EncoderConfig.embedding_size must be a positive integer or None"),
         ({"num_layer_groups": 2}, r"num_layer_groups is an ALBERT setting"),
-        ({"architecture": "gpt"}, r"EncoderConfig.architecture must be one of"),
+        ({"architecture": ""}, r"EncoderConfig.architecture must be a name"),
     ],
 )
 def test_config_validation_names_the_field(changes, message):
     with pytest.raises(ValueError, match=message):
         EncoderConfig(**changes)
+
+
+def test_unknown_architecture_lists_the_registered_ones():
+    with pytest.raises(ValueError, match=r"Unknown architecture 'gpt'; registered: albert, bert"):
+        build_encoder(EncoderConfig(architecture="gpt"))
 
 
 def test_encoder_constructor_validates_through_the_config():

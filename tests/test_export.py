@@ -89,10 +89,11 @@ def keras_outputs(model, inputs):
     return {k: np.asarray(v) for k, v in model.predict(inputs, verbose=0).items()}
 
 
+@pytest.mark.parametrize("length", [SEQ, 21])  # 21: shorter than exported, padded inside and cut back
 @pytest.mark.parametrize("name", ["encoder", "classifier", "tagger", "squad"])
-def test_ids_model_loads_without_keras_and_matches(exported, tmp_path, name):
+def test_ids_model_loads_without_keras_and_matches(exported, tmp_path, name, length):
     base, models, paths = exported
-    inputs = id_inputs()
+    inputs = id_inputs(length=length)
     served = run_fresh(paths[name], "serving_default", inputs, tmp_path, text=False)
     model = models[name]
     if name == "squad":

@@ -159,12 +159,21 @@ def final_weights(output_dir):
     return [np.asarray(w) for w in model.weights]
 
 
-def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(corpus, tmp_path):
-    steps, every = 60, 10
-    run_pretrain(common_args(corpus, tmp_path / "reference", steps, every))
+def recipe_args(corpus, output_dir, steps, every, recipe):
+    args = common_args(corpus, output_dir, steps, every, "--recipe", recipe)
+    if recipe == "spanbert":  # its records carry span boundaries: made from the corpus
+        start = args.index("--input_files")
+        args[start : start + 1 + len(corpus["files"])] = ["--corpus", corpus["corpus"], "--corpus_format", "bert", "--dupe_factor", "1"]
+    return args
+
+
+@pytest.mark.parametrize("recipe, steps", [("bert", 60), ("electra", 40), ("spanbert", 40)])
+def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(corpus, tmp_path, recipe, steps):
+    every = 10
+    run_pretrain(recipe_args(corpus, tmp_path / "reference", steps, every, recipe))
 
     killed = tmp_path / "killed"
-    args = common_args(corpus, killed, steps, every)
+    args = recipe_args(corpus, killed, steps, every, recipe)
     process = subprocess.Popen(pretrain_command(args), env=environment(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     metadata = killed / "backup" / "training_metadata.json"
     deadline = time.time() + 180

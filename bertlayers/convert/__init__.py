@@ -1,7 +1,7 @@
-"""Checkpoint converters: real pretrained weights into bertlayers models."""
+"""Checkpoint converters and model loading: pretrained weights into bertlayers models."""
 
 from bertlayers.convert.google import load_google_albert, load_google_bert
-from bertlayers.convert.huggingface import encoder_config_from_huggingface, load_huggingface_bert
+from bertlayers.convert.huggingface import encoder_config_from_huggingface, load_huggingface_bert, load_huggingface_electra
 from bertlayers.convert.loading import load_encoder, load_model_file
 from bertlayers.convert.weight_map import CheckpointMismatchError
 
@@ -11,6 +11,7 @@ __all__ = [
     "load_google_albert",
     "load_google_bert",
     "load_huggingface_bert",
+    "load_huggingface_electra",
     "load_encoder",
     "load_model_file",
 ]

@@ -1,4 +1,4 @@
-"""Load Hugging Face BERT checkpoints (`config.json` + `model.safetensors`), without torch."""
+"""Load Hugging Face BERT and ELECTRA checkpoints (`config.json` + `model.safetensors`), without torch."""
 
 import json
 import os
@@ -24,13 +24,14 @@ BERT_CONFIG_KEYS = {
 }
 # Tensors a BertModel checkpoint may hold that an encoder has no place for.
 _IGNORED = (r"position_ids$",)
+MODEL_TYPES = ("bert", "electra")
 
 
 def encoder_config_from_huggingface(hf_config, source="config.json"):
-    """An EncoderConfig from a Hugging Face BERT `config.json` dict."""
+    """An EncoderConfig from a Hugging Face BERT or ELECTRA `config.json` dict."""
     model_type = hf_config.get("model_type", "bert")
-    if model_type != "bert":
-        raise ValueError(f"{source}: model_type {model_type!r} is not supported; expected 'bert'.")
+    if model_type not in MODEL_TYPES:
+        raise ValueError(f"{source}: model_type {model_type!r} is not supported; expected one of {MODEL_TYPES}.")
     position_type = hf_config.get("position_embedding_type", "absolute")
     if position_type != "absolute":
         raise ValueError(
@@ -40,6 +41,8 @@ def encoder_config_from_huggingface(hf_config, source="config.json"):
     if missing:
         raise ValueError(f"{source} lacks required keys: {', '.join(missing)}.")
     fields = {field: hf_config[key] for key, field in BERT_CONFIG_KEYS.items() if key in hf_config}
+    if model_type == "electra":
+        fields["embedding_size"] = hf_config.get("embedding_size", hf_config["hidden_size"])
     try:
         return EncoderConfig(**fields)
     except ValueError as error:
@@ -53,6 +56,50 @@ def _read_vocabulary_size(path):
 
 def _transposed(array):
     return array.T
+
+
+def read_huggingface_folder(path, model_type):
+    """(config.json dict, EncoderConfig, {name: array}, weights path) of a checkpoint folder,
+    each file checked: present, readable, of `model_type`, with a vocab.txt (if any) that fits."""
+    from safetensors import SafetensorError
+    from safetensors.numpy import load_file
+
+    config_path = os.path.join(path, "config.json")
+    weights_path = os.path.join(path, "model.safetensors")
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"No Hugging Face checkpoint folder at {path}.")
+    if not os.path.isfile(config_path):
+        raise FileNotFoundError(f"{path} has no config.json.")
+    if not os.path.isfile(weights_path):
+        hint = ""
+        if os.path.isfile(os.path.join(path, "pytorch_model.bin")):
+            hint = " It has pytorch_model.bin: save it as safetensors first (torch is not a dependency)."
+        raise FileNotFoundError(f"{path} has no model.safetensors.{hint}")
+    try:
+        with open(config_path, encoding="utf-8") as f:
+            hf_config = json.load(f)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{config_path} is not valid JSON: {error}") from None
+    config = encoder_config_from_huggingface(hf_config, source=config_path)
+    found = hf_config.get("model_type", "bert")
+    if found != model_type:
+        loader = "load_huggingface_electra" if found == "electra" else "load_huggingface_bert"
+        raise ValueError(f"{config_path}: model_type {found!r} is not a {model_type} checkpoint; use {loader}.")
+
+    vocab_path = os.path.join(path, "vocab.txt")
+    if os.path.isfile(vocab_path):
+        vocab_size = _read_vocabulary_size(vocab_path)
+        if vocab_size != config.vocabulary_size:
+            raise ValueError(
+                f"{vocab_path} has {vocab_size} entries but {config_path} says vocab_size "
+                f"{config.vocabulary_size}: the vocabulary does not belong to this checkpoint."
+            )
+
+    try:
+        tensors = load_file(weights_path)
+    except (SafetensorError, OSError, ValueError) as error:
+        raise ValueError(f"{weights_path} is not a readable safetensors file: {error}") from None
+    return hf_config, config, tensors, weights_path
 
 
 def load_huggingface_bert(path, dtype=None, name="bert_encoder"):
@@ -74,51 +121,19 @@ def load_huggingface_bert(path, dtype=None, name="bert_encoder"):
         size disagrees with the config, or (CheckpointMismatchError) tensors missing from the
         checkpoint or of the wrong shape, all listed.
     """
-    from safetensors import SafetensorError
-    from safetensors.numpy import load_file
-
-    config_path = os.path.join(path, "config.json")
-    weights_path = os.path.join(path, "model.safetensors")
-    if not os.path.isdir(path):
-        raise FileNotFoundError(f"No Hugging Face checkpoint folder at {path}.")
-    if not os.path.isfile(config_path):
-        raise FileNotFoundError(f"{path} has no config.json.")
-    if not os.path.isfile(weights_path):
-        hint = ""
-        if os.path.isfile(os.path.join(path, "pytorch_model.bin")):
-            hint = " It has pytorch_model.bin: save it as safetensors first (torch is not a dependency)."
-        raise FileNotFoundError(f"{path} has no model.safetensors.{hint}")
-    try:
-        with open(config_path, encoding="utf-8") as f:
-            hf_config = json.load(f)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{config_path} is not valid JSON: {error}") from None
-    config = encoder_config_from_huggingface(hf_config, source=config_path)
-
-    vocab_path = os.path.join(path, "vocab.txt")
-    if os.path.isfile(vocab_path):
-        vocab_size = _read_vocabulary_size(vocab_path)
-        if vocab_size != config.vocabulary_size:
-            raise ValueError(
-                f"{vocab_path} has {vocab_size} entries but {config_path} says vocab_size "
-                f"{config.vocabulary_size}: the vocabulary does not belong to this checkpoint."
-            )
-
-    try:
-        tensors = load_file(weights_path)
-    except (SafetensorError, OSError, ValueError) as error:
-        raise ValueError(f"{weights_path} is not a readable safetensors file: {error}") from None
+    hf_config, config, tensors, weights_path = read_huggingface_folder(path, "bert")
     if any(key.startswith("bert.") for key in tensors):
         tensors = {key[len("bert."):] if key.startswith("bert.") else key: value for key, value in tensors.items()}
 
     encoder = BertEncoder.from_encoder_config(config, dtype=dtype, name=name)
     weights = WeightMap(tensors, weights_path)
-    _map_bert_weights(encoder, config, weights)
+    map_encoder_weights(encoder, config, weights)
     weights.apply(ignore=_IGNORED)
     return encoder
 
 
-def _map_bert_weights(encoder, config, weights):
+def map_encoder_weights(encoder, config, weights, pooler=True):
+    """Add every encoder variable's checkpoint name (transformers' BertModel layout) to `weights`."""
     heads, head_size, hidden = config.num_heads, config.head_size, config.hidden_size
 
     embeddings = encoder.embeddings
@@ -160,5 +175,56 @@ def _map_bert_weights(encoder, config, weights):
         weights.add(block.output_layer_norm.gamma, f"{prefix}output.LayerNorm.weight")
         weights.add(block.output_layer_norm.beta, f"{prefix}output.LayerNorm.bias")
 
-    weights.add(encoder.pooler.dense.kernel, "pooler.dense.weight", _transposed)
-    weights.add(encoder.pooler.dense.bias, "pooler.dense.bias")
+    if pooler:
+        weights.add(encoder.pooler.dense.kernel, "pooler.dense.weight", _transposed)
+        weights.add(encoder.pooler.dense.bias, "pooler.dense.bias")
+
+
+def load_huggingface_electra(path, dtype=None):
+    """Build an ELECTRA model from a Hugging Face ELECTRA checkpoint folder.
+
+    Args:
+      path: a folder with `config.json` (`model_type` "electra") and `model.safetensors`:
+        an `ElectraForPreTraining` (discriminator), an `ElectraForMaskedLM` (generator) or a
+        bare `ElectraModel`.
+      dtype: dtype policy, e.g. "mixed_bfloat16"; weights stay float32.
+
+    Returns:
+      An `ElectraDiscriminator` (outputs `rtd` ↔ transformers' `logits`, `sequence_output` ↔
+      `last_hidden_state`), an `ElectraGenerator` (`mlm` ↔ `logits`), or, for a bare
+      `ElectraModel`, its `BertEncoder`. The encoder (`.encoder`) fine-tunes like any other.
+
+    Raises:
+      As `load_huggingface_bert`.
+    """
+    from bertlayers.families.electra import ElectraDiscriminator, ElectraGenerator, electra_embeddings, electra_encoder
+
+    _, config, tensors, weights_path = read_huggingface_folder(path, "electra")
+    tensors = {key[len("electra."):] if key.startswith("electra.") else key: value for key, value in tensors.items()}
+    encoder = electra_encoder(config, electra_embeddings(config, dtype), dtype=dtype, name="encoder")
+    weights = WeightMap(tensors, weights_path)
+    map_encoder_weights(encoder, config, weights, pooler=False)
+    if encoder.embedding_projection is not None:
+        weights.add(encoder.embedding_projection.kernel, "embeddings_project.weight", _transposed)
+        weights.add(encoder.embedding_projection.bias, "embeddings_project.bias")
+
+    if any(key.startswith("generator_predictions.") for key in tensors):
+        model = ElectraGenerator(encoder)
+        head = model.generator_head
+        weights.add(head.transform_dense.kernel, "generator_predictions.dense.weight", _transposed)
+        weights.add(head.transform_dense.bias, "generator_predictions.dense.bias")
+        weights.add(head.layer_norm.gamma, "generator_predictions.LayerNorm.weight")
+        weights.add(head.layer_norm.beta, "generator_predictions.LayerNorm.bias")
+        weights.add(head.output_bias, "generator_lm_head.bias")
+    elif any(key.startswith("discriminator_predictions.") for key in tensors):
+        model = ElectraDiscriminator(encoder)
+        head = model.discriminator_head
+        weights.add(head.dense.kernel, "discriminator_predictions.dense.weight", _transposed)
+        weights.add(head.dense.bias, "discriminator_predictions.dense.bias")
+        weights.add(head.prediction.kernel, "discriminator_predictions.dense_prediction.weight", _transposed)
+        weights.add(head.prediction.bias, "discriminator_predictions.dense_prediction.bias")
+    else:
+        model = encoder
+    # The generator's output matrix is its word embedding (tied); a saved copy adds nothing.
+    weights.apply(ignore=_IGNORED + (r"^generator_lm_head\.weight$",))
+    return model

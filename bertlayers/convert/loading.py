@@ -1,24 +1,30 @@
 """Load a model or a pretrained encoder from wherever a user keeps one."""
 
+import json
 import os
 import zipfile
 
 import keras
 
-from bertlayers.convert.huggingface import load_huggingface_bert
+from bertlayers.convert.huggingface import load_huggingface_bert, load_huggingface_electra
 from bertlayers.networks.encoder_base import EncoderBase
 
 
 def load_encoder(source, dtype=None):
     """A pretrained encoder from `source`:
 
-      - a Hugging Face BERT folder (config.json + model.safetensors),
+      - a Hugging Face BERT or ELECTRA folder (config.json + model.safetensors; an ELECTRA
+        folder gives its discriminator's or generator's encoder),
       - an `encoder.keras` file, or any `.keras` model with an `.encoder` (a pretrainer, a task
         model),
       - an examples/pretrain.py output folder (its `encoder.keras`).
     """
     if os.path.isdir(source):
-        if os.path.isfile(os.path.join(source, "config.json")):
+        config_path = os.path.join(source, "config.json")
+        if os.path.isfile(config_path):
+            if _model_type(config_path) == "electra":
+                model = load_huggingface_electra(source, dtype=dtype)
+                return getattr(model, "encoder", model)
             return load_huggingface_bert(source, dtype=dtype)
         if os.path.isfile(os.path.join(source, "encoder.keras")):
             return load_encoder(os.path.join(source, "encoder.keras"), dtype=dtype)
@@ -57,3 +63,11 @@ def load_model_file(path):
         if broken is not None:
             raise ValueError(f"{path} is corrupt: the archive member {broken} fails its checksum.")
     return keras.saving.load_model(path, safe_mode=True)
+
+
+def _model_type(config_path):
+    try:
+        with open(config_path, encoding="utf-8") as f:
+            return json.load(f).get("model_type", "bert")
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        return None  # the loader reports what is wrong with the file

@@ -6,8 +6,9 @@ Three ways to choose what to mask, over the non-special tokens of an example:
   - "span": SpanBERT's contiguous spans of whole words, span lengths in words drawn from
     Geometric(p) clipped at `max_span_length`.
 Of the chosen tokens, `mask_token_rate` (80%) become [MASK], `random_token_rate` (10%) a
-random token, and the rest stay unchanged. Word-level choices replace per token as BERT does;
-SpanBERT's spans are replaced as a whole.
+random token, and the rest stay unchanged, drawn per token for every strategy: BERT's
+whole-word masking does so, and so does SpanBERT's code (its default `word_piece`
+replacement redraws per token), although the SpanBERT paper describes one draw per span.
 """
 
 import dataclasses
@@ -149,19 +150,46 @@ def mask_example(token_ids, vocab, config, rng):
         units = [[p for w in groups[s : s + n] for p in w] for s, n, _ in span_choices]
         spans = [(u[0], u[-1], n, t) for u, (_, n, t) in zip(units, span_choices)]
     else:
-        # Word groups are replaced per token, as in google-research/bert.
-        units = [[p] for group in _choose_groups(groups, budget, rng) for p in group]
+        units = _choose_groups(groups, budget, rng)
         spans = []
 
     output = list(token_ids)
-    for unit in units:
+    for position in (p for unit in units for p in unit):
         draw = rng.random()
-        for position in unit:
-            if draw < config.mask_token_rate:
-                output[position] = vocab.mask_id
-            elif draw < config.mask_token_rate + config.random_token_rate:
-                output[position] = int(vocab.replacement_ids[rng.integers(len(vocab.replacement_ids))])
+        if draw < config.mask_token_rate:
+            output[position] = vocab.mask_id
+        elif draw < config.mask_token_rate + config.random_token_rate:
+            output[position] = int(vocab.replacement_ids[rng.integers(len(vocab.replacement_ids))])
     positions = sorted(p for unit in units for p in unit)
     return MaskedExample(
         token_ids=output, positions=positions, labels=[token_ids[p] for p in positions], spans=spans
     )
+
+
+def span_boundaries(positions, length):
+    """SpanBERT's boundary tokens for each masked position (span-boundary objective).
+
+    A span is a maximal run of consecutive masked positions (adjacent spans merge, as
+    SpanBERT's `merge_intervals` does). Each position in a span [s, e] is predicted from the
+    tokens at s - 1 and e + 1 and its offset i - s inside the span.
+
+    Args:
+      positions: sorted masked positions of one example.
+      length: the example's length (its tokens are at 0 .. length - 1).
+
+    Returns:
+      (left, right, offset) lists aligned with `positions`; left is -1 and right is `length`
+      where the span touches the sequence edge (no outside token: the reference skips those).
+    """
+    left, right, offset = [], [], []
+    start = 0
+    for index, position in enumerate(positions):
+        if index == 0 or position != positions[index - 1] + 1:
+            start = index
+        end = index
+        while end + 1 < len(positions) and positions[end + 1] == positions[end] + 1:
+            end += 1
+        left.append(positions[start] - 1)
+        right.append(positions[end] + 1)
+        offset.append(position - positions[start])
+    return left, right, offset

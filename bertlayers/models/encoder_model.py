@@ -27,11 +27,18 @@ class EncoderModel(keras.Model):
     @property
     def trainable_weights(self):
         weights = super().trainable_weights
+        unused = {id(w) for layer in self.unused_layers() for w in layer.weights}
+        return [w for w in weights if id(w) not in unused] if unused else weights
+
+    @property
+    def trainable_variables(self):
+        # Keras builds optimizers from this one and trains from trainable_weights: keep them equal.
+        return self.trainable_weights
+
+    def unused_layers(self):
+        """Layers no output depends on (an encoder's pooler where no head reads it)."""
         pooler = getattr(getattr(self, "encoder", None), "pooler", None)
-        if self.uses_pooled_output or pooler is None:
-            return weights
-        unused = {id(w) for w in pooler.weights}
-        return [w for w in weights if id(w) not in unused]
+        return [] if self.uses_pooled_output or pooler is None else [pooler]
 
     def _constructor_args(self):
         return {}

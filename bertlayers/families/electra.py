@@ -1,0 +1,311 @@
+"""ELECTRA (Clark et al. 2020): a small generator fills masked positions with plausible
+tokens, and the discriminator, the encoder kept after pretraining, tells each token apart
+as original or replaced.
+
+Dimensions: B batch, S sequence, P masked predictions, V vocabulary, E embedding width,
+H discriminator width, G generator width.
+
+    masked ids  --generator-->  MLM logits [B, P, V]  --sample-->  corrupted ids [B, S]
+    corrupted ids  --discriminator-->  [B, S, H]  --head-->  replaced logits [B, S]
+    loss = MLM(generator) + λ · mean over real tokens of sigmoid-CE(replaced logits, labels)
+
+The two encoders share one embedding layer (token, position and segment tables and their
+LayerNorm, width E); each projects E to its own width when they differ. Following
+google-research/electra: 15% of the non-special tokens are chosen per batch, 85% of those
+become [MASK] and 15% stay (no random replacement), the generator is sampled at
+temperature 1 without gradient, and a position is "replaced" only where the sample differs
+from the original token.
+"""
+
+import keras
+import tensorflow as tf
+from keras import ops
+from keras.src.losses.loss import scale_loss_for_distribution
+
+from bertlayers.data.pretraining_data import DataObjective, masked_lm_batch
+from bertlayers.layers.bert_embeddings import BertEmbeddings
+from bertlayers.layers.initializers import bert_initializer
+from bertlayers.layers.masked_lm_head import MaskedLMHead
+from bertlayers.layers.replaced_token_detection import GeneratorCorruption, ReplacedTokenDetectionHead
+from bertlayers.models.encoder_model import EncoderModel, encoder_inputs
+from bertlayers.networks.bert_encoder import BertEncoder
+from bertlayers.networks.encoder_base import INPUT_NAMES
+from bertlayers.training.recipes import Recipe, register_recipe
+
+PREDICTION_INPUTS = ("masked_positions", "masked_lm_ids", "masked_lm_weights")
+
+
+def generator_config(config, generator_fraction=0.25):
+    """The generator's `EncoderConfig` from the discriminator's: width a fraction of it,
+    as many layers, FFN 4x its width, one head per 64 dimensions (at least one)."""
+    width = max(1, int(round(config.hidden_size * generator_fraction)))
+    heads = max(1, width // 64)
+    while width % heads:
+        heads -= 1
+    return config.replace(hidden_size=width, num_heads=heads, intermediate_size=4 * width)
+
+
+def electra_embeddings(config, dtype=None):
+    """The embedding layer ELECTRA's encoders share: width `config.embedding_size`
+    (default: the hidden size), no projection (each encoder adds its own)."""
+    return BertEmbeddings(
+        vocabulary_size=config.vocabulary_size,
+        embedding_size=config.embedding_size or config.hidden_size,
+        max_sequence_length=config.max_sequence_length,
+        type_vocab_size=config.type_vocab_size,
+        layer_norm_epsilon=config.layer_norm_epsilon,
+        dropout=config.dropout,
+        initializer=bert_initializer(config.initializer_range),
+        dtype=dtype,
+        name="embeddings",
+    )
+
+
+def electra_encoder(config, embeddings, dtype=None, name="encoder"):
+    """A `BertEncoder` of `config`'s block sizes over the (shared) `embeddings`."""
+    fields = config.to_dict()
+    for field in ("vocabulary_size", "max_sequence_length", "type_vocab_size", "embedding_size"):
+        fields.pop(field)  # read from the embedding layer
+    return BertEncoder(embedding_layer=embeddings, dtype=dtype, name=name, **fields)
+
+
+def electra_encoders(config, generator_fraction=0.25, dtype=None):
+    """(discriminator, generator) `BertEncoder`s sharing one embedding layer."""
+    embeddings = electra_embeddings(config, dtype)
+    return (
+        electra_encoder(config, embeddings, dtype, "encoder"),
+        electra_encoder(generator_config(config, generator_fraction), embeddings, dtype, "generator"),
+    )
+
+
+def _generator_head(encoder, name):
+    config = encoder.config
+    return MaskedLMHead(
+        token_embedding=encoder.token_embedding,
+        activation=config.activation,
+        layer_norm_epsilon=config.layer_norm_epsilon,
+        kernel_initializer=bert_initializer(config.initializer_range),
+        dtype=encoder.layer_dtype_policy,
+        name=name,
+    )
+
+
+def _discriminator_head(encoder, name):
+    return ReplacedTokenDetectionHead(
+        activation=encoder.config.activation,
+        kernel_initializer=bert_initializer(encoder.config.initializer_range),
+        dtype=encoder.layer_dtype_policy,
+        name=name,
+    )
+
+
+def _weighted_mean(values, weights):
+    weights = ops.cast(weights, "float32")
+    return ops.sum(ops.cast(values, "float32") * weights) / ops.maximum(ops.sum(weights), 1e-6)
+
+
+@keras.saving.register_keras_serializable(package="bertlayers")
+class ElectraPretrainer(EncoderModel):
+    """Generator + discriminator, trained together on replaced-token detection.
+
+    Inputs: the encoder's three (`token_ids` already masked), and `masked_positions`,
+    `masked_lm_ids` (the original tokens there), `masked_lm_weights` (1 real, 0 padding),
+    each `[B, P]`; `sample_seed` int `[B, 2]` (keys the generator's sample: see
+    `GeneratorCorruption`).
+    Outputs: `mlm` generator logits `[B, P, V]`; `rtd` discriminator logits `[B, S]`;
+    `replaced` its labels `[B, S]` (1.0 where the corrupted token differs from the original).
+
+    The loss is computed by the model (`compute_loss`): its labels are drawn inside the step.
+    Logged: `mlm_loss` (the generator's), `rtd_loss`, `rtd_accuracy` over real tokens,
+    `rtd_baseline_accuracy` (answering "original" everywhere), `rtd_auc` (ranking replaced
+    above original tokens; 0.5 is chance), `replaced_fraction` (of the masked positions),
+    `mlm_accuracy`.
+
+    Args:
+      encoder: the discriminator (a `BertEncoder`), the encoder fine-tuning starts from.
+      generator: a `BertEncoder` built on the same embedding layer (`electra_encoders`).
+      discriminator_weight: λ (50 in ELECTRA).
+      temperature: of the generator's sampling softmax.
+    """
+
+    uses_pooled_output = False
+
+    def __init__(
+        self, encoder, generator, discriminator_weight=50.0, temperature=1.0, name="electra_pretrainer", trainable=True, **kwargs
+    ):
+        if generator.embeddings is not encoder.embeddings:
+            raise ValueError(
+                "ElectraPretrainer: the generator must share the discriminator's embedding layer "
+                "(build both with electra_encoders, or pass embedding_layer=encoder.embeddings)."
+            )
+        inputs = encoder_inputs()
+        for input_name in PREDICTION_INPUTS:
+            dtype = "float32" if input_name == "masked_lm_weights" else "int32"
+            inputs[input_name] = keras.Input(shape=(None,), dtype=dtype, name=input_name)
+        inputs["sample_seed"] = keras.Input(shape=(2,), dtype="int32", name="sample_seed")
+        encoder_input = {name: inputs[name] for name in INPUT_NAMES}
+
+        generator_head = _generator_head(generator, "generator_head")
+        mlm_logits = generator_head(generator(encoder_input)["sequence_output"], inputs["masked_positions"])  # [B, P, V]
+        corruption = GeneratorCorruption(temperature=temperature, name="corruption")
+        corrupted, replaced = corruption(
+            mlm_logits, inputs["token_ids"], inputs["masked_positions"], inputs["masked_lm_ids"],
+            inputs["masked_lm_weights"], inputs["sample_seed"],
+        )  # [B, S] each
+        discriminator_head = _discriminator_head(encoder, "discriminator_head")
+        rtd_logits = discriminator_head(encoder({**encoder_input, "token_ids": corrupted})["sequence_output"])  # [B, S]
+        outputs = {"mlm": mlm_logits, "rtd": rtd_logits, "replaced": replaced}
+        super().__init__(inputs=inputs, outputs=outputs, name=name, trainable=trainable, **kwargs)
+
+        self.encoder = encoder
+        self.generator = generator
+        self.generator_head = generator_head
+        self.discriminator_head = discriminator_head
+        self.corruption = corruption
+        self.discriminator_weight = float(discriminator_weight)
+        self.temperature = float(temperature)
+        self.head_names = ["mlm", "rtd"]
+        self.trackers = {
+            name: keras.metrics.Mean(name=name)
+            for name in ("mlm_loss", "mlm_accuracy", "rtd_loss", "rtd_accuracy", "rtd_baseline_accuracy", "replaced_fraction")
+        }
+        # How well the discriminator ranks replaced tokens above original ones (0.5: chance),
+        # which shows learning before any probability crosses 0.5.
+        self.rtd_auc = keras.metrics.AUC(name="rtd_auc", from_logits=True)
+
+    def unused_layers(self):
+        return [self.encoder.pooler, self.generator.pooler]
+
+    def default_losses(self):
+        return None  # compute_loss: the discriminator's labels are made inside the step
+
+    def default_metrics(self):
+        return None
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """Generator MLM loss + λ · discriminator loss, each a weighted mean (google-research/electra):
+        the MLM over real predictions (`masked_lm_weights`), the discriminator over real
+        tokens (`padding_mask`). `y` and `sample_weight` are not needed: the targets are in x."""
+        labels, prediction_weights = x["masked_lm_ids"], x["masked_lm_weights"]
+        token_weights = x["padding_mask"]
+        mlm_losses = keras.losses.sparse_categorical_crossentropy(labels, y_pred["mlm"], from_logits=True)  # [B, P]
+        mlm_loss = _weighted_mean(mlm_losses, prediction_weights)
+        replaced, logits = y_pred["replaced"], y_pred["rtd"]
+        # Sigmoid cross-entropy from logits, stable for large |logit|.
+        rtd_losses = ops.maximum(logits, 0.0) - logits * replaced + ops.log1p(ops.exp(-ops.abs(logits)))  # [B, S]
+        rtd_loss = _weighted_mean(rtd_losses, token_weights)
+
+        predicted = ops.cast(logits > 0, "float32")
+        values = {
+            "mlm_loss": mlm_loss,
+            "mlm_accuracy": _weighted_mean(ops.equal(ops.cast(ops.argmax(y_pred["mlm"], -1), "int32"), ops.cast(labels, "int32")), prediction_weights),
+            "rtd_loss": rtd_loss,
+            "rtd_accuracy": _weighted_mean(ops.equal(predicted, replaced), token_weights),
+            "rtd_baseline_accuracy": _weighted_mean(1.0 - replaced, token_weights),
+            "replaced_fraction": ops.sum(replaced) / ops.maximum(ops.sum(ops.cast(prediction_weights, "float32")), 1e-6),
+        }
+        for name, value in values.items():
+            self.trackers[name].update_state(value)
+        self.rtd_auc.update_state(replaced, logits, sample_weight=ops.cast(token_weights, "float32"))
+        total = mlm_loss + self.discriminator_weight * rtd_loss
+        return scale_loss_for_distribution(total)
+
+    def _constructor_args(self):
+        return {
+            "generator": keras.saving.serialize_keras_object(self.generator),
+            "discriminator_weight": self.discriminator_weight,
+            "temperature": self.temperature,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        encoder = keras.saving.deserialize_keras_object(config.pop("encoder"))
+        generator = config.pop("generator")
+        # The saved generator holds a copy of the embedding layer; share the discriminator's again.
+        generator_class = keras.saving.get_registered_object(generator["registered_name"])
+        generator = generator_class.from_config({**generator["config"], "embedding_layer": encoder.embeddings})
+        return cls(encoder, generator, **config)
+
+
+@keras.saving.register_keras_serializable(package="bertlayers")
+class ElectraDiscriminator(EncoderModel):
+    """A pretrained discriminator: encoder + replaced-token head (transformers'
+    `ElectraForPreTraining`). Inputs: the encoder's. Outputs: `rtd` logits `[B, S]` and
+    the encoder's `sequence_output`."""
+
+    uses_pooled_output = False
+
+    def __init__(self, encoder, name="electra_discriminator", trainable=True, **kwargs):
+        inputs = encoder_inputs()
+        head = _discriminator_head(encoder, "discriminator_head")
+        sequence = encoder(inputs)["sequence_output"]
+        super().__init__(inputs=inputs, outputs={"rtd": head(sequence), "sequence_output": sequence}, name=name, trainable=trainable, **kwargs)
+        self.encoder = encoder
+        self.discriminator_head = head
+
+
+@keras.saving.register_keras_serializable(package="bertlayers")
+class ElectraGenerator(EncoderModel):
+    """A pretrained generator: encoder + masked-LM head tied to its token embedding, over
+    every position (transformers' `ElectraForMaskedLM`). Inputs: the encoder's. Output:
+    `mlm` logits `[B, S, V]`."""
+
+    uses_pooled_output = False
+
+    def __init__(self, encoder, name="electra_generator", trainable=True, **kwargs):
+        inputs = encoder_inputs()
+        head = _generator_head(encoder, "generator_head")
+        super().__init__(inputs=inputs, outputs={"mlm": head(encoder(inputs)["sequence_output"])}, name=name, trainable=trainable, **kwargs)
+        self.encoder = encoder
+        self.generator_head = head
+
+
+# --- The recipe ---------------------------------------------------------------------------
+
+
+def _electra_batch(features, seed, context):
+    x, labels, weights = masked_lm_batch(features, seed, context, dynamic=True)
+    x["masked_lm_ids"] = labels
+    x["masked_lm_weights"] = weights
+    # Its own stream, apart from the masks' (dynamic_mask splits `seed` itself).
+    sample_seed = tf.cast(tf.random.experimental.stateless_fold_in(seed, 1), tf.int32)
+    x["sample_seed"] = tf.tile(sample_seed[tf.newaxis], [tf.shape(labels)[0], 1])
+    return x, {"mlm": labels}
+
+
+OBJECTIVE = DataObjective(
+    examples="single",
+    masking="dynamic",
+    batch_inputs=_electra_batch,
+    masking_rates={"mask_token_rate": 0.85, "random_token_rate": 0.0},
+)
+
+
+def build_pretrainer(encoder_config, dtype, options):
+    discriminator, generator = electra_encoders(encoder_config, options["generator_fraction"], dtype=dtype)
+    return ElectraPretrainer(
+        discriminator, generator, discriminator_weight=options["discriminator_weight"], temperature=options["temperature"]
+    )
+
+
+RECIPE = register_recipe(
+    Recipe(
+        "electra",
+        "replaced-token detection: generator + discriminator sharing embeddings (Clark et al. 2020)",
+        OBJECTIVE,
+        build_pretrainer,
+        options={"generator_fraction": 0.25, "discriminator_weight": 50.0, "temperature": 1.0},
+        report=("rtd_loss", "rtd_accuracy", "rtd_baseline_accuracy", "rtd_auc", "replaced_fraction"),
+    )
+)
+
+__all__ = [
+    "ElectraDiscriminator",
+    "ElectraGenerator",
+    "ElectraPretrainer",
+    "electra_embeddings",
+    "electra_encoder",
+    "electra_encoders",
+    "generator_config",
+]
