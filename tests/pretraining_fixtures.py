@@ -103,3 +103,17 @@ def fine_tune_export_and_serve(init, vocabulary, tmp_path):
     ids = run_fresh(str(base / "rt" / "1"), "serving_default", request, tmp_path, text=False)
     np.testing.assert_allclose(ids["logits"], model.predict(request, verbose=0)["logits"], atol=1e-4)
     return model
+
+
+def tiny_family_run(tmp_path_factory, recipe, steps=120):
+    """(corpus, output folder, summary) of a tiny `recipe` run on the Wikipedia articles."""
+    from bertlayers.training.pretraining import PretrainingConfig, run_pretraining
+
+    corpus = make_corpus(str(tmp_path_factory.mktemp("corpus")))
+    output = tmp_path_factory.mktemp(recipe)
+    config = PretrainingConfig(
+        output_dir=str(output), recipe=recipe, vocabulary=corpus["vocabulary"], corpus=corpus["corpus"],
+        corpus_format="bert", sequence_length=SEQ, max_predictions_per_seq=PREDICTIONS, batch_size=16,
+        num_train_steps=steps, checkpoint_every=steps // 3, learning_rate=2e-3, dupe_factor=1, dropout=0.0, verbose=0,
+    )
+    return corpus, output, run_pretraining(config)

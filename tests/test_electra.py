@@ -22,8 +22,7 @@ from bertlayers.data.vocabulary import VocabularyInfo
 from bertlayers.families.electra import OBJECTIVE, ElectraDiscriminator, ElectraGenerator, ElectraPretrainer, electra_encoders
 from bertlayers.layers.replaced_token_detection import GeneratorCorruption
 from bertlayers.networks import BertEncoder, get_preset
-from bertlayers.training.pretraining import PretrainingConfig, run_pretraining
-from pretraining_fixtures import PREDICTIONS, SEQ, fine_tune_export_and_serve, make_corpus
+from pretraining_fixtures import fine_tune_export_and_serve, tiny_family_run
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 INPUTS = ("token_ids", "segment_ids", "padding_mask")
@@ -207,14 +206,7 @@ def test_masking_rates_on_real_text():
 
 @pytest.fixture(scope="module")
 def electra_run(tmp_path_factory):
-    corpus = make_corpus(str(tmp_path_factory.mktemp("corpus")))
-    output = tmp_path_factory.mktemp("electra")
-    config = PretrainingConfig(
-        output_dir=str(output), recipe="electra", vocabulary=corpus["vocabulary"], corpus=corpus["corpus"],
-        corpus_format="bert", sequence_length=SEQ, max_predictions_per_seq=PREDICTIONS, batch_size=16,
-        num_train_steps=120, checkpoint_every=40, learning_rate=2e-3, dupe_factor=1, dropout=0.0, verbose=0,
-    )
-    return corpus, output, run_pretraining(config)
+    return tiny_family_run(tmp_path_factory, "electra")
 
 
 def test_tiny_electra_learns_on_real_text(electra_run):

@@ -13,8 +13,7 @@ from bertlayers.data.mlm_masking import span_boundaries
 from bertlayers.data.tfrecords import parse_records
 from bertlayers.families.spanbert import BOUNDARY_INPUTS, OBJECTIVE, SpanBertPretrainer
 from bertlayers.layers.span_boundary_head import SpanBoundaryHead
-from bertlayers.training.pretraining import PretrainingConfig, run_pretraining
-from pretraining_fixtures import PREDICTIONS, SEQ, fine_tune_export_and_serve, make_corpus
+from pretraining_fixtures import PREDICTIONS, SEQ, fine_tune_export_and_serve, tiny_family_run
 
 
 def direct_boundaries(positions, length):
@@ -46,14 +45,7 @@ def test_span_boundaries_equal_a_direct_computation():
 
 @pytest.fixture(scope="module")
 def spanbert_run(tmp_path_factory):
-    corpus = make_corpus(str(tmp_path_factory.mktemp("corpus")))
-    output = tmp_path_factory.mktemp("spanbert")
-    config = PretrainingConfig(
-        output_dir=str(output), recipe="spanbert", vocabulary=corpus["vocabulary"], corpus=corpus["corpus"],
-        corpus_format="bert", sequence_length=SEQ, max_predictions_per_seq=PREDICTIONS, batch_size=16,
-        num_train_steps=120, checkpoint_every=40, learning_rate=2e-3, dupe_factor=1, dropout=0.0, verbose=0,
-    )
-    return corpus, output, run_pretraining(config)
+    return tiny_family_run(tmp_path_factory, "spanbert")
 
 
 def test_records_carry_the_boundaries_of_their_masked_spans(spanbert_run):

@@ -19,21 +19,19 @@ from bertlayers.data.vocabulary import VocabularyInfo, build_wordpiece_vocabular
 from bertlayers.training.checkpointing import atomic_path
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class PretrainingDataConfig:
     """Where a run's data comes from and how its records are made.
 
-    `work_dir` holds what is made (a trained vocab.txt, `data/` with the cached records).
     `input_files` (existing TFRecords) replace the corpus; `vocabulary_size` trains a WordPiece
     vocabulary on the corpus instead of using `vocabulary` (default: bert-base-uncased's).
     """
 
-    work_dir: str
     corpus: Optional[str] = None  # default: the real Wikipedia excerpt
     corpus_format: str = "auto"
-    input_files: Optional[list] = None
-    vocabulary: Optional[str] = None
-    vocabulary_size: Optional[int] = None
+    input_files: Optional[list] = None  # existing TFRecords instead of a corpus
+    vocabulary: Optional[str] = None  # default: the real bert-base-uncased vocab.txt
+    vocabulary_size: Optional[int] = None  # train a WordPiece vocabulary of this size instead
     lowercase: bool = True
     sequence_length: int = 128
     max_predictions_per_seq: int = 20
@@ -65,19 +63,20 @@ class PretrainingInputs:
     num_records: int
 
 
-def pretraining_inputs(config, objective, batch_size, num_train_steps, skip_batches=0):
+def pretraining_inputs(config, work_dir, objective, batch_size, num_train_steps, skip_batches=0):
     """The run's vocabulary and checked records, and its batch stream from `skip_batches` on.
 
     Args:
       config: a `PretrainingDataConfig`.
+      work_dir: where what is made is kept (a trained vocab.txt; `data/`, the cached records).
       objective: the recipe's `DataObjective` (its example layout, masking, extra features
         and batch function).
       batch_size, num_train_steps: how much the run consumes (sets how many distinct shuffled
         passes the stream holds before it repeats).
     """
-    vocabulary = resolve_vocabulary(config)
+    vocabulary = resolve_vocabulary(config, work_dir)
     vocab = VocabularyInfo.from_file(vocabulary)
-    files = _records(config, objective, vocabulary)
+    files = _records(config, work_dir, objective, vocabulary)
     counts = check_tfrecords(
         files, config.sequence_length, config.max_predictions_per_seq, vocabulary_size=vocab.size,
         extra_features=objective.feature_lengths(config.sequence_length, config.max_predictions_per_seq),
@@ -108,13 +107,13 @@ def file_digest(path):
     return digest.hexdigest()
 
 
-def resolve_vocabulary(config):
+def resolve_vocabulary(config, work_dir):
     """The run's vocab.txt: the given one, one trained on the corpus, or bert-base-uncased's."""
     if config.vocabulary and config.vocabulary_size:
         raise ValueError("Give --vocabulary or --vocabulary_size, not both.")
     if not config.vocabulary_size:
         return config.vocabulary or bert_uncased_vocabulary()
-    path = os.path.join(config.work_dir, "vocab.txt")
+    path = os.path.join(work_dir, "vocab.txt")
     if not os.path.exists(path):
         corpus = config.corpus or wikipedia_excerpt_path()
         print(f"Training a {config.vocabulary_size}-token WordPiece vocabulary on {corpus} ...", flush=True)
@@ -146,12 +145,12 @@ def _data_spec(config, objective, vocabulary):
     }
 
 
-def _records(config, objective, vocabulary):
+def _records(config, work_dir, objective, vocabulary):
     """TFRecords for the run: given files, or made once from the corpus and cached."""
     if config.input_files:
         return list(config.input_files)
     spec = _data_spec(config, objective, vocabulary)
-    data_dir = os.path.join(config.work_dir, "data")
+    data_dir = os.path.join(work_dir, "data")
     spec_path = os.path.join(data_dir, "data_spec.json")
     if os.path.exists(spec_path):
         with open(spec_path, encoding="utf-8") as f:
@@ -195,4 +194,4 @@ def _records(config, objective, vocabulary):
         shutil.rmtree(staging, ignore_errors=True)
         if not os.path.exists(spec_path):
             raise
-    return _records(config, objective, vocabulary)
+    return _records(config, work_dir, objective, vocabulary)

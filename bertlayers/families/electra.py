@@ -23,13 +23,12 @@ from keras import ops
 from keras.src.losses.loss import scale_loss_for_distribution
 
 from bertlayers.data.pretraining_data import DataObjective, masked_lm_batch
-from bertlayers.layers.bert_embeddings import BertEmbeddings
 from bertlayers.layers.initializers import bert_initializer
-from bertlayers.layers.masked_lm_head import MaskedLMHead
 from bertlayers.layers.replaced_token_detection import GeneratorCorruption, ReplacedTokenDetectionHead
 from bertlayers.models.encoder_model import EncoderModel, encoder_inputs
+from bertlayers.models.pretrainer import masked_lm_head
 from bertlayers.networks.bert_encoder import BertEncoder
-from bertlayers.networks.encoder_base import INPUT_NAMES
+from bertlayers.networks.encoder_base import INPUT_NAMES, embeddings_for
 from bertlayers.training.recipes import Recipe, register_recipe
 
 PREDICTION_INPUTS = ("masked_positions", "masked_lm_ids", "masked_lm_weights")
@@ -48,17 +47,7 @@ def generator_config(config, generator_fraction=0.25):
 def electra_embeddings(config, dtype=None):
     """The embedding layer ELECTRA's encoders share: width `config.embedding_size`
     (default: the hidden size), no projection (each encoder adds its own)."""
-    return BertEmbeddings(
-        vocabulary_size=config.vocabulary_size,
-        embedding_size=config.embedding_size or config.hidden_size,
-        max_sequence_length=config.max_sequence_length,
-        type_vocab_size=config.type_vocab_size,
-        layer_norm_epsilon=config.layer_norm_epsilon,
-        dropout=config.dropout,
-        initializer=bert_initializer(config.initializer_range),
-        dtype=dtype,
-        name="embeddings",
-    )
+    return embeddings_for(config, dtype)
 
 
 def electra_encoder(config, embeddings, dtype=None, name="encoder"):
@@ -75,18 +64,6 @@ def electra_encoders(config, generator_fraction=0.25, dtype=None):
     return (
         electra_encoder(config, embeddings, dtype, "encoder"),
         electra_encoder(generator_config(config, generator_fraction), embeddings, dtype, "generator"),
-    )
-
-
-def _generator_head(encoder, name):
-    config = encoder.config
-    return MaskedLMHead(
-        token_embedding=encoder.token_embedding,
-        activation=config.activation,
-        layer_norm_epsilon=config.layer_norm_epsilon,
-        kernel_initializer=bert_initializer(config.initializer_range),
-        dtype=encoder.layer_dtype_policy,
-        name=name,
     )
 
 
@@ -145,7 +122,7 @@ class ElectraPretrainer(EncoderModel):
         inputs["sample_seed"] = keras.Input(shape=(2,), dtype="int32", name="sample_seed")
         encoder_input = {name: inputs[name] for name in INPUT_NAMES}
 
-        generator_head = _generator_head(generator, "generator_head")
+        generator_head = masked_lm_head(generator, "generator_head")
         mlm_logits = generator_head(generator(encoder_input)["sequence_output"], inputs["masked_positions"])  # [B, P, V]
         corruption = GeneratorCorruption(temperature=temperature, name="corruption")
         corrupted, replaced = corruption(
@@ -255,7 +232,7 @@ class ElectraGenerator(EncoderModel):
 
     def __init__(self, encoder, name="electra_generator", trainable=True, **kwargs):
         inputs = encoder_inputs()
-        head = _generator_head(encoder, "generator_head")
+        head = masked_lm_head(encoder, "generator_head")
         super().__init__(inputs=inputs, outputs={"mlm": head(encoder(inputs)["sequence_output"])}, name=name, trainable=trainable, **kwargs)
         self.encoder = encoder
         self.generator_head = head

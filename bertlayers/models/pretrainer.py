@@ -18,19 +18,24 @@ from bertlayers.models.encoder_model import EncoderModel, encoder_inputs
 from bertlayers.networks.encoder_base import INPUT_NAMES
 
 
+def masked_lm_head(encoder, name="lm_head"):
+    """A `MaskedLMHead` tied to `encoder`'s token embedding, with its activation and policy."""
+    config = encoder.config
+    return MaskedLMHead(
+        token_embedding=encoder.token_embedding,
+        activation=config.activation,
+        layer_norm_epsilon=config.layer_norm_epsilon,
+        kernel_initializer=bert_initializer(config.initializer_range),
+        dtype=encoder.layer_dtype_policy,
+        name=name,
+    )
+
+
 class PretrainerBase(EncoderModel):
-    """What both pretrainers share: the LM head tied to the encoder's token embedding."""
+    """What the pretrainers share: the LM head tied to the encoder's token embedding."""
 
     def _lm_head(self, encoder):
-        config = encoder.config
-        return MaskedLMHead(
-            token_embedding=encoder.token_embedding,
-            activation=config.activation,
-            layer_norm_epsilon=config.layer_norm_epsilon,
-            kernel_initializer=bert_initializer(config.initializer_range),
-            dtype=encoder.layer_dtype_policy,
-            name="lm_head",
-        )
+        return masked_lm_head(encoder)
 
     def default_losses(self):
         # Targets are token ids (sparse); the heads return logits.

@@ -158,21 +158,7 @@ class EncoderBase(keras.Model):
         raise NotImplementedError
 
     def _make_embeddings(self, config, dtype):
-        common = dict(
-            vocabulary_size=config.vocabulary_size,
-            max_sequence_length=config.max_sequence_length,
-            type_vocab_size=config.type_vocab_size,
-            layer_norm_epsilon=config.layer_norm_epsilon,
-            dropout=config.dropout,
-            initializer=bert_initializer(config.initializer_range),
-            dtype=dtype,
-            name="embeddings",
-        )
-        if self._factorizes_embedding(config):
-            return FactorizedEmbedding(
-                embedding_size=config.embedding_size, hidden_size=config.hidden_size, **common
-            )
-        return BertEmbeddings(embedding_size=config.hidden_size, **common)
+        return embeddings_for(config, dtype, project_to=config.hidden_size if self._factorizes_embedding(config) else None)
 
     def make_block(self, config, index, dtype):
         """The block at distinct index `index` (the factory hook: a family with its own block,
@@ -259,6 +245,24 @@ class EncoderBase(keras.Model):
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         return cls(**config)
+
+
+def embeddings_for(config, dtype=None, project_to=None):
+    """The token + segment + position embedding of `config`, at width `embedding_size` (default
+    the hidden size); with `project_to`, ALBERT's factorized form projecting to that width."""
+    common = dict(
+        vocabulary_size=config.vocabulary_size,
+        max_sequence_length=config.max_sequence_length,
+        type_vocab_size=config.type_vocab_size,
+        layer_norm_epsilon=config.layer_norm_epsilon,
+        dropout=config.dropout,
+        initializer=bert_initializer(config.initializer_range),
+        dtype=dtype,
+        name="embeddings",
+    )
+    if project_to is not None:
+        return FactorizedEmbedding(embedding_size=config.embedding_size, hidden_size=project_to, **common)
+    return BertEmbeddings(embedding_size=config.embedding_size or config.hidden_size, **common)
 
 
 def _registered_class(block_class):

@@ -25,22 +25,12 @@ PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
 
 @dataclasses.dataclass
-class PretrainingConfig:
+class PretrainingConfig(PretrainingDataConfig):
+    """A run: its data (the `PretrainingDataConfig` fields), recipe, model and training."""
+
     output_dir: str = "runs/pretrain"
     recipe: str = "bert"
     preset: str = "bert_tiny"
-    corpus: Optional[str] = None  # default: the real Wikipedia excerpt
-    corpus_format: str = "auto"
-    input_files: Optional[list] = None  # existing TFRecords instead of a corpus
-    vocabulary: Optional[str] = None  # default: the real bert-base-uncased vocab.txt
-    vocabulary_size: Optional[int] = None  # train a WordPiece vocabulary of this size instead
-    lowercase: bool = True
-    sequence_length: int = 128
-    max_predictions_per_seq: int = 20
-    masking: str = "token"
-    masked_lm_prob: float = 0.15
-    dupe_factor: int = 2
-    short_seq_prob: float = 0.1
     batch_size: int = 32
     num_train_steps: int = 600
     checkpoint_every: int = 100
@@ -56,8 +46,6 @@ class PretrainingConfig:
     num_cpu_devices: Optional[int] = None
     dropout: Optional[float] = None  # default: the preset's
     options: Optional[dict] = None  # the recipe's own settings ({name: value})
-    seed: int = 0
-    verbose: int = 1
 
     def __post_init__(self):
         get_recipe(self.recipe).resolved_options(self.options)
@@ -106,12 +94,6 @@ def check_run_settings(config, trained):
             json.dump(settings, f, indent=1)
 
 
-def data_config(config):
-    """The run's `PretrainingDataConfig` (its data fields; made data goes in output_dir)."""
-    fields = {f.name for f in dataclasses.fields(PretrainingDataConfig)} - {"work_dir"}
-    return PretrainingDataConfig(work_dir=config.output_dir, **{name: getattr(config, name) for name in fields})
-
-
 def build_pretrainer(config, vocabulary_size):
     """The recipe's pretrainer over the preset's architecture (random initialization)."""
     recipe = get_recipe(config.recipe)
@@ -146,7 +128,7 @@ def run_pretraining(config):
 
     recipe = get_recipe(config.recipe)
     data = pretraining_inputs(
-        data_config(config), recipe.objective, config.batch_size, config.num_train_steps,
+        config, config.output_dir, recipe.objective, config.batch_size, config.num_train_steps,
         skip_batches=initial_epoch * config.checkpoint_every,
     )
     dataset, vocab = data.dataset, data.vocab
