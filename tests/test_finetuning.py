@@ -167,7 +167,7 @@ def test_load_encoder_from_every_source(tmp_path):
         np.testing.assert_array_equal(loaded.token_embedding.embeddings, encoder.token_embedding.embeddings)
     assert load_encoder(minilm_path()).config.hidden_size == 384
     assert load_encoder(str(tmp_path / "encoder.keras"), dtype="mixed_bfloat16").layer_dtype_policy.name == "mixed_bfloat16"
-    keras.Sequential([keras.layers.Dense(1)]).save(str(tmp_path / "other.keras"))
+    keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)]).save(str(tmp_path / "other.keras"))
     with pytest.raises(ValueError, match="holds a Sequential, which has no bertlayers encoder"):
         load_encoder(str(tmp_path / "other.keras"))
     (tmp_path / "nothing").mkdir()
