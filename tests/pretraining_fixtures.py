@@ -64,12 +64,17 @@ def history(output_dir, name="history.json"):
         return json.load(f)
 
 
-def fine_tune(init, vocabulary, tmp_path):
-    """Fine-tune the encoder of a pretraining run (`init`) on 48 real Rotten Tomatoes reviews
-    with examples/run_classifier.py: (the reviews, the output folder)."""
+def fine_tune_export_and_serve(init, vocabulary, tmp_path):
+    """Fine-tune the encoder of a pretraining run (`init`) on real Rotten Tomatoes reviews with
+    examples/run_classifier.py, export it with examples/export_savedmodel.py, and check both
+    SavedModels answer in a process without Keras as the Keras model does."""
     import csv
 
+    import keras
+    import numpy as np
+
     from bertlayers.data.assets import rotten_tomatoes_snippets
+    from test_export import run_fresh
     from test_finetuning import run_example
 
     rows = rotten_tomatoes_snippets()[:48]
@@ -85,19 +90,6 @@ def fine_tune(init, vocabulary, tmp_path):
         "--sequence_length", "32", "--verbose", "0",
     )
     assert json.load(open(out / "metrics.json"))["eval_examples"] == 48
-    return rows, out
-
-
-def fine_tune_export_and_serve(init, vocabulary, tmp_path):
-    """`fine_tune`, then export with examples/export_savedmodel.py and check both SavedModels
-    answer in a process without Keras as the Keras model does."""
-    import keras
-    import numpy as np
-
-    from test_export import run_fresh
-    from test_finetuning import run_example
-
-    rows, out = fine_tune(init, vocabulary, tmp_path)
     base = tmp_path / "savedmodels"
     run_example("export_savedmodel.py", "--model", str(out / "model.keras"), "--name", "rt",
                 "--base_dir", str(base), "--vocabulary", vocabulary, "--sequence_length", "32")

@@ -167,7 +167,7 @@ def recipe_args(corpus, output_dir, steps, every, recipe):
     return args
 
 
-@pytest.mark.parametrize("recipe, steps", [("bert", 60), ("electra", 40)])
+@pytest.mark.parametrize("recipe, steps", [("bert", 60), ("electra", 40), ("spanbert", 40)])
 def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(corpus, tmp_path, recipe, steps):
     every = 10
     run_pretrain(recipe_args(corpus, tmp_path / "reference", steps, every, recipe))

@@ -13,7 +13,7 @@ from bertlayers.data.mlm_masking import span_boundaries
 from bertlayers.data.tfrecords import parse_records
 from bertlayers.families.spanbert import BOUNDARY_INPUTS, OBJECTIVE, SpanBertPretrainer
 from bertlayers.layers.span_boundary_head import SpanBoundaryHead
-from pretraining_fixtures import PREDICTIONS, SEQ, fine_tune, tiny_family_run
+from pretraining_fixtures import PREDICTIONS, SEQ, fine_tune_export_and_serve, tiny_family_run
 
 
 def direct_boundaries(positions, length):
@@ -113,11 +113,6 @@ def test_tiny_spanbert_learns_both_objectives_on_real_text(spanbert_run):
     assert pretrainer.boundary_head.token_embedding is pretrainer.encoder.token_embedding
 
 
-def test_spanbert_encoder_fine_tunes_on_real_reviews(spanbert_run, tmp_path):
-    # Serving is encoder-agnostic and proven for BERT's and ELECTRA's encoders; this checks
-    # the run's encoder.keras is what `--init` takes.
+def test_spanbert_encoder_fine_tunes_on_real_reviews_and_serves(spanbert_run, tmp_path):
     corpus, output, _ = spanbert_run
-    _, classifier = fine_tune(str(output), corpus["vocabulary"], tmp_path)
-    model = keras.saving.load_model(str(classifier / "model.keras"), safe_mode=True)
-    pretrained = keras.saving.load_model(str(output / "encoder.keras"), safe_mode=True)
-    assert model.encoder.count_params() == pretrained.count_params()
+    fine_tune_export_and_serve(str(output), corpus["vocabulary"], tmp_path)
