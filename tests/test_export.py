@@ -89,7 +89,7 @@ def keras_outputs(model, inputs):
     return {k: np.asarray(v) for k, v in model.predict(inputs, verbose=0).items()}
 
 
-@pytest.mark.parametrize("length", [SEQ, 21])  # 21: shorter than exported, padded inside and cut back
+@pytest.mark.parametrize("length", [SEQ, 21])  # 21: shorter than exported: the model runs at its length
 @pytest.mark.parametrize("name", ["encoder", "classifier", "tagger", "squad"])
 def test_ids_model_loads_without_keras_and_matches(exported, tmp_path, name, length):
     base, models, paths = exported
@@ -167,7 +167,7 @@ def test_saved_model_cli_shows_and_runs(exported, tmp_path):
     cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
     shown = subprocess.run([cli, "show", "--dir", paths["encoder"], "--all"], capture_output=True, text=True, timeout=120).stdout
     for name in ("token_ids", "segment_ids", "padding_mask"):
-        assert f"inputs['{name}'] tensor_info:\n        dtype: DT_INT32\n        shape: (-1, {SEQ})" in shown
+        assert f"inputs['{name}'] tensor_info:\n        dtype: DT_INT32\n        shape: (-1, -1)" in shown  # any length up to SEQ
     assert "outputs['pooled_output']" in shown and "outputs['sequence_output']" in shown
     assert "signature_def['token_ids_only']" in shown
     for name, value in id_inputs(batch=1).items():
@@ -317,6 +317,10 @@ def test_malformed_requests_are_refused_by_name_and_the_process_keeps_serving(ex
         ("classifier_text", "serving_default", {"text": np.array([], dtype=object)}),  # an empty batch is no error
         ("classifier_text", "serving_default", {"text": np.array([b"\xff\xfe not UTF-8", b""], dtype=object)}),
         ("encoder", "serving_default", id_inputs()),
+        # Texts are padded to their longest (12 pieces) rounded up to 8; ids run at their own length.
+        ("tagger_text", "serving_default", {"text": np.array(TEXTS, dtype=object)}),
+        ("tagger_text", "serving_default", {"text": np.array([" ".join(["word"] * 27)], dtype=object)}),
+        ("encoder", "serving_default", id_inputs(length=24)),
     ]
     np.savez(tmp_path / "cases.npz", **{f"{i}_{k}": v for i, (_, _, inputs, *_) in enumerate(cases + good) for k, v in inputs.items()})
     plan = [(paths[m], s, sorted(inputs)) for m, s, inputs, *_ in cases + good]
@@ -347,6 +351,9 @@ print(json.dumps(results))
     outcomes = results[len(cases):]
     assert [kind for kind, _ in outcomes] == ["ok"] * len(good)
     assert outcomes[0][1]["logits"] == [2, 3] and outcomes[1][1]["logits"] == [0, 3] and outcomes[2][1]["logits"] == [2, 3]
+    assert outcomes[4][1]["token_ids"] == [2, 16] and outcomes[4][1]["tags"] == [2, 16]
+    assert outcomes[5][1]["token_ids"] == [1, SEQ]  # 29 pieces
+    assert outcomes[6][1]["sequence_output"] == [2, 24, TINY["hidden_size"]]
 
 
 def test_export_refuses_path_tricks_and_foreign_vocabularies(exported, tmp_path):

@@ -105,13 +105,9 @@ def best_span(start_logits, end_logits, start_allowed, end_allowed, max_answer_l
     return best // length, best % length, tf.reduce_max(flat, axis=-1), start_logits[:, 0] + end_logits[:, 0]
 
 
-# Outputs with one entry per token, `[batch, seq, ...]` (and a tagger's logits).
-PER_TOKEN_OUTPUTS = ("sequence_output", "tags", "start_logits", "end_logits")
-
-
 def _id_signatures(servable, sequence_length, truncate):
-    length = None if truncate else sequence_length
-    spec = lambda name: tf.TensorSpec([None, length], tf.int32, name=name)  # noqa: E731
+    # Any length: the checks refuse (or cut, with `truncate`) what is past `sequence_length`.
+    spec = lambda name: tf.TensorSpec([None, None], tf.int32, name=name)  # noqa: E731
 
     config = servable.encoder_config
 
@@ -120,17 +116,8 @@ def _id_signatures(servable, sequence_length, truncate):
             {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask},
             sequence_length, config.vocabulary_size, config.type_vocab_size, truncate,
         )
-        # The graph is traced at the exported length: a shorter request is padded to it (its
-        # real tokens' outputs do not change) and per-token outputs are cut back to its length.
-        # Not tf.shape(...)[1]: Grappler folds a declared dimension into a constant.
-        length = tf.size(inputs["token_ids"]) // tf.maximum(tf.shape(inputs["token_ids"])[0], 1)
-        padded = {
-            name: tf.reshape(tf.pad(t, [[0, 0], [0, sequence_length - length]]), [-1, sequence_length])
-            for name, t in inputs.items()
-        }
-        outputs = servable.run(**padded)
-        per_token = PER_TOKEN_OUTPUTS + (("logits",) if servable.kind == "tagger" else ())
-        return {name: t[:, :length] if name in per_token else t for name, t in outputs.items()}
+        # The model runs at the request's own length (no padding to the exported one).
+        return servable.run(**inputs)
 
     @tf.function(input_signature=[spec(n) for n in ID_INPUTS])
     def serving_default(token_ids, segment_ids, padding_mask):
@@ -171,7 +158,7 @@ def _text_signatures(servable, tokenizer, sequence_length, truncate, max_query_l
 
             def at_positions(flags):  # ragged [b, (context)] → [b, seq], False outside the context
                 before = tf.ragged.range(tf.zeros_like(offset), offset) < 0
-                return tf.concat([before, flags], axis=1).to_tensor(False, shape=[None, sequence_length])
+                return tf.concat([before, flags], axis=1).to_tensor(False, shape=tf.shape(token_ids))
 
             start, end, score, null_score = best_span(
                 outputs["start_logits"], outputs["end_logits"], at_positions(starts_word), at_positions(ends_word),

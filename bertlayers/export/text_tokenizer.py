@@ -57,14 +57,27 @@ class InGraphTokenizer(tf.Module):
         return self.tokenize_with_offsets(texts)[0]
 
 
+# Padded lengths are multiples of this: few distinct shapes, and oneDNN's blocked kernels.
+PAD_MULTIPLE = 8
+
+
+def padded_length(longest, sequence_length):
+    """The length a batch is padded to: its `longest` row rounded up to a multiple of
+    `PAD_MULTIPLE`, at most `sequence_length` (a scalar tensor)."""
+    rounded = (longest + PAD_MULTIPLE - 1) // PAD_MULTIPLE * PAD_MULTIPLE
+    return tf.minimum(tf.maximum(rounded, PAD_MULTIPLE), sequence_length)
+
+
 def pack(first, second, sequence_length, cls_id, sep_id, truncate):
-    """`[CLS] A [SEP] (B [SEP])` padded to `sequence_length`, from ragged id segments.
+    """`[CLS] A [SEP] (B [SEP])` from ragged id segments, padded to the batch's longest row
+    (rounded up to a multiple of 8, at most `sequence_length`): real requests are short, and
+    padding them all to the exported length multiplies the work.
 
     Waterfall truncation (A keeps up to the budget, B gets what is left) when `truncate`;
     otherwise an over-long request fails with a message naming the limit.
 
     Returns:
-      token_ids, segment_ids, padding_mask: int32 `[batch, sequence_length]`.
+      token_ids, segment_ids, padding_mask: int32 `[batch, length]`, length ≤ `sequence_length`.
     """
     special = 2 if second is None else 3
     budget = sequence_length - special
@@ -94,7 +107,9 @@ def pack(first, second, sequence_length, cls_id, sep_id, truncate):
         segments += [1, 1]
     token_ids = tf.concat(pieces, axis=1)
     segment_ids = tf.concat([tf.ones_like(p) * s for p, s in zip(pieces, segments)], axis=1)
-    shape = [None, sequence_length]
+    longest = tf.reduce_max(tf.pad(token_ids.row_lengths(), [[0, 1]]))  # 0 for an empty batch
+    length = padded_length(tf.cast(longest, tf.int32), sequence_length)
+    shape = tf.stack([tf.cast(batch, tf.int32), length])
     token_ids = token_ids.to_tensor(0, shape=shape)
     return (
         token_ids,

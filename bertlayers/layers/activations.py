@@ -31,3 +31,17 @@ def canonical_activation(name):
 
 def get_activation(name):
     return _ACTIVATIONS[canonical_activation(name)]
+
+
+# How `activation` was spelled in configs saved before one name was used everywhere: files
+# written then still load.
+_OLD_ACTIVATION_KEYS = ("hidden_activation", "intermediate_activation", "inner_activation")
+
+
+def with_activation_renamed(config):
+    """A saved `config` dict with an older spelling of `activation` renamed to it."""
+    config = dict(config)
+    for key in _OLD_ACTIVATION_KEYS:
+        if key in config:
+            config["activation"] = config.pop(key)
+    return config

@@ -4,7 +4,7 @@ residual connection and LayerNorm."""
 import keras
 from keras import ops
 
-from bertlayers.layers.activations import canonical_activation, get_activation
+from bertlayers.layers.activations import canonical_activation, get_activation, with_activation_renamed
 from bertlayers.layers.initializers import bert_initializer, clone_initializer
 from bertlayers.layers.masking import causal_attention_mask, merge_attention_masks
 from bertlayers.layers.multi_head_attention import MultiHeadAttention
@@ -175,3 +175,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
             }
         )
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        return super().from_config(with_activation_renamed(config))

@@ -8,6 +8,7 @@ defined (`ENCODERS`).
 
 import keras
 
+from bertlayers.layers.activations import with_activation_renamed
 from bertlayers.layers.bert_embeddings import BertEmbeddings
 from bertlayers.layers.factorized_embedding import FactorizedEmbedding
 from bertlayers.layers.initializers import bert_initializer
@@ -241,7 +242,7 @@ class EncoderBase(keras.Model):
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
+        config = with_activation_renamed(config)
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         return cls(**config)
