@@ -31,6 +31,14 @@ def load_text_ops():
         tf.load_op_library(library)
 
 
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            return next(line for line in f if line.startswith("model name")).split(":", 1)[1].strip()
+    except (OSError, StopIteration):
+        return platform.machine()
+
+
 def snippets(count):
     from bertlayers.data.assets import rotten_tomatoes_snippets
 
@@ -70,7 +78,7 @@ def main():
 
     load_text_ops()
     texts = snippets(args.snippets)
-    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, TensorFlow {tf.__version__}; "
+    print(f"{cpu_model()}, {os.cpu_count()} cores, TensorFlow {tf.__version__}; "
           f"{len(texts)} Rotten Tomatoes snippets")
     rows = [(path, *measure(path, texts, args.requests, args.batch_size, args.rounds)) for path in args.model]
     base = rows[0]
