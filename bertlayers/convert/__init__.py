@@ -1,7 +1,7 @@
 """Checkpoint converters and model loading: pretrained weights into bertlayers models."""
 
 from bertlayers.convert.google import load_google_albert, load_google_bert
-from bertlayers.convert.huggingface import encoder_config_from_huggingface, load_huggingface_bert, load_huggingface_electra
+from bertlayers.convert.huggingface import encoder_config_from_huggingface, load_huggingface_bert, load_huggingface_electra, load_huggingface_xlnet
 from bertlayers.convert.loading import load_encoder, load_model_file
 from bertlayers.convert.weight_map import CheckpointMismatchError
 
@@ -12,6 +12,7 @@ __all__ = [
     "load_google_bert",
     "load_huggingface_bert",
     "load_huggingface_electra",
+    "load_huggingface_xlnet",
     "load_encoder",
     "load_model_file",
 ]

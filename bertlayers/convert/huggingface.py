@@ -1,4 +1,4 @@
-"""Load Hugging Face BERT and ELECTRA checkpoints (`config.json` + `model.safetensors`), without torch."""
+"""Load Hugging Face BERT, ELECTRA and XLNet checkpoints (`config.json` + `model.safetensors`), without torch."""
 
 import json
 import os
@@ -24,7 +24,20 @@ BERT_CONFIG_KEYS = {
 }
 # Tensors a BertModel checkpoint may hold that an encoder has no place for.
 _IGNORED = (r"position_ids$",)
-MODEL_TYPES = ("bert", "electra")
+# XLNet's config.json names; one dropout rate serves the hidden states and the attention.
+XLNET_CONFIG_KEYS = {
+    "vocab_size": "vocabulary_size",
+    "n_layer": "num_layers",
+    "d_model": "hidden_size",
+    "n_head": "num_heads",
+    "d_inner": "intermediate_size",
+    "ff_activation": "activation",
+    "dropout": "dropout",
+    "layer_norm_eps": "layer_norm_epsilon",
+    "initializer_range": "initializer_range",
+}
+MODEL_TYPES = ("bert", "electra", "xlnet")
+LOADERS = {"bert": "load_huggingface_bert", "electra": "load_huggingface_electra", "xlnet": "load_huggingface_xlnet"}
 
 
 def encoder_config_from_huggingface(hf_config, source="config.json"):
@@ -32,6 +45,8 @@ def encoder_config_from_huggingface(hf_config, source="config.json"):
     model_type = hf_config.get("model_type", "bert")
     if model_type not in MODEL_TYPES:
         raise ValueError(f"{source}: model_type {model_type!r} is not supported; expected one of {MODEL_TYPES}.")
+    if model_type == "xlnet":
+        return _xlnet_config(hf_config, source)
     position_type = hf_config.get("position_embedding_type", "absolute")
     if position_type != "absolute":
         raise ValueError(
@@ -43,6 +58,24 @@ def encoder_config_from_huggingface(hf_config, source="config.json"):
     fields = {field: hf_config[key] for key, field in BERT_CONFIG_KEYS.items() if key in hf_config}
     if model_type == "electra":
         fields["embedding_size"] = hf_config.get("embedding_size", hf_config["hidden_size"])
+    try:
+        return EncoderConfig(**fields)
+    except ValueError as error:
+        raise ValueError(f"{source}: {error}") from None
+
+
+def _xlnet_config(hf_config, source):
+    missing = [key for key in ("vocab_size", "n_layer", "d_model", "n_head", "d_inner") if key not in hf_config]
+    if missing:
+        raise ValueError(f"{source} lacks required keys: {', '.join(missing)}.")
+    if hf_config.get("attn_type", "bi") != "bi":
+        raise ValueError(f"{source}: attn_type {hf_config['attn_type']!r} is not supported; expected 'bi'.")
+    if hf_config.get("d_head", hf_config["d_model"] // hf_config["n_head"]) * hf_config["n_head"] != hf_config["d_model"]:
+        raise ValueError(f"{source}: d_head x n_head must equal d_model.")
+    fields = {field: hf_config[key] for key, field in XLNET_CONFIG_KEYS.items() if key in hf_config}
+    fields["attention_dropout"] = fields.get("dropout", 0.1)
+    # Segments 0 and 1, and 2 for XLNet's [CLS]; no position table, so the limit is ours.
+    fields.update(architecture="xlnet", type_vocab_size=3)
     try:
         return EncoderConfig(**fields)
     except ValueError as error:
@@ -83,8 +116,7 @@ def read_huggingface_folder(path, model_type):
     config = encoder_config_from_huggingface(hf_config, source=config_path)
     found = hf_config.get("model_type", "bert")
     if found != model_type:
-        loader = "load_huggingface_electra" if found == "electra" else "load_huggingface_bert"
-        raise ValueError(f"{config_path}: model_type {found!r} is not a {model_type} checkpoint; use {loader}.")
+        raise ValueError(f"{config_path}: model_type {found!r} is not a {model_type} checkpoint; use {LOADERS[found]}.")
 
     vocab_path = os.path.join(path, "vocab.txt")
     if os.path.isfile(vocab_path):
@@ -227,4 +259,74 @@ def load_huggingface_electra(path, dtype=None):
         model = encoder
     # The generator's output matrix is its word embedding (tied); a saved copy adds nothing.
     weights.apply(ignore=_IGNORED + (r"^generator_lm_head\.weight$",))
+    return model
+
+
+def load_huggingface_xlnet(path, dtype=None):
+    """Build an XLNet model from a Hugging Face XLNet checkpoint folder.
+
+    Args:
+      path: a folder with `config.json` (`model_type` "xlnet") and `model.safetensors`: an
+        `XLNetLMHeadModel`, a bare `XLNetModel`, or a task model whose `transformer.`
+        tensors are the encoder (its `sequence_summary.summary` becomes the pooler).
+      dtype: dtype policy, e.g. "mixed_bfloat16"; weights stay float32.
+
+    Returns:
+      For an `XLNetLMHeadModel`, an `XLNetPretrainer` (`plm` <-> transformers' `logits` given
+      the same `perm_mask` and `target_mapping`); otherwise its `XLNetEncoder`
+      (`sequence_output` <-> `XLNetModel`'s `last_hidden_state`), whose content stream
+      fine-tunes like any encoder. `clamp_len` and `bi_data` come from the config; memory is
+      left off (`XLNetEncoder(mem_len=...)` adds it, with the same weights).
+
+    Raises:
+      As `load_huggingface_bert`.
+    """
+    from bertlayers.families.xlnet import XLNetEncoder, XLNetPretrainer
+
+    hf_config, config, tensors, weights_path = read_huggingface_folder(path, "xlnet")
+    tensors = {key[len("transformer."):] if key.startswith("transformer.") else key: value for key, value in tensors.items()}
+    encoder = XLNetEncoder.from_encoder_config(
+        config,
+        clamp_len=hf_config.get("clamp_len", -1),
+        bidirectional_data=hf_config.get("bi_data", False),
+        dtype=dtype,
+        name="encoder",
+    )
+    weights = WeightMap(tensors, weights_path)
+    weights.add(encoder.token_embedding.embeddings, "word_embedding.weight")
+    weights.add(encoder.mask_embedding.embedding, "mask_emb", lambda w: w.reshape(-1))
+    for index, block in enumerate(encoder.transformer_layers):
+        prefix = f"layer.{index}."
+        attention = block.attention
+        # transformers keeps XLNet's [H, N, D] layout, which is ours.
+        for variable, key in (
+            (attention.query_kernel, "q"),
+            (attention.key_kernel, "k"),
+            (attention.value_kernel, "v"),
+            (attention.output_kernel, "o"),
+            (attention.position_kernel, "r"),
+            (attention.content_bias, "r_w_bias"),
+            (attention.position_bias, "r_r_bias"),
+            (attention.segment_bias, "r_s_bias"),
+            (attention.segment_embedding, "seg_embed"),
+        ):
+            weights.add(variable, f"{prefix}rel_attn.{key}")
+        weights.add(block.attention_layer_norm.gamma, f"{prefix}rel_attn.layer_norm.weight")
+        weights.add(block.attention_layer_norm.beta, f"{prefix}rel_attn.layer_norm.bias")
+        weights.add(block.intermediate_dense.kernel, f"{prefix}ff.layer_1.weight", _transposed)
+        weights.add(block.intermediate_dense.bias, f"{prefix}ff.layer_1.bias")
+        weights.add(block.output_dense.kernel, f"{prefix}ff.layer_2.weight", _transposed)
+        weights.add(block.output_dense.bias, f"{prefix}ff.layer_2.bias")
+        weights.add(block.output_layer_norm.gamma, f"{prefix}ff.layer_norm.weight")
+        weights.add(block.output_layer_norm.beta, f"{prefix}ff.layer_norm.bias")
+    if "sequence_summary.summary.weight" in tensors:
+        weights.add(encoder.pooler.dense.kernel, "sequence_summary.summary.weight", _transposed)
+        weights.add(encoder.pooler.dense.bias, "sequence_summary.summary.bias")
+
+    model = encoder
+    if "lm_loss.bias" in tensors:
+        model = XLNetPretrainer(encoder)
+        weights.add(model.lm_head.output_bias, "lm_loss.bias")
+    # The LM head's matrix is the word embedding (tied); a task head's output layer is not ours.
+    weights.apply(ignore=_IGNORED + (r"^lm_loss\.weight$", r"^logits_proj\.", r"^qa_outputs\.", r"^start_logits\.", r"^end_logits\.", r"^answer_class\."))
     return model

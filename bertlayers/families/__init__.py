@@ -4,4 +4,4 @@ Importing this package registers every family's recipes (`bertlayers.training.re
 A new family is a new module here, imported below.
 """
 
-from bertlayers.families import bert, electra, spanbert  # noqa: F401
+from bertlayers.families import bert, electra, spanbert, xlnet  # noqa: F401

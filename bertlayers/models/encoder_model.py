@@ -37,8 +37,13 @@ class EncoderModel(keras.Model):
 
     def unused_layers(self):
         """Layers no output depends on (an encoder's pooler where no head reads it)."""
-        pooler = getattr(getattr(self, "encoder", None), "pooler", None)
-        return [] if self.uses_pooled_output or pooler is None else [pooler]
+        encoder = getattr(self, "encoder", None)
+        if encoder is None:
+            return []
+        unused = list(encoder.layers_outside_graph())
+        if not self.uses_pooled_output:
+            unused.append(encoder.pooler)
+        return unused
 
     def _constructor_args(self):
         return {}

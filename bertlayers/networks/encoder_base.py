@@ -55,6 +55,8 @@ class EncoderBase(keras.Model):
     """
 
     architecture = None
+    # Where the pooler reads the sequence ("first": BERT's [CLS]; "last": XLNet's).
+    pooling_position = "first"
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -106,36 +108,31 @@ class EncoderBase(keras.Model):
                 epsilon=config.layer_norm_epsilon, dtype=dtype, name="final_layer_norm"
             )
         pooler = Pooler(
-            kernel_initializer=bert_initializer(config.initializer_range), dtype=dtype, name="pooler"
+            kernel_initializer=bert_initializer(config.initializer_range),
+            position=self.pooling_position,
+            dtype=dtype,
+            name="pooler",
         )
 
         # === Functional graph ===
         # Dimensions: B batch, S sequence, H hidden, N heads, L layers.
-        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
+        inputs = self._make_inputs(config)
         x = embeddings(inputs["token_ids"], inputs["segment_ids"])  # [B, S, E]
         if embedding_projection is not None:
             x = embedding_projection(x)  # [B, S, H]
         embedding_output = x
-        encoder_outputs, attention_scores = [], []
-        for depth in range(config.num_layers):
-            x = blocks[self._block_index(config, depth)](
-                x,
-                padding_mask=inputs["padding_mask"],
-                use_causal_mask=config.causal,
-                return_attention_scores=return_attention_scores,
-            )
-            if return_attention_scores:
-                x, scores = x
-                attention_scores.append(scores)  # [B, N, S, S]
-            encoder_outputs.append(x)  # [B, S, H]
+        x, encoder_outputs, attention_scores, stack_outputs = self._run_blocks(
+            x, inputs, blocks, config, return_attention_scores
+        )
         if final_layer_norm is not None:
             x = final_layer_norm(x)
             encoder_outputs[-1] = x
         outputs = {
             "sequence_output": x,  # [B, S, H]
-            "pooled_output": pooler(x),  # [B, H]
+            "pooled_output": pooler(x, inputs["padding_mask"]),  # [B, H]
             "encoder_outputs": encoder_outputs,  # L x [B, S, H]
             "embedding_output": embedding_output,  # [B, S, H]
+            **stack_outputs,
         }
         if return_attention_scores:
             outputs["attention_scores"] = attention_scores  # L x [B, N, S, S]
@@ -152,6 +149,7 @@ class EncoderBase(keras.Model):
         self.pooler = pooler
         self.return_attention_scores = bool(return_attention_scores)
         self._embedding_was_given = embedding_layer is not None
+        self.input_names = tuple(inputs)
 
     # --- What subclasses decide ---
     def _factorizes_embedding(self, config):
@@ -182,6 +180,37 @@ class EncoderBase(keras.Model):
         block_class = self._block_class or TransformerEncoderBlock
         return block_class(**arguments, dtype=dtype, name=f"transformer_layer_{index}")
 
+    def _make_inputs(self, config):
+        """The model's `keras.Input`s by name: `INPUT_NAMES`, int32 `[batch, seq]`."""
+        return {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
+
+    def _run_blocks(self, x, inputs, blocks, config, return_attention_scores):
+        """The stack over the embedded sequence `x` `[B, S, H]`.
+
+        Returns the last layer's output, every layer's output, every layer's attention
+        probabilities (when asked) and any further outputs {name: tensor} of the family's.
+        A family whose blocks take other arguments (relative positions, two streams)
+        overrides this.
+        """
+        encoder_outputs, attention_scores = [], []
+        for depth in range(config.num_layers):
+            x = blocks[self._block_index(config, depth)](
+                x,
+                padding_mask=inputs["padding_mask"],
+                use_causal_mask=config.causal,
+                return_attention_scores=return_attention_scores,
+            )
+            if return_attention_scores:
+                x, scores = x
+                attention_scores.append(scores)  # [B, N, S, S]
+            encoder_outputs.append(x)  # [B, S, H]
+        return x, encoder_outputs, attention_scores, {}
+
+    def layers_outside_graph(self):
+        """Layers the encoder owns that its own graph never calls (XLNet's query-stream mask
+        embedding): models that do not call them leave them out of training."""
+        return []
+
     def _num_distinct_blocks(self, config):
         return config.num_layers
 
@@ -193,13 +222,14 @@ class EncoderBase(keras.Model):
         if isinstance(inputs, dict):
             # Extra keys (a task's labels or masked positions) would make Keras match the
             # dict to the inputs by position, silently feeding one input as another.
-            inputs = {name: inputs[name] for name in INPUT_NAMES if name in inputs}
+            inputs = {name: inputs[name] for name in self.input_names if name in inputs}
             # The functional model would silently cast float ids to int32 (truncating them).
             for name, value in inputs.items():
                 if hasattr(value, "dtype"):
-                    check_integer_ids(value, name)
-                    check_rank(value, 2, name, "[batch, seq]")
-            inputs = check_same_shape(inputs)
+                    if name in INPUT_NAMES:
+                        check_integer_ids(value, name)
+                        check_rank(value, 2, name, "[batch, seq]")
+            inputs.update(check_same_shape({name: inputs[name] for name in INPUT_NAMES if name in inputs}))
         return super().call(inputs, training=training, mask=mask)
 
     @property
