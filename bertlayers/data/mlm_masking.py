@@ -64,7 +64,7 @@ def clipped_geometric_pmf(p, max_length):
     return pmf
 
 
-def _word_groups(token_ids, vocab, by_word):
+def word_groups(token_ids, vocab, by_word):
     """Lists of positions to mask together; special tokens never appear."""
     never = set(vocab.never_masked_ids)
     groups = []
@@ -141,7 +141,7 @@ def mask_example(token_ids, vocab, config, rng):
       A `MaskedExample`.
     """
     token_ids = list(token_ids)
-    groups = _word_groups(token_ids, vocab, by_word=config.strategy != "token")
+    groups = word_groups(token_ids, vocab, by_word=config.strategy != "token")
     maskable = sum(len(g) for g in groups)
     budget = min(config.max_predictions_per_seq, max(1, int(round(maskable * config.masked_lm_prob))))
 

@@ -24,6 +24,15 @@ class BatchContext:
 
 
 @dataclasses.dataclass(frozen=True)
+class RecordContext:
+    """What a data objective may read while it computes a record's extra features."""
+
+    vocab: VocabularyInfo
+    rng: np.random.Generator  # the writer's: choices made with it are reproducible
+    max_predictions_per_seq: int
+
+
+@dataclasses.dataclass(frozen=True)
 class DataObjective:
     """How a recipe's records are made, and how a batch of them feeds its pretrainer.
 
@@ -39,8 +48,9 @@ class DataObjective:
       masking_rates: MaskingConfig fields the recipe fixes (ELECTRA's 85% [MASK], 0% random).
       extra_features: `(sequence_length, max_predictions_per_seq) -> {name: length}`, record
         features beyond google-research/bert's.
-      record_extras: `(masked_example, sequence_length) -> {name: values}`, their values
-        when a record is written.
+      record_extras: `(masked_example, token_ids, context) -> {name: values}`, their values
+        when a record is written (`masked_example` is None for unmasked records; `context`
+        a `RecordContext`).
     """
 
     examples: str
@@ -128,6 +138,7 @@ def write_pretraining_data(
     tokenizer = wordpiece_tokenizer(vocabulary_path, lowercase=lowercase)
     tokenized = tokenize_documents(documents, tokenizer)
     extra_features = objective.feature_lengths(sequence_length, max_predictions_per_seq) if objective else {}
+    record_context = RecordContext(vocab, rng, max_predictions_per_seq)
 
     progress = keras.utils.Progbar(dupe_factor * len(tokenized), unit_name="document") if verbose else None
     records, tokens, masked = [], 0, 0
@@ -143,7 +154,7 @@ def write_pretraining_data(
                     token_ids, positions, labels = result.token_ids, result.positions, result.labels
                 else:
                     result, token_ids, positions, labels = None, example.token_ids, [], []
-                extra = objective.record_extras(result, len(token_ids)) if extra_features else None
+                extra = objective.record_extras(result, token_ids, record_context) if extra_features else None
                 records.append(
                     serialize_example(
                         token_ids, example.segment_ids, positions, labels, example.label,

@@ -81,8 +81,8 @@ def _boundary_features(sequence_length, max_predictions_per_seq):
     return {name: max_predictions_per_seq for name in BOUNDARY_INPUTS}
 
 
-def _record_boundaries(masked_example, length):
-    return dict(zip(BOUNDARY_INPUTS, span_boundaries(masked_example.positions, length)))
+def _record_boundaries(masked_example, token_ids, context):
+    return dict(zip(BOUNDARY_INPUTS, span_boundaries(masked_example.positions, len(token_ids))))
 
 
 def _spanbert_batch(features, seed, context):

@@ -18,11 +18,14 @@ alone: then the encoder is an ordinary bidirectional encoder, with the same outp
 BERT's, pooled at the last real token (XLNet puts its [CLS] last).
 """
 
+import functools
+
 import keras
-import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from bertlayers.data.permutation_lm import choose_plm_targets, factorization_masks, xlnet_layout
+from bertlayers.data.pretraining_data import DataObjective, normalized_weights
 from bertlayers.layers.initializers import bert_initializer
 from bertlayers.layers.mask_embedding import MaskEmbedding
 from bertlayers.layers.relative_encoder_block import RelativeEncoderBlock
@@ -31,8 +34,9 @@ from bertlayers.layers.tied_output_projection import TiedOutputProjection
 from bertlayers.layers.token_embedding import TokenEmbedding
 from bertlayers.models.encoder_model import encoder_inputs
 from bertlayers.models.pretrainer import PretrainerBase
-from bertlayers.networks.encoder_base import INPUT_NAMES, EncoderBase
 from bertlayers.layers.two_stream_masks import TwoStreamMasks
+from bertlayers.networks.encoder_base import EncoderBase
+from bertlayers.training.recipes import Recipe, register_recipe
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
@@ -278,3 +282,79 @@ class XLNetPretrainer(PretrainerBase):
 
     def unused_layers(self):
         return [self.encoder.pooler]
+
+
+# --- The recipe ---------------------------------------------------------------------------
+
+TARGET_FEATURE = "plm_targets"  # 0/1 per position of the record: XLNet's `is_masked`
+
+
+def _target_features(sequence_length, max_predictions_per_seq):
+    return {TARGET_FEATURE: sequence_length}
+
+
+def _record_targets(masked_example, token_ids, context):
+    return {TARGET_FEATURE: choose_plm_targets(token_ids, context.vocab, context.max_predictions_per_seq, context.rng)}
+
+
+def _plm_batch(features, seed, context, perm_size):
+    vocab = context.vocab
+    padding_mask = features["input_mask"]
+    token_ids, segment_ids, is_target = xlnet_layout(
+        features["input_ids"], features["segment_ids"], padding_mask, features[TARGET_FEATURE], vocab.cls_id
+    )
+    length = tf.shape(token_ids)[1]
+    perm_mask, positions, weights = factorization_masks(
+        token_ids,
+        padding_mask,
+        is_target,
+        (vocab.sep_id, vocab.cls_id),
+        seed,
+        perm_size or length,
+        context.masking.max_predictions_per_seq,
+    )
+    x = {
+        "token_ids": token_ids,
+        "segment_ids": segment_ids,
+        "padding_mask": padding_mask,
+        "perm_mask": perm_mask,  # [B, S, S]
+        "target_mapping": tf.one_hot(positions, length) * weights[:, :, tf.newaxis],  # [B, T, S]
+    }
+    labels = tf.gather(token_ids, positions, batch_dims=1)  # [B, T]
+    return x, {"plm": labels}, {"plm": normalized_weights(weights)}
+
+
+def plm_objective(options):
+    """XLNet's data: pairs (the next-sentence label is unused), targets chosen when records
+    are written, order and masks drawn per batch (`perm_size` 0: the whole sequence)."""
+    return DataObjective(
+        examples="nsp",
+        masking=None,
+        batch_inputs=functools.partial(_plm_batch, perm_size=options["perm_size"]),
+        extra_features=_target_features,
+        record_extras=_record_targets,
+    )
+
+
+def xlnet_config(config):
+    """A preset's sizes as an XLNet encoder (segment 2 for [CLS])."""
+    return config.replace(architecture="xlnet", type_vocab_size=3)
+
+
+def build_pretrainer(encoder_config, dtype, options):
+    encoder = XLNetEncoder.from_encoder_config(encoder_config, clamp_len=options["clamp_len"], dtype=dtype, name="encoder")
+    return XLNetPretrainer(encoder)
+
+
+RECIPE = register_recipe(
+    Recipe(
+        "xlnet",
+        "permutation language modeling with two-stream relative attention (Yang et al. 2019)",
+        plm_objective,
+        build_pretrainer,
+        loss_key="plm_loss",
+        encoder_config=xlnet_config,
+        options={"perm_size": 0, "clamp_len": -1},
+        report=("plm_accuracy",),
+    )
+)

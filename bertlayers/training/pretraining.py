@@ -128,7 +128,8 @@ def run_pretraining(config):
 
     recipe = get_recipe(config.recipe)
     data = pretraining_inputs(
-        config, config.output_dir, recipe.objective, config.batch_size, config.num_train_steps,
+        config, config.output_dir, recipe.objective_for(recipe.resolved_options(config.options)),
+        config.batch_size, config.num_train_steps,
         skip_batches=initial_epoch * config.checkpoint_every,
     )
     dataset, vocab = data.dataset, data.vocab
@@ -192,8 +193,8 @@ def run_pretraining(config):
     summary["first_epoch_" + loss_key] = _head_loss(history[0], loss_key)
     summary["last_epoch_" + loss_key] = _head_loss(history[-1], loss_key)
     for key in recipe.report:
-        summary["first_epoch_" + key] = float(history[0][key])
-        summary["last_epoch_" + key] = float(history[-1][key])
+        summary["first_epoch_" + key] = _head_loss(history[0], key)
+        summary["last_epoch_" + key] = _head_loss(history[-1], key)
     if is_chief:
         save_model_atomically(model, os.path.join(config.output_dir, "pretrainer.keras"))
         save_model_atomically(model.encoder, os.path.join(config.output_dir, "encoder.keras"))
@@ -203,8 +204,9 @@ def run_pretraining(config):
 
 
 def _head_loss(logs, key):
-    """A head's loss from Keras logs: named `<head>_loss`, or plain `loss` when the model has one head."""
-    return float(logs[key] if key in logs else logs["loss"])
+    """A head's metric from Keras logs: named `<head>_<metric>`, or plain `<metric>` when the
+    model has one head."""
+    return float(logs[key] if key in logs else logs[key.split("_", 1)[1]])
 
 
 def chance_loss(vocabulary_size):

@@ -17,7 +17,8 @@ class Recipe:
     Attributes:
       name: what `--recipe` takes.
       description: one line for `--help`.
-      objective: its `bertlayers.data.pretraining_data.DataObjective`.
+      objective: its `bertlayers.data.pretraining_data.DataObjective`, or a function of the
+        resolved options returning one (when an option shapes the data).
       build_pretrainer: `(encoder_config, dtype, options) -> keras.Model`, the pretrainer
         over a randomly initialized encoder; the model has an `.encoder` (what fine-tuning
         starts from) and compiles with its own default losses.
@@ -36,6 +37,10 @@ class Recipe:
     encoder_config: Optional[Callable] = None
     options: dict = dataclasses.field(default_factory=dict)
     report: tuple = ()
+
+    def objective_for(self, options):
+        """The data objective under the resolved `options`."""
+        return self.objective(options) if callable(self.objective) else self.objective
 
     def resolved_options(self, given):
         """The recipe's options with `given` ({name: value or string}) applied and typed."""
