@@ -2,7 +2,7 @@
 
 Layers (`bertlayers.layers`) compose into networks (`bertlayers.networks`: encoders) and
 models (`bertlayers.models`: pretrainers, task models); each family beyond BERT's own
-(ELECTRA, SpanBERT) lives in one module of `bertlayers.families`; `bertlayers.training` trains them,
+(ELECTRA, SpanBERT, XLNet) lives in one module of `bertlayers.families`; `bertlayers.training` trains them,
 `bertlayers.convert` loads real pretrained checkpoints and `bertlayers.export` serves them.
 """
 

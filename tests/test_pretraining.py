@@ -161,13 +161,13 @@ def final_weights(output_dir):
 
 def recipe_args(corpus, output_dir, steps, every, recipe):
     args = common_args(corpus, output_dir, steps, every, "--recipe", recipe)
-    if recipe == "spanbert":  # its records carry span boundaries: made from the corpus
+    if recipe in ("spanbert", "xlnet"):  # their records carry extra features: made from the corpus
         start = args.index("--input_files")
         args[start : start + 1 + len(corpus["files"])] = ["--corpus", corpus["corpus"], "--corpus_format", "bert", "--dupe_factor", "1"]
     return args
 
 
-@pytest.mark.parametrize("recipe, steps", [("bert", 60), ("electra", 40), ("spanbert", 40)])
+@pytest.mark.parametrize("recipe, steps", [("bert", 60), ("electra", 40), ("spanbert", 40), ("xlnet", 40)])
 def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(corpus, tmp_path, recipe, steps):
     every = 10
     run_pretrain(recipe_args(corpus, tmp_path / "reference", steps, every, recipe))

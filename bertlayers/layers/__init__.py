@@ -3,29 +3,43 @@
 from bertlayers.layers.bert_embeddings import BertEmbeddings
 from bertlayers.layers.classification_head import ClassificationHead, NextSentenceHead
 from bertlayers.layers.factorized_embedding import FactorizedEmbedding
+from bertlayers.layers.mask_embedding import MaskEmbedding
 from bertlayers.layers.masked_lm_head import MaskedLMHead
 from bertlayers.layers.masking import causal_attention_mask, merge_attention_masks
 from bertlayers.layers.multi_head_attention import MultiHeadAttention
 from bertlayers.layers.pooler import Pooler
 from bertlayers.layers.position_embedding import PositionEmbedding
+from bertlayers.layers.relative_attention import RelativeAttention
+from bertlayers.layers.relative_encoder_block import RelativeEncoderBlock
+from bertlayers.layers.relative_position_encoding import RelativePositionEncoding
 from bertlayers.layers.scalar_mix import ScalarMix
 from bertlayers.layers.span_prediction_head import SpanPredictionHead
+from bertlayers.layers.tied_output_projection import TiedOutputProjection
 from bertlayers.layers.token_classification_head import TokenClassificationHead
+from bertlayers.layers.token_embedding import TokenEmbedding
 from bertlayers.layers.transformer_encoder_block import TransformerEncoderBlock
+from bertlayers.layers.two_stream_masks import TwoStreamMasks
 
 __all__ = [
     "BertEmbeddings",
     "ClassificationHead",
     "FactorizedEmbedding",
+    "MaskEmbedding",
     "MaskedLMHead",
     "MultiHeadAttention",
     "NextSentenceHead",
     "Pooler",
     "PositionEmbedding",
+    "RelativeAttention",
+    "RelativeEncoderBlock",
+    "RelativePositionEncoding",
     "ScalarMix",
     "SpanPredictionHead",
+    "TiedOutputProjection",
     "TokenClassificationHead",
+    "TokenEmbedding",
     "TransformerEncoderBlock",
+    "TwoStreamMasks",
     "causal_attention_mask",
     "merge_attention_masks",
 ]
