@@ -1,5 +1,5 @@
 """Print how far bertlayers is from Hugging Face transformers: on the real MiniLM weights, and
-on the small random ELECTRA checkpoints transformers wrote into tests/fixtures/electra_tiny/.
+on the small random ELECTRA and XLNet checkpoints transformers wrote into tests/fixtures/.
 
 Compares `load_huggingface_bert(all-MiniLM-L6-v2)` against the outputs transformers' BertModel
 recorded in tests/fixtures/minilm_reference.npz (see tests/fixtures/record_minilm_reference.py),
@@ -13,7 +13,8 @@ import os
 
 import numpy as np
 
-from bertlayers.convert import load_huggingface_bert, load_huggingface_electra
+from bertlayers.convert import load_huggingface_bert, load_huggingface_electra, load_huggingface_xlnet
+from bertlayers.families.xlnet import XLNetEncoder
 from bertlayers.data import minilm_path
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures")
@@ -48,6 +49,34 @@ def main():
         model = load_huggingface_electra(os.path.join(FIXTURES, "electra_tiny", role))
         delta = np.abs(np.asarray(model(inputs)[output]) - electra[f"{role}_{key}"])
         print(f"float32         electra {role:13s} {output:15s}: max|Δ| {delta[real].max():.2e} at real tokens")
+    xlnet_report()
+
+
+def xlnet_report():
+    xlnet = np.load(os.path.join(FIXTURES, "xlnet_reference.npz"))
+    inputs = {key: xlnet[key] for key in INPUTS}
+    print(f"reference: transformers {xlnet['transformers_version']} XLNetModel / XLNetLMHeadModel "
+          f"(H=32, padding on either side, segments 0/1/2, {inputs['token_ids'].shape}); every position")
+    pretrainer = load_huggingface_xlnet(os.path.join(FIXTURES, "xlnet_tiny"))
+    encoder = pretrainer.encoder
+
+    def report(what, ours, key):
+        print(f"float32         xlnet {what:38s}: max|Δ| {np.abs(np.asarray(ours) - xlnet[key]).max():.2e}")
+
+    report("content stream", encoder(inputs)["sequence_output"], "content")
+    perm = {"perm_mask": xlnet["perm_mask"], "target_mapping": xlnet["target_mapping"]}
+    report("two-stream logits (perm_mask, target_mapping)", pretrainer({**inputs, **perm})["plm"], "logits")
+    with_memory = XLNetEncoder.from_config({**encoder.get_config(), "mem_len": 6})
+    with_memory.set_weights(encoder.get_weights())
+    empty = np.zeros(xlnet["memory"].shape[:2] + (0,) + xlnet["memory"].shape[3:], "float32")
+    first = with_memory({**inputs, "memory": empty})
+    second = with_memory({**inputs, "memory": np.asarray(first["memory"])})
+    report("memory after segment 1 (mem_len 6)", first["memory"], "memory")
+    report("segment 2 attending to it", second["sequence_output"], "second_content")
+    report("memory after segment 2", second["memory"], "second_memory")
+    clamped = XLNetEncoder.from_config({**encoder.get_config(), "clamp_len": 3})
+    clamped.set_weights(encoder.get_weights())
+    report("content stream, clamp_len 3", clamped(inputs)["sequence_output"], "clamped_content")
 
 
 if __name__ == "__main__":
