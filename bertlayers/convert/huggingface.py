@@ -164,6 +164,19 @@ def load_huggingface_bert(path, dtype=None, name="bert_encoder"):
     return encoder
 
 
+def _add_norms_and_feed_forward(weights, block, attention_norm, inner, outer, output_norm):
+    """A block's two LayerNorms and feed-forward layers (both block kinds name them alike),
+    under their checkpoint names (torch Linear weights are [out, in]: transposed)."""
+    weights.add(block.attention_layer_norm.gamma, attention_norm + ".weight")
+    weights.add(block.attention_layer_norm.beta, attention_norm + ".bias")
+    weights.add(block.intermediate_dense.kernel, inner + ".weight", _transposed)
+    weights.add(block.intermediate_dense.bias, inner + ".bias")
+    weights.add(block.output_dense.kernel, outer + ".weight", _transposed)
+    weights.add(block.output_dense.bias, outer + ".bias")
+    weights.add(block.output_layer_norm.gamma, output_norm + ".weight")
+    weights.add(block.output_layer_norm.beta, output_norm + ".bias")
+
+
 def map_encoder_weights(encoder, config, weights, pooler=True):
     """Add every encoder variable's checkpoint name (transformers' BertModel layout) to `weights`."""
     heads, head_size, hidden = config.num_heads, config.head_size, config.hidden_size
@@ -198,14 +211,14 @@ def map_encoder_weights(encoder, config, weights, pooler=True):
             lambda w: w.T.reshape(heads, head_size, hidden),
         )
         weights.add(attention.output_dense.bias, f"{prefix}attention.output.dense.bias")
-        weights.add(block.attention_layer_norm.gamma, f"{prefix}attention.output.LayerNorm.weight")
-        weights.add(block.attention_layer_norm.beta, f"{prefix}attention.output.LayerNorm.bias")
-        weights.add(block.intermediate_dense.kernel, f"{prefix}intermediate.dense.weight", _transposed)
-        weights.add(block.intermediate_dense.bias, f"{prefix}intermediate.dense.bias")
-        weights.add(block.output_dense.kernel, f"{prefix}output.dense.weight", _transposed)
-        weights.add(block.output_dense.bias, f"{prefix}output.dense.bias")
-        weights.add(block.output_layer_norm.gamma, f"{prefix}output.LayerNorm.weight")
-        weights.add(block.output_layer_norm.beta, f"{prefix}output.LayerNorm.bias")
+        _add_norms_and_feed_forward(
+            weights,
+            block,
+            prefix + "attention.output.LayerNorm",
+            prefix + "intermediate.dense",
+            prefix + "output.dense",
+            prefix + "output.LayerNorm",
+        )
 
     if pooler:
         weights.add(encoder.pooler.dense.kernel, "pooler.dense.weight", _transposed)
@@ -311,14 +324,9 @@ def load_huggingface_xlnet(path, dtype=None):
             (attention.segment_embedding, "seg_embed"),
         ):
             weights.add(variable, f"{prefix}rel_attn.{key}")
-        weights.add(block.attention_layer_norm.gamma, f"{prefix}rel_attn.layer_norm.weight")
-        weights.add(block.attention_layer_norm.beta, f"{prefix}rel_attn.layer_norm.bias")
-        weights.add(block.intermediate_dense.kernel, f"{prefix}ff.layer_1.weight", _transposed)
-        weights.add(block.intermediate_dense.bias, f"{prefix}ff.layer_1.bias")
-        weights.add(block.output_dense.kernel, f"{prefix}ff.layer_2.weight", _transposed)
-        weights.add(block.output_dense.bias, f"{prefix}ff.layer_2.bias")
-        weights.add(block.output_layer_norm.gamma, f"{prefix}ff.layer_norm.weight")
-        weights.add(block.output_layer_norm.beta, f"{prefix}ff.layer_norm.bias")
+        _add_norms_and_feed_forward(
+            weights, block, prefix + "rel_attn.layer_norm", prefix + "ff.layer_1", prefix + "ff.layer_2", prefix + "ff.layer_norm"
+        )
     if "sequence_summary.summary.weight" in tensors:
         weights.add(encoder.pooler.dense.kernel, "sequence_summary.summary.weight", _transposed)
         weights.add(encoder.pooler.dense.bias, "sequence_summary.summary.bias")

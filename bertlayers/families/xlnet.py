@@ -35,7 +35,7 @@ from bertlayers.layers.token_embedding import TokenEmbedding
 from bertlayers.models.encoder_model import encoder_inputs
 from bertlayers.models.pretrainer import PretrainerBase
 from bertlayers.layers.two_stream_masks import TwoStreamMasks
-from bertlayers.networks.encoder_base import EncoderBase
+from bertlayers.networks.encoder_base import EncoderBase, block_arguments
 from bertlayers.training.recipes import Recipe, register_recipe
 
 
@@ -85,17 +85,9 @@ class XLNetEncoder(EncoderBase):
         )
 
     def make_block(self, config, index, dtype):
-        return RelativeEncoderBlock(
-            num_heads=config.num_heads,
-            intermediate_size=config.intermediate_size,
-            activation=config.activation,
-            dropout=config.dropout,
-            attention_dropout=config.attention_dropout,
-            layer_norm_epsilon=config.layer_norm_epsilon,
-            kernel_initializer=bert_initializer(config.initializer_range),
-            dtype=dtype,
-            name=f"transformer_layer_{index}",
-        )
+        if config.norm_first:
+            raise ValueError("XLNet's blocks are post-LayerNorm; EncoderConfig.norm_first must be False.")
+        return RelativeEncoderBlock(**block_arguments(config), dtype=dtype, name=f"transformer_layer_{index}")
 
     def _make_inputs(self, config):
         inputs = super()._make_inputs(config)

@@ -166,17 +166,7 @@ class EncoderBase(keras.Model):
         A block is called as `block(x, padding_mask=, use_causal_mask=, return_attention_scores=)`.
         `block_class` is built from the config's block fields updated with `block_config`.
         """
-        arguments = dict(
-            num_heads=config.num_heads,
-            intermediate_size=config.intermediate_size,
-            activation=config.activation,
-            dropout=config.dropout,
-            attention_dropout=config.attention_dropout,
-            layer_norm_epsilon=config.layer_norm_epsilon,
-            norm_first=config.norm_first,
-            kernel_initializer=bert_initializer(config.initializer_range),
-        )
-        arguments.update(self._block_config)
+        arguments = {**block_arguments(config), "norm_first": config.norm_first, **self._block_config}
         block_class = self._block_class or TransformerEncoderBlock
         return block_class(**arguments, dtype=dtype, name=f"transformer_layer_{index}")
 
@@ -276,6 +266,19 @@ class EncoderBase(keras.Model):
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         return cls(**config)
+
+
+def block_arguments(config):
+    """The config's fields every block takes (sizes, activation, dropout, LayerNorm, initializer)."""
+    return dict(
+        num_heads=config.num_heads,
+        intermediate_size=config.intermediate_size,
+        activation=config.activation,
+        dropout=config.dropout,
+        attention_dropout=config.attention_dropout,
+        layer_norm_epsilon=config.layer_norm_epsilon,
+        kernel_initializer=bert_initializer(config.initializer_range),
+    )
 
 
 def embeddings_for(config, dtype=None, project_to=None):
