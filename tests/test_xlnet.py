@@ -48,6 +48,19 @@ def test_content_stream_and_two_stream_logits_match_transformers(reference, conv
     np.testing.assert_allclose(logits, reference["logits"], atol=1e-4)
 
 
+def test_bad_two_stream_inputs_are_named(reference, converted):
+    inputs = encoder_inputs(reference)
+    with pytest.raises(ValueError, match="'perm_mask'.*incompatible shape"):
+        converted({**inputs, "perm_mask": reference["perm_mask"][:, 0], "target_mapping": reference["target_mapping"]})
+    with pytest.raises(ValueError, match="'target_mapping'.*incompatible shape"):
+        converted({**inputs, "perm_mask": reference["perm_mask"], "target_mapping": reference["target_mapping"][:, 0]})
+    with pytest.raises(ValueError, match="outside \\[0, 120\\)"):
+        converted.encoder({**inputs, "token_ids": inputs["token_ids"] + 200})
+    # Called directly, the layers name them too.
+    with pytest.raises(ValueError, match="perm_mask must have rank 3"):
+        TwoStreamMasks()(inputs["padding_mask"], inputs["segment_ids"], reference["perm_mask"][:, 0])
+
+
 def test_memory_and_clamp_len_match_transformers(reference, converted):
     inputs = encoder_inputs(reference)
     config = converted.encoder.get_config()

@@ -5,6 +5,7 @@ import keras
 from keras import ops
 
 from bertlayers.layers.initializers import bert_initializer
+from bertlayers.layers.input_checks import check_rank
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
@@ -32,6 +33,7 @@ class MaskEmbedding(keras.layers.Layer):
         self.built = True
 
     def call(self, target_mapping):
+        check_rank(target_mapping, 3, "target_mapping", "[batch, predictions, seq]")
         shape = ops.shape(target_mapping)
         return ops.broadcast_to(ops.cast(self.embedding, self.compute_dtype), (shape[0], shape[1], self.hidden_size))
 

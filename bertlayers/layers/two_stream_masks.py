@@ -12,6 +12,8 @@ stream, which carries token i itself, may also see itself.
 import keras
 from keras import ops
 
+from bertlayers.layers.input_checks import check_rank
+
 
 @keras.saving.register_keras_serializable(package="bertlayers")
 class TwoStreamMasks(keras.layers.Layer):
@@ -36,6 +38,7 @@ class TwoStreamMasks(keras.layers.Layer):
         batch, length = ops.shape(padding_mask)[0], ops.shape(padding_mask)[1]
         visible = ops.broadcast_to(ops.not_equal(padding_mask, 0)[:, None, :], (batch, length, length))  # [B, S, S]
         if perm_mask is not None:
+            check_rank(perm_mask, 3, "perm_mask", "[batch, seq, seq]")
             visible = ops.logical_and(visible, ops.equal(perm_mask, 0))
         query_mask = visible
         content_mask = ops.logical_or(visible, ops.eye(length, dtype="bool")[None])  # itself, always
