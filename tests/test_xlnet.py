@@ -61,6 +61,14 @@ def test_bad_two_stream_inputs_are_named(reference, converted):
         TwoStreamMasks()(inputs["padding_mask"], inputs["segment_ids"], reference["perm_mask"][:, 0])
 
 
+def test_load_encoder_takes_an_xlnet_folder(reference):
+    from bertlayers.convert import load_encoder
+
+    encoder = load_encoder(os.path.join(FIXTURES, "xlnet_tiny"))
+    assert isinstance(encoder, XLNetEncoder)
+    np.testing.assert_allclose(encoder(encoder_inputs(reference))["sequence_output"], reference["content"], atol=1e-4)
+
+
 def test_memory_and_clamp_len_match_transformers(reference, converted):
     inputs = encoder_inputs(reference)
     config = converted.encoder.get_config()

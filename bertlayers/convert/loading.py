@@ -6,15 +6,16 @@ import zipfile
 
 import keras
 
-from bertlayers.convert.huggingface import load_huggingface_bert, load_huggingface_electra
+from bertlayers.convert.huggingface import load_huggingface_bert, load_huggingface_electra, load_huggingface_xlnet
 from bertlayers.networks.encoder_base import EncoderBase
 
 
 def load_encoder(source, dtype=None):
     """A pretrained encoder from `source`:
 
-      - a Hugging Face BERT or ELECTRA folder (config.json + model.safetensors; an ELECTRA
-        folder gives its discriminator's or generator's encoder),
+      - a Hugging Face BERT, ELECTRA or XLNet folder (config.json + model.safetensors; an
+        ELECTRA folder gives its discriminator's or generator's encoder, an XLNet LM head
+        folder its encoder),
       - an `encoder.keras` file, or any `.keras` model with an `.encoder` (a pretrainer, a task
         model),
       - an examples/pretrain.py output folder (its `encoder.keras`).
@@ -22,8 +23,9 @@ def load_encoder(source, dtype=None):
     if os.path.isdir(source):
         config_path = os.path.join(source, "config.json")
         if os.path.isfile(config_path):
-            if _model_type(config_path) == "electra":
-                model = load_huggingface_electra(source, dtype=dtype)
+            loader = {"electra": load_huggingface_electra, "xlnet": load_huggingface_xlnet}.get(_model_type(config_path))
+            if loader is not None:
+                model = loader(source, dtype=dtype)
                 return getattr(model, "encoder", model)
             return load_huggingface_bert(source, dtype=dtype)
         if os.path.isfile(os.path.join(source, "encoder.keras")):

@@ -1,9 +1,11 @@
 """What every encoder shares: inputs, embeddings, the stack of blocks, the pooler, outputs.
 
-A family plugs in through three seams: its own embedding layer (`embedding_layer=`, shared
-between models as ELECTRA's generator and discriminator share theirs), its own block
-(`make_block` / `block_class`), and its architecture name, registered when its class is
-defined (`ENCODERS`).
+A family plugs in through these seams: its own embedding layer (`embedding_layer=`, shared
+between models as ELECTRA's generator and discriminator share theirs, or `_make_embeddings`),
+its own block (`make_block` / `block_class`), its own stack when its blocks take more than
+a padding mask (`_run_blocks`: XLNet's relative positions and memory, with `_make_inputs`
+for extra inputs), where the pooler reads (`pooling_position`), and its architecture name,
+registered when its class is defined (`ENCODERS`).
 """
 
 import keras
