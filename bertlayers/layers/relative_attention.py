@@ -24,6 +24,7 @@ import keras
 from keras import ops
 
 from bertlayers.layers.initializers import bert_initializer, clone_initializer
+from bertlayers.layers.masking import mask_logits
 
 
 def relative_shift(scores, key_length):
@@ -108,7 +109,7 @@ class RelativeAttention(keras.layers.Layer):
         # The softmax runs in float32 so that half-precision scores neither overflow nor lose the mask.
         scores = ops.cast(scores, "float32") * self.scale
         if mask is not None:
-            scores = ops.where(ops.cast(mask, "bool")[:, None, :, :], scores, -1e30)
+            scores = mask_logits(scores, mask[:, None, :, :])
         probabilities = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)  # [B, N, S, K]
         mixed = ops.einsum("bnij,bjnd->bind", self.probability_dropout(probabilities, training=training), values)
         return mixed, probabilities  # [B, S, N, D], [B, N, S, K]

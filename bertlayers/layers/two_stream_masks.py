@@ -13,6 +13,7 @@ import keras
 from keras import ops
 
 from bertlayers.layers.input_checks import check_rank
+from bertlayers.layers.masking import merge_attention_masks
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
@@ -36,12 +37,12 @@ class TwoStreamMasks(keras.layers.Layer):
 
     def call(self, padding_mask, segment_ids, perm_mask=None, memory=None):
         batch, length = ops.shape(padding_mask)[0], ops.shape(padding_mask)[1]
-        visible = ops.broadcast_to(ops.not_equal(padding_mask, 0)[:, None, :], (batch, length, length))  # [B, S, S]
         if perm_mask is not None:
             check_rank(perm_mask, 3, "perm_mask", "[batch, seq, seq]")
-            visible = ops.logical_and(visible, ops.equal(perm_mask, 0))
-        query_mask = visible
-        content_mask = ops.logical_or(visible, ops.eye(length, dtype="bool")[None])  # itself, always
+            perm_mask = ops.equal(perm_mask, 0)  # XLNet's "may not see" to our "may see"
+        visible = merge_attention_masks(padding_mask, perm_mask)
+        query_mask = ops.broadcast_to(visible, (batch, length, length))  # [B, S, S]
+        content_mask = ops.logical_or(query_mask, ops.eye(length, dtype="bool")[None])  # itself, always
         key_segments = segment_ids
         if memory is not None:
             memory_length = ops.shape(memory)[1]

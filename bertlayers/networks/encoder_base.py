@@ -216,12 +216,11 @@ class EncoderBase(keras.Model):
             # dict to the inputs by position, silently feeding one input as another.
             inputs = {name: inputs[name] for name in self.input_names if name in inputs}
             # The functional model would silently cast float ids to int32 (truncating them).
-            for name, value in inputs.items():
-                if hasattr(value, "dtype"):
-                    if name in INPUT_NAMES:
-                        check_integer_ids(value, name)
-                        check_rank(value, 2, name, "[batch, seq]")
-            inputs.update(check_same_shape({name: inputs[name] for name in INPUT_NAMES if name in inputs}))
+            ids = {name: inputs[name] for name in INPUT_NAMES if hasattr(inputs.get(name), "dtype")}
+            for name, value in ids.items():
+                check_integer_ids(value, name)
+                check_rank(value, 2, name, "[batch, seq]")
+            inputs.update(check_same_shape(ids))
         return super().call(inputs, training=training, mask=mask)
 
     @property

@@ -164,7 +164,7 @@ def run_pretraining(config):
         initial = model.evaluate(dataset, steps=4, verbose=0, return_dict=True)
         with open(initial_path, "w", encoding="utf-8") as f:
             json.dump({k: float(v) for k, v in initial.items()}, f)
-        print(f"Initial {loss_key}: {_head_loss(initial, loss_key):.3f}", flush=True)
+        print(f"Initial {loss_key}: {_logged_metric(initial, loss_key):.3f}", flush=True)
         print(f"Training {config.num_train_steps} steps of {config.batch_size} sequences", flush=True)
     started = time.time()
     model.fit(
@@ -189,12 +189,12 @@ def run_pretraining(config):
     with open(os.path.join(config.output_dir, "history" + suffix + ".json"), encoding="utf-8") as f:
         history = json.load(f)
     with open(initial_path, encoding="utf-8") as f:
-        summary["initial_" + loss_key] = _head_loss(json.load(f), loss_key)
-    summary["first_epoch_" + loss_key] = _head_loss(history[0], loss_key)
-    summary["last_epoch_" + loss_key] = _head_loss(history[-1], loss_key)
+        summary["initial_" + loss_key] = _logged_metric(json.load(f), loss_key)
+    summary["first_epoch_" + loss_key] = _logged_metric(history[0], loss_key)
+    summary["last_epoch_" + loss_key] = _logged_metric(history[-1], loss_key)
     for key in recipe.report:
-        summary["first_epoch_" + key] = _head_loss(history[0], key)
-        summary["last_epoch_" + key] = _head_loss(history[-1], key)
+        summary["first_epoch_" + key] = _logged_metric(history[0], key)
+        summary["last_epoch_" + key] = _logged_metric(history[-1], key)
     if is_chief:
         save_model_atomically(model, os.path.join(config.output_dir, "pretrainer.keras"))
         save_model_atomically(model.encoder, os.path.join(config.output_dir, "encoder.keras"))
@@ -203,9 +203,9 @@ def run_pretraining(config):
     return summary
 
 
-def _head_loss(logs, key):
-    """A head's metric from Keras logs: named `<head>_<metric>`, or plain `<metric>` when the
-    model has one head."""
+def _logged_metric(logs, key):
+    """A head's loss or metric from Keras logs: named `<head>_<metric>`, or plain `<metric>`
+    when the model has one head."""
     return float(logs[key] if key in logs else logs[key.split("_", 1)[1]])
 
 
