@@ -8,6 +8,7 @@ Writes predictions.jsonl, metrics.json, model.keras and TensorBoard logs to --ou
     python examples/run_classifier.py --train_file data/rotten_tomatoes/train.csv \\
         --eval_file data/rotten_tomatoes/test.csv --output_dir runs/sentiment
     python examples/run_classifier.py ... --random_init  # the same encoder size, no pretraining
+    python examples/run_classifier.py ... --feature_based  # frozen encoder, scalar mix + BiLSTM (ELMo style)
 """
 
 import argparse
@@ -21,7 +22,8 @@ from bertlayers.data.tokenizer import BertInputPacker, wordpiece_tokenizer
 from bertlayers.metrics import accuracy, classification_metrics, pearson, spearman
 from bertlayers.models import SequenceClassifier
 from bertlayers.training.finetuning import (
-    add_finetuning_arguments, encoder_source, finetune, start, vocabulary_for, write_json,
+    add_feature_based_arguments, add_finetuning_arguments, encoder_source, feature_based_options, finetune, start,
+    vocabulary_for, write_json,
 )
 
 
@@ -35,6 +37,7 @@ def main():
     parser.add_argument("--regression", action="store_true", help="numeric labels, one output, MSE")
     parser.add_argument("--vocabulary", default=None, help="vocab.txt (default: the encoder folder's, or bert-base-uncased)")
     parser.add_argument("--max_train_examples", type=int, default=None, help="train on the file's first N examples")
+    add_feature_based_arguments(parser)
     args = add_finetuning_arguments(parser, sequence_length=64, epochs=2).parse_args()
     strategy = start(args)
 
@@ -55,7 +58,9 @@ def main():
     print(f"{len(train)} training and {len(evaluation)} evaluation examples" + (f", labels {labels.labels}" if labels else ""))
 
     model = finetune(
-        strategy, args, lambda encoder: SequenceClassifier(encoder, num_classes, label_names=labels.labels if labels else None),
+        strategy, args, lambda encoder: SequenceClassifier(
+            encoder, num_classes, label_names=labels.labels if labels else None, **feature_based_options(args)
+        ),
         (x_train, {"logits": y_train}, None), validation=(x_eval, {"logits": y_eval}),
     )
     logits = model.predict(x_eval, batch_size=args.batch_size, verbose=args.verbose)["logits"]

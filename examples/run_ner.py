@@ -7,6 +7,7 @@ TensorBoard logs to --output_dir.
     python examples/prepare_datasets.py        # the real WNUT-2016 data, fixed-seed splits
     python examples/run_ner.py --train_file data/wnut16/train.conll --eval_file data/wnut16/test.conll \\
         --output_dir runs/ner
+    python examples/run_ner.py ... --feature_based     # frozen encoder, scalar mix + BiLSTM (ELMo style)
 """
 
 import argparse
@@ -17,7 +18,8 @@ from bertlayers.data.tokenizer import wordpiece_tokenizer
 from bertlayers.metrics import entity_scores
 from bertlayers.models import TokenClassifier
 from bertlayers.training.finetuning import (
-    add_finetuning_arguments, encoder_source, finetune, start, vocabulary_for, write_json,
+    add_feature_based_arguments, add_finetuning_arguments, encoder_source, feature_based_options, finetune, start,
+    vocabulary_for, write_json,
 )
 
 
@@ -27,6 +29,7 @@ def main():
     parser.add_argument("--eval_file", required=True)
     parser.add_argument("--vocabulary", default=None)
     parser.add_argument("--max_train_examples", type=int, default=None, help="train on the file's first N sentences")
+    add_feature_based_arguments(parser)
     args = add_finetuning_arguments(parser, sequence_length=48, epochs=4, batch_size=16, learning_rate=5e-4).parse_args()
     strategy = start(args)
 
@@ -41,7 +44,7 @@ def main():
     print(f"{len(train)} training and {len(evaluation)} evaluation sentences, {len(tags)} tags")
 
     model = finetune(
-        strategy, args, lambda encoder: TokenClassifier(encoder, len(tags)),
+        strategy, args, lambda encoder: TokenClassifier(encoder, len(tags), **feature_based_options(args)),
         (x_train, {"logits": y_train}, {"logits": w_train}),
         validation=(x_eval, {"logits": y_eval}, {"logits": w_eval}),
     )

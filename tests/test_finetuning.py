@@ -146,6 +146,8 @@ def test_ner_labels_sit_on_the_first_wordpiece(tokenizer):
         (lambda e: SequenceClassifier(e, 3), {}),
         (SpanPredictor, {"span_mask": np.ones((2, 6), "int32")}),
         (lambda e: TokenClassifier(e, 4), {}),
+        (lambda e: SequenceClassifier(e, 3, feature_based=True, lstm_units=8), {}),
+        (lambda e: TokenClassifier(e, 4, feature_based=True, lstm_units=8), {}),
     ],
 )
 def test_task_models_save_and_load(tmp_path, build, extra):
@@ -156,6 +158,32 @@ def test_task_models_save_and_load(tmp_path, build, extra):
     loaded = keras.saving.load_model(str(tmp_path / "m.keras"), safe_mode=True)
     for key in expected:
         np.testing.assert_allclose(loaded(x)[key], expected[key], atol=1e-6)
+
+
+@pytest.mark.parametrize("model_class", [SequenceClassifier, TokenClassifier])
+def test_feature_based_trains_only_the_mix_the_bilstm_and_the_head(model_class, tmp_path):
+    encoder = BertEncoder(**{**TINY, "num_layers": 2, "dropout": 0.5})
+    model = model_class(encoder, 2, feature_based=True, lstm_units=8)
+    trained = {v.path.split("/")[0] for v in model.trainable_variables}
+    assert trained == {"scalar_mix", "task_network", "head"}
+    x = {"token_ids": np.arange(1, 25, dtype="int32").reshape(4, 6), "segment_ids": np.zeros((4, 6), "int32"),
+         "padding_mask": np.ones((4, 6), "int32")}
+    # The frozen encoder runs without dropout even in a training call: fixed features.
+    states = model.get_layer("frozen_hidden_states")
+    expected = encoder(x, training=False)
+    for got, want in zip(states(x, training=True), [expected["embedding_output"], *expected["encoder_outputs"]]):
+        np.testing.assert_allclose(got, want, atol=1e-6)
+    encoder_before = [np.asarray(w).copy() for w in encoder.weights]
+    mix_before = np.asarray(model.get_layer("scalar_mix").layer_weights).copy()
+    model.compile(optimizer=keras.optimizers.Adam(1e-2))
+    y = np.array([0, 1, 0, 1]) if model_class is SequenceClassifier else np.tile([0, 1, 0, 1, 0, 1], (4, 1))
+    model.fit(x, {"logits": y}, epochs=2, verbose=0)
+    assert all(np.array_equal(a, np.asarray(w)) for a, w in zip(encoder_before, encoder.weights))
+    assert not np.allclose(mix_before, np.asarray(model.get_layer("scalar_mix").layer_weights))
+    # Reloaded, the encoder is still frozen (a model's `trainable=True` would otherwise unfreeze it).
+    model.save(str(tmp_path / "m.keras"))
+    loaded = keras.saving.load_model(str(tmp_path / "m.keras"))
+    assert len(loaded.trainable_variables) == len(model.trainable_variables)
 
 
 def test_load_encoder_from_every_source(tmp_path):
@@ -237,12 +265,13 @@ def test_run_classifier_regression(tmp_path, tiny_encoder):
     assert {"pearson", "spearman"} <= set(json.load(open(out / "metrics.json")))
 
 
-def test_run_ner_end_to_end(tmp_path, tiny_encoder):
+@pytest.mark.parametrize("flags", [[], ["--feature_based", "--lstm_units", "8"]])
+def test_run_ner_end_to_end(tmp_path, tiny_encoder, flags):
     data = tmp_path / "tiny.conll"
     data.write_text("Anna\tB-person\nlives\tO\nin\tO\nOslo\tB-geo-loc\n\nBob\tB-person\nleft\tO\n\n" * 4)
     out = tmp_path / "out"
     run_example("run_ner.py", "--train_file", str(data), "--eval_file", str(data), "--init", tiny_encoder,
-                "--output_dir", str(out), "--epochs", "1", "--batch_size", "4", "--verbose", "0")
+                "--output_dir", str(out), "--epochs", "1", "--batch_size", "4", "--verbose", "0", *flags)
     assert {"precision", "recall", "f1", "per_type"} <= set(json.load(open(out / "metrics.json")))
     assert (out / "predictions.conll").read_text().count("\n\n") == 8
 

@@ -152,6 +152,16 @@ def test_scalar_mix():
     )
 
 
+@pytest.mark.parametrize("return_sequences, shape", [(True, (BATCH, SEQ, 6)), (False, (BATCH, 6))])
+def test_bidirectional_lstm(return_sequences, shape):
+    run_layer_test(
+        layers.BidirectionalLSTM,
+        {"units": 3, "return_sequences": return_sequences},
+        {"sequence": hidden_states(), "padding_mask": PADDING},
+        shape,
+    )
+
+
 # --- Semantics ------------------------------------------------------------------------------
 
 
@@ -293,6 +303,19 @@ def test_span_head_masks_disallowed_positions():
         assert np.all(logits[span_mask == 0] <= -1e8)
         assert np.all(np.abs(logits[span_mask == 1]) < 100)
         assert np.all(span_mask[np.arange(BATCH), logits.argmax(-1)] == 1)
+
+
+def test_bidirectional_lstm_ignores_padding():
+    """An example's vectors do not depend on how far its batch is padded, and padding rows are 0."""
+    lstm = layers.BidirectionalLSTM(units=5)
+    final = layers.BidirectionalLSTM(units=5, return_sequences=False)
+    x = hidden_states()
+    longer = np.concatenate([x, rng.normal(size=(BATCH, 3, HIDDEN)).astype("float32")], axis=1)
+    longer_padding = np.pad(PADDING, [(0, 0), (0, 3)])
+    short, long = lstm(x, PADDING), lstm(longer, longer_padding)
+    np.testing.assert_allclose(long[:, :SEQ], short, atol=1e-6)
+    assert np.all(ops.convert_to_numpy(long)[:, SEQ:] == 0) and np.all(ops.convert_to_numpy(short)[1, 4:] == 0)
+    np.testing.assert_allclose(final(longer, longer_padding), final(x, PADDING), atol=1e-6)
 
 
 def test_scalar_mix_starts_as_the_mean_and_learns_a_weighting():

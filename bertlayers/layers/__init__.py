@@ -1,6 +1,7 @@
 """Keras layers of the BERT family, each registered under the "bertlayers" package."""
 
 from bertlayers.layers.bert_embeddings import BertEmbeddings
+from bertlayers.layers.bidirectional_lstm import BidirectionalLSTM
 from bertlayers.layers.classification_head import ClassificationHead, NextSentenceHead
 from bertlayers.layers.factorized_embedding import FactorizedEmbedding
 from bertlayers.layers.mask_embedding import MaskEmbedding
@@ -22,6 +23,7 @@ from bertlayers.layers.two_stream_masks import TwoStreamMasks
 
 __all__ = [
     "BertEmbeddings",
+    "BidirectionalLSTM",
     "ClassificationHead",
     "FactorizedEmbedding",
     "MaskEmbedding",

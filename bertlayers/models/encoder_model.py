@@ -36,10 +36,13 @@ class EncoderModel(keras.Model):
         return self.trainable_weights
 
     def unused_layers(self):
-        """Layers no output depends on (an encoder's pooler where no head reads it)."""
+        """Layers that get no gradient: an encoder's pooler where no head reads it, and the
+        whole encoder where it is a frozen feature extractor (`feature_based`)."""
         encoder = getattr(self, "encoder", None)
         if encoder is None:
             return []
+        if getattr(self, "feature_based", False):
+            return [encoder]
         unused = list(encoder.layers_outside_graph())
         if not self.uses_pooled_output:
             unused.append(encoder.pooler)

@@ -4,10 +4,16 @@ import keras
 
 from bertlayers.layers.initializers import bert_initializer
 from bertlayers.models.encoder_model import EncoderModel, encoder_inputs
+from bertlayers.models.feature_based import feature_based_features
 
 
 class LogitsModel(EncoderModel):
     """`logits = head(encoder(inputs)[encoder_output])` with `num_classes` classes and dropout.
+
+    With `feature_based=True` the encoder is frozen and the head reads a BiLSTM of
+    `lstm_units` over a scalar mix of all the encoder's hidden states instead (ELMo style,
+    see `bertlayers.models.feature_based`): per token where the encoder output read is the
+    sequence, the BiLSTM's final states where it is the pooled output.
 
     Subclasses name the encoder output they classify (`encoder_output`) and the head layer
     class (`head_class`, taking num_classes, dropout, kernel_initializer).
@@ -16,7 +22,9 @@ class LogitsModel(EncoderModel):
     encoder_output = None
     head_class = None
 
-    def __init__(self, encoder, num_classes, dropout=0.1, name=None, trainable=True, **kwargs):
+    def __init__(
+        self, encoder, num_classes, dropout=0.1, feature_based=False, lstm_units=256, name=None, trainable=True, **kwargs
+    ):
         inputs = encoder_inputs()
         head = self.head_class(
             num_classes,
@@ -25,16 +33,28 @@ class LogitsModel(EncoderModel):
             dtype=encoder.layer_dtype_policy,
             name="head",
         )
-        outputs = {"logits": head(encoder(inputs)[self.encoder_output])}
+        per_token = self.encoder_output == "sequence_output"
+        if feature_based:
+            features = feature_based_features(encoder, inputs, lstm_units, return_sequences=per_token)
+        else:
+            features = encoder(inputs)[self.encoder_output]
+        outputs = {"logits": head(features)}
         super().__init__(inputs=inputs, outputs=outputs, name=name, trainable=trainable, **kwargs)
         self.encoder = encoder
-        self.uses_pooled_output = self.encoder_output == "pooled_output"
+        self.uses_pooled_output = not per_token and not feature_based
+        self.feature_based = bool(feature_based)
+        self.lstm_units = int(lstm_units)
         self.head = head
         self.num_classes = int(num_classes)
         self.dropout = float(dropout)
 
     def _constructor_args(self):
-        return {"num_classes": self.num_classes, "dropout": self.dropout}
+        return {
+            "num_classes": self.num_classes,
+            "dropout": self.dropout,
+            "feature_based": self.feature_based,
+            "lstm_units": self.lstm_units,
+        }
 
     def default_losses(self):
         return {"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)}

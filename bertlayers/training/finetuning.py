@@ -25,7 +25,8 @@ def add_finetuning_arguments(parser, sequence_length=128, epochs=3, batch_size=3
     group.add_argument("--sequence_length", type=int, default=sequence_length)
     group.add_argument("--epochs", type=int, default=epochs)
     group.add_argument("--batch_size", type=int, default=batch_size)
-    group.add_argument("--learning_rate", type=float, default=learning_rate)
+    group.add_argument("--learning_rate", type=float, default=None,
+                       help=f"peak rate (default {learning_rate}; {FEATURE_BASED_LEARNING_RATE} with --feature_based)")
     group.add_argument("--warmup_proportion", type=float, default=0.1)
     group.add_argument("--weight_decay", type=float, default=0.01)
     group.add_argument("--layerwise_decay", type=float, default=None, help="e.g. 0.9: lower layers learn slower")
@@ -35,11 +36,34 @@ def add_finetuning_arguments(parser, sequence_length=128, epochs=3, batch_size=3
     group.add_argument("--num_cpu_devices", type=int, default=None)
     group.add_argument("--seed", type=int, default=0)
     group.add_argument("--verbose", type=int, default=1)
+    parser.set_defaults(default_learning_rate=learning_rate)
     return parser
+
+
+# A frozen encoder leaves only a freshly initialized BiLSTM and head to train: ELMo's task
+# networks train at Adam's usual rate, far above what fine-tuning a pretrained network takes.
+FEATURE_BASED_LEARNING_RATE = 1e-3
+
+
+def add_feature_based_arguments(parser):
+    """`--feature_based` and `--lstm_units`, for the runners whose models take them
+    (`SequenceClassifier`, `TokenClassifier`)."""
+    group = parser.add_argument_group("feature-based use (ELMo style)")
+    group.add_argument("--feature_based", action="store_true", help="freeze the encoder; train a scalar mix of "
+                       "all its layers, a BiLSTM and the head")
+    group.add_argument("--lstm_units", type=int, default=256, help="width of each BiLSTM direction")
+    return parser
+
+
+def feature_based_options(args):
+    """The model keywords the feature-based flags give."""
+    return {"feature_based": args.feature_based, "lstm_units": args.lstm_units}
 
 
 def start(args):
     """Build the strategy (before TensorFlow runs any op) and seed everything."""
+    if args.learning_rate is None:
+        args.learning_rate = FEATURE_BASED_LEARNING_RATE if getattr(args, "feature_based", False) else args.default_learning_rate
     strategy = build_strategy(args.strategy, tpu=args.tpu, num_cpu_devices=args.num_cpu_devices)
     keras.utils.set_random_seed(args.seed)
     os.makedirs(args.output_dir, exist_ok=True)
