@@ -12,59 +12,19 @@ is inside the graph and is timed.
 """
 
 import argparse
-import glob
-import importlib.util
 import os
-import platform
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-
-def load_text_ops():
-    """tensorflow-text's kernels only, as a server links them (its Python package imports Keras)."""
-    folder = importlib.util.find_spec("tensorflow_text").submodule_search_locations[0]
-    for library in sorted(glob.glob(os.path.join(folder, "python", "ops", "*.so"))):
-        tf.load_op_library(library)
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            return next(line for line in f if line.startswith("model name")).split(":", 1)[1].strip()
-    except (OSError, StopIteration):
-        return platform.machine()
+from bertlayers.export.serving_latency import cpu_model, load_text_ops, serving_latency  # noqa: E402
 
 
 def snippets(count):
     from bertlayers.data.assets import rotten_tomatoes_snippets
 
     return [text for text, _ in rotten_tomatoes_snippets()[:count]]
-
-
-def measure(path, texts, requests, batch_size, rounds):
-    signature = tf.saved_model.load(path).signatures["serving_default"]
-    call = lambda batch: signature(text=tf.constant(batch))  # noqa: E731
-    for text in texts[:8]:  # warm-up: first calls build kernels
-        call([text])
-    call(texts[:batch_size])
-    latencies = []
-    for text in texts[:requests]:
-        start = time.perf_counter()
-        call([text])
-        latencies.append(time.perf_counter() - start)
-    batches = [texts[i : i + batch_size] for i in range(0, len(texts) - batch_size + 1, batch_size)]
-    start = time.perf_counter()
-    served = 0
-    for _ in range(rounds):
-        for batch in batches:
-            call(batch)
-            served += len(batch)
-    throughput = served / (time.perf_counter() - start)
-    return 1000 * np.percentile(latencies, 50), 1000 * np.percentile(latencies, 99), throughput
 
 
 def main():
@@ -80,7 +40,7 @@ def main():
     texts = snippets(args.snippets)
     print(f"{cpu_model()}, {os.cpu_count()} cores, TensorFlow {tf.__version__}; "
           f"{len(texts)} Rotten Tomatoes snippets")
-    rows = [(path, *measure(path, texts, args.requests, args.batch_size, args.rounds)) for path in args.model]
+    rows = [(path, *serving_latency(path, texts, args.requests, args.batch_size, args.rounds)) for path in args.model]
     base = rows[0]
     print(f"| model | batch 1 p50 ms | batch 1 p99 ms | batch {args.batch_size} examples/s | p50 speed-up | batch {args.batch_size} speed-up |")
     print("|---|---|---|---|---|---|")

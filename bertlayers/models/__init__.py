@@ -1,5 +1,6 @@
 """Models: encoders with heads, for pretraining and for tasks."""
 
+from bertlayers.models.distiller import Distiller
 from bertlayers.models.encoder_model import EncoderModel
 from bertlayers.models.pretrainer import BertPretrainer, CausalLMPretrainer
 from bertlayers.models.sequence_classifier import SequenceClassifier
@@ -9,6 +10,7 @@ from bertlayers.models.token_classifier import TokenClassifier
 __all__ = [
     "BertPretrainer",
     "CausalLMPretrainer",
+    "Distiller",
     "EncoderModel",
     "SequenceClassifier",
     "SpanPredictor",

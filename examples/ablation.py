@@ -1,0 +1,201 @@
+"""The pretraining-objective ablation (BERT's Table 5, RoBERTa's NSP study) in miniature.
+
+One row per objective, each the same tiny architecture (--preset) pretrained for the same
+steps on the same data (the real Wikipedia excerpt, the real bert-base-uncased vocabulary),
+then fine-tuned with the same budget on Rotten Tomatoes sentiment and on the bundled
+SQuAD-format file, over several fine-tuning seeds; plus a row without pretraining (the same
+architecture, random weights). Every step is one of the example scripts run as a
+subprocess; a step whose output exists is not run again, so a killed ablation resumes.
+
+Writes ablation.json, ablation.md (the table) and, with matplotlib installed,
+ablation.png under --output_dir.
+
+    python examples/prepare_datasets.py                  # the Rotten Tomatoes splits
+    python examples/ablation.py --output_dir runs/ablation
+    python examples/ablation.py --output_dir runs/ablation --objectives bert roberta none --seeds 0 1 2
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+EXAMPLES = os.path.dirname(os.path.abspath(__file__))
+
+# row -> (recipe, what the row tests)
+OBJECTIVES = {
+    "bert": ("bert", "MLM + NSP (BERT)"),
+    "roberta": ("roberta", "MLM only, no NSP (RoBERTa-style)"),
+    "ltr": ("ltr", "left-to-right LM, no NSP"),
+    "electra": ("electra", "replaced-token detection (ELECTRA)"),
+    "spanbert": ("spanbert", "span masking + SBO, no NSP (SpanBERT)"),
+    "xlnet": ("xlnet", "permutation LM (XLNet)"),
+    "none": (None, "no pretraining (random weights)"),
+}
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output_dir", required=True)
+    parser.add_argument("--objectives", nargs="+", default=list(OBJECTIVES), choices=list(OBJECTIVES))
+    parser.add_argument("--preset", default="bert_tiny")
+    parser.add_argument("--num_train_steps", type=int, default=600, help="pretraining steps of every row")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="fine-tuning seeds per row and task")
+    parser.add_argument("--rt_dir", default="data/rotten_tomatoes", help="prepare_datasets.py's Rotten Tomatoes splits")
+    parser.add_argument("--rt_arguments", default="--epochs 3 --learning_rate 1e-4 --sequence_length 64",
+                        help="run_classifier.py's budget (the same for every row)")
+    parser.add_argument("--squad_arguments", default="--epochs 30 --learning_rate 2e-4 --sequence_length 192",
+                        help="run_squad.py's budget (the same for every row)")
+    return parser.parse_args()
+
+
+def run_step(done_file, script, *arguments):
+    """Run `script` unless `done_file` exists (a finished step); return its elapsed seconds."""
+    if os.path.exists(done_file):
+        print(f"  done already: {done_file}", flush=True)
+        return None
+    command = [sys.executable, os.path.join(EXAMPLES, script), *arguments]
+    print("  $ " + " ".join(command[1:]), flush=True)
+    started = time.perf_counter()
+    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if result.returncode != 0:
+        sys.stdout.write(result.stdout[-3000:])
+        raise SystemExit(f"{script} failed (exit {result.returncode}); rerun this command to resume.")
+    return time.perf_counter() - started
+
+
+def read_json(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def pretrained_encoder(args, row):
+    """The folder (or encoder) a row fine-tunes from, and the flags that select it."""
+    recipe = OBJECTIVES[row][0]
+    if recipe is None:  # the architecture of the BERT row, with fresh weights
+        return os.path.join(args.output_dir, "bert", "pretrain"), ["--random_init"]
+    return os.path.join(args.output_dir, row, "pretrain"), []
+
+
+def spread(values):
+    values = np.asarray(values, dtype=float)
+    return {"mean": float(values.mean()), "min": float(values.min()), "max": float(values.max()), "runs": values.tolist()}
+
+
+def run_row(args, row, timings):
+    recipe, _ = OBJECTIVES[row]
+    folder = os.path.join(args.output_dir, row)
+    init, extra = pretrained_encoder(args, row)
+    pretrain_recipe = recipe or "bert"
+    seconds = run_step(
+        os.path.join(init, "summary.json"), "pretrain.py", "--recipe", pretrain_recipe, "--preset", args.preset,
+        "--num_train_steps", str(args.num_train_steps), "--output_dir", init, "--verbose", "2",
+    )
+    if seconds is not None:
+        timings[f"pretrain_{pretrain_recipe}"] = seconds
+    result = {"objective": OBJECTIVES[row][1]}
+    if recipe is not None:
+        summary = read_json(os.path.join(init, "summary.json"))
+        key = summary["loss_key"]
+        result["pretraining_loss"] = {"name": key, "first_epoch": summary[f"first_epoch_{key}"], "last_epoch": summary[f"last_epoch_{key}"]}
+    rt, squad = [], []
+    for seed in args.seeds:
+        out = os.path.join(folder, f"rotten_tomatoes_seed{seed}")
+        seconds = run_step(
+            os.path.join(out, "metrics.json"), "run_classifier.py", "--train_file", os.path.join(args.rt_dir, "train.csv"),
+            "--eval_file", os.path.join(args.rt_dir, "test.csv"), "--init", init, *extra, *args.rt_arguments.split(),
+            "--seed", str(seed), "--output_dir", out, "--verbose", "2",
+        )
+        timings[f"{row}_rotten_tomatoes_seed{seed}"] = seconds
+        rt.append(read_json(os.path.join(out, "metrics.json"))["accuracy"])
+        out = os.path.join(folder, f"squad_seed{seed}")
+        seconds = run_step(
+            os.path.join(out, "metrics.json"), "run_squad.py", "--init", init, *extra, *args.squad_arguments.split(),
+            "--seed", str(seed), "--output_dir", out, "--verbose", "2",
+        )
+        timings[f"{row}_squad_seed{seed}"] = seconds
+        metrics = read_json(os.path.join(out, "metrics.json"))
+        squad.append((metrics["exact_match"], metrics["f1"]))
+    result["rotten_tomatoes_accuracy"] = spread(rt)
+    result["squad_exact_match"] = spread([em for em, _ in squad])
+    result["squad_f1"] = spread([f1 for _, f1 in squad])
+    return result
+
+
+def table(results, seeds):
+    lines = [
+        f"| objective | pretraining loss (first → last epoch) | Rotten Tomatoes accuracy, mean [min, max] of {len(seeds)} seeds "
+        "| SQuAD EM | SQuAD F1 |",
+        "|---|---|---|---|---|",
+    ]
+    for row, r in results.items():
+        loss = r.get("pretraining_loss")
+        loss_text = f"{loss['name']} {loss['first_epoch']:.2f} → {loss['last_epoch']:.2f}" if loss else "—"
+        cells = [f"{r[k]['mean']:.1f} [{r[k]['min']:.1f}, {r[k]['max']:.1f}]" for k in ("squad_exact_match", "squad_f1")]
+        accuracy = r["rotten_tomatoes_accuracy"]
+        lines.append(
+            f"| {r['objective']} | {loss_text} | {100 * accuracy['mean']:.1f} [{100 * accuracy['min']:.1f}, "
+            f"{100 * accuracy['max']:.1f}] | {cells[0]} | {cells[1]} |"
+        )
+    return "\n".join(lines)
+
+
+def chart(results, path):
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed (pip install matplotlib): no chart.")
+        return
+    rows = list(results)
+    figure, axes = plt.subplots(1, 2, figsize=(11, 0.55 * len(rows) + 1.5), sharey=True)
+    for axis, key, label, scale in (
+        (axes[0], "rotten_tomatoes_accuracy", "Rotten Tomatoes accuracy (%)", 100),
+        (axes[1], "squad_f1", "SQuAD F1 (bundled file)", 1),
+    ):
+        for y, row in enumerate(rows):
+            runs = np.asarray(results[row][key]["runs"]) * scale
+            axis.plot([runs.min(), runs.max()], [y, y], color="0.6", linewidth=3)
+            axis.plot(runs, [y] * len(runs), "o", color="tab:blue")
+            axis.plot(runs.mean(), y, "|", color="black", markersize=14)
+        axis.set_xlabel(label)
+        axis.grid(axis="x", alpha=0.3)
+    axes[0].set_yticks(range(len(rows)), [results[r]["objective"] for r in rows])
+    axes[0].invert_yaxis()
+    figure.suptitle("Pretraining objectives, same tiny encoder and steps (dots: fine-tuning seeds; bar: mean)")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    print(f"Chart: {path}")
+
+
+def main():
+    args = parse_args()
+    os.makedirs(args.output_dir, exist_ok=True)
+    # The no-pretraining row borrows the BERT row's architecture: that row's folder must exist.
+    rows = args.objectives
+    if "none" in rows and "bert" not in rows:
+        rows = ["bert"] + rows
+    results, timings = {}, {}
+    started = time.perf_counter()
+    for row in rows:
+        print(f"[{row}] {OBJECTIVES[row][1]}", flush=True)
+        results[row] = run_row(args, row, timings)
+    summary = {"results": results, "seconds": timings, "total_seconds_this_run": time.perf_counter() - started,
+               "settings": vars(args)}
+    with open(os.path.join(args.output_dir, "ablation.json"), "w", encoding="utf-8") as f:
+        json.dump(summary, f, indent=1)
+    text = table(results, args.seeds)
+    with open(os.path.join(args.output_dir, "ablation.md"), "w", encoding="utf-8") as f:
+        f.write(text + "\n")
+    print("\n" + text)
+    chart(results, os.path.join(args.output_dir, "ablation.png"))
+
+
+if __name__ == "__main__":
+    main()
