@@ -19,6 +19,9 @@ class SequenceClassifier(LogitsModel):
       dropout: dropout before the output layer (0.1 in BERT).
       label_names: the label strings by class id (saved with the model; an export serves
         them as `label_name`). `num_classes` may then be left out.
+      feature_based: freeze the encoder and classify the final states of a BiLSTM
+        (`lstm_units` per direction) over a learned scalar mix of all its hidden states
+        (ELMo style; see `LogitsModel`).
     """
 
     encoder_output = "pooled_output"

@@ -13,6 +13,10 @@ class TokenClassifier(LogitsModel):
     Inputs: the encoder's. Output `logits`: float32 `[batch, seq, num_classes]`. Train with
     sample weights that are 1 on the tokens that carry a label (the first WordPiece of each
     word, as in BERT's NER) and 0 elsewhere.
+
+    With `feature_based=True` the encoder is frozen and each token's logits read a BiLSTM
+    (`lstm_units` per direction) over a learned scalar mix of all its hidden states (ELMo's
+    tagger; see `LogitsModel`).
     """
 
     encoder_output = "sequence_output"
