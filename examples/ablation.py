@@ -54,14 +54,31 @@ def parse_args():
 
 
 def run_step(done_file, script, *arguments):
-    """Run `script` unless `done_file` exists (a finished step); return its elapsed seconds."""
+    """Run `script` unless `done_file` exists (a finished step); return its elapsed seconds.
+
+    Each step records its command beside its output: a finished step is reused only for the
+    same command, so a rerun with another budget cannot mix old rows into the new table.
+    """
+    command = [script, *arguments]
+    record = os.path.join(os.path.dirname(done_file), "ablation_step.json")
     if os.path.exists(done_file):
+        recorded = read_json(record)["command"] if os.path.exists(record) else command
+        if recorded != command:
+            raise SystemExit(
+                f"{done_file} was made by another command:\n  {' '.join(recorded)}\nnot\n  {' '.join(command)}\n"
+                "Use another --output_dir, or delete that folder to redo the step."
+            )
         print(f"  done already: {done_file}", flush=True)
         return None
-    command = [sys.executable, os.path.join(EXAMPLES, script), *arguments]
-    print("  $ " + " ".join(command[1:]), flush=True)
+    os.makedirs(os.path.dirname(done_file), exist_ok=True)
+    with open(record, "w", encoding="utf-8") as f:
+        json.dump({"command": command}, f)
+    print("  $ python examples/" + " ".join(command), flush=True)
     started = time.perf_counter()
-    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    result = subprocess.run(
+        [sys.executable, os.path.join(EXAMPLES, script), *arguments],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
     if result.returncode != 0:
         sys.stdout.write(result.stdout[-3000:])
         raise SystemExit(f"{script} failed (exit {result.returncode}); rerun this command to resume.")
