@@ -263,3 +263,16 @@ def test_encoder_fine_tunes_with_fit():
     labels = np.array([0, 1, 0, 1])
     history = model.fit(data, labels, epochs=8, batch_size=4, verbose=0)
     assert history.history["loss"][-1] < history.history["loss"][0]
+
+
+def test_a_causal_encoder_pools_its_last_real_token():
+    """Under causal attention [CLS] sees only itself; the pooled output must read the whole text."""
+    encoder = BertEncoder(**TINY, causal=True)
+    inputs = encoder_inputs([5, 3], seq=5)
+    changed = {k: v.copy() for k, v in inputs.items()}
+    changed["token_ids"][:, 2] = (changed["token_ids"][:, 2] + 1) % TINY["vocabulary_size"]
+    pooled, pooled_changed = encoder(inputs)["pooled_output"], encoder(changed)["pooled_output"]
+    # Pooling [CLS] would leave every row exactly unchanged.
+    assert np.all(np.abs(np.asarray(pooled) - np.asarray(pooled_changed)).max(axis=-1) > 1e-6)
+    # Still independent of how far the batch is padded.
+    np.testing.assert_allclose(encoder(padded(inputs, 7))["pooled_output"], pooled, atol=1e-5)

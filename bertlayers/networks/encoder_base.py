@@ -57,7 +57,8 @@ class EncoderBase(keras.Model):
     """
 
     architecture = None
-    # Where the pooler reads the sequence ("first": BERT's [CLS]; "last": XLNet's).
+    # Where the pooler reads the sequence ("first": BERT's [CLS]; "last": XLNet's, and any
+    # causal encoder's).
     pooling_position = "first"
 
     def __init_subclass__(cls, **kwargs):
@@ -111,7 +112,9 @@ class EncoderBase(keras.Model):
             )
         pooler = Pooler(
             kernel_initializer=bert_initializer(config.initializer_range),
-            position=self.pooling_position,
+            # Under causal attention the first token sees only itself: only the last real
+            # token has read the whole sequence (GPT's choice for classification).
+            position="last" if config.causal else self.pooling_position,
             dtype=dtype,
             name="pooler",
         )
