@@ -32,6 +32,7 @@ from bertlayers.data.classification_data import LabelMap, TextExample, encode_ex
 from bertlayers.data.tokenizer import BertInputPacker, check_vocabulary_fits, wordpiece_tokenizer
 from bertlayers.export import export_for_serving
 from bertlayers.export.serving_latency import load_text_ops, serving_latency
+from bertlayers.metrics import accuracy
 from bertlayers.models import Distiller, SequenceClassifier
 from bertlayers.networks import BertEncoder, reinitialized
 from bertlayers.training.finetuning import write_json
@@ -69,8 +70,7 @@ def wikipedia_sentences(count):
 
 
 def accuracy_of(model, x, y, batch_size):
-    logits = model.predict(x, batch_size=batch_size, verbose=0)["logits"]
-    return float(np.mean(logits.argmax(-1) == y))
+    return accuracy(y, model.predict(x, batch_size=batch_size, verbose=0)["logits"].argmax(-1))
 
 
 def parameter_count(model):
@@ -146,7 +146,7 @@ def main():
         paths = export_for_serving(model, name, base_dir=exports, vocabulary=vocabulary, sequence_length=args.sequence_length)
         p50, p99, _ = serving_latency(paths[f"{name}_text"], texts, requests=args.latency_requests, batch_size=32, rounds=0)
         results[name if name == "teacher" else f"distilled_{init}"].update({"batch1_p50_ms": p50, "batch1_p99_ms": p99})
-    results["settings"] = {k: v for k, v in vars(args).items()}
+    results["settings"] = vars(args)
     write_json(os.path.join(args.output_dir, "metrics.json"), results)
 
     print(f"\n| model | parameters | held-out accuracy | batch-1 p50 ms (SavedModel, text in) |\n|---|---|---|---|")
