@@ -36,6 +36,7 @@ from bertlayers.metrics import accuracy
 from bertlayers.models import Distiller, SequenceClassifier
 from bertlayers.networks import BertEncoder, reinitialized
 from bertlayers.training.finetuning import write_json
+from bertlayers.training.length_batching import predict_by_length
 from bertlayers.training.optimization import create_optimizer
 
 
@@ -70,7 +71,7 @@ def wikipedia_sentences(count):
 
 
 def accuracy_of(model, x, y, batch_size):
-    return accuracy(y, model.predict(x, batch_size=batch_size, verbose=0)["logits"].argmax(-1))
+    return accuracy(y, predict_by_length(model, x, batch_size=batch_size, verbose=0)["logits"].argmax(-1))
 
 
 def parameter_count(model):
@@ -111,7 +112,7 @@ def main():
     y_labelled, y_eval = labels.encode(labelled), labels.encode(evaluation)
 
     print("The teacher labels the transfer text (soft targets, computed once)")
-    soft_targets = teacher.predict(x_all, batch_size=64, verbose=1)["logits"]
+    soft_targets = predict_by_length(teacher, x_all, batch_size=64, verbose=1)["logits"]
     results = {"teacher": {"accuracy": accuracy_of(teacher, x_eval, y_eval, 64), "parameters": parameter_count(teacher)}}
     print(f"teacher: accuracy {results['teacher']['accuracy']:.4f}")
 

@@ -25,6 +25,7 @@ from bertlayers.training.finetuning import (
     add_feature_based_arguments, add_finetuning_arguments, encoder_source, feature_based_options, finetune, start,
     vocabulary_for, write_json,
 )
+from bertlayers.training.length_batching import predict_by_length
 
 
 def main():
@@ -63,7 +64,7 @@ def main():
         ),
         (x_train, {"logits": y_train}, None), validation=(x_eval, {"logits": y_eval}),
     )
-    logits = model.predict(x_eval, batch_size=args.batch_size, verbose=args.verbose)["logits"]
+    logits = predict_by_length(model, x_eval, batch_size=args.batch_size, verbose=args.verbose)["logits"]
     if args.regression:
         scores = logits[:, 0]
         metrics = {"pearson": pearson(y_eval[:, 0], scores), "spearman": spearman(y_eval[:, 0], scores)}

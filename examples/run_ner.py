@@ -21,6 +21,7 @@ from bertlayers.training.finetuning import (
     add_feature_based_arguments, add_finetuning_arguments, encoder_source, feature_based_options, finetune, start,
     vocabulary_for, write_json,
 )
+from bertlayers.training.length_batching import predict_by_length
 
 
 def main():
@@ -48,7 +49,7 @@ def main():
         (x_train, {"logits": y_train}, {"logits": w_train}),
         validation=(x_eval, {"logits": y_eval}, {"logits": w_eval}),
     )
-    logits = model.predict(x_eval, batch_size=args.batch_size, verbose=args.verbose)["logits"]
+    logits = predict_by_length(model, x_eval, batch_size=args.batch_size, verbose=args.verbose)["logits"]
     predicted = decode_tags(logits, starts, tags)
     gold = [[tag for _, tag in sentence] for sentence in evaluation]
     metrics = entity_scores(gold, predicted)

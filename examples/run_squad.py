@@ -20,6 +20,7 @@ from bertlayers.models import SpanPredictor
 from bertlayers.training.finetuning import (
     add_finetuning_arguments, encoder_source, finetune, start, vocabulary_for, write_json,
 )
+from bertlayers.training.length_batching import predict_by_length
 
 BUNDLED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "squad_mini")
 
@@ -55,7 +56,7 @@ def main():
 
     targets = {"start_logits": train_features.start_positions, "end_logits": train_features.end_positions}
     model = finetune(strategy, args, SpanPredictor, (train_features.inputs, targets, None))
-    outputs = model.predict(eval_features.inputs, batch_size=args.batch_size, verbose=args.verbose)
+    outputs = predict_by_length(model, eval_features.inputs, batch_size=args.batch_size, verbose=args.verbose)
     predictions, nbest = decode_answers(
         evaluation, eval_features, outputs["start_logits"], outputs["end_logits"],
         n_best_size=args.n_best_size, max_answer_length=args.max_answer_length,

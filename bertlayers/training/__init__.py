@@ -3,6 +3,7 @@
 from bertlayers.training.callbacks import JsonHistory, LearningRateLogger
 from bertlayers.training.checkpointing import ResumableBackup, atomic_path, save_model_atomically
 from bertlayers.training.distribute import build_strategy, compile_options, worker_info
+from bertlayers.training.length_batching import length_batches, predict_by_length
 from bertlayers.training.optimization import WarmupLinearDecay, create_optimizer
 
 __all__ = [
@@ -14,6 +15,8 @@ __all__ = [
     "build_strategy",
     "compile_options",
     "create_optimizer",
+    "length_batches",
+    "predict_by_length",
     "save_model_atomically",
     "worker_info",
 ]

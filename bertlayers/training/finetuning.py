@@ -1,10 +1,12 @@
 """Fine-tuning a pretrained encoder with a task head: what the task scripts share."""
 
+import argparse
 import json
 import math
 import os
 
 import keras
+import tensorflow as tf
 
 from bertlayers.data.tokenizer import check_vocabulary_fits
 from bertlayers.convert.loading import load_encoder
@@ -12,6 +14,7 @@ from bertlayers.networks import reinitialized
 from bertlayers.training.callbacks import JsonHistory
 from bertlayers.training.checkpointing import save_model_atomically
 from bertlayers.training.distribute import STRATEGIES, build_strategy, compile_options
+from bertlayers.training.length_batching import length_batches, per_token_outputs
 from bertlayers.training.optimization import create_optimizer
 
 
@@ -34,6 +37,9 @@ def add_finetuning_arguments(parser, sequence_length=128, epochs=3, batch_size=3
     group.add_argument("--strategy", default="default", choices=list(STRATEGIES))
     group.add_argument("--tpu", default=None)
     group.add_argument("--num_cpu_devices", type=int, default=None)
+    group.add_argument("--group_by_length", action=argparse.BooleanOptionalAction, default=True,
+                       help="training batches of similar lengths, each cut to its longest (default); "
+                       "--no-group_by_length pads every example to --sequence_length")
     group.add_argument("--seed", type=int, default=0)
     group.add_argument("--verbose", type=int, default=1)
     parser.set_defaults(default_learning_rate=learning_rate)
@@ -95,8 +101,12 @@ def finetune(strategy, args, build_model, train, validation=None, num_examples=N
       strategy: from `start`.
       args: parsed `add_finetuning_arguments` flags.
       build_model: encoder → task model (an `EncoderModel`).
-      train: (x, y, sample_weight) numpy structures.
+      train: (x, y, sample_weight) numpy structures; y and sample_weight keyed by output name.
       validation: optional (x, y, sample_weight) for per-epoch validation.
+
+    Validation batches are always cut to their longest example (sorted by length: the same
+    metrics, less padding); training batches too, grouped by length, unless
+    `args.group_by_length` is off or the strategy is a TPU's (XLA wants fixed shapes).
 
     Returns:
       The trained model, also saved atomically to `<output_dir>/model.keras`.
@@ -122,11 +132,19 @@ def finetune(strategy, args, build_model, train, validation=None, num_examples=N
         JsonHistory(os.path.join(args.output_dir, "history.json")),
         keras.callbacks.TensorBoard(os.path.join(args.output_dir, "logs")),
     ]
-    x, y, sample_weight = train
-    model.fit(
-        x, y, sample_weight=sample_weight, batch_size=args.batch_size, epochs=args.epochs,
-        validation_data=validation, callbacks=callbacks, verbose=args.verbose, shuffle=True,
-    )
+    by_length = getattr(args, "group_by_length", True) and not isinstance(strategy, tf.distribute.TPUStrategy)
+    token_outputs = per_token_outputs(model)
+    if validation is not None and by_length:
+        validation = length_batches(*validation, batch_size=args.batch_size, token_outputs=token_outputs)
+    if by_length:
+        data = length_batches(*train, batch_size=args.batch_size, token_outputs=token_outputs, shuffle=True, seed=args.seed)
+        model.fit(data, epochs=args.epochs, validation_data=validation, callbacks=callbacks, verbose=args.verbose)
+    else:
+        x, y, sample_weight = train
+        model.fit(
+            x, y, sample_weight=sample_weight, batch_size=args.batch_size, epochs=args.epochs,
+            validation_data=validation, callbacks=callbacks, verbose=args.verbose, shuffle=True,
+        )
     save_model_atomically(model, os.path.join(args.output_dir, "model.keras"))
     return model
 

@@ -1,0 +1,136 @@
+"""Length-aware batches: each batch cut to the longest real sequence in it.
+
+Real text is short: Rotten Tomatoes snippets average about 30 WordPiece tokens, so a batch padded
+to a fixed 64 spends half its attention and feed-forward work on padding. Here every batch is
+trimmed to its longest example, rounded up to a multiple of `PAD_MULTIPLE` (few distinct shapes:
+the `tf.function` that Keras traces with `reduce_retracing` settles on one `[batch, None]`
+signature, and the matmul kernels like multiples of 8).
+
+Training batches are grouped by length the way Hugging Face's `group_by_length` does it: shuffle
+all examples, cut the stream into groups of `group_size` batches, sort each group by length,
+batch, and shuffle the batches. Batches stay random in order and in which examples meet, but their
+members have similar lengths. All of it runs in the tf.data graph, with no Python per step.
+
+Dimension legend: B = batch, S = the arrays' full sequence length, L = a batch's trimmed length.
+"""
+
+import math
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from bertlayers.export.text_tokenizer import PAD_MULTIPLE, padded_length
+
+# Batches per sorted group. Larger groups pad less but make consecutive batches more alike.
+GROUP_SIZE = 50
+
+
+def sequence_lengths(x):
+    """Real tokens per example, from `x["padding_mask"]`: int `[B]`."""
+    return np.asarray(x["padding_mask"]).sum(axis=1)
+
+
+def per_token_outputs(model):
+    """Names of the model's outputs with a sequence axis (`[B, None, ...]`): the labels and sample
+    weights of those outputs are cut with the inputs; the others (`[B]`, `[B, classes]`) are not."""
+    outputs = model.output if isinstance(model.output, dict) else {model.output_names[0]: model.output}
+    return {name for name, tensor in outputs.items() if len(tensor.shape) >= 2 and tensor.shape[1] is None}
+
+
+def _trim_batch(x, y, sample_weight, token_outputs):
+    # [B, S] -> [B, L]: L = longest real length in the batch, rounded up to PAD_MULTIPLE, at most S.
+    full = x["padding_mask"].shape[1]
+    longest = tf.reduce_max(tf.reduce_sum(tf.cast(x["padding_mask"], tf.int32), axis=1))
+    length = padded_length(longest, full)
+
+    def cut(t):
+        return t[:, :length] if t.shape.rank >= 2 and t.shape[1] == full else t
+
+    # Labels of a per-token output are cut only when they are per token too: SQuAD's are
+    # positions, `[B]`, and stay inside the cut (an answer lies within the real tokens).
+    x = {name: cut(t) for name, t in x.items()}
+    y = {name: cut(t) if name in token_outputs else t for name, t in y.items()}
+    sample_weight = {name: cut(t) if name in token_outputs else t for name, t in sample_weight.items()}
+    return x, y, sample_weight
+
+
+def _sort_group(x, y, sample_weight):
+    # One group of G examples, reordered by real length.
+    order = tf.argsort(tf.reduce_sum(tf.cast(x["padding_mask"], tf.int32), axis=1))
+    return tf.nest.map_structure(lambda t: tf.gather(t, order), (x, y, sample_weight))
+
+
+def length_batches(x, y=None, sample_weight=None, *, batch_size, token_outputs=(), shuffle=False, seed=None,
+                   group_size=GROUP_SIZE):
+    """A `tf.data.Dataset` of `(x, y, sample_weight)` batches, each cut to its longest example.
+
+    Args:
+      x: dict of `[N, S]` arrays with a `padding_mask` (what `BertInputPacker` gives).
+      y, sample_weight: optional dicts keyed by output name, `[N, ...]` arrays.
+      batch_size: examples per batch (global, as for `fit`).
+      token_outputs: output names whose labels and weights have the sequence axis
+        (`per_token_outputs(model)`): cut with the inputs.
+      shuffle: training order. True: examples reshuffled every epoch and grouped by length
+        (groups of `group_size` batches). False: sorted by length once, the least padding
+        possible (evaluation; the metrics do not depend on order).
+      seed: shuffle seed.
+
+    The dataset knows its length (`ceil(N / batch_size)` batches), so `fit` shows a progress
+    bar and the learning-rate schedule's step count matches.
+    """
+    y, sample_weight = dict(y or {}), dict(sample_weight or {})
+    token_outputs = frozenset(token_outputs)
+    count = len(x["padding_mask"])
+    num_batches = math.ceil(count / batch_size)
+    if not shuffle:
+        order = np.argsort(sequence_lengths(x), kind="stable")
+        x, y, sample_weight = tf.nest.map_structure(lambda a: np.asarray(a)[order], (x, y, sample_weight))
+    dataset = tf.data.Dataset.from_tensor_slices((x, y, sample_weight))
+    if shuffle:
+        dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True)
+        dataset = dataset.batch(batch_size * group_size).map(_sort_group).unbatch()
+    dataset = dataset.batch(batch_size).map(
+        lambda *batch: _trim_batch(*batch, token_outputs), num_parallel_calls=tf.data.AUTOTUNE
+    )
+    if shuffle:
+        # A whole group's batches in the buffer: their order within the group stops tracking length.
+        dataset = dataset.shuffle(group_size, seed=None if seed is None else seed + 1, reshuffle_each_iteration=True)
+    if not sample_weight:
+        # Keras reads a second or third element as labels / weights: leave out what is not there.
+        dataset = dataset.map(lambda x, y, sample_weight: (x, y) if y else x)
+    dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches))
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def predict_by_length(model, x, batch_size=32, verbose="auto"):
+    """`model.predict(x)` with the examples sorted by length and each batch cut to its longest.
+
+    Returns the same dict of numpy arrays, in the original order, with per-token outputs
+    padded back to the inputs' full length `S` (zeros past each batch's cut).
+    """
+    lengths = sequence_lengths(x)
+    order = np.argsort(lengths, kind="stable")
+    full = np.asarray(x["padding_mask"]).shape[1]
+    token_outputs = per_token_outputs(model)
+    progress = keras.utils.Progbar(len(order), verbose=1 if verbose == "auto" else verbose) if verbose else None
+    results = {}
+    for start in range(0, len(order), batch_size):
+        rows = order[start:start + batch_size]
+        length = int(padded_length(int(lengths[rows].max()), full))
+        batch = {name: np.asarray(value)[rows] for name, value in x.items()}
+        batch = {name: value[:, :length] if value.ndim >= 2 and value.shape[1] == full else value
+                 for name, value in batch.items()}
+        outputs = model.predict_on_batch(batch)
+        outputs = outputs if isinstance(outputs, dict) else {model.output_names[0]: outputs}
+        for name, value in outputs.items():
+            value = np.asarray(value)
+            if name in token_outputs:
+                # [b, L, ...] -> [b, S, ...]
+                value = np.pad(value, [(0, 0), (0, full - value.shape[1])] + [(0, 0)] * (value.ndim - 2))
+            if name not in results:
+                results[name] = np.zeros((len(order),) + value.shape[1:], value.dtype)
+            results[name][rows] = value
+        if progress:
+            progress.add(len(rows))
+    return results

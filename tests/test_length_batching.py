@@ -1,0 +1,87 @@
+"""Length-aware batches: every example once per epoch, each batch cut to its longest, outputs as
+the fixed-length path gives them."""
+
+import numpy as np
+import pytest
+
+from bertlayers.models import SequenceClassifier, SpanPredictor, TokenClassifier
+from bertlayers.networks import BertEncoder
+from bertlayers.training.length_batching import length_batches, per_token_outputs, predict_by_length
+
+TINY = dict(vocabulary_size=100, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32, max_sequence_length=64)
+FULL = 48
+
+
+def examples(count, seed=0):
+    """`count` inputs padded to FULL with real lengths 3..FULL; the example's index as its label."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(3, FULL + 1, count)
+    mask = (np.arange(FULL)[None, :] < lengths[:, None]).astype("int32")
+    x = {
+        "token_ids": rng.integers(5, 100, (count, FULL)).astype("int32") * mask,
+        "segment_ids": np.zeros((count, FULL), "int32"),
+        "padding_mask": mask,
+    }
+    return x, lengths
+
+
+def test_training_batches_cover_every_example_once_and_are_cut_to_their_longest():
+    x, lengths = examples(203)
+    index = np.arange(203)
+    tags = np.tile(index[:, None], (1, FULL)) * x["padding_mask"]  # per-token labels, 0 past the end
+    dataset = length_batches(x, {"ids": index, "tags": tags}, {"tags": x["padding_mask"].astype("float32")},
+                             batch_size=8, token_outputs={"tags"}, shuffle=True, seed=3, group_size=5)
+    assert dataset.cardinality().numpy() == 26
+    epochs = []
+    for _ in range(2):
+        seen = []
+        for batch_x, batch_y, batch_w in dataset:
+            ids = batch_y["ids"].numpy()
+            longest = lengths[ids].max()
+            cut = batch_x["token_ids"].shape[1]
+            assert cut == min(FULL, -(-longest // 8) * 8), (cut, longest)
+            assert batch_y["tags"].shape[1] == batch_w["tags"].shape[1] == cut
+            np.testing.assert_array_equal(batch_x["token_ids"].numpy(), x["token_ids"][ids, :cut])
+            np.testing.assert_array_equal(batch_y["tags"].numpy(), tags[ids, :cut])
+            seen.append(ids)
+        assert sorted(np.concatenate(seen)) == list(range(203))
+        epochs.append(np.concatenate(seen))
+    assert not np.array_equal(epochs[0], epochs[1]), "reshuffled every epoch"
+    # Grouping works: batches waste far less padding than the same batches drawn at random would.
+    padded = sum(lengths[ids].max() * len(ids) for ids in np.split(epochs[0], range(8, 203, 8)))
+    shuffled = np.random.default_rng(0).permutation(203)
+    padded_at_random = sum(lengths[ids].max() * len(ids) for ids in np.split(shuffled, range(8, 203, 8)))
+    assert padded < 0.85 * padded_at_random
+
+
+def test_evaluation_batches_are_sorted_and_positions_are_never_cut():
+    x, lengths = examples(40)
+    positions = lengths - 1  # a SQuAD-style label: an index into the sequence, `[N]`
+    dataset = length_batches(x, {"start": positions}, batch_size=16, token_outputs={"start"})
+    cuts = [batch_x["token_ids"].shape[1] for batch_x, _ in dataset]
+    assert cuts == sorted(cuts) and cuts[-1] <= FULL
+    got = np.concatenate([batch_y["start"].numpy() for _, batch_y in dataset])
+    np.testing.assert_array_equal(got, np.sort(positions, kind="stable"))
+
+
+@pytest.mark.parametrize("build", [
+    lambda e: SequenceClassifier(e, 3),
+    lambda e: TokenClassifier(e, 4),
+    SpanPredictor,
+])
+def test_predict_by_length_gives_what_predict_gives(build):
+    x, lengths = examples(37, seed=1)
+    model = build(BertEncoder(**TINY))
+    if isinstance(model, SpanPredictor):
+        x["span_mask"] = x["padding_mask"]
+    expected = model.predict(x, batch_size=8, verbose=0)
+    got = predict_by_length(model, x, batch_size=8, verbose=0)
+    assert set(got) == set(expected)
+    for name, value in expected.items():
+        assert got[name].shape == value.shape
+        if name in per_token_outputs(model):
+            # Outputs at padding are not defined by the inputs; compare the real tokens.
+            real = x["padding_mask"].astype(bool)
+            np.testing.assert_allclose(got[name][real], value[real], atol=1e-5)
+        else:
+            np.testing.assert_allclose(got[name], value, atol=1e-5)
