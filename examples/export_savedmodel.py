@@ -27,6 +27,8 @@ def main():
     parser.add_argument("--sequence_length", type=int, default=128)
     parser.add_argument("--truncate", action="store_true", help="cut over-long requests instead of rejecting them")
     parser.add_argument("--version", type=int, default=None)
+    parser.add_argument("--precision", default="float32", choices=["float32", "bfloat16"],
+                        help="bfloat16: half-size weights, faster only on CPUs/GPUs with fast bfloat16 products")
     args = parser.parse_args()
 
     if args.model.endswith(".keras"):
@@ -40,7 +42,7 @@ def main():
     written = export_for_serving(
         model, args.name, base_dir=args.base_dir, vocabulary=None if args.no_text else vocabulary,
         lowercase=args.uncased, sequence_length=args.sequence_length, truncate=args.truncate, version=args.version,
-        verbose=True,
+        precision=args.precision, verbose=True,
     )
     for name, path in written.items():
         print(f"{name}: {path}")

@@ -424,3 +424,23 @@ def test_the_demo_client_answers_as_the_python_model(exported, tmp_path):
     served = np.array([p["logits"] for p in response["predictions"]])
     np.testing.assert_allclose(served, expected, atol=1e-4)  # the response rounds to 4 decimals
     assert [p["label"] for p in response["predictions"]] == expected.argmax(-1).tolist()
+
+
+@pytest.mark.parametrize("name", ["encoder", "classifier"])
+def test_bfloat16_export_computes_in_bfloat16_and_answers_in_float32(exported, tmp_path, name):
+    _, models, _ = exported
+    model = models[name]
+    paths = export_for_serving(model, f"{name}_bf16", base_dir=str(tmp_path), sequence_length=SEQ, precision="bfloat16")
+    loaded = tf.saved_model.load(paths[f"{name}_bf16"])
+    assert {v.dtype for v in loaded.model_variables if v.dtype.is_floating} == {tf.bfloat16}, "weights stored in bfloat16"
+    inputs = id_inputs()
+    got = loaded.signatures["serving_default"](**{k: tf.constant(v) for k, v in inputs.items()})
+    want = keras_outputs(model, inputs)
+    key = "pooled_output" if name == "encoder" else "logits"
+    assert got[key].dtype == tf.float32
+    # bfloat16 keeps 8 bits of mantissa: near the float32 model, not equal to it.
+    scale = np.abs(want[key]).max()
+    difference = np.abs(got[key].numpy() - want[key]).max()
+    assert 0 < difference < 0.05 * scale + 1e-3, (difference, scale)
+    with pytest.raises(ValueError, match="Unknown precision"):
+        export_for_serving(model, f"{name}_half", base_dir=str(tmp_path), sequence_length=SEQ, precision="float16")

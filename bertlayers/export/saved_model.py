@@ -61,6 +61,11 @@ class _Servable(tf.Module):
             super().__setattr__(name, value)
 
     def run(self, token_ids, segment_ids, padding_mask):
+        # float32 out whatever the model computes in: clients see one signature for every precision.
+        outputs = self._outputs(token_ids, segment_ids, padding_mask)
+        return {key: tf.cast(value, tf.float32) if value.dtype.is_floating else value for key, value in outputs.items()}
+
+    def _outputs(self, token_ids, segment_ids, padding_mask):
         inputs = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
         if self.kind == "encoder":
             outputs = self._model(inputs, training=False)
@@ -283,9 +288,30 @@ def write_models_config(base_dir):
     return path
 
 
+PRECISIONS = ("float32", "bfloat16")
+
+
+def in_precision(model, kind, precision):
+    """`model` itself for float32; for bfloat16 a copy built with a bfloat16 encoder (the heads
+    follow the encoder's dtype policy) holding the same weights, rounded."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"Unknown precision {precision!r}; expected one of {PRECISIONS}.")
+    if precision == "float32":
+        return model
+    config = model.get_config()
+    if kind == "encoder":
+        config["dtype"] = precision
+    else:
+        config["encoder"] = {**config["encoder"], "config": {**config["encoder"]["config"], "dtype": precision}}
+    copy = type(model).from_config(config)
+    copy.set_weights(model.get_weights())
+    return copy
+
+
 def export_for_serving(
     model, name, base_dir="savedmodels", vocabulary=None, lowercase=True, sequence_length=128,
-    truncate=False, version=None, max_query_length=64, max_answer_length=30, label_names=None, verbose=False,
+    truncate=False, version=None, max_query_length=64, max_answer_length=30, label_names=None, precision="float32",
+    verbose=False,
 ):
     """Export `model` as NAME (ids in) and, given a `vocabulary`, NAME_text (strings in).
 
@@ -298,6 +324,9 @@ def export_for_serving(
       version: the integer version; default the next free one (the same for both models).
       label_names: a classifier's label strings, by class id: adds a `label_name` output.
         Defaults to the classifier's own `label_names`.
+      precision: "float32", or "bfloat16" to compute every layer in bfloat16 (weights stored in
+        bfloat16, half the size; outputs still float32). Faster only where the processor has fast
+        bfloat16 products (AMX, AVX512-BF16, recent GPUs): `benchmarks/compare.py` measures it.
       verbose: print each SavedModel as it is written (tracing and saving take a while).
 
     Returns:
@@ -324,6 +353,7 @@ def export_for_serving(
         if os.path.exists(final):
             raise FileExistsError(f"{final} exists already; versions are never overwritten.")
 
+    model = in_precision(model, kind, precision)
     servable = _Servable(model, kind, sequence_length, max_answer_length, label_names)
     signatures = {name: _id_signatures(servable, sequence_length, truncate)}
     if vocabulary:

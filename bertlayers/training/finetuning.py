@@ -138,7 +138,8 @@ def finetune(strategy, args, build_model, train, validation=None, num_examples=N
         validation = length_batches(*validation, batch_size=args.batch_size, token_outputs=token_outputs)
     if by_length:
         data = length_batches(*train, batch_size=args.batch_size, token_outputs=token_outputs, shuffle=True, seed=args.seed)
-        model.fit(data, epochs=args.epochs, validation_data=validation, callbacks=callbacks, verbose=args.verbose)
+        model.fit(data, epochs=args.epochs, validation_data=validation, callbacks=callbacks, verbose=args.verbose,
+                  shuffle=False)  # the dataset reshuffles itself every epoch
     else:
         x, y, sample_weight = train
         model.fit(

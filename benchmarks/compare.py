@@ -1,0 +1,488 @@
+"""bertlayers side by side with keras-hub and Hugging Face transformers, on the same work.
+
+Every (library, work, precision) runs in its own process, one after another, so peak memory is
+each run's own and no two runs share the cores. The table gives medians, the ratio to the fastest
+peer (above 1: bertlayers is faster), peak RSS, and for pretraining the MFU against a matmul peak
+of the same dtype measured in the same process. A peer that is not installed is reported as
+skipped. The work, each library used the way its documentation shows:
+
+  finetune  MiniLM-sized classifier (L6 H384, the real all-MiniLM-L6-v2 weights where the library
+            loads them, random otherwise: same arithmetic), Rotten Tomatoes training snippets, one
+            epoch at batch 32, AdamW. bertlayers: batches grouped by length and cut to their longest;
+            transformers: `Trainer` with `train_sampling_strategy="group_by_length"` with dynamic padding to a multiple of 8;
+            keras-hub: its preprocessor at sequence length 64 (fits all but 4 of 8,927 snippets).
+            Inputs are tokenized before the clock starts, for every library.
+  serve     The MiniLM classifier answering real review snippets, text in (tokenization timed):
+            batch-1 p50/p99 and batch-32 throughput. bertlayers and keras-hub: their SavedModels
+            (exported length 128); transformers: fast tokenizer + model on torch, eager and
+            `torch.compile`.
+  mlm_l4    MLM pretraining steps, L4/H512, sequence 128, batch 32, 20 masked positions, AdamW.
+  mlm_base  The same at BERT-base size (L12/H768), batch 8.
+
+    python benchmarks/compare.py --torch_python /path/to/venv-with-torch/bin/python
+    python benchmarks/compare.py --work finetune --precision float32 --quick   # a smoke run
+
+The peers: keras-hub comes with keras-nlp; for transformers a CPU torch wheel (a plain
+`pip install torch` pulls GBs of CUDA):
+    pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+    pip install transformers==5.23.0
+Results go to benchmarks/results.json and, as a table, benchmarks/README.md.
+"""
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+LIBRARIES = ("bertlayers", "keras_hub", "transformers")
+WORKS = ("finetune", "serve", "mlm_l4", "mlm_base")
+PRECISIONS = ("float32", "bfloat16")
+MINILM = dict(num_layers=6, hidden_size=384, num_heads=12, intermediate_size=1536)
+MLM_SIZES = {
+    "mlm_l4": dict(num_layers=4, hidden_size=512, num_heads=8, intermediate_size=2048, batch_size=32),
+    "mlm_base": dict(num_layers=12, hidden_size=768, num_heads=12, intermediate_size=3072, batch_size=8),
+}
+MLM_SEQUENCE, MLM_PREDICTIONS, VOCABULARY_SIZE = 128, 20, 30522
+FINETUNE_BATCH, FINETUNE_LENGTH, SERVE_LENGTH = 32, 64, 128
+WARMUP_STEPS = 4  # steps left out of every timing: tracing, kernel selection, allocator warm-up
+
+
+# --- what every worker shares (no TensorFlow or torch imports at module level) -------------
+
+
+def peak_rss_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def steady_rate(step_ends, items_per_step):
+    """Items per second over the steps after the warm-up, from each step's end time."""
+    timed = step_ends[WARMUP_STEPS:]
+    if len(timed) < 2:
+        raise ValueError(f"too few steps to time ({len(step_ends)}; the first {WARMUP_STEPS} are warm-up)")
+    return items_per_step * (len(timed) - 1) / (timed[-1] - timed[0])
+
+
+def mlm_flops_per_example(size):
+    """Training FLOPs of one sequence: 6 x (encoder weights x tokens + attention products) plus the
+    head on the masked positions. The same count for every library, so MFU compares the work."""
+    hidden, layers, inter = size["hidden_size"], size["num_layers"], size["intermediate_size"]
+    per_token = layers * (4 * hidden * hidden + 2 * hidden * inter) + hidden * hidden  # projections, FFN, pooler-sized transform
+    attention = layers * 2 * MLM_SEQUENCE * MLM_SEQUENCE * hidden  # QK^T and AV
+    head = MLM_PREDICTIONS * (hidden * hidden + hidden * VOCABULARY_SIZE)
+    return 6 * (per_token * MLM_SEQUENCE + attention + head)
+
+
+def load_request_latency():
+    """`bertlayers.export.serving_latency.request_latency` without importing the package (the
+    torch environment has no TensorFlow): the module is stdlib and numpy only."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("serving_latency", os.path.join(REPO, "bertlayers", "export", "serving_latency.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.request_latency
+
+
+# --- bertlayers and keras-hub (TensorFlow) -------------------------------------------------
+
+
+def tf_matmul_peak(bfloat16):
+    import tensorflow as tf
+
+    dtype = tf.bfloat16 if bfloat16 else tf.float32
+    a = tf.cast(tf.random.normal((2048, 2048)), dtype)
+    matmul = tf.function(lambda m: tf.matmul(m, m))
+    matmul(a).numpy()
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        matmul(a).numpy()
+        best = min(best, time.perf_counter() - start)
+    return 2 * 2048**3 / best
+
+
+def keras_clock():
+    """A Keras callback that records the end time of every training step (`.ends`)."""
+    import keras
+
+    class StepClock(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.ends = []
+
+        def on_train_batch_end(self, batch, logs=None):
+            self.ends.append(time.perf_counter())
+
+    return StepClock()
+
+
+def run_bertlayers(work, precision, data, quick):
+    import keras
+    import numpy as np
+
+    from bertlayers.convert.loading import load_encoder
+    from bertlayers.data.tokenizer import BertInputPacker, wordpiece_tokenizer
+    from bertlayers.export import export_for_serving
+    from bertlayers.export.serving_latency import serving_latency
+    from bertlayers.models import BertPretrainer, SequenceClassifier
+    from bertlayers.networks import BertEncoder
+    from bertlayers.training.length_batching import length_batches
+    from bertlayers.training.optimization import create_optimizer
+
+    dtype = "mixed_bfloat16" if precision == "bfloat16" else "float32"
+    if work == "finetune":
+        packer = BertInputPacker(wordpiece_tokenizer(data["vocabulary"]), FINETUNE_LENGTH)
+        x = packer(data["texts"])
+        model = SequenceClassifier(load_encoder(data["minilm"], dtype=dtype), 2)
+        steps = -(-len(data["texts"]) // FINETUNE_BATCH)
+        model.compile(optimizer=create_optimizer(5e-5, steps, steps // 10, weight_decay=0.01))
+        clock = keras_clock()
+        batches = length_batches(x, {"logits": np.array(data["labels"])}, batch_size=FINETUNE_BATCH, shuffle=True, seed=0)
+        model.fit(batches, epochs=1, callbacks=[clock], verbose=0, shuffle=False)
+        return {"examples_per_s": steady_rate(clock.ends, FINETUNE_BATCH)}
+    if work == "serve":
+        model = SequenceClassifier(load_encoder(data["minilm"]), 2)
+        with tempfile.TemporaryDirectory() as folder:
+            paths = export_for_serving(model, "bench", base_dir=folder, vocabulary=data["vocabulary"],
+                                       sequence_length=SERVE_LENGTH, truncate=True, precision=precision)
+            return serving_numbers(serving_latency(paths["bench_text"], data["serve_texts"], **serve_settings(quick)))
+    size = MLM_SIZES[work]
+    encoder = BertEncoder(vocabulary_size=VOCABULARY_SIZE, max_sequence_length=512, dtype=dtype,
+                          **{k: v for k, v in size.items() if k != "batch_size"})
+    model = BertPretrainer(encoder, next_sentence=False)
+    model.compile(optimizer=create_optimizer(1e-4, 1000, 100, weight_decay=0.01))
+    x, y, weights = mlm_batch(size["batch_size"], np)
+    x["masked_positions"] = x.pop("mask_positions")
+    return keras_mlm_steps(model, x, {"mlm": y}, {"mlm": weights}, size, precision, quick)
+
+
+def run_keras_hub(work, precision, data, quick):
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    import keras_hub
+
+    if precision == "bfloat16":
+        keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    tokenizer = keras_hub.models.BertTokenizer(vocabulary=data["vocabulary"], lowercase=True)
+
+    def backbone(size):
+        return keras_hub.models.BertBackbone(
+            vocabulary_size=VOCABULARY_SIZE, num_layers=size["num_layers"], num_heads=size["num_heads"],
+            hidden_dim=size["hidden_size"], intermediate_dim=size["intermediate_size"], max_sequence_length=512,
+        )
+
+    if work == "finetune":
+        preprocessor = keras_hub.models.BertTextClassifierPreprocessor(tokenizer, sequence_length=FINETUNE_LENGTH)
+        x = {k: v.numpy() for k, v in preprocessor(tf.constant(data["texts"])).items()}
+        classifier = keras_hub.models.BertTextClassifier(backbone(MINILM), num_classes=2, preprocessor=None)
+        classifier.compile(optimizer=keras.optimizers.AdamW(5e-5, weight_decay=0.01),
+                           loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        clock = keras_clock()
+        classifier.fit(x, np.array(data["labels"]), batch_size=FINETUNE_BATCH, epochs=1, callbacks=[clock], verbose=0)
+        return {"examples_per_s": steady_rate(clock.ends, FINETUNE_BATCH)}
+    if work == "serve":
+        from bertlayers.export.serving_latency import serving_latency
+
+        preprocessor = keras_hub.models.BertTextClassifierPreprocessor(tokenizer, sequence_length=SERVE_LENGTH)
+        classifier = keras_hub.models.BertTextClassifier(backbone(MINILM), num_classes=2, preprocessor=None)
+        module = tf.Module()
+        module.classifier = classifier
+        module.preprocessor = preprocessor
+        module.serve = tf.function(lambda text: {"logits": classifier(preprocessor(text))},
+                                   input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+        with tempfile.TemporaryDirectory() as folder:
+            tf.saved_model.save(module, folder, signatures={"serving_default": module.serve})
+            return serving_numbers(serving_latency(folder, data["serve_texts"], **serve_settings(quick)))
+    size = MLM_SIZES[work]
+    model = keras_hub.models.BertMaskedLM(backbone(size), preprocessor=None)
+    model.compile(optimizer=keras.optimizers.AdamW(1e-4, weight_decay=0.01),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), weighted_metrics=[])
+    x, y, weights = mlm_batch(size["batch_size"], np)
+    return keras_mlm_steps(model, x, y, weights, size, precision, quick)
+
+
+def mlm_batch(batch_size, np):
+    """One random MLM batch (the timing does not depend on the values): inputs, masked ids, weights."""
+    rng = np.random.default_rng(0)
+    x = {
+        "token_ids": rng.integers(1000, VOCABULARY_SIZE, (batch_size, MLM_SEQUENCE)).astype("int32"),
+        "segment_ids": np.zeros((batch_size, MLM_SEQUENCE), "int32"),
+        "padding_mask": np.ones((batch_size, MLM_SEQUENCE), "int32"),
+        "mask_positions": np.sort(rng.permuted(np.tile(np.arange(1, MLM_SEQUENCE), (batch_size, 1)), axis=1)[:, :MLM_PREDICTIONS], axis=1).astype("int32"),
+    }
+    return x, rng.integers(1000, VOCABULARY_SIZE, (batch_size, MLM_PREDICTIONS)).astype("int32"), np.ones((batch_size, MLM_PREDICTIONS), "float32")
+
+
+def keras_mlm_steps(model, x, y, weights, size, precision, quick):
+    import numpy as np
+
+    steps = 8 if quick else 24
+    repeat = lambda a: np.concatenate([a] * steps)  # noqa: E731
+    import tensorflow as tf
+
+    clock = keras_clock()
+    model.fit(tf.nest.map_structure(repeat, x), tf.nest.map_structure(repeat, y),
+              sample_weight=tf.nest.map_structure(repeat, weights), batch_size=size["batch_size"],
+              epochs=1, callbacks=[clock], verbose=0, shuffle=False)
+    rate = steady_rate(clock.ends, size["batch_size"])
+    return {"examples_per_s": rate, "mfu": rate * mlm_flops_per_example(size) / tf_matmul_peak(precision == "bfloat16")}
+
+
+def serve_settings(quick):
+    return {"requests": 40, "rounds": 1} if quick else {"requests": 300, "rounds": 2}
+
+
+def serving_numbers(latency):
+    p50, p99, throughput = latency
+    return {"p50_ms": p50, "p99_ms": p99, "batch32_per_s": throughput}
+
+
+# --- transformers on torch -----------------------------------------------------------------
+
+
+def run_transformers(work, precision, data, quick, compiled=False):
+    import torch
+    import transformers
+
+    bfloat16 = precision == "bfloat16"
+    if work == "finetune":
+        tokenizer = transformers.AutoTokenizer.from_pretrained(data["minilm"])
+        model = transformers.AutoModelForSequenceClassification.from_pretrained(data["minilm"], num_labels=2)
+        encoded = tokenizer(data["texts"], truncation=True, max_length=FINETUNE_LENGTH)
+        rows = [{**{k: encoded[k][i] for k in encoded}, "labels": label} for i, label in enumerate(data["labels"])]
+        steps = -(-len(rows) // FINETUNE_BATCH)
+        class StepClock(transformers.TrainerCallback):
+            def __init__(self):
+                self.ends = []
+
+            def on_step_end(self, args, state, control, **kwargs):
+                self.ends.append(time.perf_counter())
+
+        clock = StepClock()
+        with tempfile.TemporaryDirectory() as folder:
+            arguments = transformers.TrainingArguments(
+                output_dir=folder, per_device_train_batch_size=FINETUNE_BATCH, num_train_epochs=1, learning_rate=5e-5,
+                warmup_steps=steps // 10, weight_decay=0.01, train_sampling_strategy="group_by_length", bf16=bfloat16, use_cpu=True,
+                report_to="none", save_strategy="no", logging_strategy="no", disable_tqdm=True, seed=0,
+            )
+            trainer = transformers.Trainer(
+                model=model, args=arguments, train_dataset=rows, callbacks=[clock],
+                data_collator=transformers.DataCollatorWithPadding(tokenizer, pad_to_multiple_of=8),
+            )
+            trainer.train()
+        return {"examples_per_s": steady_rate(clock.ends, FINETUNE_BATCH)}
+    if work == "serve":
+        tokenizer = transformers.AutoTokenizer.from_pretrained(data["minilm"])
+        model = transformers.AutoModelForSequenceClassification.from_pretrained(data["minilm"], num_labels=2).eval()
+        if bfloat16:
+            model = model.to(torch.bfloat16)
+        forward = torch.compile(model, dynamic=True) if compiled else model
+
+        def call(texts):
+            with torch.inference_mode():
+                batch = tokenizer(texts, padding=True, truncation=True, max_length=SERVE_LENGTH, return_tensors="pt")
+                return forward(**batch).logits.float().numpy()
+
+        return serving_numbers(load_request_latency()(call, data["serve_texts"], **serve_settings(quick)))
+    import numpy as np
+
+    size = MLM_SIZES[work]
+    config = transformers.BertConfig(
+        vocab_size=VOCABULARY_SIZE, hidden_size=size["hidden_size"], num_hidden_layers=size["num_layers"],
+        num_attention_heads=size["num_heads"], intermediate_size=size["intermediate_size"], max_position_embeddings=512,
+    )
+    model = transformers.BertForMaskedLM(config).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01, fused=True)
+    x, y, _ = mlm_batch(size["batch_size"], np)
+    labels = np.full((size["batch_size"], MLM_SEQUENCE), -100, "int64")
+    np.put_along_axis(labels, x["mask_positions"], y, axis=1)
+    inputs = {"input_ids": torch.tensor(x["token_ids"], dtype=torch.long), "attention_mask": torch.ones_like(torch.tensor(x["padding_mask"])),
+              "token_type_ids": torch.zeros((size["batch_size"], MLM_SEQUENCE), dtype=torch.long), "labels": torch.tensor(labels)}
+    ends = []
+    for _ in range(8 if quick else 24):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bfloat16):
+            loss = model(**inputs).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        ends.append(time.perf_counter())
+    rate = steady_rate(ends, size["batch_size"])
+    return {"examples_per_s": rate, "mfu": rate * mlm_flops_per_example(size) / torch_matmul_peak(bfloat16)}
+
+
+def torch_matmul_peak(bfloat16):
+    import torch
+
+    a = torch.randn(2048, 2048, dtype=torch.bfloat16 if bfloat16 else torch.float32)
+    torch.matmul(a, a)
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        torch.matmul(a, a)
+        best = min(best, time.perf_counter() - start)
+    return 2 * 2048**3 / best
+
+
+# --- the driver ---------------------------------------------------------------------------
+
+
+RUNNERS = {"bertlayers": run_bertlayers, "keras_hub": run_keras_hub, "transformers": run_transformers}
+
+
+def variants(work):
+    """(library, label, extra worker flags): the rows of one work."""
+    rows = [("bertlayers", "bertlayers", []), ("keras_hub", "keras-hub", []), ("transformers", "transformers (torch eager)", [])]
+    if work == "serve":
+        rows.append(("transformers", "transformers (torch.compile)", ["--compiled"]))
+    return rows
+
+
+def worker(args):
+    with open(args.data, encoding="utf-8") as f:
+        data = json.load(f)
+    kwargs = {"compiled": True} if args.compiled else {}
+    result = RUNNERS[args.library](args.work, args.precision, data, args.quick, **kwargs)
+    result.setdefault("peak_rss_mb", peak_rss_mb())
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+def write_data(path, quick):
+    from bertlayers.data.assets import minilm_path, rotten_tomatoes_snippets
+    from bertlayers.data.classification_data import read_text_examples
+
+    examples = read_text_examples(os.path.join(REPO, "data", "rotten_tomatoes", "train.csv"))
+    examples = examples[: 256 if quick else 2048]
+    labels = sorted({e.label for e in examples})
+    data = {
+        "minilm": minilm_path(),
+        "vocabulary": os.path.join(minilm_path(), "vocab.txt"),
+        "texts": [e.text_a for e in examples],
+        "labels": [labels.index(e.label) for e in examples],
+        "serve_texts": [text for text, _ in rotten_tomatoes_snippets()[: 96 if quick else 640]],
+    }
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f)
+    return data
+
+
+def machine():
+    from bertlayers.export.serving_latency import cpu_model
+
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+        flags = set(next(line for line in f if line.startswith("flags")).split(":")[1].split())
+    return {"cpu": cpu_model(), "cores": os.cpu_count(), "amx_bf16": "amx_bf16" in flags,
+            "avx512_bf16": "avx512_bf16" in flags, "avx512f": "avx512f" in flags}
+
+
+def run_one(python, library, work, precision, data_path, quick, extra):
+    command = [python, os.path.abspath(__file__), "--worker", "--library", library, "--work", work,
+               "--precision", precision, "--data", data_path] + (["--quick"] if quick else []) + extra
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": REPO}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode or not lines:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        return {"skipped": "failed: " + " | ".join(tail)}
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def installed(python, module):
+    return subprocess.run([python, "-c", f"import {module}"], capture_output=True).returncode == 0
+
+
+def headline(work):
+    return {"finetune": "examples/s", "serve": "batch-1 p50 ms", "mlm_l4": "examples/s", "mlm_base": "examples/s"}[work]
+
+
+def score(work, result):
+    """Higher is better, for the ratio: latency is inverted."""
+    return 1 / result["p50_ms"] if work == "serve" else result["examples_per_s"]
+
+
+def table(results):
+    lines = ["| work | precision | library | result | ratio to fastest peer | peak RSS MB | MFU |", "|---|---|---|---|---|---|---|"]
+    for work in WORKS:
+        for precision in PRECISIONS:
+            rows = [r for r in results if r["work"] == work and r["precision"] == precision]
+            if not rows:
+                continue
+            peers = [score(work, r) for r in rows if r["library"] != "bertlayers" and "skipped" not in r]
+            best_peer = max(peers) if peers else None
+            for r in rows:
+                if "skipped" in r:
+                    lines.append(f"| {work} | {precision} | {r['label']} | skipped: {r['skipped'][:80]} | | | |")
+                    continue
+                if work == "serve":
+                    shown = f"p50 {r['p50_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms, batch 32: {r['batch32_per_s']:.0f}/s"
+                else:
+                    shown = f"{r['examples_per_s']:.1f} {headline(work)}"
+                    if "real_tokens_per_s" in r:
+                        shown += f", {r['real_tokens_per_s']:.0f} real tokens/s"
+                ratio = f"{score(work, r) / best_peer:.2f}x" if best_peer and r["library"] == "bertlayers" else ""
+                mfu = f"{r['mfu']:.2f}" if "mfu" in r else ""
+                lines.append(f"| {work} | {precision} | {r['label']} | {shown} | {ratio} | {r['peak_rss_mb']:.0f} | {mfu} |")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--work", nargs="+", default=list(WORKS), choices=WORKS)
+    parser.add_argument("--precision", nargs="+", default=list(PRECISIONS), choices=PRECISIONS)
+    parser.add_argument("--library", nargs="+", default=list(LIBRARIES), choices=LIBRARIES)
+    parser.add_argument("--torch_python", default=sys.executable, help="a Python with torch and transformers")
+    parser.add_argument("--quick", action="store_true", help="a few steps and requests: checks that every row runs")
+    parser.add_argument("--output", default=os.path.join(HERE, "results.json"))
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--compiled", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--data", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        args.library, args.work, args.precision = args.library[0], args.work[0], args.precision[0]
+        return worker(args)
+
+    with tempfile.TemporaryDirectory() as folder:
+        data_path = os.path.join(folder, "data.json")
+        data = write_data(data_path, args.quick)
+        mean_real_tokens = None
+        results = []
+        for work in args.work:
+            for precision in args.precision:
+                for library, label, extra in variants(work):
+                    if library not in args.library:
+                        continue
+                    python = args.torch_python if library == "transformers" else sys.executable
+                    module = "transformers" if library == "transformers" else library
+                    started = time.perf_counter()
+                    result = run_one(python, library, work, precision, data_path, args.quick, extra) if installed(python, module) else {"skipped": f"{module} is not installed in {python}"}
+                    if work == "finetune" and "examples_per_s" in result:
+                        if mean_real_tokens is None:
+                            mean_real_tokens = real_tokens_per_example(data)
+                        result["real_tokens_per_s"] = result["examples_per_s"] * mean_real_tokens
+                    result.update(work=work, precision=precision, library=library, label=label)
+                    results.append(result)
+                    print(f"{work:9s} {precision:9s} {label:30s} {json.dumps({k: v for k, v in result.items() if k not in ('work', 'precision', 'library', 'label')})} ({time.perf_counter() - started:.0f} s)", flush=True)
+    report = {"machine": machine(), "quick": args.quick, "command": " ".join(sys.argv), "results": results}
+    with open(args.output, "w", encoding="utf-8") as f:
+        json.dump(report, f, indent=1)
+    print(f"\n{report['machine']}\n\n{table(results)}")
+
+
+def real_tokens_per_example(data):
+    """Mean WordPiece tokens per training snippet, [CLS] and [SEP] included, at most 64: every
+    library trains on all of them once per epoch, so real tokens/s = examples/s x this."""
+    from bertlayers.data.tokenizer import BertInputPacker, wordpiece_tokenizer
+
+    packer = BertInputPacker(wordpiece_tokenizer(data["vocabulary"]), FINETUNE_LENGTH)
+    return float(packer(data["texts"])["padding_mask"].sum(axis=1).mean())
+
+
+if __name__ == "__main__":
+    main()
