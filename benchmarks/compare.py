@@ -7,8 +7,8 @@ of the same dtype measured in the same process. A peer that is not installed is 
 skipped. The work, each library used the way its documentation shows:
 
   finetune  MiniLM-sized classifier (L6 H384, the real all-MiniLM-L6-v2 weights where the library
-            loads them, random otherwise: same arithmetic), Rotten Tomatoes training snippets, one
-            epoch at batch 32, AdamW. bertlayers: batches grouped by length and cut to their longest;
+            loads them, random otherwise: same arithmetic), the first 2,048 Rotten Tomatoes training
+            snippets (--finetune_examples), one epoch at batch 32, AdamW. bertlayers: batches grouped by length and cut to their longest;
             transformers: `Trainer` with `train_sampling_strategy="group_by_length"` with dynamic padding to a multiple of 8;
             keras-hub: its preprocessor at sequence length 64 (fits all but 4 of 8,927 snippets).
             Inputs are tokenized before the clock starts, for every library.
@@ -354,12 +354,12 @@ def worker(args):
     print("RESULT " + json.dumps(result), flush=True)
 
 
-def write_data(path, quick):
+def write_data(path, quick, finetune_examples):
     from bertlayers.data.assets import minilm_path, rotten_tomatoes_snippets
     from bertlayers.data.classification_data import read_text_examples
 
     examples = read_text_examples(os.path.join(REPO, "data", "rotten_tomatoes", "train.csv"))
-    examples = examples[: 256 if quick else 2048]
+    examples = examples[: 256 if quick else finetune_examples]
     labels = sorted({e.label for e in examples})
     data = {
         "minilm": minilm_path(),
@@ -438,6 +438,7 @@ def main():
     parser.add_argument("--precision", nargs="+", default=list(PRECISIONS), choices=PRECISIONS)
     parser.add_argument("--library", nargs="+", default=list(LIBRARIES), choices=LIBRARIES)
     parser.add_argument("--torch_python", default=sys.executable, help="a Python with torch and transformers")
+    parser.add_argument("--finetune_examples", type=int, default=2048, help="training snippets of the fine-tuning work")
     parser.add_argument("--quick", action="store_true", help="a few steps and requests: checks that every row runs")
     parser.add_argument("--output", default=os.path.join(HERE, "results.json"))
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -450,7 +451,7 @@ def main():
 
     with tempfile.TemporaryDirectory() as folder:
         data_path = os.path.join(folder, "data.json")
-        data = write_data(data_path, args.quick)
+        data = write_data(data_path, args.quick, args.finetune_examples)
         mean_real_tokens = None
         results = []
         for work in args.work:

@@ -265,7 +265,7 @@ def test_run_classifier_regression(tmp_path, tiny_encoder):
     assert {"pearson", "spearman"} <= set(json.load(open(out / "metrics.json")))
 
 
-@pytest.mark.parametrize("flags", [[], ["--feature_based", "--lstm_units", "8"]])
+@pytest.mark.parametrize("flags", [[], ["--group_by_length"], ["--feature_based", "--lstm_units", "8"]])
 def test_run_ner_end_to_end(tmp_path, tiny_encoder, flags):
     data = tmp_path / "tiny.conll"
     data.write_text("Anna\tB-person\nlives\tO\nin\tO\nOslo\tB-geo-loc\n\nBob\tB-person\nleft\tO\n\n" * 4)
@@ -279,7 +279,8 @@ def test_run_ner_end_to_end(tmp_path, tiny_encoder, flags):
 def test_run_squad_end_to_end(tmp_path, tiny_encoder):
     out = tmp_path / "out"
     output = run_example("run_squad.py", "--init", tiny_encoder, "--output_dir", str(out), "--epochs", "1",
-                         "--batch_size", "8", "--sequence_length", "96", "--verbose", "0", "--version_2_with_negative")
+                         "--batch_size", "8", "--sequence_length", "96", "--verbose", "0", "--version_2_with_negative",
+                         "--group_by_length")  # answer positions stay whole while the windows are cut
     metrics = json.load(open(out / "metrics.json"))
     assert metrics["total"] == 12 and "no_answer_exact_match" in metrics
     assert len(json.load(open(out / "predictions.json"))) == 12

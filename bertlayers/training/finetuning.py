@@ -37,9 +37,9 @@ def add_finetuning_arguments(parser, sequence_length=128, epochs=3, batch_size=3
     group.add_argument("--strategy", default="default", choices=list(STRATEGIES))
     group.add_argument("--tpu", default=None)
     group.add_argument("--num_cpu_devices", type=int, default=None)
-    group.add_argument("--group_by_length", action=argparse.BooleanOptionalAction, default=True,
-                       help="training batches of similar lengths, each cut to its longest (default); "
-                       "--no-group_by_length pads every example to --sequence_length")
+    group.add_argument("--group_by_length", action=argparse.BooleanOptionalAction, default=False,
+                       help="training batches of similar lengths, each cut to its longest: 1.5-2x faster epochs "
+                       "on short text, but about 1 point lower accuracy on Rotten Tomatoes (README)")
     group.add_argument("--seed", type=int, default=0)
     group.add_argument("--verbose", type=int, default=1)
     parser.set_defaults(default_learning_rate=learning_rate)
@@ -105,8 +105,10 @@ def finetune(strategy, args, build_model, train, validation=None, num_examples=N
       validation: optional (x, y, sample_weight) for per-epoch validation.
 
     Validation batches are always cut to their longest example (sorted by length: the same
-    metrics, less padding); training batches too, grouped by length, unless
-    `args.group_by_length` is off or the strategy is a TPU's (XLA wants fixed shapes).
+    metrics, less padding). Training batches are too, grouped by length, with
+    `args.group_by_length` (not under a TPU strategy: XLA wants fixed shapes). It is off by
+    default, as in Hugging Face's `Trainer`: on Rotten Tomatoes it trained 1.5x faster but
+    ended about 1 point lower (4 seeds each; README, "Length-aware batches").
 
     Returns:
       The trained model, also saved atomically to `<output_dir>/model.keras`.
@@ -132,11 +134,11 @@ def finetune(strategy, args, build_model, train, validation=None, num_examples=N
         JsonHistory(os.path.join(args.output_dir, "history.json")),
         keras.callbacks.TensorBoard(os.path.join(args.output_dir, "logs")),
     ]
-    by_length = getattr(args, "group_by_length", True) and not isinstance(strategy, tf.distribute.TPUStrategy)
+    by_length = not isinstance(strategy, tf.distribute.TPUStrategy)
     token_outputs = per_token_outputs(model)
     if validation is not None and by_length:
         validation = length_batches(*validation, batch_size=args.batch_size, token_outputs=token_outputs)
-    if by_length:
+    if by_length and getattr(args, "group_by_length", False):
         data = length_batches(*train, batch_size=args.batch_size, token_outputs=token_outputs, shuffle=True, seed=args.seed)
         model.fit(data, epochs=args.epochs, validation_data=validation, callbacks=callbacks, verbose=args.verbose,
                   shuffle=False)  # the dataset reshuffles itself every epoch
