@@ -402,20 +402,23 @@ def headline(work):
     return {"finetune": "examples/s", "serve": "batch-1 p50 ms", "mlm_l4": "examples/s", "mlm_base": "examples/s"}[work]
 
 
-def score(work, result):
-    """Higher is better, for the ratio: latency is inverted."""
-    return 1 / result["p50_ms"] if work == "serve" else result["examples_per_s"]
+def scores(work, result):
+    """Higher is better, for the ratios: latency is inverted. Serving has two (p50, batch 32)."""
+    if work == "serve":
+        return (1 / result["p50_ms"], result["batch32_per_s"])
+    return (result["examples_per_s"],)
 
 
 def table(results):
-    lines = ["| work | precision | library | result | ratio to fastest peer | peak RSS MB | MFU |", "|---|---|---|---|---|---|---|"]
+    lines = ["| work | precision | library | result | ratio to the fastest peer (serve: p50 / batch 32) | peak RSS MB | MFU |",
+             "|---|---|---|---|---|---|---|"]
     for work in WORKS:
         for precision in PRECISIONS:
             rows = [r for r in results if r["work"] == work and r["precision"] == precision]
             if not rows:
                 continue
-            peers = [score(work, r) for r in rows if r["library"] != "bertlayers" and "skipped" not in r]
-            best_peer = max(peers) if peers else None
+            peers = [scores(work, r) for r in rows if r["library"] != "bertlayers" and "skipped" not in r]
+            best_peer = [max(column) for column in zip(*peers)] if peers else None
             for r in rows:
                 if "skipped" in r:
                     lines.append(f"| {work} | {precision} | {r['label']} | skipped: {r['skipped'][:80]} | | | |")
@@ -426,7 +429,9 @@ def table(results):
                     shown = f"{r['examples_per_s']:.1f} {headline(work)}"
                     if "real_tokens_per_s" in r:
                         shown += f", {r['real_tokens_per_s']:.0f} real tokens/s"
-                ratio = f"{score(work, r) / best_peer:.2f}x" if best_peer and r["library"] == "bertlayers" else ""
+                ratio = ""
+                if best_peer and r["library"] == "bertlayers":
+                    ratio = " / ".join(f"{ours / best:.2f}x" for ours, best in zip(scores(work, r), best_peer))
                 mfu = f"{r['mfu']:.2f}" if "mfu" in r else ""
                 lines.append(f"| {work} | {precision} | {r['label']} | {shown} | {ratio} | {r['peak_rss_mb']:.0f} | {mfu} |")
     return "\n".join(lines)
@@ -441,10 +446,13 @@ def main():
     parser.add_argument("--finetune_examples", type=int, default=2048, help="training snippets of the fine-tuning work")
     parser.add_argument("--quick", action="store_true", help="a few steps and requests: checks that every row runs")
     parser.add_argument("--output", default=os.path.join(HERE, "results.json"))
+    parser.add_argument("--table", metavar="RESULTS_JSON", help="print the table of an earlier run and stop")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--compiled", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--data", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.table:
+        return print_table(args.table)
     if args.worker:
         args.library, args.work, args.precision = args.library[0], args.work[0], args.precision[0]
         return worker(args)
@@ -474,6 +482,12 @@ def main():
     with open(args.output, "w", encoding="utf-8") as f:
         json.dump(report, f, indent=1)
     print(f"\n{report['machine']}\n\n{table(results)}")
+
+
+def print_table(path):
+    with open(path, encoding="utf-8") as f:
+        report = json.load(f)
+    print(f"{report['machine']}\n{report['command']}\n\n{table(report['results'])}")
 
 
 def real_tokens_per_example(data):
