@@ -9,6 +9,8 @@ is inside the graph and is timed.
     python examples/export_savedmodel.py --model runs/demo/sentiment/model.keras --name rt128 \\
         --vocabulary <the model's vocab.txt> --sequence_length 128
     python benchmarks/serving_text.py --model savedmodels/rt128/1 [--model OTHER ...]
+    python benchmarks/serving_text.py --model savedmodels/rt128_text/1 --ids_model savedmodels/rt128/1 \
+        --vocabulary <vocab.txt>    # the same model without its in-graph tokenization
 """
 
 import argparse
@@ -18,13 +20,33 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 
-from bertlayers.export.serving_latency import cpu_model, load_text_ops, serving_latency  # noqa: E402
+from bertlayers.export.serving_latency import cpu_model, load_text_ops, request_latency, serving_latency  # noqa: E402
 
 
 def snippets(count):
     from bertlayers.data.assets import rotten_tomatoes_snippets
 
     return [text for text, _ in rotten_tomatoes_snippets()[:count]]
+
+
+def pretokenized_call(path, texts, args):
+    """A text-in call for `request_latency` over an ids SavedModel: every request it will send is
+    tokenized and cut to its longest (a multiple of 8) before the clock starts."""
+    from bertlayers.data.tokenizer import BertInputPacker, wordpiece_tokenizer
+    from bertlayers.export.text_tokenizer import padded_length
+
+    if not args.vocabulary:
+        raise SystemExit("--ids_model needs --vocabulary")
+    signature = tf.saved_model.load(path).signatures["serving_default"]
+    length = signature.structured_input_signature[1]["token_ids"].shape[1] or 128
+    packer = BertInputPacker(wordpiece_tokenizer(args.vocabulary), length)
+    requests = [[text] for text in texts] + [texts[i : i + args.batch_size] for i in range(0, len(texts), args.batch_size)]
+    prepared = {}
+    for batch in requests:
+        inputs = packer(batch)
+        cut = int(padded_length(int(inputs["padding_mask"].sum(axis=1).max()), length))
+        prepared[tuple(batch)] = {name: tf.constant(value[:, :cut]) for name, value in inputs.items()}
+    return lambda batch: signature(**prepared[tuple(batch)])
 
 
 def main():
@@ -34,6 +56,10 @@ def main():
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=2, help="passes over the snippets at --batch_size")
     parser.add_argument("--snippets", type=int, default=640)
+    parser.add_argument("--ids_model", action="append", default=[], help="an ids SavedModel (repeat), fed the "
+                        "snippets tokenized beforehand with --vocabulary and cut to each batch's longest: "
+                        "what the model costs without its in-graph tokenization")
+    parser.add_argument("--vocabulary", default=None, help="vocab.txt for --ids_model")
     args = parser.parse_args()
 
     load_text_ops()
@@ -41,6 +67,9 @@ def main():
     print(f"{cpu_model()}, {os.cpu_count()} cores, TensorFlow {tf.__version__}; "
           f"{len(texts)} Rotten Tomatoes snippets")
     rows = [(path, *serving_latency(path, texts, args.requests, args.batch_size, args.rounds)) for path in args.model]
+    for path in args.ids_model:
+        call = pretokenized_call(path, texts, args)
+        rows.append((f"{path} (ids)", *request_latency(call, texts, args.requests, args.batch_size, args.rounds)))
     base = rows[0]
     print(f"| model | batch 1 p50 ms | batch 1 p99 ms | batch {args.batch_size} examples/s | p50 speed-up | batch {args.batch_size} speed-up |")
     print("|---|---|---|---|---|---|")
