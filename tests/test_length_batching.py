@@ -85,3 +85,31 @@ def test_predict_by_length_gives_what_predict_gives(build):
             np.testing.assert_allclose(got[name][real], value[real], atol=1e-5)
         else:
             np.testing.assert_allclose(got[name], value, atol=1e-5)
+
+
+def test_training_on_cut_batches_matches_fixed_length_training_without_dropout():
+    from bertlayers.training.optimization import create_optimizer
+
+    x, _ = examples(64, seed=2)
+    y = np.arange(64) % 2
+
+    def trained(data):
+        import keras
+
+        keras.utils.set_random_seed(0)
+        encoder = BertEncoder(**TINY, dropout=0.0, attention_dropout=0.0)
+        model = SequenceClassifier(encoder, 2, dropout=0.0)
+        model.compile(optimizer=create_optimizer(1e-3, 16, 2))
+        if data is None:
+            model.fit(x, {"logits": y}, batch_size=8, epochs=2, shuffle=False, verbose=0)
+        else:
+            model.fit(data, epochs=2, verbose=0)
+        return model.get_weights()
+
+    # length_batches sorts by length: train the fixed-length model on that order too.
+    order = np.argsort(x["padding_mask"].sum(axis=1), kind="stable")
+    x, y = {k: v[order] for k, v in x.items()}, y[order]
+    fixed = trained(None)
+    cut = trained(length_batches(x, {"logits": y}, batch_size=8))
+    for a, b in zip(fixed, cut):
+        np.testing.assert_allclose(a, b, atol=2e-6)  # the same arithmetic: only rounding differs
