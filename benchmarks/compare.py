@@ -123,7 +123,6 @@ def keras_clock():
 
 
 def run_bertlayers(work, precision, data, quick):
-    import keras
     import numpy as np
 
     from bertlayers.convert.loading import load_encoder
@@ -223,10 +222,10 @@ def mlm_batch(batch_size, np):
 
 def keras_mlm_steps(model, x, y, weights, size, precision, quick):
     import numpy as np
+    import tensorflow as tf
 
     steps = 8 if quick else 24
     repeat = lambda a: np.concatenate([a] * steps)  # noqa: E731
-    import tensorflow as tf
 
     clock = keras_clock()
     model.fit(tf.nest.map_structure(repeat, x), tf.nest.map_structure(repeat, y),
