@@ -150,7 +150,7 @@ def main():
     results["settings"] = vars(args)
     write_json(os.path.join(args.output_dir, "metrics.json"), results)
 
-    print(f"\n| model | parameters | held-out accuracy | batch-1 p50 ms (SavedModel, text in) |\n|---|---|---|---|")
+    print("\n| model | parameters | held-out accuracy | batch-1 p50 ms (SavedModel, text in) |\n|---|---|---|---|")
     for name, row in results.items():
         if name != "settings":
             latency = f"{row['batch1_p50_ms']:.2f}" if "batch1_p50_ms" in row else ""
