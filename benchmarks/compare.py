@@ -72,7 +72,7 @@ def mlm_flops_per_example(size):
     """Training FLOPs of one sequence: 6 x (encoder weights x tokens + attention products) plus the
     head on the masked positions. The same count for every library, so MFU compares the work."""
     hidden, layers, inter = size["hidden_size"], size["num_layers"], size["intermediate_size"]
-    per_token = layers * (4 * hidden * hidden + 2 * hidden * inter) + hidden * hidden  # projections, FFN, pooler-sized transform
+    per_token = layers * (4 * hidden * hidden + 2 * hidden * inter)  # Q, K, V, output projections and the FFN
     attention = layers * 2 * MLM_SEQUENCE * MLM_SEQUENCE * hidden  # QK^T and AV
     head = MLM_PREDICTIONS * (hidden * hidden + hidden * VOCABULARY_SIZE)
     return 6 * (per_token * MLM_SEQUENCE + attention + head)
