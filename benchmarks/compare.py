@@ -4,7 +4,9 @@ Every (library, work, precision) runs in its own process, one after another, so 
 each run's own and no two runs share the cores. The table gives medians, the ratio to the fastest
 peer (above 1: bertlayers is faster), peak RSS, and for pretraining the MFU against a matmul peak
 of the same dtype measured in the same process. A peer that is not installed is reported as
-skipped. The work, each library used the way its documentation shows:
+skipped. Both TensorFlow libraries run with TensorFlow's oneDNN rewrites on (bertlayers turns them
+on where TensorFlow leaves them off: CPUs without AVX-512 VNNI/BF16 or AMX); TF_ENABLE_ONEDNN_OPTS=0
+turns them off for both. The work, each library used the way its documentation shows:
 
   finetune  MiniLM-sized classifier (L6 H384, the real all-MiniLM-L6-v2 weights where the library
             loads them, random otherwise: same arithmetic), the first 2,048 Rotten Tomatoes training
@@ -378,13 +380,21 @@ def machine():
     with open("/proc/cpuinfo", encoding="utf-8") as f:
         flags = set(next(line for line in f if line.startswith("flags")).split(":")[1].split())
     return {"cpu": cpu_model(), "cores": os.cpu_count(), "amx_bf16": "amx_bf16" in flags,
-            "avx512_bf16": "avx512_bf16" in flags, "avx512f": "avx512f" in flags}
+            "avx512_bf16": "avx512_bf16" in flags, "avx512f": "avx512f" in flags,
+            "tf_onednn_opts": onednn_setting()}
+
+
+def onednn_setting():
+    """TensorFlow's oneDNN rewrites for both TensorFlow workers: bertlayers turns them on when it
+    loads TensorFlow, and keras-hub gets the same runtime, so a ratio compares the libraries and
+    not the flag. TF_ENABLE_ONEDNN_OPTS=0 in the environment turns them off for both."""
+    return os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1")
 
 
 def run_one(python, library, work, precision, data_path, quick, extra):
     command = [python, os.path.abspath(__file__), "--worker", "--library", library, "--work", work,
                "--precision", precision, "--data", data_path] + (["--quick"] if quick else []) + extra
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": REPO}
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": REPO, "TF_ENABLE_ONEDNN_OPTS": onednn_setting()}
     done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO)
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     if done.returncode or not lines:

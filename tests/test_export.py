@@ -317,7 +317,7 @@ def test_malformed_requests_are_refused_by_name_and_the_process_keeps_serving(ex
         ("classifier_text", "serving_default", {"text": np.array([], dtype=object)}),  # an empty batch is no error
         ("classifier_text", "serving_default", {"text": np.array([b"\xff\xfe not UTF-8", b""], dtype=object)}),
         ("encoder", "serving_default", id_inputs()),
-        # Texts are padded to their longest (12 pieces) rounded up to 8; ids run at their own length.
+        # Texts are padded to their longest (12 pieces); ids run at their own length.
         ("tagger_text", "serving_default", {"text": np.array(TEXTS, dtype=object)}),
         ("tagger_text", "serving_default", {"text": np.array([" ".join(["word"] * 27)], dtype=object)}),
         ("encoder", "serving_default", id_inputs(length=24)),
@@ -351,8 +351,8 @@ print(json.dumps(results))
     outcomes = results[len(cases):]
     assert [kind for kind, _ in outcomes] == ["ok"] * len(good)
     assert outcomes[0][1]["logits"] == [2, 3] and outcomes[1][1]["logits"] == [0, 3] and outcomes[2][1]["logits"] == [2, 3]
-    assert outcomes[4][1]["token_ids"] == [2, 16] and outcomes[4][1]["tags"] == [2, 16]
-    assert outcomes[5][1]["token_ids"] == [1, SEQ]  # 29 pieces
+    assert outcomes[4][1]["token_ids"] == [2, 12] and outcomes[4][1]["tags"] == [2, 12]
+    assert outcomes[5][1]["token_ids"] == [1, 29]  # 27 words and [CLS], [SEP]
     assert outcomes[6][1]["sequence_output"] == [2, 24, TINY["hidden_size"]]
 
 

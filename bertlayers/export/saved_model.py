@@ -100,7 +100,10 @@ def best_span(start_logits, end_logits, start_allowed, end_allowed, max_answer_l
     `start_allowed` and the end where `end_allowed` (bool `[b, seq]`: context pieces that begin /
     finish a word, so no answer is cut inside a word), its score, and the null ([CLS]) score."""
     scores = tf.expand_dims(start_logits, 2) + tf.expand_dims(end_logits, 1)  # [b, start, end]
-    band = tf.linalg.band_part(tf.ones_like(scores[0], tf.bool), 0, max_answer_length - 1)
+    # A request shorter than the answer limit has fewer columns than the band's width, which
+    # band_part refuses: the band is then the whole upper triangle.
+    width = tf.minimum(max_answer_length - 1, tf.shape(scores)[-1] - 1)
+    band = tf.linalg.band_part(tf.ones_like(scores[0], tf.bool), 0, width)
     band = tf.logical_and(band, tf.pad(tf.ones_like(band[1:, 1:]), [[1, 0], [1, 0]]))  # not [CLS]
     allowed = tf.logical_and(tf.expand_dims(start_allowed, 2), tf.expand_dims(end_allowed, 1))
     scores = mask_logits(scores, tf.logical_and(tf.expand_dims(band, 0), allowed))

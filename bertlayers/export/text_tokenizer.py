@@ -57,21 +57,22 @@ class InGraphTokenizer(tf.Module):
         return self.tokenize_with_offsets(texts)[0]
 
 
-# Padded lengths are multiples of this: few distinct shapes, and oneDNN's blocked kernels.
+# Training and offline prediction pad batches to multiples of this: few distinct shapes, so
+# few traced graphs. A served graph takes any length, and there the exact longest is faster.
 PAD_MULTIPLE = 8
 
 
-def padded_length(longest, sequence_length):
+def padded_length(longest, sequence_length, multiple=PAD_MULTIPLE):
     """The length a batch is padded to: its `longest` row rounded up to a multiple of
-    `PAD_MULTIPLE`, at most `sequence_length` (a scalar tensor)."""
-    rounded = (longest + PAD_MULTIPLE - 1) // PAD_MULTIPLE * PAD_MULTIPLE
-    return tf.minimum(tf.maximum(rounded, PAD_MULTIPLE), sequence_length)
+    `multiple`, at most `sequence_length` (a scalar tensor)."""
+    rounded = (longest + multiple - 1) // multiple * multiple
+    return tf.minimum(tf.maximum(rounded, multiple), sequence_length)
 
 
 def pack(first, second, sequence_length, cls_id, sep_id, truncate):
-    """`[CLS] A [SEP] (B [SEP])` from ragged id segments, padded to the batch's longest row
-    (rounded up to a multiple of 8, at most `sequence_length`): real requests are short, and
-    padding them all to the exported length multiplies the work.
+    """`[CLS] A [SEP] (B [SEP])` from ragged id segments, padded to the batch's longest row (at
+    most `sequence_length`): real requests are short, and padding them all to the exported
+    length multiplies the work.
 
     Waterfall truncation (A keeps up to the budget, B gets what is left) when `truncate`;
     otherwise an over-long request fails with a message naming the limit.
@@ -108,7 +109,9 @@ def pack(first, second, sequence_length, cls_id, sep_id, truncate):
     token_ids = tf.concat(pieces, axis=1)
     segment_ids = tf.concat([tf.ones_like(p) * s for p, s in zip(pieces, segments)], axis=1)
     longest = tf.reduce_max(tf.pad(token_ids.row_lengths(), [[0, 1]]))  # 0 for an empty batch
-    length = padded_length(tf.cast(longest, tf.int32), sequence_length)
+    # Not rounded up: this graph takes any length, and real snippets were served faster at
+    # their exact longest than at multiples of 8 (benchmarks/README.md).
+    length = padded_length(tf.cast(longest, tf.int32), sequence_length, multiple=1)
     shape = tf.stack([tf.cast(batch, tf.int32), length])
     token_ids = token_ids.to_tensor(0, shape=shape)
     return (

@@ -102,10 +102,60 @@ class LayerwiseRates:
         super().update_step(gradient, variable, learning_rate)
 
 
+class FusedAdamStep:
+    """Adam's moment and variable updates as one fused TensorFlow kernel per variable.
+
+    Keras's `Adam.update_step` is about ten element-wise ops, each a pass over the variable
+    and its moments: for a MiniLM classifier (23M weights) that is most of a fine-tuning step's
+    non-matmul time. TensorFlow's `ResourceApplyAdam` computes the same formula (m += (g − m)(1 −
+    β1); v += (g² − v)(1 − β2); w −= α·m / (√v + ε), α = lr·√(1 − β2^t) / (1 − β1^t)) in one
+    pass. Other backends, AMSGrad and non-float32 variables keep Keras's step. The global norm
+    for clipping is likewise TensorFlow's one-pass `global_norm` (same value up to rounding).
+    """
+
+    def _fused(self, variable):
+        return (
+            keras.backend.backend() == "tensorflow"
+            and not self.amsgrad
+            and keras.backend.standardize_dtype(variable.dtype) == "float32"
+        )
+
+    def update_step(self, gradient, variable, learning_rate):
+        if not self._fused(variable):
+            return super().update_step(gradient, variable, learning_rate)
+        index = self._get_variable_index(variable)
+        step = tf.cast(self.iterations + 1, tf.float32)
+        beta_1, beta_2 = tf.constant(self.beta_1, tf.float32), tf.constant(self.beta_2, tf.float32)
+        tf.raw_ops.ResourceApplyAdam(
+            var=_handle(variable),
+            m=_handle(self._momentums[index]),
+            v=_handle(self._velocities[index]),
+            beta1_power=tf.pow(beta_1, step),
+            beta2_power=tf.pow(beta_2, step),
+            lr=tf.cast(learning_rate, tf.float32),
+            beta1=beta_1,
+            beta2=beta_2,
+            epsilon=tf.constant(self.epsilon, tf.float32),
+            grad=tf.convert_to_tensor(tf.cast(gradient, tf.float32)),  # a sparse embedding gradient too
+        )
+
+    def _clip_gradients(self, grads):
+        if keras.backend.backend() == "tensorflow" and self.global_clipnorm and not self.clipnorm:
+            present = [g for g in grads if g is not None]
+            clipped = iter(tf.clip_by_global_norm(present, self.global_clipnorm)[0]) if present else iter(())
+            return [None if g is None else next(clipped) for g in grads]
+        return super()._clip_gradients(grads)
+
+
+def _handle(variable):
+    """The resource handle of a Keras or tf.Variable."""
+    return (variable.value if isinstance(variable, keras.Variable) else variable).handle
+
+
 @keras.saving.register_keras_serializable(package="bertlayers")
-class AdamW(LayerwiseRates, SumThenClip, keras.optimizers.AdamW):
-    """`keras.optimizers.AdamW` with cross-replica clipping (`SumThenClip`) and optional
-    layer-wise rates (`LayerwiseRates`)."""
+class AdamW(LayerwiseRates, SumThenClip, FusedAdamStep, keras.optimizers.AdamW):
+    """`keras.optimizers.AdamW` with cross-replica clipping (`SumThenClip`), optional layer-wise
+    rates (`LayerwiseRates`) and Adam's update fused into one kernel (`FusedAdamStep`)."""
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")

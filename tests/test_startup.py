@@ -1,0 +1,43 @@
+"""What importing bertlayers does to TensorFlow's start-up (each case in a fresh process: the
+settings are read once, when TensorFlow loads). The rest of the suite imports Keras first, so
+it runs under TensorFlow's own default for the machine."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+# Reports the oneDNN setting and the outputs of a small fixed-seed encoder on fixed inputs.
+_REPORT = """
+import json, os
+import bertlayers
+import keras, numpy as np
+from tensorflow.python.util import _pywrap_util_port
+keras.utils.set_random_seed(0)
+encoder = bertlayers.BertEncoder(vocabulary_size=100, hidden_size=32, num_layers=2, num_heads=4,
+                                 intermediate_size=64, max_sequence_length=16)
+rng = np.random.default_rng(0)
+inputs = {"token_ids": rng.integers(1, 100, (3, 11)).astype("int32"),
+          "segment_ids": np.zeros((3, 11), "int32"),
+          "padding_mask": np.array([[1] * 11, [1] * 7 + [0] * 4, [1] * 3 + [0] * 8], "int32")}
+outputs = encoder(inputs)["sequence_output"]
+print(json.dumps({"setting": os.environ.get("TF_ENABLE_ONEDNN_OPTS"), "onednn": _pywrap_util_port.IsMklEnabled(),
+                  "outputs": np.asarray(outputs).tolist()}))
+"""
+
+
+def _report(setting):
+    env = {k: v for k, v in os.environ.items() if k != "TF_ENABLE_ONEDNN_OPTS"}
+    if setting is not None:
+        env["TF_ENABLE_ONEDNN_OPTS"] = setting
+    done = subprocess.run([sys.executable, "-c", _REPORT], env=env, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_onednn_rewrites_are_on_unless_the_user_chose_and_change_no_result():
+    default, declined = _report(None), _report("0")
+    assert (default["setting"], default["onednn"]) == ("1", True)
+    assert (declined["setting"], declined["onednn"]) == ("0", False)
+    np.testing.assert_allclose(default["outputs"], declined["outputs"], atol=1e-5)
