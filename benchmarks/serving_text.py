@@ -9,8 +9,10 @@ is inside the graph and is timed.
     python examples/export_savedmodel.py --model runs/demo/sentiment/model.keras --name rt128 \\
         --vocabulary <the model's vocab.txt> --sequence_length 128
     python benchmarks/serving_text.py --model savedmodels/rt128/1 [--model OTHER ...]
-    python benchmarks/serving_text.py --model savedmodels/rt128_text/1 --ids_model savedmodels/rt128/1 \
+    python benchmarks/serving_text.py --model savedmodels/rt128_text/1 --ids_model savedmodels/rt128/1 \\
         --vocabulary <vocab.txt>    # the same model without its in-graph tokenization
+    python benchmarks/serving_text.py --model savedmodels/rt128_text/1 --ids_model savedmodels/rt128/1 \\
+        --vocabulary <vocab.txt> --pad_multiple 1 8    # cut to the exact longest vs multiples of 8
 """
 
 import argparse
@@ -18,9 +20,10 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import tensorflow as tf  # noqa: E402
-
+# bertlayers first: it loads TensorFlow with the settings its users get (oneDNN rewrites on).
 from bertlayers.export.serving_latency import cpu_model, load_text_ops, request_latency, serving_latency  # noqa: E402
+
+import tensorflow as tf  # noqa: E402
 
 
 def snippets(count):
@@ -29,9 +32,10 @@ def snippets(count):
     return [text for text, _ in rotten_tomatoes_snippets()[:count]]
 
 
-def pretokenized_call(path, texts, args):
+def pretokenized_call(path, texts, args, multiple):
     """A text-in call for `request_latency` over an ids SavedModel: every request it will send is
-    tokenized and cut to its longest (a multiple of 8) before the clock starts."""
+    tokenized and cut to its longest (rounded up to a multiple of `multiple`) before the clock
+    starts."""
     from bertlayers.data.tokenizer import BertInputPacker, wordpiece_tokenizer
     from bertlayers.export.text_tokenizer import padded_length
 
@@ -44,7 +48,7 @@ def pretokenized_call(path, texts, args):
     prepared = {}
     for batch in requests:
         inputs = packer(batch)
-        cut = int(padded_length(int(inputs["padding_mask"].sum(axis=1).max()), length))
+        cut = int(padded_length(int(inputs["padding_mask"].sum(axis=1).max()), length, multiple))
         prepared[tuple(batch)] = {name: tf.constant(value[:, :cut]) for name, value in inputs.items()}
     return lambda batch: signature(**prepared[tuple(batch)])
 
@@ -60,6 +64,8 @@ def main():
                         "snippets tokenized beforehand with --vocabulary and cut to each batch's longest: "
                         "what the model costs without its in-graph tokenization")
     parser.add_argument("--vocabulary", default=None, help="vocab.txt for --ids_model")
+    parser.add_argument("--pad_multiple", type=int, nargs="+", default=[1], help="time each --ids_model with "
+                        "batches cut to their longest rounded up to each of these multiples (the text models: 1)")
     args = parser.parse_args()
 
     load_text_ops()
@@ -68,8 +74,10 @@ def main():
           f"{len(texts)} Rotten Tomatoes snippets")
     rows = [(path, *serving_latency(path, texts, args.requests, args.batch_size, args.rounds)) for path in args.model]
     for path in args.ids_model:
-        call = pretokenized_call(path, texts, args)
-        rows.append((f"{path} (ids)", *request_latency(call, texts, args.requests, args.batch_size, args.rounds)))
+        for multiple in args.pad_multiple:
+            call = pretokenized_call(path, texts, args, multiple)
+            latency = request_latency(call, texts, args.requests, args.batch_size, args.rounds)
+            rows.append((f"{path} (ids, padded to a multiple of {multiple})", *latency))
     base = rows[0]
     print(f"| model | batch 1 p50 ms | batch 1 p99 ms | batch {args.batch_size} examples/s | p50 speed-up | batch {args.batch_size} speed-up |")
     print("|---|---|---|---|---|---|")

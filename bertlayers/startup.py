@@ -12,6 +12,7 @@ bertlayers turns them on unless `TF_ENABLE_ONEDNN_OPTS` is already set. TensorFl
 variable once, when it loads: importing tensorflow before bertlayers keeps its own default.
 """
 
+import importlib
 import os
 import sys
 
@@ -23,8 +24,7 @@ def import_tensorflow_quietly():
         return
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
     if os.environ.get("BERTLAYERS_VERBOSE"):
-        import tensorflow  # noqa: F401
-
+        importlib.import_module("tensorflow")
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     # Messages logged before absl is initialized ignore TF_CPP_MIN_LOG_LEVEL: hide stderr itself
@@ -34,7 +34,7 @@ def import_tensorflow_quietly():
     try:
         with open(os.devnull, "w") as devnull:
             os.dup2(devnull.fileno(), 2)
-            import tensorflow  # noqa: F401
+            importlib.import_module("tensorflow")
     finally:
         os.dup2(saved, 2)
         os.close(saved)

@@ -23,10 +23,9 @@ import math
 import os
 import time
 
-import keras
 import numpy as np
 
-from bertlayers.convert.loading import load_encoder
+from bertlayers.convert.loading import load_encoder  # first: loads TensorFlow as bertlayers sets it up
 from bertlayers.data.assets import bert_uncased_vocabulary
 from bertlayers.data.classification_data import LabelMap, TextExample, encode_examples, read_text_examples
 from bertlayers.data.tokenizer import BertInputPacker, check_vocabulary_fits, wordpiece_tokenizer
@@ -38,6 +37,8 @@ from bertlayers.networks import BertEncoder, reinitialized
 from bertlayers.training.finetuning import write_json
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.training.optimization import create_optimizer
+
+import keras  # noqa: E402
 
 
 def parse_args():
