@@ -1,0 +1,129 @@
+"""Where the time goes: TensorFlow op types ranked by their summed time in a few traced steps.
+
+Two works on the MiniLM classifier (L6 H384, the real all-MiniLM-L6-v2 weights), inputs of
+`--batch_size` rows of `--length` random real-vocabulary ids:
+
+  finetune  `model.fit` steps (AdamW as `create_optimizer` builds it, dropout on)
+  serve     calls of an exported ids SavedModel's `serving_default` (`--model`, or the classifier
+            exported to a temporary folder)
+
+    python benchmarks/op_profile.py --work finetune --batch_size 32 --length 32
+    python benchmarks/op_profile.py --work serve --batch_size 32 --length 48
+    TF_ENABLE_ONEDNN_OPTS=0 python benchmarks/op_profile.py --work serve    # without oneDNN's rewrites
+
+Times are summed over TensorFlow's executor threads, so ops that run side by side add up to
+more than the wall time; the shares say where the work is. The trace is TensorFlow's profiler
+(`tf.profiler.experimental`), read from its XSpace file without TensorBoard.
+"""
+
+import argparse
+import collections
+import glob
+import os
+import tempfile
+import time
+
+# bertlayers first: it loads TensorFlow with the settings its users get (oneDNN rewrites on).
+from bertlayers.data.assets import minilm_path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+
+def classifier():
+    from bertlayers.convert.loading import load_encoder
+    from bertlayers.models import SequenceClassifier
+
+    return SequenceClassifier(load_encoder(minilm_path()), 2)
+
+
+def inputs(batch_size, length):
+    rng = np.random.default_rng(0)
+    return {
+        "token_ids": rng.integers(1000, 20000, (batch_size, length)).astype("int32"),
+        "segment_ids": np.zeros((batch_size, length), "int32"),
+        "padding_mask": np.ones((batch_size, length), "int32"),
+    }
+
+
+def finetune_step(args):
+    from bertlayers.training.optimization import create_optimizer
+
+    model = classifier()
+    model.compile(optimizer=create_optimizer(5e-5, 1000, 100, weight_decay=0.01))
+    x = inputs(args.batch_size, args.length)
+    y = {"logits": np.random.default_rng(1).integers(0, 2, args.batch_size)}
+    data = tf.data.Dataset.from_tensors((x, y)).repeat(args.steps)
+    model.fit(data, epochs=1, verbose=0)  # traces and warms up
+    return lambda: model.fit(data, epochs=1, verbose=0), args.steps
+
+
+def serve_call(args, folder):
+    path = args.model
+    if path is None:
+        from bertlayers.export import export_for_serving
+
+        path = export_for_serving(classifier(), "profiled", base_dir=folder, sequence_length=128)["profiled"]
+    signature = tf.saved_model.load(path).signatures["serving_default"]
+    x = {k: tf.constant(v) for k, v in inputs(args.batch_size, args.length).items()}
+
+    def run():
+        for _ in range(args.steps):
+            [value.numpy() for value in signature(**x).values()]
+
+    run()
+    return run, args.steps
+
+
+def op_times(trace_folder):
+    """{op type: summed seconds} over the executor threads of the trace in `trace_folder`."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    with open(glob.glob(os.path.join(trace_folder, "**", "*.xplane.pb"), recursive=True)[0], "rb") as f:
+        space.ParseFromString(f.read())
+    totals = collections.Counter()
+    for plane in space.planes:
+        for line in plane.lines:
+            if not line.name.startswith("tf_Compute") and not line.name.startswith("tf_inter_op"):
+                continue
+            for event in line.events:
+                name = plane.event_metadata[event.metadata_id].name
+                op = name.rsplit(":", 1)[1] if ":" in name else None  # "node name:OpType"
+                if op and op != "Process":  # "...:Process" spans a whole function run, not an op
+                    totals[op] += event.duration_ps * 1e-12
+    return totals
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--work", choices=("finetune", "serve"), default="serve")
+    parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--length", type=int, default=48)
+    parser.add_argument("--steps", type=int, default=3, help="steps (or calls) traced")
+    parser.add_argument("--model", help="serve: an ids SavedModel version folder (default: export the classifier)")
+    parser.add_argument("--top", type=int, default=20)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as folder:
+        run, steps = finetune_step(args) if args.work == "finetune" else serve_call(args, folder)
+        start = time.perf_counter()
+        run()
+        wall = (time.perf_counter() - start) / steps
+        trace = os.path.join(folder, "trace")
+        tf.profiler.experimental.start(trace)
+        run()
+        tf.profiler.experimental.stop()
+        totals = op_times(trace)
+    everything = sum(totals.values())
+    print(f"{args.work}, batch {args.batch_size} x length {args.length}, TF_ENABLE_ONEDNN_OPTS="
+          f"{os.environ.get('TF_ENABLE_ONEDNN_OPTS')}: {wall * 1000:.0f} ms per step untraced; "
+          f"op time {everything / steps * 1000:.0f} ms per step over the threads")
+    print("| op type | ms per step | share |")
+    print("|---|---|---|")
+    for op, seconds in totals.most_common(args.top):
+        print(f"| {op} | {seconds / steps * 1000:.1f} | {seconds / everything:.1%} |")
+
+
+if __name__ == "__main__":
+    main()
