@@ -141,9 +141,8 @@ class FusedAdamStep:
 
     def _clip_gradients(self, grads):
         if keras.backend.backend() == "tensorflow" and self.global_clipnorm and not self.clipnorm:
-            present = [g for g in grads if g is not None]
-            clipped = iter(tf.clip_by_global_norm(present, self.global_clipnorm)[0]) if present else iter(())
-            return [None if g is None else next(clipped) for g in grads]
+            # tf.clip_by_global_norm skips None entries and keeps the list's positions.
+            return tf.clip_by_global_norm(grads, self.global_clipnorm)[0]
         return super()._clip_gradients(grads)
 
 
