@@ -49,3 +49,36 @@ def test_vocabulary_without_special_tokens(tmp_path):
     path.write_text("a\nb\n")
     with pytest.raises(ValueError, match=r"lacks the special tokens .*\[PAD\]"):
         load_vocabulary(str(path))
+
+
+TRICKY = [
+    "The quick brown fox jumps over the lazy dog.",
+    "Zürich's café—open late! Naïve “quotes” ¿Qué?",
+    "日本語のテキスト 中文分词",  # CJK ideographs are words of their own; kana are not
+    "emoji 😀 tab\tnew\nline don't $5.00 50% #tag",
+    "supercalifragilisticexpialidocious" * 4,  # longer than WordPiece's word limit: [UNK]
+    "",
+]
+
+
+def test_served_tokenizer_matches_the_training_tokenizer(tokenizer):
+    """The exported text models' in-graph tokenizer gives keras-hub's ids; its word-edge flags
+    mark where each word's pieces begin and end, and its offsets are bytes of the original."""
+    import tensorflow as tf
+
+    from bertlayers.export.text_tokenizer import InGraphTokenizer
+
+    served = InGraphTokenizer(bert_uncased_vocabulary())
+    ids, starts, ends, starts_word, ends_word = served.tokenize_with_offsets(tf.constant(TRICKY))
+    assert ids.to_list() == [[int(i) for i in row] for row in tokenizer(TRICKY)]
+    assert served.tokenize(tf.constant(TRICKY)).to_list() == ids.to_list()
+    assert ids.to_list()[2][:3] == [1864, 1876, 1950]  # 日 本 語, each a word
+    for row, begins, finishes in zip(ids.to_list(), starts_word.to_list(), ends_word.to_list()):
+        begins_expected = [not tokenizer.id_to_token(i).startswith("##") for i in row]
+        assert begins == begins_expected and finishes == begins_expected[1:] + [True] * bool(row)
+    fox = TRICKY[0]
+    words = [fox[s:e].lower() for s, e in zip(starts.to_list()[0], ends.to_list()[0])]
+    assert words == [tokenizer.id_to_token(i) for i in ids.to_list()[0]]
+    zurich = TRICKY[1].encode("utf-8")
+    cafe = [tokenizer.id_to_token(i) for i in ids.to_list()[1]].index("cafe")
+    assert zurich[starts.to_list()[1][cafe] : ends.to_list()[1][cafe]].decode("utf-8") == "café"

@@ -6,6 +6,7 @@ import keras
 from bertlayers.layers.activations import canonical_activation, get_activation
 from bertlayers.layers.initializers import bert_initializer, clone_initializer
 from bertlayers.layers.relative_attention import RelativeAttention
+from bertlayers.layers.token_rows import on_token_rows
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
@@ -84,8 +85,11 @@ class RelativeEncoderBlock(keras.layers.Layer):
     def _finish(self, stream, attended, training):
         """Residual + LayerNorm around the attention, then the feed-forward network."""
         x = self.attention_layer_norm(stream + self.dropout_layer(attended, training=training))
-        inner = self.dropout_layer(self._activation_fn(self.intermediate_dense(x)), training=training)
-        return self.output_layer_norm(x + self.dropout_layer(self.output_dense(inner), training=training))
+        def feed_forward(rows):
+            inner = self.dropout_layer(self._activation_fn(self.intermediate_dense(rows)), training=training)
+            return self.output_dense(inner)
+
+        return self.output_layer_norm(x + self.dropout_layer(on_token_rows(feed_forward, x), training=training))
 
     def call(self, content, position_encoding, query=None, return_attention_scores=False, training=None, **attention_args):
         results = self.attention(

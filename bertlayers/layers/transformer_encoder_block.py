@@ -8,6 +8,7 @@ from bertlayers.layers.activations import canonical_activation, get_activation, 
 from bertlayers.layers.initializers import bert_initializer, clone_initializer
 from bertlayers.layers.masking import causal_attention_mask, merge_attention_masks
 from bertlayers.layers.multi_head_attention import MultiHeadAttention
+from bertlayers.layers.token_rows import on_token_rows
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
@@ -119,8 +120,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.built = True
 
     def _feed_forward(self, x, training):
-        x = self._activation_fn(self.intermediate_dense(x))
-        return self.output_dropout_layer(self.output_dense(x), training=training)
+        x = on_token_rows(lambda rows: self.output_dense(self._activation_fn(self.intermediate_dense(rows))), x)
+        return self.output_dropout_layer(x, training=training)
 
     def call(
         self,
