@@ -82,3 +82,25 @@ def test_served_tokenizer_matches_the_training_tokenizer(tokenizer):
     zurich = TRICKY[1].encode("utf-8")
     cafe = [tokenizer.id_to_token(i) for i in ids.to_list()[1]].index("cafe")
     assert zurich[starts.to_list()[1][cafe] : ends.to_list()[1][cafe]].decode("utf-8") == "café"
+
+
+def test_served_tokenizing_and_packing_is_a_small_graph():
+    """A batch-1 request pays for every node the text signature runs before the encoder: one
+    tokenizer kernel and dense packing keep that near a hundred (ragged concatenation with its
+    checks took thousands)."""
+    import tensorflow as tf
+
+    from bertlayers.export.text_tokenizer import InGraphTokenizer, pack
+
+    served = InGraphTokenizer(bert_uncased_vocabulary())
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)] * 2)
+    def tokenize_and_pack(first, second):
+        return pack(served.tokenize(first), served.tokenize(second), 128, served.cls_id, served.sep_id, truncate=False)
+
+    graph = tokenize_and_pack.get_concrete_function().graph.as_graph_def()
+    nodes = len(graph.node) + sum(len(f.node_def) for f in graph.library.function)
+    assert nodes < 250, nodes
+    token_ids, segment_ids, padding_mask = tokenize_and_pack(tf.constant(["hello world"]), tf.constant(["yes"]))
+    assert token_ids.numpy().tolist() == [[101, 7592, 2088, 102, 2748, 102]]
+    assert segment_ids.numpy().tolist() == [[0, 0, 0, 0, 1, 1]] and padding_mask.numpy().min() == 1
