@@ -10,6 +10,7 @@ Two works on the MiniLM classifier (L6 H384, the real all-MiniLM-L6-v2 weights),
     python benchmarks/op_profile.py --work finetune --batch_size 32 --length 32
     python benchmarks/op_profile.py --work serve --batch_size 32 --length 48
     TF_ENABLE_ONEDNN_OPTS=0 python benchmarks/op_profile.py --work serve    # without oneDNN's rewrites
+    python benchmarks/op_profile.py --work finetune --length 32 --precision bfloat16 [--any_length]
 
 Times are summed over TensorFlow's executor threads, so ops that run side by side add up to
 more than the wall time; the shares say where the work is. The trace is TensorFlow's profiler
@@ -30,11 +31,11 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 
-def classifier():
+def classifier(dtype="float32"):
     from bertlayers.convert.loading import load_encoder
     from bertlayers.models import SequenceClassifier
 
-    return SequenceClassifier(load_encoder(minilm_path()), 2)
+    return SequenceClassifier(load_encoder(minilm_path(), dtype=dtype), 2)
 
 
 def inputs(batch_size, length):
@@ -49,11 +50,14 @@ def inputs(batch_size, length):
 def finetune_step(args):
     from bertlayers.training.optimization import create_optimizer
 
-    model = classifier()
+    model = classifier("mixed_bfloat16" if args.precision == "bfloat16" else "float32")
     model.compile(optimizer=create_optimizer(5e-5, 1000, 100, weight_decay=0.01))
     x = inputs(args.batch_size, args.length)
     y = {"logits": np.random.default_rng(1).integers(0, 2, args.batch_size)}
     data = tf.data.Dataset.from_tensors((x, y)).repeat(args.steps)
+    if args.any_length:  # the step traced for batches of any length, as length_batches feeds it
+        spec = ({k: tf.TensorSpec([None, None], tf.int32) for k in x}, {"logits": tf.TensorSpec([None], tf.int64)})
+        data = tf.data.Dataset.from_generator(lambda: iter([(x, y)] * args.steps), output_signature=spec)
     model.fit(data, epochs=1, verbose=0)  # traces and warms up
     return lambda: model.fit(data, epochs=1, verbose=0), args.steps
 
@@ -103,6 +107,10 @@ def main():
     parser.add_argument("--steps", type=int, default=3, help="steps (or calls) traced")
     parser.add_argument("--model", help="serve: an ids SavedModel version folder (default: export the classifier)")
     parser.add_argument("--top", type=int, default=20)
+    parser.add_argument("--precision", choices=("float32", "bfloat16"), default="float32",
+                        help="finetune: the classifier's policy (bfloat16: mixed_bfloat16)")
+    parser.add_argument("--any_length", action="store_true", help="finetune: trace the step with the sequence "
+                        "length unknown (length_batches' batches) instead of fixed at --length")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as folder:
@@ -116,7 +124,8 @@ def main():
         tf.profiler.experimental.stop()
         totals = op_times(trace)
     everything = sum(totals.values())
-    print(f"{args.work}, batch {args.batch_size} x length {args.length}, TF_ENABLE_ONEDNN_OPTS="
+    print(f"{args.work} {args.precision}{' any length' if args.any_length else ''}, "
+          f"batch {args.batch_size} x length {args.length}, TF_ENABLE_ONEDNN_OPTS="
           f"{os.environ.get('TF_ENABLE_ONEDNN_OPTS')}: {wall * 1000:.0f} ms per step untraced; "
           f"op time {everything / steps * 1000:.0f} ms per step over the threads")
     print("| op type | ms per step | share |")
