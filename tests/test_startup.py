@@ -58,8 +58,8 @@ def test_onednn_rewrites_are_on_unless_the_user_chose_and_change_no_result():
 
 def test_feed_forward_runs_as_one_fused_kernel_per_layer():
     """The feed-forward network's first dense layer, its bias and its exact GELU become one
-    oneDNN kernel in a graph (`on_token_rows` and the spelling of `gelu` are what let
-    TensorFlow's optimizer match them); with the rewrites off, MatMul and bias still fuse."""
+    oneDNN kernel in a graph (`on_token_rows` makes them 2-D MatMuls, which is what
+    TensorFlow's optimizer fuses); with the rewrites off, MatMul and bias still fuse."""
     default, declined = _report(None), _report("0")
     assert ["_MklNativeFusedMatMul", "BiasAdd", "GeluExact"] in default["fused"]
     assert ["_FusedMatMul", "BiasAdd"] in declined["fused"]

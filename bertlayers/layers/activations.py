@@ -1,23 +1,10 @@
 """Activation functions selectable by name in configs and layers."""
 
 import keras
-from keras import ops
-
-_SQRT_HALF = 0.7071067811865476
-
-
-def gelu(x):
-    """BERT's original GELU, exact: x·Φ(x) = x · (1 + erf(x/√2)) / 2.
-
-    Spelled term by term in the order TensorFlow's graph optimizer matches, so that after a
-    2-D MatMul and bias it becomes one fused oneDNN kernel (Keras's gelu, written with erfc,
-    stays five element-wise passes).
-    """
-    return ops.multiply(ops.multiply(ops.add(ops.erf(ops.multiply(x, _SQRT_HALF)), 1.0), 0.5), x)
-
 
 _ACTIVATIONS = {
-    "gelu": gelu,
+    # BERT's original GELU: exact, with erf.
+    "gelu": lambda x: keras.activations.gelu(x, approximate=False),
     # The tanh approximation (Hugging Face's "gelu_new", GPT-2's and some ALBERT configs').
     "gelu_approximate": lambda x: keras.activations.gelu(x, approximate=True),
     "relu": keras.activations.relu,
