@@ -129,6 +129,46 @@ def test_outputs(encoder_cls):
     assert all(t.dtype == "int32" for t in encoder.inputs)
 
 
+def test_a_pooled_only_graph_runs_the_last_block_on_the_first_row_alone():
+    """`pooled_output` comes from the last block run on [CLS] alone, a second call of that block
+    in the encoder's graph: a graph that returns only `pooled_output` (a classifier's) executes
+    that call and not the full one, a graph that returns only `sequence_output` the other, and
+    both agree with the pooler applied to the full last layer."""
+    import re
+
+    import tensorflow as tf
+    from tensorflow.python.eager import context
+
+    encoder = BertEncoder(**TINY)
+    inputs = encoder_inputs([5, 3], seq=7)
+    last = re.compile(rf"/{encoder.transformer_layers[-1].name}(_\d+)?/")
+
+    def executed_calls(output):
+        """{call scope of the last block: its executed op types} in the graph returning `output`."""
+        context.enable_run_metadata()
+        try:
+            tf.function(lambda x: encoder(x)[output])(inputs)
+            graphs = context.export_run_metadata().function_graphs
+        finally:
+            context.disable_run_metadata()
+        calls = {}
+        for node in (n for g in graphs for part in g.partition_graphs for n in part.node):
+            found = last.search(node.name)
+            if found and node.op not in ("ReadVariableOp", "_Arg", "_Retval", "Const", "Identity"):
+                calls.setdefault(found.group(0), set()).add(node.op)
+        return calls
+
+    pooled_only, sequence_only = executed_calls("pooled_output"), executed_calls("sequence_output")
+    assert len(pooled_only) == 1 and len(sequence_only) == 1 and pooled_only.keys() != sequence_only.keys()
+    # Only the [CLS]-only call slices out its first row.
+    assert "StridedSlice" in next(iter(pooled_only.values()))
+    assert "StridedSlice" not in next(iter(sequence_only.values()))
+    outputs = encoder(inputs)
+    np.testing.assert_allclose(
+        outputs["pooled_output"], encoder.pooler(outputs["sequence_output"]), atol=1e-6
+    )
+
+
 def test_albert_shares_one_block_and_factorizes_the_embedding():
     albert = AlbertEncoder(**{**TINY, "num_layers": 4, "vocabulary_size": 1000, "hidden_size": 64, "num_heads": 4}, embedding_size=8)
     bert = BertEncoder(**{**TINY, "num_layers": 4, "vocabulary_size": 1000, "hidden_size": 64, "num_heads": 4})

@@ -203,6 +203,24 @@ def test_causal_mask_makes_outputs_independent_of_later_tokens():
     assert not np.allclose(out[:, 3:], out2[:, 3:])
 
 
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_output_range_computes_the_full_outputs_first_rows(norm_first):
+    """`output_range=k`: the first k rows of the full output (keys and values still span the
+    sequence), under a padding mask and under a causal mask, with their attention rows."""
+    block = layers.TransformerEncoderBlock(num_heads=HEADS, intermediate_size=32, dropout=0.0, norm_first=norm_first)
+    x = hidden_states()
+    full = ops.convert_to_numpy(block(x, padding_mask=PADDING))
+    for k in (1, 2):
+        rows = ops.convert_to_numpy(block(x, padding_mask=PADDING, output_range=k))
+        assert rows.shape == (BATCH, k, HIDDEN)
+        np.testing.assert_allclose(rows, full[:, :k], atol=1e-5)
+    causal, causal_scores = block(x, use_causal_mask=True, return_attention_scores=True)
+    rows, scores = block(x, use_causal_mask=True, return_attention_scores=True, output_range=2)
+    np.testing.assert_allclose(rows, ops.convert_to_numpy(causal)[:, :2], atol=1e-5)
+    assert tuple(scores.shape) == (BATCH, HEADS, 2, SEQ)
+    np.testing.assert_allclose(scores, ops.convert_to_numpy(causal_scores)[:, :, :2], atol=1e-6)
+
+
 def test_post_and_pre_layer_norm_differ_and_post_ln_output_is_normalized():
     x = hidden_states()
     post = layers.TransformerEncoderBlock(num_heads=HEADS, intermediate_size=32)

@@ -68,8 +68,10 @@ class _Servable(tf.Module):
     def _outputs(self, token_ids, segment_ids, padding_mask):
         inputs = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
         if self.kind == "encoder":
-            outputs = self._model(inputs, training=False)
-            return {"pooled_output": outputs["pooled_output"], "sequence_output": outputs["sequence_output"]}
+            sequence = self._model(inputs, training=False)["sequence_output"]
+            # Pooled from the full last layer computed anyway (`pooled_output`'s own [CLS]-only
+            # call of the last block would project its keys and values again).
+            return {"pooled_output": self._model.pooler(sequence, padding_mask), "sequence_output": sequence}
         if self.kind == "classifier":
             logits = self._model(inputs, training=False)["logits"]
             if self._model.num_classes == 1:

@@ -41,9 +41,13 @@ class TransformerEncoderBlock(keras.layers.Layer):
       attention_mask: `[batch, seq, seq]`, nonzero where query i may attend key j.
       use_causal_mask: also restrict each position to itself and earlier positions.
       return_attention_scores: also return the probabilities `[batch, heads, seq, seq]`.
+      output_range: compute only the first `output_range` positions (queries); keys and values
+        are still the whole sequence, so those rows equal the full output's. A classifier
+        reads only [CLS] after the last layer: there this skips most of that layer's work.
 
     Returns:
-      `[batch, seq, hidden]` (and the probabilities, if asked for).
+      `[batch, seq, hidden]`, or `[batch, output_range, hidden]` (and the probabilities
+      `[batch, heads, output_range, seq]`, if asked for).
     """
 
     def __init__(
@@ -130,6 +134,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         attention_mask=None,
         use_causal_mask=False,
         return_attention_scores=False,
+        output_range=None,
         training=None,
     ):
         if use_causal_mask:
@@ -137,15 +142,21 @@ class TransformerEncoderBlock(keras.layers.Layer):
             attention_mask = causal if attention_mask is None else ops.logical_and(
                 ops.cast(attention_mask, "bool"), causal
             )
-        mask = merge_attention_masks(padding_mask, attention_mask)
+        mask = merge_attention_masks(padding_mask, attention_mask)  # [B, 1 or S, S]
+        residual = inputs
+        if output_range is not None:
+            residual = inputs[:, :output_range]  # [B, Q, H]
+            if mask is not None:
+                mask = mask[:, :output_range]  # [B, 1 or Q, S]
 
         x = self.attention_layer_norm(inputs) if self.norm_first else inputs
+        query = x if output_range is None else x[:, :output_range]
         attended = self.attention_layer(
-            x, x, attention_mask=mask, return_attention_scores=return_attention_scores, training=training
+            query, x, attention_mask=mask, return_attention_scores=return_attention_scores, training=training
         )
         if return_attention_scores:
             attended, scores = attended
-        x = inputs + self.attention_dropout_layer(attended, training=training)
+        x = residual + self.attention_dropout_layer(attended, training=training)
         if self.norm_first:
             outputs = x + self._feed_forward(self.output_layer_norm(x), training)
         else:

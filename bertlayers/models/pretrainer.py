@@ -74,7 +74,11 @@ class BertPretrainer(PretrainerBase):
                 dtype=encoder.layer_dtype_policy,
                 name="next_sentence_head",
             )
-            outputs["nsp"] = next_sentence_head(encoded["pooled_output"])
+            # The pooler over the full last layer the masked-LM head needs anyway: the encoder's
+            # `pooled_output` comes from its own [CLS]-only call of the last block, which here
+            # would project that layer's keys and values a second time.
+            pooled = encoder.pooler(encoded["sequence_output"], inputs["padding_mask"])  # [B, H]
+            outputs["nsp"] = next_sentence_head(pooled)
         super().__init__(inputs=inputs, outputs=outputs, name=name, trainable=trainable, **kwargs)
         self.encoder = encoder
         self.lm_head = lm_head

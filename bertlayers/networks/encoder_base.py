@@ -8,6 +8,8 @@ for extra inputs), where the pooler reads (`pooling_position`), and its architec
 registered when its class is defined (`ENCODERS`).
 """
 
+import inspect
+
 import keras
 
 from bertlayers.layers.activations import with_activation_renamed
@@ -132,9 +134,20 @@ class EncoderBase(keras.Model):
         if final_layer_norm is not None:
             x = final_layer_norm(x)
             encoder_outputs[-1] = x
+        pooler_input = x
+        if self._can_pool_from_first_row(config, blocks):
+            # The pooler reads [CLS] alone, so it gets its own call of the last block that
+            # computes only that row (keys and values still span the sequence). A graph runs
+            # only what its outputs need: a classifier never computes the last layer's other
+            # rows, and a token-level head never this extra row.
+            last_input = encoder_outputs[-2] if config.num_layers > 1 else embedding_output
+            last_block = blocks[self._block_index(config, config.num_layers - 1)]
+            pooler_input = last_block(last_input, padding_mask=inputs["padding_mask"], output_range=1)  # [B, 1, H]
+            if final_layer_norm is not None:
+                pooler_input = final_layer_norm(pooler_input)
         outputs = {
             "sequence_output": x,  # [B, S, H]
-            "pooled_output": pooler(x, inputs["padding_mask"]),  # [B, H]
+            "pooled_output": pooler(pooler_input, inputs["padding_mask"]),  # [B, H]
             "encoder_outputs": encoder_outputs,  # L x [B, S, H]
             "embedding_output": embedding_output,  # [B, S, H]
             **stack_outputs,
@@ -200,6 +213,17 @@ class EncoderBase(keras.Model):
                 attention_scores.append(scores)  # [B, N, S, S]
             encoder_outputs.append(x)  # [B, S, H]
         return x, encoder_outputs, attention_scores, {}
+
+    def _can_pool_from_first_row(self, config, blocks):
+        """Whether the pooler's [CLS] row can come from a last block run on that row alone:
+        BERT's stack (a family's own `_run_blocks` may call its blocks otherwise), pooling at
+        the first token, and a block that takes `output_range`."""
+        return (
+            self.pooling_position == "first"
+            and not config.causal
+            and type(self)._run_blocks is EncoderBase._run_blocks
+            and "output_range" in inspect.signature(blocks[-1].call).parameters
+        )
 
     def layers_outside_graph(self):
         """Layers the encoder owns that its own graph never calls (XLNet's query-stream mask
