@@ -6,6 +6,7 @@ import keras
 import numpy as np
 import pytest
 
+from bertlayers.models.pretrainer import BertPretrainer
 from bertlayers.networks import AlbertEncoder, BertEncoder, EncoderConfig, build_encoder, get_preset, preset_names
 
 TINY = dict(
@@ -129,44 +130,66 @@ def test_outputs(encoder_cls):
     assert all(t.dtype == "int32" for t in encoder.inputs)
 
 
-def test_a_pooled_only_graph_runs_the_last_block_on_the_first_row_alone():
-    """`pooled_output` comes from the last block run on [CLS] alone, a second call of that block
-    in the encoder's graph: a graph that returns only `pooled_output` (a classifier's) executes
-    that call and not the full one, a graph that returns only `sequence_output` the other, and
-    both agree with the pooler applied to the full last layer."""
+def _executed_calls(fn, inputs, block):
+    """{call scope of `block`: the op types it executed} when `fn(inputs)` runs as a graph."""
     import re
 
     import tensorflow as tf
     from tensorflow.python.eager import context
 
+    scope = re.compile(rf"/{block.name}(_\d+)?/")
+    context.enable_run_metadata()
+    try:
+        tf.function(fn)(inputs)
+        graphs = context.export_run_metadata().function_graphs
+    finally:
+        context.disable_run_metadata()
+    calls = {}
+    for node in (n for g in graphs for part in g.partition_graphs for n in part.node):
+        found = scope.search(node.name)
+        if found and node.op not in ("ReadVariableOp", "_Arg", "_Retval", "Const", "Identity"):
+            calls.setdefault(found.group(0), set()).add(node.op)
+    return calls
+
+
+def test_a_pooled_only_graph_runs_the_last_block_on_the_first_row_alone():
+    """`pooled_output` comes from the last block run on [CLS] alone, a second call of that block
+    in the encoder's graph: a graph that returns only `pooled_output` (a classifier's) executes
+    that call and not the full one, a graph that returns only `sequence_output` the other, and
+    both agree with the pooler applied to the full last layer."""
     encoder = BertEncoder(**TINY)
     inputs = encoder_inputs([5, 3], seq=7)
-    last = re.compile(rf"/{encoder.transformer_layers[-1].name}(_\d+)?/")
-
-    def executed_calls(output):
-        """{call scope of the last block: its executed op types} in the graph returning `output`."""
-        context.enable_run_metadata()
-        try:
-            tf.function(lambda x: encoder(x)[output])(inputs)
-            graphs = context.export_run_metadata().function_graphs
-        finally:
-            context.disable_run_metadata()
-        calls = {}
-        for node in (n for g in graphs for part in g.partition_graphs for n in part.node):
-            found = last.search(node.name)
-            if found and node.op not in ("ReadVariableOp", "_Arg", "_Retval", "Const", "Identity"):
-                calls.setdefault(found.group(0), set()).add(node.op)
-        return calls
-
-    pooled_only, sequence_only = executed_calls("pooled_output"), executed_calls("sequence_output")
+    last = encoder.transformer_layers[-1]
+    pooled_only = _executed_calls(lambda x: encoder(x)["pooled_output"], inputs, last)
+    sequence_only = _executed_calls(lambda x: encoder(x)["sequence_output"], inputs, last)
     assert len(pooled_only) == 1 and len(sequence_only) == 1 and pooled_only.keys() != sequence_only.keys()
-    # Only the [CLS]-only call slices out its first row.
-    assert "StridedSlice" in next(iter(pooled_only.values()))
-    assert "StridedSlice" not in next(iter(sequence_only.values()))
+    # Only the [CLS]-only call picks its rows.
+    assert "GatherV2" in next(iter(pooled_only.values()))
+    assert "GatherV2" not in next(iter(sequence_only.values()))
     outputs = encoder(inputs)
     np.testing.assert_allclose(
         outputs["pooled_output"], encoder.pooler(outputs["sequence_output"]), atol=1e-6
     )
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_pretrainer_heads_read_the_last_layer_at_their_rows_only(norm_first):
+    """The pretrainer's masked-LM and next-sentence heads read the last layer's rows at the
+    masked positions and [CLS], computed by one call of the last block on those rows: the
+    same logits as the heads over the full last layer, and the full call never runs."""
+    encoder = BertEncoder(**TINY, norm_first=norm_first)
+    pretrainer = BertPretrainer(encoder)
+    inputs = encoder_inputs([7, 4], seq=7)
+    inputs["masked_positions"] = np.array([[1, 5, 0], [2, 3, 0]], "int32")
+    outputs = pretrainer(inputs)
+    sequence = np.asarray(encoder(inputs)["sequence_output"])
+    at_masks = np.take_along_axis(sequence, inputs["masked_positions"][..., None], axis=1)
+    np.testing.assert_allclose(outputs["mlm"], pretrainer.lm_head(at_masks), atol=1e-5)
+    np.testing.assert_allclose(
+        outputs["nsp"], pretrainer.next_sentence_head(encoder.pooler(sequence)), atol=1e-5
+    )
+    calls = _executed_calls(lambda x: pretrainer(x)["mlm"], inputs, encoder.transformer_layers[-1])
+    assert len(calls) == 1 and "GatherV2" in next(iter(calls.values()))
 
 
 def test_albert_shares_one_block_and_factorizes_the_embedding():

@@ -204,21 +204,23 @@ def test_causal_mask_makes_outputs_independent_of_later_tokens():
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
-def test_output_range_computes_the_full_outputs_first_rows(norm_first):
-    """`output_range=k`: the first k rows of the full output (keys and values still span the
-    sequence), under a padding mask and under a causal mask, with their attention rows."""
+def test_output_positions_compute_the_full_outputs_rows_there(norm_first):
+    """`output_positions`: the full output's rows at those positions (keys and values still
+    span the sequence), repeated or not, under a padding mask and under a causal mask, with
+    the matching attention rows."""
     block = layers.TransformerEncoderBlock(num_heads=HEADS, intermediate_size=32, dropout=0.0, norm_first=norm_first)
     x = hidden_states()
+    positions = np.array([[0, 4, 4], [5, 1, 0]], "int32")
+    picked = lambda t: np.take_along_axis(np.asarray(t), positions.reshape(BATCH, 3, *[1] * (np.ndim(t) - 2)), axis=1)
     full = ops.convert_to_numpy(block(x, padding_mask=PADDING))
-    for k in (1, 2):
-        rows = ops.convert_to_numpy(block(x, padding_mask=PADDING, output_range=k))
-        assert rows.shape == (BATCH, k, HIDDEN)
-        np.testing.assert_allclose(rows, full[:, :k], atol=1e-5)
+    rows = ops.convert_to_numpy(block(x, padding_mask=PADDING, output_positions=positions))
+    assert rows.shape == (BATCH, 3, HIDDEN)
+    np.testing.assert_allclose(rows, picked(full), atol=1e-5)
     causal, causal_scores = block(x, use_causal_mask=True, return_attention_scores=True)
-    rows, scores = block(x, use_causal_mask=True, return_attention_scores=True, output_range=2)
-    np.testing.assert_allclose(rows, ops.convert_to_numpy(causal)[:, :2], atol=1e-5)
-    assert tuple(scores.shape) == (BATCH, HEADS, 2, SEQ)
-    np.testing.assert_allclose(scores, ops.convert_to_numpy(causal_scores)[:, :, :2], atol=1e-6)
+    rows, scores = block(x, use_causal_mask=True, return_attention_scores=True, output_positions=positions)
+    np.testing.assert_allclose(rows, picked(causal), atol=1e-5)
+    assert tuple(scores.shape) == (BATCH, HEADS, 3, SEQ)
+    np.testing.assert_allclose(scores, np.take_along_axis(np.asarray(causal_scores), positions[:, None, :, None], axis=2), atol=1e-6)
 
 
 def test_post_and_pre_layer_norm_differ_and_post_ln_output_is_normalized():

@@ -123,7 +123,11 @@ class ElectraPretrainer(EncoderModel):
         encoder_input = {name: inputs[name] for name in INPUT_NAMES}
 
         generator_head = masked_lm_head(generator, "generator_head")
-        mlm_logits = generator_head(generator(encoder_input)["sequence_output"], inputs["masked_positions"])  # [B, P, V]
+        # The generator's last layer is computed at the masked positions only (all its head reads).
+        masked_states = generator.sequence_output_at(
+            generator(encoder_input), inputs["masked_positions"], inputs["padding_mask"]
+        )  # [B, P, H_g]
+        mlm_logits = generator_head(masked_states)  # [B, P, V]
         corruption = GeneratorCorruption(temperature=temperature, name="corruption")
         corrupted, replaced = corruption(
             mlm_logits, inputs["token_ids"], inputs["masked_positions"], inputs["masked_lm_ids"],

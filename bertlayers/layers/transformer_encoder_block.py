@@ -41,13 +41,14 @@ class TransformerEncoderBlock(keras.layers.Layer):
       attention_mask: `[batch, seq, seq]`, nonzero where query i may attend key j.
       use_causal_mask: also restrict each position to itself and earlier positions.
       return_attention_scores: also return the probabilities `[batch, heads, seq, seq]`.
-      output_range: compute only the first `output_range` positions (queries); keys and values
-        are still the whole sequence, so those rows equal the full output's. A classifier
-        reads only [CLS] after the last layer: there this skips most of that layer's work.
+      output_positions: int `[batch, P]`: compute only the rows at these positions (the
+        queries); keys and values still span the sequence, so the rows equal the full output's
+        rows there. After the last layer a classifier reads only [CLS] and a masked LM only the
+        masked positions: computing just those rows skips most of that layer's work.
 
     Returns:
-      `[batch, seq, hidden]`, or `[batch, output_range, hidden]` (and the probabilities
-      `[batch, heads, output_range, seq]`, if asked for).
+      `[batch, seq, hidden]`, or `[batch, P, hidden]` with `output_positions` (and the
+      probabilities `[batch, heads, seq or P, seq]`, if asked for).
     """
 
     def __init__(
@@ -134,7 +135,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         attention_mask=None,
         use_causal_mask=False,
         return_attention_scores=False,
-        output_range=None,
+        output_positions=None,
         training=None,
     ):
         if use_causal_mask:
@@ -143,14 +144,13 @@ class TransformerEncoderBlock(keras.layers.Layer):
                 ops.cast(attention_mask, "bool"), causal
             )
         mask = merge_attention_masks(padding_mask, attention_mask)  # [B, 1 or S, S]
-        residual = inputs
-        if output_range is not None:
-            residual = inputs[:, :output_range]  # [B, Q, H]
-            if mask is not None:
-                mask = mask[:, :output_range]  # [B, 1 or Q, S]
+        rows = (lambda t: t) if output_positions is None else _rows_at(output_positions)
+        residual = rows(inputs)  # [B, S or P, H]
+        if mask is not None and mask.shape[1] != 1:
+            mask = rows(mask)  # [B, S or P, S]
 
         x = self.attention_layer_norm(inputs) if self.norm_first else inputs
-        query = x if output_range is None else x[:, :output_range]
+        query = rows(x)  # [B, S or P, H]
         attended = self.attention_layer(
             query, x, attention_mask=mask, return_attention_scores=return_attention_scores, training=training
         )
@@ -191,3 +191,9 @@ class TransformerEncoderBlock(keras.layers.Layer):
     @classmethod
     def from_config(cls, config):
         return super().from_config(with_activation_renamed(config))
+
+
+def _rows_at(positions):
+    """A function taking `[batch, seq, ...]` to its rows at `positions` `[batch, P]`."""
+    index = ops.expand_dims(positions, -1)  # [B, P, 1]
+    return lambda t: ops.take_along_axis(t, index, axis=1)

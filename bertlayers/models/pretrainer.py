@@ -10,6 +10,7 @@ plain functional model holding a tied head cannot do.
 """
 
 import keras
+from keras import ops
 
 from bertlayers.layers.classification_head import NextSentenceHead
 from bertlayers.layers.initializers import bert_initializer
@@ -66,7 +67,14 @@ class BertPretrainer(PretrainerBase):
         inputs["masked_positions"] = keras.Input(shape=(None,), dtype="int32", name="masked_positions")
         encoded = encoder({name: inputs[name] for name in INPUT_NAMES})
         lm_head = self._lm_head(encoder)
-        outputs = {"mlm": lm_head(encoded["sequence_output"], inputs["masked_positions"])}
+        # The heads read the last layer at the masked positions (and [CLS]) only: the encoder
+        # computes just those rows of it, in one call sharing its keys and values.
+        positions = inputs["masked_positions"]  # [B, P]
+        with_first = next_sentence and encoder.pooler.position == "first"
+        if with_first:
+            positions = ops.concatenate([ops.zeros_like(positions[:, :1]), positions], axis=1)  # [B, 1 + P]
+        states = encoder.sequence_output_at(encoded, positions, inputs["padding_mask"])  # [B, (1 +) P, H]
+        outputs = {"mlm": lm_head(states[:, 1:] if with_first else states)}  # [B, P, V]
         next_sentence_head = None
         if next_sentence:
             next_sentence_head = NextSentenceHead(
@@ -74,10 +82,7 @@ class BertPretrainer(PretrainerBase):
                 dtype=encoder.layer_dtype_policy,
                 name="next_sentence_head",
             )
-            # The pooler over the full last layer the masked-LM head needs anyway: the encoder's
-            # `pooled_output` comes from its own [CLS]-only call of the last block, which here
-            # would project that layer's keys and values a second time.
-            pooled = encoder.pooler(encoded["sequence_output"], inputs["padding_mask"])  # [B, H]
+            pooled = encoder.pooler(states[:, :1]) if with_first else encoded["pooled_output"]  # [B, H]
             outputs["nsp"] = next_sentence_head(pooled)
         super().__init__(inputs=inputs, outputs=outputs, name=name, trainable=trainable, **kwargs)
         self.encoder = encoder

@@ -11,6 +11,7 @@ registered when its class is defined (`ENCODERS`).
 import inspect
 
 import keras
+from keras import ops
 
 from bertlayers.layers.activations import with_activation_renamed
 from bertlayers.layers.bert_embeddings import BertEmbeddings
@@ -135,16 +136,14 @@ class EncoderBase(keras.Model):
             x = final_layer_norm(x)
             encoder_outputs[-1] = x
         pooler_input = x
-        if self._can_pool_from_first_row(config, blocks):
+        if pooler.position == "first" and self._computes_last_layer_rows(config, blocks):
             # The pooler reads [CLS] alone, so it gets its own call of the last block that
-            # computes only that row (keys and values still span the sequence). A graph runs
-            # only what its outputs need: a classifier never computes the last layer's other
-            # rows, and a token-level head never this extra row.
+            # computes only that row. A graph runs only what its outputs need: a classifier
+            # never computes the last layer's other rows, a token-level head never this one.
+            first = ops.zeros_like(inputs["padding_mask"][:, :1])  # [B, 1]
             last_input = encoder_outputs[-2] if config.num_layers > 1 else embedding_output
             last_block = blocks[self._block_index(config, config.num_layers - 1)]
-            pooler_input = last_block(last_input, padding_mask=inputs["padding_mask"], output_range=1)  # [B, 1, H]
-            if final_layer_norm is not None:
-                pooler_input = final_layer_norm(pooler_input)
+            pooler_input = _last_layer_rows(config, last_block, final_layer_norm, last_input, inputs["padding_mask"], first)
         outputs = {
             "sequence_output": x,  # [B, S, H]
             "pooled_output": pooler(pooler_input, inputs["padding_mask"]),  # [B, H]
@@ -214,15 +213,12 @@ class EncoderBase(keras.Model):
             encoder_outputs.append(x)  # [B, S, H]
         return x, encoder_outputs, attention_scores, {}
 
-    def _can_pool_from_first_row(self, config, blocks):
-        """Whether the pooler's [CLS] row can come from a last block run on that row alone:
-        BERT's stack (a family's own `_run_blocks` may call its blocks otherwise), pooling at
-        the first token, and a block that takes `output_range`."""
+    def _computes_last_layer_rows(self, config, blocks):
+        """Whether the last layer can be run on chosen rows alone: BERT's stack (a family's own
+        `_run_blocks` may call its blocks otherwise) of blocks that take `output_positions`."""
         return (
-            self.pooling_position == "first"
-            and not config.causal
-            and type(self)._run_blocks is EncoderBase._run_blocks
-            and "output_range" in inspect.signature(blocks[-1].call).parameters
+            type(self)._run_blocks is EncoderBase._run_blocks
+            and "output_positions" in inspect.signature(blocks[-1].call).parameters
         )
 
     def layers_outside_graph(self):
@@ -249,6 +245,24 @@ class EncoderBase(keras.Model):
                 check_rank(value, 2, name, "[batch, seq]")
             inputs.update(check_same_shape(ids))
         return super().call(inputs, training=training, mask=mask)
+
+    def sequence_output_at(self, outputs, positions, padding_mask):
+        """`sequence_output` at `positions` `[B, P]`: `[B, P, H]`, computing only those rows
+        of the last layer.
+
+        `outputs` is this encoder's output dict in the caller's graph. A masked LM reads the
+        last layer at its P masked positions only: this runs the last block on those rows
+        (keys and values still span the sequence), and the graph then never computes the full
+        last layer unless something else reads `sequence_output`. Families whose stack cannot
+        do that gather the rows from `sequence_output`.
+        """
+        check_integer_ids(positions, "positions")
+        config = self.config
+        if not self._computes_last_layer_rows(config, self.transformer_layers):
+            return ops.take_along_axis(outputs["sequence_output"], ops.expand_dims(positions, -1), axis=1)
+        last_input = outputs["encoder_outputs"][-2] if config.num_layers > 1 else outputs["embedding_output"]
+        last_block = self.transformer_layers[self._block_index(config, config.num_layers - 1)]
+        return _last_layer_rows(config, last_block, self.final_layer_norm, last_input, padding_mask, positions)
 
     @property
     def token_embedding(self):
@@ -294,6 +308,14 @@ class EncoderBase(keras.Model):
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         return cls(**config)
+
+
+def _last_layer_rows(config, last_block, final_layer_norm, last_input, padding_mask, positions):
+    """The last layer's output `[B, P, H]` at `positions` `[B, P]`, from its input `[B, S, H]`."""
+    rows = last_block(
+        last_input, padding_mask=padding_mask, use_causal_mask=config.causal, output_positions=positions
+    )  # [B, P, H]
+    return rows if final_layer_norm is None else final_layer_norm(rows)
 
 
 def block_arguments(config):
