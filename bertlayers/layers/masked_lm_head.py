@@ -31,8 +31,9 @@ class MaskedLMHead(keras.layers.Layer):
     Call args:
       sequence: `[batch, seq, H]` encoder output.
       masked_positions: int `[batch, P]` positions to predict (padding entries point anywhere,
-        typically 0, and are weighted out of the loss); None predicts every position (P = seq),
-        as a left-to-right language model does.
+        typically 0, and are weighted out of the loss); None predicts every row of `sequence`:
+        a left-to-right language model's every position, or rows the caller already picked
+        (the pretrainers pass the encoder's `sequence_output_at` rows, computed only there).
 
     Returns:
       float32 logits `[batch, P, V]`.
