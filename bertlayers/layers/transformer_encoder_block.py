@@ -144,13 +144,12 @@ class TransformerEncoderBlock(keras.layers.Layer):
                 ops.cast(attention_mask, "bool"), causal
             )
         mask = merge_attention_masks(padding_mask, attention_mask)  # [B, 1 or S, S]
-        rows = (lambda t: t) if output_positions is None else _rows_at(output_positions)
-        residual = rows(inputs)  # [B, S or P, H]
+        residual = _rows_at(inputs, output_positions)  # [B, S or P, H]
         if mask is not None and mask.shape[1] != 1:
-            mask = rows(mask)  # [B, S or P, S]
+            mask = _rows_at(mask, output_positions)  # [B, S or P, S]
 
         x = self.attention_layer_norm(inputs) if self.norm_first else inputs
-        query = rows(x)  # [B, S or P, H]
+        query = _rows_at(x, output_positions)  # [B, S or P, H]
         attended = self.attention_layer(
             query, x, attention_mask=mask, return_attention_scores=return_attention_scores, training=training
         )
@@ -193,7 +192,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
         return super().from_config(with_activation_renamed(config))
 
 
-def _rows_at(positions):
-    """A function taking `[batch, seq, ...]` to its rows at `positions` `[batch, P]`."""
-    index = ops.expand_dims(positions, -1)  # [B, P, 1]
-    return lambda t: ops.take_along_axis(t, index, axis=1)
+def _rows_at(tensor, positions):
+    """`tensor` `[batch, seq, width]` at `positions` `[batch, P]` (all of it when None)."""
+    if positions is None:
+        return tensor
+    return ops.take_along_axis(tensor, ops.expand_dims(positions, -1), axis=1)  # [B, P, width]

@@ -141,9 +141,9 @@ class EncoderBase(keras.Model):
             # computes only that row. A graph runs only what its outputs need: a classifier
             # never computes the last layer's other rows, a token-level head never this one.
             first = ops.zeros_like(inputs["padding_mask"][:, :1])  # [B, 1]
-            last_input = encoder_outputs[-2] if config.num_layers > 1 else embedding_output
-            last_block = blocks[self._block_index(config, config.num_layers - 1)]
-            pooler_input = _last_layer_rows(config, last_block, final_layer_norm, last_input, inputs["padding_mask"], first)
+            pooler_input = self._last_layer_rows(
+                config, blocks, final_layer_norm, encoder_outputs, embedding_output, inputs["padding_mask"], first
+            )  # [B, 1, H]
         outputs = {
             "sequence_output": x,  # [B, S, H]
             "pooled_output": pooler(pooler_input, inputs["padding_mask"]),  # [B, H]
@@ -221,6 +221,16 @@ class EncoderBase(keras.Model):
             and "output_positions" in inspect.signature(blocks[-1].call).parameters
         )
 
+    def _last_layer_rows(self, config, blocks, final_layer_norm, encoder_outputs, embedding_output, padding_mask, positions):
+        """The last layer's output `[B, P, H]` at `positions` `[B, P]` only, run on that layer's
+        input (the layer before's output, or the embeddings of a one-layer encoder)."""
+        last_input = encoder_outputs[-2] if config.num_layers > 1 else embedding_output  # [B, S, H]
+        last_block = blocks[self._block_index(config, config.num_layers - 1)]
+        rows = last_block(
+            last_input, padding_mask=padding_mask, use_causal_mask=config.causal, output_positions=positions
+        )  # [B, P, H]
+        return rows if final_layer_norm is None else final_layer_norm(rows)
+
     def layers_outside_graph(self):
         """Layers the encoder owns that its own graph never calls (XLNet's query-stream mask
         embedding): models that do not call them leave them out of training."""
@@ -260,9 +270,10 @@ class EncoderBase(keras.Model):
         config = self.config
         if not self._computes_last_layer_rows(config, self.transformer_layers):
             return ops.take_along_axis(outputs["sequence_output"], ops.expand_dims(positions, -1), axis=1)
-        last_input = outputs["encoder_outputs"][-2] if config.num_layers > 1 else outputs["embedding_output"]
-        last_block = self.transformer_layers[self._block_index(config, config.num_layers - 1)]
-        return _last_layer_rows(config, last_block, self.final_layer_norm, last_input, padding_mask, positions)
+        return self._last_layer_rows(
+            config, self.transformer_layers, self.final_layer_norm, outputs["encoder_outputs"],
+            outputs["embedding_output"], padding_mask, positions,
+        )
 
     @property
     def token_embedding(self):
@@ -308,14 +319,6 @@ class EncoderBase(keras.Model):
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         return cls(**config)
-
-
-def _last_layer_rows(config, last_block, final_layer_norm, last_input, padding_mask, positions):
-    """The last layer's output `[B, P, H]` at `positions` `[B, P]`, from its input `[B, S, H]`."""
-    rows = last_block(
-        last_input, padding_mask=padding_mask, use_causal_mask=config.causal, output_positions=positions
-    )  # [B, P, H]
-    return rows if final_layer_norm is None else final_layer_norm(rows)
 
 
 def block_arguments(config):
