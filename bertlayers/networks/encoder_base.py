@@ -136,7 +136,7 @@ class EncoderBase(keras.Model):
             x = final_layer_norm(x)
             encoder_outputs[-1] = x
         pooler_input = x
-        if pooler.position == "first" and self._computes_last_layer_rows(config, blocks):
+        if pooler.position == "first" and self._computes_last_layer_rows(blocks):
             # The pooler reads [CLS] alone, so it gets its own call of the last block that
             # computes only that row. A graph runs only what its outputs need: a classifier
             # never computes the last layer's other rows, a token-level head never this one.
@@ -213,7 +213,7 @@ class EncoderBase(keras.Model):
             encoder_outputs.append(x)  # [B, S, H]
         return x, encoder_outputs, attention_scores, {}
 
-    def _computes_last_layer_rows(self, config, blocks):
+    def _computes_last_layer_rows(self, blocks):
         """Whether the last layer can be run on chosen rows alone: BERT's stack (a family's own
         `_run_blocks` may call its blocks otherwise) of blocks that take `output_positions`."""
         return (
@@ -268,7 +268,7 @@ class EncoderBase(keras.Model):
         """
         check_integer_ids(positions, "positions")
         config = self.config
-        if not self._computes_last_layer_rows(config, self.transformer_layers):
+        if not self._computes_last_layer_rows(self.transformer_layers):
             return ops.take_along_axis(outputs["sequence_output"], ops.expand_dims(positions, -1), axis=1)
         return self._last_layer_rows(
             config, self.transformer_layers, self.final_layer_norm, outputs["encoder_outputs"],
