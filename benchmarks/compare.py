@@ -11,7 +11,8 @@ turns them off for both. The work, each library used the way its documentation s
   finetune  MiniLM-sized classifier (L6 H384, the real all-MiniLM-L6-v2 weights where the library
             loads them, random otherwise: same arithmetic), the first 2,048 Rotten Tomatoes training
             snippets (--finetune_examples), one epoch at batch 32, AdamW. bertlayers: batches grouped by length and cut to their longest;
-            transformers: `Trainer` with `train_sampling_strategy="group_by_length"` with dynamic padding to a multiple of 8;
+            transformers: `Trainer` with `train_sampling_strategy="group_by_length"` and dynamic padding,
+            to a multiple of 8 (its docs' setting) and to the longest (one row each; the faster is the peer);
             keras-hub: its preprocessor at sequence length 64 (fits all but 4 of 8,927 snippets).
             Inputs are tokenized before the clock starts, for every library.
   serve     The MiniLM classifier answering real review snippets, text in (tokenization timed):
@@ -23,6 +24,11 @@ turns them off for both. The work, each library used the way its documentation s
 
     python benchmarks/compare.py --torch_python /path/to/venv-with-torch/bin/python
     python benchmarks/compare.py --work finetune --precision float32 --quick   # a smoke run
+    python benchmarks/compare.py --rounds 3 ...   # every library 3 times, taking turns: medians and per-round ratios
+
+The machine's speed drifts between runs (by a fifth on a shared 2-core machine): with --rounds,
+each round runs every library back to back, the ratio is taken within each round, and the table
+gives the rounds' median ratio and their range.
 
 The peers: keras-hub comes with keras-nlp; for transformers a CPU torch wheel (a plain
 `pip install torch` pulls GBs of CUDA):
@@ -32,9 +38,11 @@ Results go to benchmarks/results.json and, as a table, benchmarks/README.md.
 """
 
 import argparse
+import itertools
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -249,7 +257,7 @@ def serving_numbers(latency):
 # --- transformers on torch -----------------------------------------------------------------
 
 
-def run_transformers(work, precision, data, quick, compiled=False):
+def run_transformers(work, precision, data, quick, compiled=False, pad_multiple=8):
     import torch
     import transformers
 
@@ -276,7 +284,7 @@ def run_transformers(work, precision, data, quick, compiled=False):
             )
             trainer = transformers.Trainer(
                 model=model, args=arguments, train_dataset=rows, callbacks=[clock],
-                data_collator=transformers.DataCollatorWithPadding(tokenizer, pad_to_multiple_of=8),
+                data_collator=transformers.DataCollatorWithPadding(tokenizer, pad_to_multiple_of=pad_multiple),
             )
             trainer.train()
         return {"examples_per_s": steady_rate(clock.ends, FINETUNE_BATCH)}
@@ -341,6 +349,10 @@ RUNNERS = {"bertlayers": run_bertlayers, "keras_hub": run_keras_hub, "transforme
 def variants(work):
     """(library, label, extra worker flags): the rows of one work."""
     rows = [("bertlayers", "bertlayers", []), ("keras_hub", "keras-hub", []), ("transformers", "transformers (torch eager)", [])]
+    if work == "finetune":
+        # Hugging Face's docs pad to multiples of 8 (for GPU tensor cores); on a CPU the exact
+        # longest may be faster, so transformers runs both and its faster row is the peer.
+        rows.append(("transformers", "transformers (pad to longest)", ["--pad_to_longest"]))
     if work == "serve":
         rows.append(("transformers", "transformers (torch.compile)", ["--compiled"]))
     return rows
@@ -350,6 +362,8 @@ def worker(args):
     with open(args.data, encoding="utf-8") as f:
         data = json.load(f)
     kwargs = {"compiled": True} if args.compiled else {}
+    if args.pad_to_longest:
+        kwargs["pad_multiple"] = None
     result = RUNNERS[args.library](args.work, args.precision, data, args.quick, **kwargs)
     result.setdefault("peak_rss_mb", peak_rss_mb())
     print("RESULT " + json.dumps(result), flush=True)
@@ -418,17 +432,55 @@ def scores(work, result):
     return (result["examples_per_s"],)
 
 
+def median_run(runs):
+    """One row of the table from a library's runs of one work: the median of every figure."""
+    done = [r for r in runs if "skipped" not in r]
+    if not done:
+        return runs[0]
+    row = dict(done[0])
+    for key, value in done[0].items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and key != "round":
+            row[key] = statistics.median(r[key] for r in done if key in r)
+    row["runs"] = len(done)
+    return row
+
+
+def round_ratios(work, runs):
+    """bertlayers over the fastest peer of the same round, one tuple of ratios per round: a round
+    runs every library back to back, so the machine's drift between rounds cancels out."""
+    ratios = []
+    for number in sorted({r.get("round", 0) for r in runs}):
+        done = [r for r in runs if r.get("round", 0) == number and "skipped" not in r]
+        ours = [scores(work, r) for r in done if r["library"] == "bertlayers"]
+        peers = [scores(work, r) for r in done if r["library"] != "bertlayers"]
+        if ours and peers:
+            best_peer = [max(column) for column in zip(*peers)]
+            ratios.append(tuple(o / b for o, b in zip(ours[0], best_peer)))
+    return ratios
+
+
+def shown_ratio(ratios):
+    """The median ratio of the rounds, with their range when there were several."""
+    parts = []
+    for column in zip(*ratios):
+        text = f"{statistics.median(column):.2f}x"
+        if len(column) > 1:
+            text += f" ({min(column):.2f}-{max(column):.2f})"
+        parts.append(text)
+    return " / ".join(parts)
+
+
 def table(results):
-    lines = ["| work | precision | library | result | ratio to the fastest peer (serve: p50 / batch 32) | peak RSS MB | MFU |",
+    lines = ["| work | precision | library | result (median of the rounds) | ratio to the fastest peer (serve: p50 / batch 32), median (range) of the rounds | peak RSS MB | MFU |",
              "|---|---|---|---|---|---|---|"]
     for work in WORKS:
         for precision in PRECISIONS:
-            rows = [r for r in results if r["work"] == work and r["precision"] == precision]
-            if not rows:
+            runs = [r for r in results if r["work"] == work and r["precision"] == precision]
+            if not runs:
                 continue
-            peers = [scores(work, r) for r in rows if r["library"] != "bertlayers" and "skipped" not in r]
-            best_peer = [max(column) for column in zip(*peers)] if peers else None
-            for r in rows:
+            ratios = round_ratios(work, runs)
+            for label in dict.fromkeys(r["label"] for r in runs):
+                r = median_run([run for run in runs if run["label"] == label])
                 if "skipped" in r:
                     lines.append(f"| {work} | {precision} | {r['label']} | skipped: {r['skipped'][:80]} | | | |")
                     continue
@@ -438,9 +490,9 @@ def table(results):
                     shown = f"{r['examples_per_s']:.1f} {headline(work)}"
                     if "real_tokens_per_s" in r:
                         shown += f", {r['real_tokens_per_s']:.0f} real tokens/s"
-                ratio = ""
-                if best_peer and r["library"] == "bertlayers":
-                    ratio = " / ".join(f"{ours / best:.2f}x" for ours, best in zip(scores(work, r), best_peer))
+                if r.get("runs", 1) > 1:
+                    shown += f" ({r['runs']} runs)"
+                ratio = shown_ratio(ratios) if ratios and r["library"] == "bertlayers" else ""
                 mfu = f"{r['mfu']:.2f}" if "mfu" in r else ""
                 lines.append(f"| {work} | {precision} | {r['label']} | {shown} | {ratio} | {r['peak_rss_mb']:.0f} | {mfu} |")
     return "\n".join(lines)
@@ -454,10 +506,13 @@ def main():
     parser.add_argument("--torch_python", default=sys.executable, help="a Python with torch and transformers")
     parser.add_argument("--finetune_examples", type=int, default=2048, help="training snippets of the fine-tuning work")
     parser.add_argument("--quick", action="store_true", help="a few steps and requests: checks that every row runs")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run every library this many times, taking turns; the table gives medians and each round's ratio")
     parser.add_argument("--output", default=os.path.join(HERE, "results.json"))
     parser.add_argument("--table", metavar="RESULTS_JSON", help="print the table of an earlier run and stop")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--compiled", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--pad_to_longest", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--data", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.table:
@@ -473,7 +528,7 @@ def main():
         results = []
         for work in args.work:
             for precision in args.precision:
-                for library, label, extra in variants(work):
+                for number, (library, label, extra) in itertools.product(range(args.rounds), variants(work)):
                     if library not in args.library:
                         continue
                     python = args.torch_python if library == "transformers" else sys.executable
@@ -484,7 +539,7 @@ def main():
                         if mean_real_tokens is None:
                             mean_real_tokens = real_tokens_per_example(data)
                         result["real_tokens_per_s"] = result["examples_per_s"] * mean_real_tokens
-                    result.update(work=work, precision=precision, library=library, label=label)
+                    result.update(work=work, precision=precision, library=library, label=label, round=number)
                     results.append(result)
                     print(f"{work:9s} {precision:9s} {label:30s} {json.dumps({k: v for k, v in result.items() if k not in ('work', 'precision', 'library', 'label')})} ({time.perf_counter() - started:.0f} s)", flush=True)
     report = {"machine": machine(), "quick": args.quick, "command": " ".join(sys.argv), "results": results}

@@ -345,3 +345,25 @@ def test_scalar_mix_starts_as_the_mean_and_learns_a_weighting():
     mix.layer_weights.assign([0.0, 0.0, 50.0])
     mix.gamma.assign(2.0)
     np.testing.assert_allclose(mix(stack), 2.0 * stack[2], atol=1e-4)
+
+
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post_norm", "pre_norm"])
+def test_the_position_wise_half_runs_on_real_tokens_only(norm_first):
+    """With a padding mask, everything after attention (LayerNorms, feed-forward network,
+    residuals) runs on the real tokens' rows alone: each example's rows equal that example run
+    alone at its own length, the padding rows are zeros, and the feed-forward network's first
+    dense layer is called on exactly the real tokens."""
+    block = layers.TransformerEncoderBlock(4, 64, dropout=0.0, attention_dropout=0.0, norm_first=norm_first)
+    x = np.random.default_rng(0).normal(size=(3, 7, 32)).astype("float32")
+    lengths = np.array([7, 4, 2])
+    mask = (np.arange(7)[None, :] < lengths[:, None]).astype("int32")  # [3, 7]
+    block(x, padding_mask=mask)  # builds
+    seen = []
+    dense_call = block.intermediate_dense.call
+    block.intermediate_dense.call = lambda rows: seen.append(tuple(rows.shape)) or dense_call(rows)
+    out = keras.ops.convert_to_numpy(block(x, padding_mask=mask))
+    assert seen == [(int(lengths.sum()), 32)]  # [real tokens, H]: no padding row
+    for b, n in enumerate(lengths):
+        alone = keras.ops.convert_to_numpy(block(x[b:b + 1, :n], padding_mask=mask[b:b + 1, :n]))
+        np.testing.assert_allclose(out[b, :n], alone[0], atol=1e-5)
+        assert not out[b, n:].any()

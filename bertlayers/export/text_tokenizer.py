@@ -56,14 +56,13 @@ class InGraphTokenizer(tf.Module):
         return self.wordpiece.tokenize(self.normalizer.normalize(texts))
 
 
-# Training and offline prediction pad batches to multiples of this: few distinct shapes, so
-# few traced graphs. A served graph takes any length, and there the exact longest is faster.
-PAD_MULTIPLE = 8
+def padded_length(longest, sequence_length, multiple=1):
+    """The length a batch is padded to: its `longest` row (rounded up to a multiple of
+    `multiple`), at least 1 and at most `sequence_length` (a scalar tensor).
 
-
-def padded_length(longest, sequence_length, multiple=PAD_MULTIPLE):
-    """The length a batch is padded to: its `longest` row rounded up to a multiple of
-    `multiple`, at most `sequence_length` (a scalar tensor)."""
+    Training, prediction and the served graphs all cut to the exact longest: they are traced
+    for any length (`[batch, None]`), and fine-tuning steps and served batches of real text
+    were faster there than at multiples of 8 (benchmarks/README.md)."""
     rounded = (longest + multiple - 1) // multiple * multiple
     return tf.minimum(tf.maximum(rounded, multiple), sequence_length)
 
@@ -113,9 +112,7 @@ def pack(first, second, sequence_length, cls_id, sep_id, truncate):
     sep_b = sep_a + keep_b[:, tf.newaxis] + 1  # [batch, 1]: B's [SEP], if there is a B
     total = sep_a + 1 if second is None else sep_b + 1  # [batch, 1]
     longest = tf.reduce_max(tf.pad(total[:, 0], [[0, 1]]))  # 0 for an empty batch
-    # Not rounded up: this graph takes any length, and real snippets were served faster at
-    # their exact longest than at multiples of 8 (benchmarks/README.md).
-    length = padded_length(longest, sequence_length, multiple=1)
+    length = padded_length(longest, sequence_length)
     column = tf.range(length)[tf.newaxis, :]  # [1, length]
 
     token_ids = tf.where(column == 0, cls_id, _pieces_at(first, column - 1))  # [batch, length]

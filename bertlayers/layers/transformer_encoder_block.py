@@ -48,7 +48,10 @@ class TransformerEncoderBlock(keras.layers.Layer):
 
     Returns:
       `[batch, seq, hidden]`, or `[batch, P, hidden]` with `output_positions` (and the
-      probabilities `[batch, heads, seq or P, seq]`, if asked for).
+      probabilities `[batch, heads, seq or P, seq]`, if asked for). Rows at padding are zeros:
+      with a `padding_mask`, the position-wise half of the block (everything after attention)
+      runs on the real tokens' rows only, which skips the padding's share of the feed-forward
+      network, two thirds of the block's matmul work.
     """
 
     def __init__(
@@ -124,9 +127,17 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.output_layer_norm.build(inputs_shape)
         self.built = True
 
-    def _feed_forward(self, x, training):
-        x = on_token_rows(lambda rows: self.output_dense(self._activation_fn(self.intermediate_dense(rows))), x)
+    def _feed_forward(self, rows, training):
+        x = self.output_dense(self._activation_fn(self.intermediate_dense(rows)))
         return self.output_dropout_layer(x, training=training)
+
+    def _after_attention(self, rows, training):
+        # rows: [tokens, H] of residual + attention output. Everything from here on is
+        # position-wise, so it runs on token rows (of real tokens only, where padding is known).
+        if self.norm_first:
+            return rows + self._feed_forward(self.output_layer_norm(rows), training)
+        rows = self.attention_layer_norm(rows)
+        return self.output_layer_norm(rows + self._feed_forward(rows, training))
 
     def call(
         self,
@@ -155,12 +166,13 @@ class TransformerEncoderBlock(keras.layers.Layer):
         )
         if return_attention_scores:
             attended, scores = attended
-        x = residual + self.attention_dropout_layer(attended, training=training)
-        if self.norm_first:
-            outputs = x + self._feed_forward(self.output_layer_norm(x), training)
+        x = residual + self.attention_dropout_layer(attended, training=training)  # [B, S or P, H]
+        if output_positions is None:
+            outputs = on_token_rows(lambda rows: self._after_attention(rows, training), x, padding_mask)
         else:
-            x = self.attention_layer_norm(x)
-            outputs = self.output_layer_norm(x + self._feed_forward(x, training))
+            outputs = on_token_rows(lambda rows: self._after_attention(rows, training), x)
+            if padding_mask is not None:  # zeros at padding, as the full output has
+                outputs = outputs * ops.cast(_rows_at(padding_mask[..., None], output_positions), outputs.dtype)
 
         if return_attention_scores:
             return outputs, scores

@@ -2,9 +2,9 @@
 
 Real text is short: Rotten Tomatoes snippets average about 30 WordPiece tokens, so a batch padded
 to a fixed 64 spends half its attention and feed-forward work on padding. Here every batch is
-trimmed to its longest example, rounded up to a multiple of `PAD_MULTIPLE` (few distinct shapes:
-the `tf.function` that Keras traces with `reduce_retracing` settles on one `[batch, None]`
-signature, and the matmul kernels like multiples of 8).
+trimmed to its longest example (the `tf.function` that Keras traces with `reduce_retracing`
+settles on one `[batch, None]` signature, so new lengths do not retrace; rounding lengths up to
+multiples of 8 only added work: benchmarks/README.md).
 
 Training batches are grouped by length the way Hugging Face's `group_by_length` does it: shuffle
 all examples, cut the stream into groups of `group_size` batches, sort each group by length,
@@ -39,7 +39,7 @@ def per_token_outputs(model):
 
 
 def _trim_batch(x, y, sample_weight, token_outputs):
-    # [B, S] -> [B, L]: L = longest real length in the batch, rounded up to PAD_MULTIPLE, at most S.
+    # [B, S] -> [B, L]: L = longest real length in the batch.
     full = x["padding_mask"].shape[1]
     longest = tf.reduce_max(tf.reduce_sum(tf.cast(x["padding_mask"], tf.int32), axis=1))
     length = padded_length(longest, full)
