@@ -33,7 +33,7 @@ gives the rounds' median ratio and their range.
 The peers: keras-hub comes with keras-nlp; for transformers a CPU torch wheel (a plain
 `pip install torch` pulls GBs of CUDA):
     pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
-    pip install transformers==5.23.0
+    pip install transformers==5.23.0 accelerate==1.15.0   # accelerate: Trainer needs it
 Results go to benchmarks/results.json and, as a table, benchmarks/README.md.
 """
 

@@ -11,6 +11,7 @@ Two works on the MiniLM classifier (L6 H384, the real all-MiniLM-L6-v2 weights),
     python benchmarks/op_profile.py --work serve --batch_size 32 --length 48
     TF_ENABLE_ONEDNN_OPTS=0 python benchmarks/op_profile.py --work serve    # without oneDNN's rewrites
     python benchmarks/op_profile.py --work finetune --length 32 --precision bfloat16 [--any_length]
+    python benchmarks/op_profile.py --work finetune --length 64 --shortest 8   # fixed-length batches, padded
 
 Times are summed over TensorFlow's executor threads, so ops that run side by side add up to
 more than the wall time; the shares say where the work is. The trace is TensorFlow's profiler
@@ -38,12 +39,16 @@ def classifier(dtype="float32"):
     return SequenceClassifier(load_encoder(minilm_path(), dtype=dtype), 2)
 
 
-def inputs(batch_size, length):
+def inputs(batch_size, length, shortest=None):
+    """Random ids; every row real to its end, or (`shortest`) real to a length drawn from
+    [shortest, length] and padded after it, as a fixed-length batch of real text is."""
     rng = np.random.default_rng(0)
+    real = np.full(batch_size, length) if shortest is None else rng.integers(shortest, length + 1, batch_size)
+    padding_mask = (np.arange(length)[None, :] < real[:, None]).astype("int32")  # [B, S]
     return {
-        "token_ids": rng.integers(1000, 20000, (batch_size, length)).astype("int32"),
+        "token_ids": rng.integers(1000, 20000, (batch_size, length)).astype("int32") * padding_mask,
         "segment_ids": np.zeros((batch_size, length), "int32"),
-        "padding_mask": np.ones((batch_size, length), "int32"),
+        "padding_mask": padding_mask,
     }
 
 
@@ -52,7 +57,7 @@ def finetune_step(args):
 
     model = classifier("mixed_bfloat16" if args.precision == "bfloat16" else "float32")
     model.compile(optimizer=create_optimizer(5e-5, 1000, 100, weight_decay=0.01))
-    x = inputs(args.batch_size, args.length)
+    x = inputs(args.batch_size, args.length, args.shortest)
     y = {"logits": np.random.default_rng(1).integers(0, 2, args.batch_size)}
     data = tf.data.Dataset.from_tensors((x, y)).repeat(args.steps)
     if args.any_length:  # the step traced for batches of any length, as length_batches feeds it
@@ -69,7 +74,7 @@ def serve_call(args, folder):
 
         path = export_for_serving(classifier(), "profiled", base_dir=folder, sequence_length=128)["profiled"]
     signature = tf.saved_model.load(path).signatures["serving_default"]
-    x = {k: tf.constant(v) for k, v in inputs(args.batch_size, args.length).items()}
+    x = {k: tf.constant(v) for k, v in inputs(args.batch_size, args.length, args.shortest).items()}
 
     def run():
         for _ in range(args.steps):
@@ -109,6 +114,8 @@ def main():
     parser.add_argument("--top", type=int, default=20)
     parser.add_argument("--precision", choices=("float32", "bfloat16"), default="float32",
                         help="finetune: the classifier's policy (bfloat16: mixed_bfloat16)")
+    parser.add_argument("--shortest", type=int, help="pad the rows: each one real up to a length drawn "
+                        "from [--shortest, --length] (default: no padding)")
     parser.add_argument("--any_length", action="store_true", help="finetune: trace the step with the sequence "
                         "length unknown (length_batches' batches) instead of fixed at --length")
     args = parser.parse_args()
@@ -125,7 +132,8 @@ def main():
         totals = op_times(trace)
     everything = sum(totals.values())
     print(f"{args.work} {args.precision}{' any length' if args.any_length else ''}, "
-          f"batch {args.batch_size} x length {args.length}, TF_ENABLE_ONEDNN_OPTS="
+          f"batch {args.batch_size} x length {args.length}"
+          f"{f' (real lengths from {args.shortest})' if args.shortest else ''}, TF_ENABLE_ONEDNN_OPTS="
           f"{os.environ.get('TF_ENABLE_ONEDNN_OPTS')}: {wall * 1000:.0f} ms per step untraced; "
           f"op time {everything / steps * 1000:.0f} ms per step over the threads")
     print("| op type | ms per step | share |")

@@ -367,3 +367,16 @@ def test_the_position_wise_half_runs_on_real_tokens_only(norm_first):
         alone = keras.ops.convert_to_numpy(block(x[b:b + 1, :n], padding_mask=mask[b:b + 1, :n]))
         np.testing.assert_allclose(out[b, :n], alone[0], atol=1e-5)
         assert not out[b, n:].any()
+
+
+def test_skipping_padding_compiles_under_xla():
+    """The real tokens' rows have a data-dependent count; XLA (`jit_compile`, an option of the
+    pretraining and fine-tuning runners) compiles it as a bounded dynamic shape."""
+    import tensorflow as tf
+
+    block = layers.TransformerEncoderBlock(4, 64, dropout=0.0, attention_dropout=0.0)
+    x = np.random.default_rng(1).normal(size=(2, 5, 32)).astype("float32")
+    mask = np.array([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0]], "int32")
+    eager = keras.ops.convert_to_numpy(block(x, padding_mask=mask))
+    compiled = tf.function(lambda x, mask: block(x, padding_mask=mask), jit_compile=True)(x, mask)
+    np.testing.assert_allclose(compiled.numpy(), eager, atol=1e-5)
