@@ -12,6 +12,7 @@ Two works on the MiniLM classifier (L6 H384, the real all-MiniLM-L6-v2 weights),
     TF_ENABLE_ONEDNN_OPTS=0 python benchmarks/op_profile.py --work serve    # without oneDNN's rewrites
     python benchmarks/op_profile.py --work finetune --length 32 --precision bfloat16 [--any_length]
     python benchmarks/op_profile.py --work finetune --length 64 --shortest 8   # fixed-length batches, padded
+    python benchmarks/op_profile.py --work serve --batch_size 1 --length 27 --steps 200 --threads 1 1
 
 Times are summed over TensorFlow's executor threads, so ops that run side by side add up to
 more than the wall time; the shares say where the work is. The trace is TensorFlow's profiler
@@ -118,7 +119,14 @@ def main():
                         "from [--shortest, --length] (default: no padding)")
     parser.add_argument("--any_length", action="store_true", help="finetune: trace the step with the sequence "
                         "length unknown (length_batches' batches) instead of fixed at --length")
+    parser.add_argument("--threads", type=int, nargs=2, metavar=("INTRA_OP", "INTER_OP"),
+                        help="TensorFlow's intra-op and inter-op thread pools (TF Serving's "
+                        "--tensorflow_intra_op_parallelism / --tensorflow_inter_op_parallelism; default: one "
+                        "thread per core each)")
     args = parser.parse_args()
+    if args.threads:
+        tf.config.threading.set_intra_op_parallelism_threads(args.threads[0])
+        tf.config.threading.set_inter_op_parallelism_threads(args.threads[1])
 
     with tempfile.TemporaryDirectory() as folder:
         run, steps = finetune_step(args) if args.work == "finetune" else serve_call(args, folder)
@@ -131,10 +139,11 @@ def main():
         tf.profiler.experimental.stop()
         totals = op_times(trace)
     everything = sum(totals.values())
+    threads = f", threads {args.threads[0]}/{args.threads[1]}" if args.threads else ""
     print(f"{args.work} {args.precision}{' any length' if args.any_length else ''}, "
           f"batch {args.batch_size} x length {args.length}"
           f"{f' (real lengths from {args.shortest})' if args.shortest else ''}, TF_ENABLE_ONEDNN_OPTS="
-          f"{os.environ.get('TF_ENABLE_ONEDNN_OPTS')}: {wall * 1000:.0f} ms per step untraced; "
+          f"{os.environ.get('TF_ENABLE_ONEDNN_OPTS')}{threads}: {wall * 1000:.0f} ms per step untraced; "
           f"op time {everything / steps * 1000:.0f} ms per step over the threads")
     print("| op type | ms per step | share |")
     print("|---|---|---|")
