@@ -139,8 +139,7 @@ def run_bertlayers(work, precision, data, quick):
     from bertlayers.data.tokenizer import BertInputPacker, wordpiece_tokenizer
     from bertlayers.export import export_for_serving
     from bertlayers.export.serving_latency import serving_latency
-    from bertlayers.models import BertPretrainer, SequenceClassifier
-    from bertlayers.networks import BertEncoder
+    from bertlayers.models import SequenceClassifier
     from bertlayers.training.length_batching import length_batches
     from bertlayers.training.optimization import create_optimizer
 
@@ -161,6 +160,18 @@ def run_bertlayers(work, precision, data, quick):
             paths = export_for_serving(model, "bench", base_dir=folder, vocabulary=data["vocabulary"],
                                        sequence_length=SERVE_LENGTH, truncate=True, precision=precision)
             return serving_numbers(serving_latency(paths["bench_text"], data["serve_texts"], **serve_settings(quick)))
+    model, x, y, weights = bertlayers_pretrainer(work, dtype)
+    return keras_mlm_steps(model, x, y, weights, MLM_SIZES[work], precision, quick)
+
+
+def bertlayers_pretrainer(work, dtype):
+    """The compiled `BertPretrainer` of MLM work `work` and its batch: (model, x, y, sample weights)."""
+    import numpy as np
+
+    from bertlayers.models import BertPretrainer
+    from bertlayers.networks import BertEncoder
+    from bertlayers.training.optimization import create_optimizer
+
     size = MLM_SIZES[work]
     encoder = BertEncoder(vocabulary_size=VOCABULARY_SIZE, max_sequence_length=512, dtype=dtype,
                           **{k: v for k, v in size.items() if k != "batch_size"})
@@ -168,7 +179,7 @@ def run_bertlayers(work, precision, data, quick):
     model.compile(optimizer=create_optimizer(1e-4, 1000, 100, weight_decay=0.01))
     x, y, weights = mlm_batch(size["batch_size"], np)
     x["masked_positions"] = x.pop("mask_positions")
-    return keras_mlm_steps(model, x, {"mlm": y}, {"mlm": weights}, size, precision, quick)
+    return model, x, {"mlm": y}, {"mlm": weights}
 
 
 def run_keras_hub(work, precision, data, quick):

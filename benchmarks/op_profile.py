@@ -7,12 +7,16 @@ Two works on the MiniLM classifier (L6 H384, the real all-MiniLM-L6-v2 weights),
   serve     calls of an exported ids SavedModel's `serving_default` (`--model`, or the classifier
             exported to a temporary folder)
 
+and `compare.py`'s MLM pretraining steps, its model and batch (`--batch_size` and `--length` do
+not apply): `mlm_l4` (L4 H512, 32 x 128) and `mlm_base` (BERT-base, 8 x 128).
+
     python benchmarks/op_profile.py --work finetune --batch_size 32 --length 32
     python benchmarks/op_profile.py --work serve --batch_size 32 --length 48
     TF_ENABLE_ONEDNN_OPTS=0 python benchmarks/op_profile.py --work serve    # without oneDNN's rewrites
     python benchmarks/op_profile.py --work finetune --length 32 --precision bfloat16 [--any_length]
     python benchmarks/op_profile.py --work finetune --length 64 --shortest 8   # fixed-length batches, padded
     python benchmarks/op_profile.py --work serve --batch_size 1 --length 27 --steps 200 --threads 1 1
+    python benchmarks/op_profile.py --work mlm_l4 --steps 4
 
 Times are summed over TensorFlow's executor threads, so ops that run side by side add up to
 more than the wall time; the shares say where the work is. The trace is TensorFlow's profiler
@@ -68,6 +72,15 @@ def finetune_step(args):
     return lambda: model.fit(data, epochs=1, verbose=0), args.steps
 
 
+def mlm_step(args):
+    from compare import bertlayers_pretrainer
+
+    model, x, y, weights = bertlayers_pretrainer(args.work, "mixed_bfloat16" if args.precision == "bfloat16" else "float32")
+    data = tf.data.Dataset.from_tensors((x, y, weights)).repeat(args.steps)
+    model.fit(data, epochs=1, verbose=0)  # traces and warms up
+    return lambda: model.fit(data, epochs=1, verbose=0), args.steps
+
+
 def serve_call(args, folder):
     path = args.model
     if path is None:
@@ -107,7 +120,7 @@ def op_times(trace_folder):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--work", choices=("finetune", "serve"), default="serve")
+    parser.add_argument("--work", choices=("finetune", "serve", "mlm_l4", "mlm_base"), default="serve")
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--length", type=int, default=48)
     parser.add_argument("--steps", type=int, default=3, help="steps (or calls) traced")
@@ -129,7 +142,10 @@ def main():
         tf.config.threading.set_inter_op_parallelism_threads(args.threads[1])
 
     with tempfile.TemporaryDirectory() as folder:
-        run, steps = finetune_step(args) if args.work == "finetune" else serve_call(args, folder)
+        if args.work == "serve":
+            run, steps = serve_call(args, folder)
+        else:
+            run, steps = finetune_step(args) if args.work == "finetune" else mlm_step(args)
         start = time.perf_counter()
         run()
         wall = (time.perf_counter() - start) / steps
@@ -140,11 +156,16 @@ def main():
         totals = op_times(trace)
     everything = sum(totals.values())
     threads = f", threads {args.threads[0]}/{args.threads[1]}" if args.threads else ""
-    print(f"{args.work} {args.precision}{' any length' if args.any_length else ''}, "
-          f"batch {args.batch_size} x length {args.length}"
+    if args.work.startswith("mlm"):
+        from compare import MLM_SEQUENCE, MLM_SIZES  # noqa: F811
+
+        shape = f"batch {MLM_SIZES[args.work]['batch_size']} x length {MLM_SEQUENCE}"
+    else:
+        shape = f"batch {args.batch_size} x length {args.length}"
+    print(f"{args.work} {args.precision}{' any length' if args.any_length else ''}, {shape}"
           f"{f' (real lengths from {args.shortest})' if args.shortest else ''}, TF_ENABLE_ONEDNN_OPTS="
-          f"{os.environ.get('TF_ENABLE_ONEDNN_OPTS')}{threads}: {wall * 1000:.0f} ms per step untraced; "
-          f"op time {everything / steps * 1000:.0f} ms per step over the threads")
+          f"{os.environ.get('TF_ENABLE_ONEDNN_OPTS')}{threads}: {wall * 1000:.1f} ms per step untraced; "
+          f"op time {everything / steps * 1000:.1f} ms per step over the threads")
     print("| op type | ms per step | share |")
     print("|---|---|---|")
     for op, seconds in totals.most_common(args.top):
