@@ -16,7 +16,7 @@ not apply): `mlm_l4` (L4 H512, 32 x 128) and `mlm_base` (BERT-base, 8 x 128).
     python benchmarks/op_profile.py --work finetune --length 32 --precision bfloat16 [--any_length]
     python benchmarks/op_profile.py --work finetune --length 64 --shortest 8   # fixed-length batches, padded
     python benchmarks/op_profile.py --work serve --batch_size 1 --length 27 --steps 200 --threads 1 1
-    python benchmarks/op_profile.py --work mlm_l4 --steps 4
+    python benchmarks/op_profile.py --work mlm_l4 --steps 8
 
 Times are summed over TensorFlow's executor threads, so ops that run side by side add up to
 more than the wall time; the shares say where the work is. The trace is TensorFlow's profiler
@@ -157,7 +157,7 @@ def main():
     everything = sum(totals.values())
     threads = f", threads {args.threads[0]}/{args.threads[1]}" if args.threads else ""
     if args.work.startswith("mlm"):
-        from compare import MLM_SEQUENCE, MLM_SIZES  # noqa: F811
+        from compare import MLM_SEQUENCE, MLM_SIZES
 
         shape = f"batch {MLM_SIZES[args.work]['batch_size']} x length {MLM_SEQUENCE}"
     else:
