@@ -60,7 +60,7 @@ def inputs(batch_size, length, shortest=None):
 def finetune_step(args):
     from bertlayers.training.optimization import create_optimizer
 
-    model = classifier("mixed_bfloat16" if args.precision == "bfloat16" else "float32")
+    model = classifier(policy(args))
     model.compile(optimizer=create_optimizer(5e-5, 1000, 100, weight_decay=0.01))
     x = inputs(args.batch_size, args.length, args.shortest)
     y = {"logits": np.random.default_rng(1).integers(0, 2, args.batch_size)}
@@ -68,17 +68,24 @@ def finetune_step(args):
     if args.any_length:  # the step traced for batches of any length, as length_batches feeds it
         spec = ({k: tf.TensorSpec([None, None], tf.int32) for k in x}, {"logits": tf.TensorSpec([None], tf.int64)})
         data = tf.data.Dataset.from_generator(lambda: iter([(x, y)] * args.steps), output_signature=spec)
-    model.fit(data, epochs=1, verbose=0)  # traces and warms up
-    return lambda: model.fit(data, epochs=1, verbose=0), args.steps
+    return fit_steps(model, data), args.steps
 
 
 def mlm_step(args):
     from compare import bertlayers_pretrainer
 
-    model, x, y, weights = bertlayers_pretrainer(args.work, "mixed_bfloat16" if args.precision == "bfloat16" else "float32")
-    data = tf.data.Dataset.from_tensors((x, y, weights)).repeat(args.steps)
-    model.fit(data, epochs=1, verbose=0)  # traces and warms up
-    return lambda: model.fit(data, epochs=1, verbose=0), args.steps
+    model, x, y, weights = bertlayers_pretrainer(args.work, policy(args))
+    return fit_steps(model, tf.data.Dataset.from_tensors((x, y, weights)).repeat(args.steps)), args.steps
+
+
+def policy(args):
+    return "mixed_bfloat16" if args.precision == "bfloat16" else "float32"
+
+
+def fit_steps(model, data):
+    """One epoch of `model.fit` over `data`, as a function to time; traced and warmed up first."""
+    model.fit(data, epochs=1, verbose=0)
+    return lambda: model.fit(data, epochs=1, verbose=0)
 
 
 def serve_call(args, folder):
@@ -127,7 +134,7 @@ def main():
     parser.add_argument("--model", help="serve: an ids SavedModel version folder (default: export the classifier)")
     parser.add_argument("--top", type=int, default=20)
     parser.add_argument("--precision", choices=("float32", "bfloat16"), default="float32",
-                        help="finetune: the classifier's policy (bfloat16: mixed_bfloat16)")
+                        help="finetune and MLM: the model's policy (bfloat16: mixed_bfloat16)")
     parser.add_argument("--shortest", type=int, help="pad the rows: each one real up to a length drawn "
                         "from [--shortest, --length] (default: no padding)")
     parser.add_argument("--any_length", action="store_true", help="finetune: trace the step with the sequence "
@@ -137,6 +144,8 @@ def main():
                         "--tensorflow_intra_op_parallelism / --tensorflow_inter_op_parallelism; default: one "
                         "thread per core each)")
     args = parser.parse_args()
+    if args.work.startswith("mlm") and (args.any_length or args.shortest):
+        parser.error("--any_length and --shortest apply to finetune and serve, not to the MLM works")
     if args.threads:
         tf.config.threading.set_intra_op_parallelism_threads(args.threads[0])
         tf.config.threading.set_inter_op_parallelism_threads(args.threads[1])
