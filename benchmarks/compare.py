@@ -25,6 +25,7 @@ turns them off for both. The work, each library used the way its documentation s
     python benchmarks/compare.py --torch_python /path/to/venv-with-torch/bin/python
     python benchmarks/compare.py --work finetune --precision float32 --quick   # a smoke run
     python benchmarks/compare.py --rounds 3 ...   # every library 3 times, taking turns: medians and per-round ratios
+    python benchmarks/compare.py --table benchmarks/results.json --chart benchmarks/ratios.png   # the ratios drawn
 
 The machine's speed drifts between runs (by a fifth on a shared 2-core machine): with --rounds,
 each round runs every library back to back, the ratio is taken within each round, and the table
@@ -61,6 +62,9 @@ MLM_SIZES = {
 MLM_SEQUENCE, MLM_PREDICTIONS, VOCABULARY_SIZE = 128, 20, 30522
 FINETUNE_BATCH, FINETUNE_LENGTH, SERVE_LENGTH = 32, 64, 128
 WARMUP_STEPS = 4  # steps left out of every timing: tracing, kernel selection, allocator warm-up
+# Issue 12's targets for bertlayers over the fastest peer, by the columns `scores` returns.
+TARGETS = {"finetune": (1.3,), "serve": (1.3, 1.3), "mlm_l4": (1.15,), "mlm_base": (1.15,)}
+RATIO_NAMES = {"serve": ("batch-1 p50", "batch 32")}
 
 
 # --- what every worker shares (no TensorFlow or torch imports at module level) -------------
@@ -509,6 +513,48 @@ def table(results):
     return "\n".join(lines)
 
 
+def chart(report, path):
+    """A PNG of bertlayers' ratios to the fastest peer: each round's ratio (dots), their median
+    (bar), parity (1x) and the target, one row per work, precision and ratio."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise SystemExit("--chart needs matplotlib: pip install -e .[charts]")
+    rows = []  # (label, each round's ratio, target)
+    for work in WORKS:
+        for precision in PRECISIONS:
+            ratios = round_ratios(work, [r for r in report["results"] if r["work"] == work and r["precision"] == precision])
+            for column, rounds in enumerate(zip(*ratios)):
+                names = RATIO_NAMES.get(work, (headline(work),))
+                rows.append((f"{work} {precision}\n{names[column]}", rounds, TARGETS[work][column]))
+    if not rows:
+        raise SystemExit("No ratios to draw: the results have no work with bertlayers and a peer in one round.")
+    figure, axis = plt.subplots(figsize=(8, 0.6 * len(rows) + 1.6))
+    for y, (_, rounds, target) in enumerate(rows):
+        median = statistics.median(rounds)
+        axis.barh(y, median, color="tab:green" if median >= target else "tab:orange", height=0.55)
+        axis.plot(rounds, [y] * len(rounds), "o", color="black", markersize=4)
+        axis.plot([target, target], [y - 0.38, y + 0.38], color="tab:red", linewidth=2)
+        axis.text(max(max(rounds), target) + 0.03, y, f"{median:.2f}x", va="center")
+    axis.axvline(1.0, color="0.4", linestyle="--", linewidth=1)
+    axis.set_yticks(range(len(rows)), [label for label, _, _ in rows])
+    axis.invert_yaxis()
+    axis.set_xlim(0, max(max(max(r), t) for _, r, t in rows) + 0.35)
+    axis.set_xlabel("bertlayers / fastest peer (above 1: faster); dots: rounds; red: target")
+    machine = report["machine"]
+    flags = ", ".join(f"{name} {'yes' if machine.get(key) else 'no'}" for key, name in
+                      (("avx512f", "AVX-512"), ("avx512_bf16", "AVX512-BF16"), ("amx_bf16", "AMX")))
+    axis.set_title(f"{machine['cpu']}, {machine['cores']} cores ({flags}), TF_ENABLE_ONEDNN_OPTS="
+                   f"{machine.get('tf_onednn_opts')}", fontsize=10)
+    axis.grid(axis="x", alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    print(f"Chart: {path}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", nargs="+", default=list(WORKS), choices=WORKS)
@@ -521,13 +567,15 @@ def main():
                         help="run every library this many times, taking turns; the table gives medians and each round's ratio")
     parser.add_argument("--output", default=os.path.join(HERE, "results.json"))
     parser.add_argument("--table", metavar="RESULTS_JSON", help="print the table of an earlier run and stop")
+    parser.add_argument("--chart", metavar="PNG", help="also draw the ratios (of this run, or of --table's) "
+                        "as a chart (needs matplotlib: the `charts` extra)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--compiled", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--pad_to_longest", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--data", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.table:
-        return print_table(args.table)
+        return print_table(args.table, args.chart)
     if args.worker:
         args.library, args.work, args.precision = args.library[0], args.work[0], args.precision[0]
         return worker(args)
@@ -557,12 +605,16 @@ def main():
     with open(args.output, "w", encoding="utf-8") as f:
         json.dump(report, f, indent=1)
     print(f"\n{report['machine']}\n\n{table(results)}")
+    if args.chart:
+        chart(report, args.chart)
 
 
-def print_table(path):
+def print_table(path, chart_path=None):
     with open(path, encoding="utf-8") as f:
         report = json.load(f)
     print(f"{report['machine']}\n{report['command']}\n\n{table(report['results'])}")
+    if chart_path:
+        chart(report, chart_path)
 
 
 def real_tokens_per_example(data):
