@@ -155,7 +155,8 @@ def run_bertlayers(work, precision, data, quick):
         steps = -(-len(data["texts"]) // FINETUNE_BATCH)
         model.compile(optimizer=create_optimizer(5e-5, steps, steps // 10, weight_decay=0.01))
         clock = keras_clock()
-        batches = length_batches(x, {"logits": np.array(data["labels"])}, batch_size=FINETUNE_BATCH, shuffle=True, seed=0)
+        batches = length_batches(x, {"logits": np.array(data["labels"])}, batch_size=FINETUNE_BATCH, shuffle=True,
+                                group_by_length=True, seed=0)
         model.fit(batches, epochs=1, callbacks=[clock], verbose=0, shuffle=False)
         return {"examples_per_s": steady_rate(clock.ends, FINETUNE_BATCH)}
     if work == "serve":

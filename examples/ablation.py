@@ -48,11 +48,11 @@ def parse_args():
     parser.add_argument("--num_train_steps", type=int, default=600, help="pretraining steps of every row")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="fine-tuning seeds per row and task")
     parser.add_argument("--rt_dir", default="data/rotten_tomatoes", help="prepare_datasets.py's Rotten Tomatoes splits")
-    # Fixed-length training batches (--no-group_by_length), pinned: every row of the table was
+    # Fixed-length training batches (--pad_to_sequence_length), pinned: every row of the table was
     # fine-tuned so, and a later change of the default must not mix paths within one table.
-    parser.add_argument("--rt_arguments", default="--epochs 3 --learning_rate 1e-4 --sequence_length 64 --no-group_by_length",
+    parser.add_argument("--rt_arguments", default="--epochs 3 --learning_rate 1e-4 --sequence_length 64 --pad_to_sequence_length",
                         help="run_classifier.py's budget (the same for every row)")
-    parser.add_argument("--squad_arguments", default="--epochs 30 --learning_rate 2e-4 --sequence_length 192 --no-group_by_length",
+    parser.add_argument("--squad_arguments", default="--epochs 30 --learning_rate 2e-4 --sequence_length 192 --pad_to_sequence_length",
                         help="run_squad.py's budget (the same for every row)")
     return parser.parse_args()
 

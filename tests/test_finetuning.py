@@ -265,7 +265,8 @@ def test_run_classifier_regression(tmp_path, tiny_encoder):
     assert {"pearson", "spearman"} <= set(json.load(open(out / "metrics.json")))
 
 
-@pytest.mark.parametrize("flags", [[], ["--group_by_length"], ["--feature_based", "--lstm_units", "8"]])
+@pytest.mark.parametrize("flags", [[], ["--group_by_length"], ["--pad_to_sequence_length"],
+                                   ["--feature_based", "--lstm_units", "8"]])
 def test_run_ner_end_to_end(tmp_path, tiny_encoder, flags):
     data = tmp_path / "tiny.conll"
     data.write_text("Anna\tB-person\nlives\tO\nin\tO\nOslo\tB-geo-loc\n\nBob\tB-person\nleft\tO\n\n" * 4)
@@ -285,6 +286,48 @@ def test_run_squad_end_to_end(tmp_path, tiny_encoder):
     assert metrics["total"] == 12 and "no_answer_exact_match" in metrics
     assert len(json.load(open(out / "predictions.json"))) == 12
     assert "training questions" in output
+
+
+@pytest.mark.parametrize("flags, traced_length", [([], None), (["--group_by_length"], None),
+                                                  (["--pad_to_sequence_length"], 16)])
+def test_training_batches_are_cut_to_their_longest_unless_padding_is_asked_for(tmp_path, tiny_encoder, flags,
+                                                                               traced_length):
+    import argparse
+
+    from bertlayers.training.finetuning import add_finetuning_arguments, finetune, start
+
+    args = add_finetuning_arguments(argparse.ArgumentParser(), sequence_length=16).parse_args(
+        ["--init", tiny_encoder, "--output_dir", str(tmp_path), "--epochs", "1", "--batch_size", "4",
+         "--verbose", "0", *flags])
+    lengths = np.random.default_rng(0).integers(3, 16, 12)  # all shorter than the arrays' 16
+    mask = (np.arange(16)[None, :] < lengths[:, None]).astype("int32")
+    x = {"token_ids": mask * 1000, "segment_ids": np.zeros_like(mask), "padding_mask": mask}
+    traced = []
+
+    def build(encoder):
+        model = SequenceClassifier(encoder, 2)
+        step = model.train_step
+
+        def recording_step(data):  # runs while `fit` traces: the batch's sequence axis as traced
+            traced.append(data[0]["token_ids"].shape[1])
+            return step(data)
+
+        model.train_step = recording_step
+        return model
+
+    finetune(start(args), args, build, (x, {"logits": np.arange(12) % 2}, None))
+    assert traced and set(traced) == {traced_length}
+
+
+def test_training_batch_flags_exclude_each_other(capsys):
+    import argparse
+
+    from bertlayers.training.finetuning import add_finetuning_arguments
+
+    parser = add_finetuning_arguments(argparse.ArgumentParser())
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--output_dir", "out", "--group_by_length", "--pad_to_sequence_length"])
+    assert "not allowed with argument" in capsys.readouterr().err
 
 
 # --- Real weights ----------------------------------------------------------------------------------

@@ -25,12 +25,14 @@ def examples(count, seed=0):
     return x, lengths
 
 
-def test_training_batches_cover_every_example_once_and_are_cut_to_their_longest():
+@pytest.mark.parametrize("group_by_length", [False, True])
+def test_training_batches_cover_every_example_once_and_are_cut_to_their_longest(group_by_length):
     x, lengths = examples(203)
     index = np.arange(203)
     tags = np.tile(index[:, None], (1, FULL)) * x["padding_mask"]  # per-token labels, 0 past the end
     dataset = length_batches(x, {"ids": index, "tags": tags}, {"tags": x["padding_mask"].astype("float32")},
-                             batch_size=8, token_outputs={"tags"}, shuffle=True, seed=3, group_size=5)
+                             batch_size=8, token_outputs={"tags"}, shuffle=True, seed=3,
+                             group_by_length=group_by_length, group_size=5)
     assert dataset.cardinality().numpy() == 26
     epochs = []
     for _ in range(2):
@@ -47,11 +49,25 @@ def test_training_batches_cover_every_example_once_and_are_cut_to_their_longest(
         assert sorted(np.concatenate(seen)) == list(range(203))
         epochs.append(np.concatenate(seen))
     assert not np.array_equal(epochs[0], epochs[1]), "reshuffled every epoch"
-    # Grouping works: batches waste far less padding than the same batches drawn at random would.
+    # Grouped batches waste far less padding than the same batches drawn at random would.
     padded = sum(lengths[ids].max() * len(ids) for ids in np.split(epochs[0], range(8, 203, 8)))
     shuffled = np.random.default_rng(0).permutation(203)
     padded_at_random = sum(lengths[ids].max() * len(ids) for ids in np.split(shuffled, range(8, 203, 8)))
-    assert padded < 0.85 * padded_at_random
+    assert (padded < 0.85 * padded_at_random) == group_by_length
+
+
+def test_ungrouped_training_batches_do_not_depend_on_the_lengths():
+    # Which examples share a batch is the shuffle's alone, as with fixed-length batches: the
+    # same seed over the same examples with other lengths gives the same batches.
+    def batches(x, group_by_length):
+        dataset = length_batches(x, {"ids": np.arange(120)}, batch_size=8, shuffle=True, seed=5,
+                                 group_by_length=group_by_length, group_size=5)
+        return [tuple(batch_y["ids"].numpy()) for _, batch_y in dataset.take(15)]
+
+    x, _ = examples(120, seed=1)
+    reversed_lengths = {name: value[::-1].copy() for name, value in x.items()}  # example i takes 119-i's
+    assert batches(x, False) == batches(reversed_lengths, False)
+    assert batches(x, True) != batches(reversed_lengths, True)
 
 
 def test_evaluation_batches_are_sorted_and_positions_are_never_cut():

@@ -6,10 +6,12 @@ trimmed to its longest example (the `tf.function` that Keras traces with `reduce
 settles on one `[batch, None]` signature, so new lengths do not retrace; rounding lengths up to
 multiples of 8 only added work: benchmarks/README.md).
 
-Training batches are grouped by length the way Hugging Face's `group_by_length` does it: shuffle
-all examples, cut the stream into groups of `group_size` batches, sort each group by length,
-batch, and shuffle the batches. Batches stay random in order and in which examples meet, but their
-members have similar lengths. All of it runs in the tf.data graph, with no Python per step.
+Training batches are random, as fixed-length batches are, and each is cut to its longest: what
+Hugging Face's padding collator gives by default. Grouping them by length is optional, the way
+Hugging Face's `group_by_length` does it: shuffle all examples, cut the stream into groups of
+`group_size` batches, sort each group by length, batch, and shuffle the batches. Batches stay
+random in order and in which examples meet, but their members have similar lengths, so there is
+less padding left to cut. All of it runs in the tf.data graph, with no Python per step.
 
 Dimension legend: B = batch, S = the arrays' full sequence length, L = a batch's trimmed length.
 """
@@ -61,8 +63,8 @@ def _sort_group(x, y, sample_weight):
     return tf.nest.map_structure(lambda t: tf.gather(t, order), (x, y, sample_weight))
 
 
-def length_batches(x, y=None, sample_weight=None, *, batch_size, token_outputs=(), shuffle=False, seed=None,
-                   group_size=GROUP_SIZE):
+def length_batches(x, y=None, sample_weight=None, *, batch_size, token_outputs=(), shuffle=False,
+                   group_by_length=False, seed=None, group_size=GROUP_SIZE):
     """A `tf.data.Dataset` of `(x, y, sample_weight)` batches, each cut to its longest example.
 
     Args:
@@ -71,9 +73,11 @@ def length_batches(x, y=None, sample_weight=None, *, batch_size, token_outputs=(
       batch_size: examples per batch (global, as for `fit`).
       token_outputs: output names whose labels and weights have the sequence axis
         (`per_token_outputs(model)`): cut with the inputs.
-      shuffle: training order. True: examples reshuffled every epoch and grouped by length
-        (groups of `group_size` batches). False: sorted by length once, the least padding
-        possible (evaluation; the metrics do not depend on order).
+      shuffle: training order. True: examples reshuffled every epoch into random batches.
+        False: sorted by length once, the least padding possible (evaluation; the metrics do
+        not depend on order).
+      group_by_length: with `shuffle`, batches of similar lengths (sorted within groups of
+        `group_size` batches): less padding, but which examples meet depends on their lengths.
       seed: shuffle seed.
 
     The dataset knows its length (`ceil(N / batch_size)` batches), so `fit` shows a progress
@@ -87,13 +91,15 @@ def length_batches(x, y=None, sample_weight=None, *, batch_size, token_outputs=(
         order = np.argsort(sequence_lengths(x), kind="stable")
         x, y, sample_weight = tf.nest.map_structure(lambda a: np.asarray(a)[order], (x, y, sample_weight))
     dataset = tf.data.Dataset.from_tensor_slices((x, y, sample_weight))
+    grouped = shuffle and group_by_length
     if shuffle:
         dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True)
+    if grouped:
         dataset = dataset.batch(batch_size * group_size).map(_sort_group).unbatch()
     dataset = dataset.batch(batch_size).map(
         lambda *batch: _trim_batch(*batch, token_outputs), num_parallel_calls=tf.data.AUTOTUNE
     )
-    if shuffle:
+    if grouped:
         # A whole group's batches in the buffer: their order within the group stops tracking length.
         dataset = dataset.shuffle(group_size, seed=None if seed is None else seed + 1, reshuffle_each_iteration=True)
     if not sample_weight:
