@@ -17,6 +17,7 @@ not apply): `mlm_l4` (L4 H512, 32 x 128) and `mlm_base` (BERT-base, 8 x 128).
     python benchmarks/op_profile.py --work finetune --length 64 --shortest 8   # fixed-length batches, padded
     python benchmarks/op_profile.py --work serve --batch_size 1 --length 27 --steps 200 --threads 1 1
     python benchmarks/op_profile.py --work mlm_l4 --steps 8
+    python benchmarks/op_profile.py --work finetune --length 28 --any_length --split Mul   # Mul by name scope
 
 Times are summed over TensorFlow's executor threads, so ops that run side by side add up to
 more than the wall time; the shares say where the work is. The trace is TensorFlow's profiler
@@ -27,6 +28,7 @@ import argparse
 import collections
 import glob
 import os
+import re
 import tempfile
 import time
 
@@ -105,23 +107,47 @@ def serve_call(args, folder):
     return run, args.steps
 
 
-def op_times(trace_folder):
-    """{op type: summed seconds} over the executor threads of the trace in `trace_folder`."""
+def op_events(trace_folder):
+    """(node name, op type, seconds) of every op the executor threads ran in the trace."""
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
     space = xplane_pb2.XSpace()
     with open(glob.glob(os.path.join(trace_folder, "**", "*.xplane.pb"), recursive=True)[0], "rb") as f:
         space.ParseFromString(f.read())
-    totals = collections.Counter()
     for plane in space.planes:
         for line in plane.lines:
             if not line.name.startswith("tf_Compute") and not line.name.startswith("tf_inter_op"):
                 continue
             for event in line.events:
                 name = plane.event_metadata[event.metadata_id].name
-                op = name.rsplit(":", 1)[1] if ":" in name else None  # "node name:OpType"
-                if op and op != "Process":  # "...:Process" spans a whole function run, not an op
-                    totals[op] += event.duration_ps * 1e-12
+                if ":" not in name:
+                    continue
+                node, op = name.rsplit(":", 1)  # "node name:OpType"
+                if op != "Process":  # "...:Process" spans a whole function run, not an op
+                    yield node, op, event.duration_ps * 1e-12
+
+
+def op_times(events):
+    """{op type: summed seconds}."""
+    totals = collections.Counter()
+    for _, op, seconds in events:
+        totals[op] += seconds
+    return totals
+
+
+def scope_times(events, op_type):
+    """{scope: summed seconds} of the ops of type `op_type`, by the name scope that made them.
+
+    Scopes are read from node names with the function-call prefix, the op's own name and the
+    numeric suffixes Keras and TensorFlow add taken away, so every layer's GELU lands in one
+    scope (`.../transformer_layer/Gelu`) and its gradient in another (`gradient_tape/...`).
+    """
+    totals = collections.Counter()
+    for node, op, seconds in events:
+        if op == op_type:
+            parts = [re.sub(r"(_\d+)+$", "", part) for part in node.split("/")[:-1]]
+            scope = "/".join(part for part in parts if part != "StatefulPartitionedCall")
+            totals[scope or "(top level)"] += seconds
     return totals
 
 
@@ -143,6 +169,8 @@ def main():
                         help="TensorFlow's intra-op and inter-op thread pools (TF Serving's "
                         "--tensorflow_intra_op_parallelism / --tensorflow_inter_op_parallelism; default: one "
                         "thread per core each)")
+    parser.add_argument("--split", metavar="OP_TYPE", help="also list this op type's time by the name scope "
+                        "that made it (say Mul: GELU's, LayerNorm's, the optimizer's)")
     args = parser.parse_args()
     if args.work.startswith("mlm") and (args.any_length or args.shortest):
         parser.error("--any_length and --shortest apply to finetune and serve, not to the MLM works")
@@ -162,7 +190,8 @@ def main():
         tf.profiler.experimental.start(trace)
         run()
         tf.profiler.experimental.stop()
-        totals = op_times(trace)
+        events = list(op_events(trace))
+        totals = op_times(events)
     everything = sum(totals.values())
     threads = f", threads {args.threads[0]}/{args.threads[1]}" if args.threads else ""
     if args.work.startswith("mlm"):
@@ -179,6 +208,13 @@ def main():
     print("|---|---|---|")
     for op, seconds in totals.most_common(args.top):
         print(f"| {op} | {seconds / steps * 1000:.1f} | {seconds / everything:.1%} |")
+    if args.split:
+        scopes = scope_times(events, args.split)
+        print(f"\n{args.split} by name scope ({sum(scopes.values()) / steps * 1000:.1f} ms per step in all)")
+        print(f"| scope | ms per step | share of {args.split} |")
+        print("|---|---|---|")
+        for scope, seconds in scopes.most_common(args.top):
+            print(f"| {scope} | {seconds / steps * 1000:.1f} | {seconds / sum(scopes.values()):.1%} |")
 
 
 if __name__ == "__main__":
