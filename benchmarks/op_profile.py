@@ -210,6 +210,8 @@ def main():
         print(f"| {op} | {seconds / steps * 1000:.1f} | {seconds / everything:.1%} |")
     if args.split:
         scopes = scope_times(events, args.split)
+        if not scopes:
+            raise SystemExit(f"No {args.split} op ran in the traced steps (op types are as the table above spells them).")
         print(f"\n{args.split} by name scope ({sum(scopes.values()) / steps * 1000:.1f} ms per step in all)")
         print(f"| scope | ms per step | share of {args.split} |")
         print("|---|---|---|")
