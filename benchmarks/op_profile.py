@@ -59,17 +59,23 @@ def inputs(batch_size, length, shortest=None):
     }
 
 
+def finetune_data(batch_size, length, steps, shortest=None, any_length=False):
+    """`steps` copies of one labelled batch of `inputs`; with `any_length`, typed `[batch, None]`
+    so that Keras traces the step for any length, as it does for `length_batches`' batches."""
+    x = inputs(batch_size, length, shortest)
+    y = {"logits": np.random.default_rng(1).integers(0, 2, batch_size)}
+    if not any_length:
+        return tf.data.Dataset.from_tensors((x, y)).repeat(steps)
+    spec = ({k: tf.TensorSpec([None, None], tf.int32) for k in x}, {"logits": tf.TensorSpec([None], tf.int64)})
+    return tf.data.Dataset.from_generator(lambda: iter([(x, y)] * steps), output_signature=spec)
+
+
 def finetune_step(args):
     from bertlayers.training.optimization import create_optimizer
 
     model = classifier(policy(args))
     model.compile(optimizer=create_optimizer(5e-5, 1000, 100, weight_decay=0.01))
-    x = inputs(args.batch_size, args.length, args.shortest)
-    y = {"logits": np.random.default_rng(1).integers(0, 2, args.batch_size)}
-    data = tf.data.Dataset.from_tensors((x, y)).repeat(args.steps)
-    if args.any_length:  # the step traced for batches of any length, as length_batches feeds it
-        spec = ({k: tf.TensorSpec([None, None], tf.int32) for k in x}, {"logits": tf.TensorSpec([None], tf.int64)})
-        data = tf.data.Dataset.from_generator(lambda: iter([(x, y)] * args.steps), output_signature=spec)
+    data = finetune_data(args.batch_size, args.length, args.steps, args.shortest, args.any_length)
     return fit_steps(model, data), args.steps
 
 
