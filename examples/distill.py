@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from bertlayers.convert.loading import load_encoder  # first: loads TensorFlow as bertlayers sets it up
+from bertlayers.convert.loading import load_encoder, load_model_file  # first: loads TensorFlow as bertlayers sets it up
 from bertlayers.data.assets import bert_uncased_vocabulary
 from bertlayers.data.classification_data import LabelMap, TextExample, encode_examples, read_text_examples
 from bertlayers.data.tokenizer import BertInputPacker, check_vocabulary_fits, wordpiece_tokenizer
@@ -93,7 +93,7 @@ def main():
     args = parse_args()
     keras.utils.set_random_seed(args.seed)
     os.makedirs(args.output_dir, exist_ok=True)
-    teacher = keras.saving.load_model(args.teacher)
+    teacher = load_model_file(args.teacher)
     if not isinstance(teacher, SequenceClassifier):
         raise ValueError(f"{args.teacher} holds a {type(teacher).__name__}; the teacher must be a SequenceClassifier.")
     vocabulary = args.vocabulary or bert_uncased_vocabulary()

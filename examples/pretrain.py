@@ -21,14 +21,15 @@ import typing
 
 from bertlayers.training.pretraining import PretrainingConfig, chance_loss, run_pretraining
 from bertlayers.training.recipes import get_recipe, recipe_names
+from bertlayers.utils.atomic_files import DiskFullError, FolderBusyError
 
 
 def _recipes_help():
     lines = ["recipes (--recipe; options with --option name=value):"]
     for name in recipe_names():
         recipe = get_recipe(name)
-        options = ", ".join(f"{k}={v}" for k, v in recipe.options.items())
-        lines.append(f"  {name:8s} {recipe.description}" + (f" [{options}]" if options else ""))
+        lines.append(f"  {name:8s} {recipe.description}")
+        lines += [f"           --option {k}={option.describe()}" for k, option in recipe.options.items()]
     return "\n".join(lines)
 
 
@@ -63,12 +64,18 @@ def parse_args():
             parser.add_argument(flag, type=kind, default=field.default, choices=choices.get(field.name))
     args = vars(parser.parse_args())
     args["options"] = dict(args["options"]) if args["options"] else None
-    return PretrainingConfig(**args)
+    try:
+        return PretrainingConfig(**args)
+    except ValueError as error:
+        parser.error(str(error))
 
 
 def main():
     config = parse_args()
-    summary = run_pretraining(config)
+    try:
+        summary = run_pretraining(config)
+    except (DiskFullError, FolderBusyError) as error:
+        raise SystemExit(f"error: {error}") from None
     loss = summary["loss_key"]
     print(
         f"\nDone: {summary['steps']} steps. {loss}: {summary['initial_' + loss]:.3f} before training, "

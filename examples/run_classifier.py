@@ -26,6 +26,7 @@ from bertlayers.training.finetuning import (
     vocabulary_for, write_json,
 )
 from bertlayers.training.length_batching import predict_by_length
+from bertlayers.utils.atomic_files import write_text
 
 
 def main():
@@ -77,8 +78,7 @@ def main():
         predictions = [{"id": e.where, "label": labels.labels[p]} for e, p in zip(evaluation, predicted)]
     metrics.update({"eval_examples": len(evaluation), "init": "random" if args.random_init else encoder_source(args)})
     write_json(os.path.join(args.output_dir, "metrics.json"), metrics)
-    with open(os.path.join(args.output_dir, "predictions.jsonl"), "w", encoding="utf-8") as f:
-        f.writelines(json.dumps(p) + "\n" for p in predictions)
+    write_text(os.path.join(args.output_dir, "predictions.jsonl"), "".join(json.dumps(p) + "\n" for p in predictions))
     print({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items() if k != "per_class_f1"})
 
 

@@ -6,6 +6,7 @@ invented data, or stale state; and the good input beside each bad one still work
 """
 
 import json
+import re
 import zipfile
 
 import numpy as np
@@ -165,6 +166,13 @@ SQUAD_BATTERY = [
     ("no answer", squad_file(answers=[]), r"question q1 has no answer and is not marked is_impossible"),
     ("context not text", json.dumps({"data": [{"paragraphs": [{"context": None, "qas": []}]}]}), r"data\[0\]\.paragraphs\[0\]: 'context' must be of type str"),
     ("undecodable", b'{"data": [\n\xff]}', r"s\.json:2: not valid UTF-8"),
+    ("is_impossible a string", squad_file(is_impossible="false"), r"question q1: 'is_impossible' must be of type bool, got 'false'"),
+    ("negative offset", squad_file(answers=[{"text": "big", "answer_start": -4}]), r"question q1: answer_start -4 .* outside its context"),
+    ("empty answer", squad_file(answers=[{"text": "", "answer_start": 0}]), r"question q1: an answer's text is empty"),
+    ("duplicate ids", json.dumps({"data": [{"paragraphs": [{"context": "Paris is big.", "qas": [
+        {"id": "q1", "question": "Where?", "answers": [{"text": "Paris", "answer_start": 0}]},
+        {"id": "q1", "question": "How?", "answers": [{"text": "big", "answer_start": 9}]}]}]}]}),
+     r"question q1 appears twice \(at data\[0\]\.paragraphs\[0\]\.qas\[0\] and data\[0\]\.paragraphs\[0\]\.qas\[1\]\)"),
 ]
 
 
@@ -261,3 +269,155 @@ def test_corrupt_model_files_are_named(tmp_path, encoder):
         load_model_file(str(tmp_path / "partial.keras"))
     with pytest.raises(FileNotFoundError, match="No model file at"):
         load_model_file(str(tmp_path / "missing.keras"))
+
+
+# --- Second round: values that used to pass silently --------------------------------------------
+
+
+@pytest.mark.parametrize("value", [2, 7, -1, 255])
+def test_padding_mask_values_other_than_0_and_1_are_refused(encoder, value):
+    mask = good_inputs()["padding_mask"].copy()
+    mask[0, :3] = value
+    with pytest.raises(ValueError, match=rf"padding_mask holds {value}: it must be 1 at real tokens and 0 at padding"):
+        encoder(changed(padding_mask=mask))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="padding_mask must be 1 at real tokens and 0 at padding"):
+        encoder.predict(changed(padding_mask=mask), verbose=0)
+    good = changed(padding_mask=np.where(mask != 0, 1, 0).astype("int32"))
+    np.testing.assert_allclose(encoder.predict(good, verbose=0)["pooled_output"], encoder(good)["pooled_output"], atol=1e-5)
+
+
+def family_encoders():
+    from bertlayers.families.electra import electra_encoders
+    from bertlayers.families.xlnet import XLNetEncoder
+    from bertlayers.networks import EncoderConfig
+
+    config = EncoderConfig(**TINY)
+    return {
+        "bert": BertEncoder(**TINY),
+        "electra": electra_encoders(config, 0.5)[0],
+        "xlnet": XLNetEncoder.from_encoder_config(config.replace(architecture="xlnet", type_vocab_size=3)),
+    }
+
+
+def test_rows_without_tokens_and_empty_sequences_are_refused_in_every_family():
+    for family, model in family_encoders().items():
+        no_tokens = changed(padding_mask=np.array([[1] * 8, [0] * 8], "int32"))
+        with pytest.raises(ValueError, match="padding_mask row 1 has no real token"):
+            model(no_tokens)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="padding_mask has a row with no real token"):
+            model.predict(no_tokens, verbose=0)
+        with pytest.raises(ValueError, match="padding_mask has sequence length 0"):
+            model({k: v[:, :0] for k, v in good_inputs().items()})
+        assert model(good_inputs())["sequence_output"].shape == (2, 8, 16), family
+
+
+def test_non_finite_weights_are_refused_when_loaded(tmp_path, encoder):
+    import os
+    import shutil
+
+    from safetensors.numpy import load_file, save_file
+
+    from bertlayers.convert import load_encoder
+    from bertlayers.convert.weight_map import CheckpointMismatchError
+
+    fixtures = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+    for source in (os.path.join("electra_tiny", "discriminator"), "xlnet_tiny"):
+        folder = tmp_path / source.replace(os.sep, "_")
+        shutil.copytree(os.path.join(fixtures, source), folder)
+        assert load_encoder(str(folder)) is not None
+        tensors = load_file(str(folder / "model.safetensors"))
+        name = sorted(k for k in tensors if "layer_norm" in k.lower() or "LayerNorm" in k)[0]
+        tensors[name] = tensors[name].copy()
+        tensors[name].flat[0], tensors[name].flat[1] = np.nan, np.inf
+        save_file(tensors, str(folder / "model.safetensors"))
+        tail = re.escape(".".join(name.split(".")[-2:]))  # the loaders drop the model-type prefix
+        with pytest.raises(CheckpointMismatchError, match=rf"not finite[^\n]*\n  \S*{tail}: 1 NaN, 1 Inf of"):
+            load_encoder(str(folder))
+    path = str(tmp_path / "nan.keras")
+    encoder.save(path)
+    broken = BertEncoder.from_config(encoder.get_config())
+    weights = encoder.get_weights()
+    weights[0] = weights[0].copy()
+    weights[0][0, 0] = np.nan
+    broken.set_weights(weights)
+    broken.save(str(tmp_path / "broken.keras"))
+    with pytest.raises(ValueError, match=r"(?s)broken\.keras holds weights that are not finite.*token_embedding/embeddings: 1 NaN, 0 Inf"):
+        load_model_file(str(tmp_path / "broken.keras"))
+    assert load_model_file(path).config.vocabulary_size == 100
+
+
+def test_labels_one_number_two_ways_and_non_finite_targets(tmp_path):
+    rows = [{"text": "good", "label": 1}, {"text": "fine", "label": 1.0}, {"text": "bad", "label": 0}]
+    path = write(tmp_path / "d.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    examples = read_text_examples(path)
+    assert LabelMap(e.label for e in examples).labels == ["0", "1"]  # JSON's 1 and 1.0: one class
+    csv_path = write(tmp_path / "d.csv", "text,label\ngood,1\nfine,1.0\nbad,0\n")
+    with pytest.raises(ValueError, match=r"writes one number as different labels \('1' and '1\.0'\)"):
+        LabelMap(e.label for e in read_text_examples(csv_path))
+    for label in ("NaN", "inf", "-Infinity"):
+        bad = write(tmp_path / "r.csv", f"text,label\ngood,0.5\nbad,{label}\n")
+        with pytest.raises(ValueError, match=rf"r\.csv:3: regression label '{label}' is not a finite number"):
+            regression_targets(read_text_examples(bad))
+    with pytest.raises(ValueError, match=r"d\.jsonl:2: label nan in column 'label' is not a finite number"):
+        read_text_examples(write(tmp_path / "d.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": NaN}\n'))
+    assert regression_targets(read_text_examples(write(tmp_path / "r.csv", "text,label\ngood,0.5\nbad,-2\n")))[:, 0].tolist() == [0.5, -2]
+
+
+RECIPE_OPTIONS = [
+    ("electra", {"generator_fraction": "0"}, r"generator_fraction of recipe 'electra' must be a float with 0 < value <= 1"),
+    ("electra", {"generator_fraction": "-1"}, "generator_fraction"),
+    ("electra", {"generator_fraction": "1.5"}, "generator_fraction"),
+    ("electra", {"discriminator_weight": "-1"}, r"discriminator_weight of recipe 'electra' must be a float with 0 < value"),
+    ("electra", {"discriminator_weight": "nan"}, "discriminator_weight"),
+    ("electra", {"temperature": "0"}, "temperature"),
+    ("xlnet", {"perm_size": "-4"}, r"perm_size of recipe 'xlnet' must be an int with 0 <= value"),
+    ("xlnet", {"perm_size": "2.5"}, "perm_size"),
+    ("xlnet", {"clamp_len": "-2"}, "clamp_len"),
+    ("spanbert", {"max_span_length": "0"}, "max_span_length"),
+]
+
+
+@pytest.mark.parametrize("recipe, options, message", RECIPE_OPTIONS)
+def test_recipe_options_out_of_range_are_refused(recipe, options, message):
+    from bertlayers.training.recipes import get_recipe
+
+    with pytest.raises(ValueError, match=message):
+        PretrainingConfig(recipe=recipe, options=options)
+    good = {name: option.default for name, option in get_recipe(recipe).options.items()}
+    assert get_recipe(recipe).resolved_options({k: str(v) for k, v in good.items()}) == good
+
+
+def test_run_settings_out_of_range_are_refused():
+    for change, message in (
+        ({"learning_rate": float("nan")}, "learning_rate must be a float with 0 < value, got nan"),
+        ({"learning_rate": -1e-3}, "learning_rate"),
+        ({"dropout": 1.0}, r"dropout must be a float with 0 <= value < 1"),
+        ({"masked_lm_prob": 0.0}, "masked_lm_prob"),
+        ({"warmup_steps": -1}, "warmup_steps"),
+        ({"batch_size": 0}, "batch_size must be an int with 1 <= value"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            PretrainingConfig(**change)
+    assert PretrainingConfig(learning_rate="2e-3").learning_rate == 2e-3
+
+
+def test_electra_pretrainer_refuses_a_weight_or_temperature_that_cannot_train():
+    from bertlayers.families.electra import ElectraPretrainer, electra_encoders
+    from bertlayers.networks import EncoderConfig
+
+    discriminator, generator = electra_encoders(EncoderConfig(**TINY), 0.5)
+    for keywords, message in (({"discriminator_weight": float("nan")}, "discriminator_weight"), ({"temperature": 0}, "temperature")):
+        with pytest.raises(ValueError, match=message):
+            ElectraPretrainer(discriminator, generator, **keywords)
+    with pytest.raises(ValueError, match="generator_fraction must be a float with 0 < value <= 1"):
+        electra_encoders(EncoderConfig(**TINY), 0)
+
+
+def test_a_late_record_of_another_length_names_its_file(tmp_path, corpus):
+    path = str(tmp_path / "late.tfrecord")
+    with tf.io.TFRecordWriter(path) as writer:
+        for _ in range(3):
+            writer.write(serialize_example([2, 5, 3], [0, 0, 0], [1], [5], 0, SEQ, PREDICTIONS))
+        writer.write(serialize_example([2, 5, 3], [0, 0, 0], [1], [5], 0, SEQ * 2, PREDICTIONS))
+    with pytest.raises(ValueError, match=r"late\.tfrecord: a record among records 0\.\.4095 does not parse as the run expects"):
+        check_tfrecords([path], SEQ, PREDICTIONS, vocabulary_size=1000)

@@ -306,6 +306,9 @@ def bad_requests():
         ("tagger", "serving_default", with_ids(padding_mask=ids["padding_mask"] * 3), r"padding_mask must hold values in \[0, 2\)"),
         ("classifier", "token_ids_only", {"token_ids": np.array(5, "int32")}, r"token_ids must be \[batch, sequence_length\]"),
         ("encoder", "serving_default", {k: np.pad(v, ((0, 0), (0, 100))) for k, v in ids.items()}, f"longer than the exported sequence_length {SEQ}"),
+        ("encoder", "serving_default", with_ids(padding_mask=ids["padding_mask"] * np.array([[1], [0]], "int32")), "every sequence needs at least one real token"),
+        ("classifier", "serving_default", {k: v[:, :0] for k, v in ids.items()}, "every sequence needs at least one real token"),
+        ("tagger", "token_ids_only", {"token_ids": np.zeros((1, 4), "int32")}, "every sequence needs at least one real token"),
     ]
 
 

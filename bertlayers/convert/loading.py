@@ -5,8 +5,10 @@ import os
 import zipfile
 
 import keras
+import numpy as np
 
 from bertlayers.convert.huggingface import load_huggingface_bert, load_huggingface_electra, load_huggingface_xlnet
+from bertlayers.convert.weight_map import describe_non_finite
 from bertlayers.networks.encoder_base import EncoderBase
 
 
@@ -64,7 +66,18 @@ def load_model_file(path):
         broken = archive.testzip()
         if broken is not None:
             raise ValueError(f"{path} is corrupt: the archive member {broken} fails its checksum.")
-    return keras.saving.load_model(path, safe_mode=True)
+    model = keras.saving.load_model(path, safe_mode=True)
+    not_finite = [
+        f"{variable.path}: {describe_non_finite(value)}"
+        for variable, value in ((v, keras.ops.convert_to_numpy(v)) for v in model.weights)
+        if np.issubdtype(value.dtype, np.floating) and not np.isfinite(value).all()
+    ]
+    if not_finite:
+        raise ValueError(
+            f"{path} holds weights that are not finite (NaN or Inf), which would make every output NaN; "
+            f"the file is corrupt or was saved from a diverged run:\n  " + "\n  ".join(not_finite)
+        )
+    return model
 
 
 def _model_type(config_path):

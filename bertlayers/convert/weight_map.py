@@ -40,7 +40,7 @@ class WeightMap:
         Raises:
           CheckpointMismatchError: listing the missing tensors and the shape mismatches.
         """
-        missing, mismatched, ready = [], [], []
+        missing, mismatched, ready, not_finite = [], [], [], []
         for variable, key, transform in self._pairs:
             if key not in self.tensors:
                 missing.append(key)
@@ -56,7 +56,14 @@ class WeightMap:
                     f"{variable.path} has shape {tuple(variable.shape)}"
                 )
                 continue
+            if np.issubdtype(value.dtype, np.floating) and not np.isfinite(value).all():
+                not_finite.append(f"{key}: {describe_non_finite(value)}")
             ready.append((variable, value))
+        if not_finite:
+            raise CheckpointMismatchError(
+                f"Checkpoint {self.source} holds values that are not finite (NaN or Inf), which would make every "
+                f"output NaN; the file is corrupt or was saved from a diverged run:\n  " + "\n  ".join(not_finite)
+            )
         if missing or mismatched:
             lines = [f"Checkpoint {self.source} does not match the model config."]
             if mismatched:
@@ -82,3 +89,8 @@ class WeightMap:
         for variable, value in ready:
             variable.assign(value.astype(variable.dtype))
         return unexpected
+
+
+def describe_non_finite(array):
+    """'3 NaN, 1 Inf of 4096 values' for a float array."""
+    return f"{int(np.isnan(array).sum())} NaN, {int(np.isinf(array).sum())} Inf of {array.size} values"

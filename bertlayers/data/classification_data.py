@@ -3,6 +3,7 @@
 import csv
 import dataclasses
 import json
+import math
 import os
 
 import numpy as np
@@ -105,6 +106,11 @@ def read_text_examples(path, text_a="text", text_b=None, label="label", require_
             raise ValueError(f"{path}:{number}: label column {label!r} holds a {type(value).__name__}.")
         if isinstance(value, str):
             value = value.strip()  # " 1" and "1" are one class
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                raise ValueError(f"{path}:{number}: label {value} in column {label!r} is not a finite number.")
+            if value.is_integer():
+                value = int(value)  # JSON's 1 and 1.0 are one class
         if require_label and (value is None or str(value).strip() == ""):
             raise ValueError(f"{path}:{number}: no label in column {label!r}.")
         examples.append(TextExample(f"{path}:{number}", texts[0], texts[1], value))
@@ -122,6 +128,18 @@ class LabelMap:
 
     def __init__(self, labels, source="the training data"):
         self.labels = sorted({str(label) for label in labels})
+        numbers = {}
+        for label in self.labels:
+            try:
+                numbers.setdefault(float(label), []).append(label)
+            except ValueError:
+                pass
+        clashes = [spellings for spellings in numbers.values() if len(spellings) > 1]
+        if clashes:
+            raise ValueError(
+                f"{source} writes one number as different labels ({'; '.join(' and '.join(map(repr, c)) for c in clashes)}): "
+                f"they would train as different classes. Write each class one way."
+            )
         if len(self.labels) < 2:
             raise ValueError(
                 f"{source} has {len(self.labels)} label value(s) {self.labels}; classification needs at least "
@@ -146,9 +164,12 @@ def regression_targets(examples):
     targets = []
     for example in examples:
         try:
-            targets.append(float(example.label))
+            target = float(example.label)
         except (TypeError, ValueError):
             raise ValueError(f"{example.where}: regression label {example.label!r} is not a number.") from None
+        if not math.isfinite(target):
+            raise ValueError(f"{example.where}: regression label {example.label!r} is not a finite number.")
+        targets.append(target)
     return np.array(targets, "float32")[:, None]
 
 

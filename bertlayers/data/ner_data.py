@@ -6,6 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from bertlayers.data.text_files import numbered_lines
+from bertlayers.utils.atomic_files import write_text
 
 
 def read_conll(path):
@@ -30,10 +31,7 @@ def read_conll(path):
 
 
 def write_conll(path, sentences):
-    with open(path, "w", encoding="utf-8") as f:
-        for sentence in sentences:
-            f.writelines(f"{word}\t{tag}\n" for word, tag in sentence)
-            f.write("\n")
+    write_text(path, "".join("".join(f"{word}\t{tag}\n" for word, tag in sentence) + "\n" for sentence in sentences))
 
 
 def tag_vocabulary(sentences):

@@ -1,5 +1,6 @@
 """From raw documents to TFRecords, and from TFRecords to batches for `model.fit`."""
 
+import contextlib
 import dataclasses
 import os
 from typing import Callable, Optional
@@ -13,6 +14,7 @@ from bertlayers.data.pretraining_examples import create_examples
 from bertlayers.data.tfrecords import parse_records, serialize_example
 from bertlayers.data.tokenizer import wordpiece_tokenizer
 from bertlayers.data.vocabulary import VocabularyInfo
+from bertlayers.utils.atomic_files import atomic_path
 
 @dataclasses.dataclass(frozen=True)
 class BatchContext:
@@ -169,13 +171,12 @@ def write_pretraining_data(
 
     os.makedirs(output_dir, exist_ok=True)
     files = [os.path.join(output_dir, f"pretrain-{i:05d}-of-{num_shards:05d}.tfrecord") for i in range(num_shards)]
-    writers = [tf.io.TFRecordWriter(f + ".tmp") for f in files]
-    for n, index in enumerate(order):
-        writers[n % num_shards].write(records[index])
-    for writer in writers:
-        writer.close()
-    for f in files:
-        os.replace(f + ".tmp", f)  # a shard appears complete or not at all
+    with contextlib.ExitStack() as stack:  # each shard appears complete or not at all
+        writers = [tf.io.TFRecordWriter(stack.enter_context(atomic_path(f))) for f in files]
+        for n, index in enumerate(order):
+            writers[n % num_shards].write(records[index])
+        for writer in writers:
+            writer.close()
     return DataStats(examples=len(records), tokens=tokens, masked=masked, files=files)
 
 

@@ -5,7 +5,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import shutil
 from typing import Optional
 
 import tensorflow as tf
@@ -16,7 +15,7 @@ from bertlayers.data.mlm_masking import MaskingConfig
 from bertlayers.data.pretraining_data import pretraining_dataset, write_pretraining_data
 from bertlayers.data.tfrecords import check_tfrecords
 from bertlayers.data.vocabulary import VocabularyInfo, build_wordpiece_vocabulary
-from bertlayers.training.checkpointing import atomic_path
+from bertlayers.utils.atomic_files import atomic_path, write_json
 
 
 @dataclasses.dataclass
@@ -166,32 +165,28 @@ def _records(config, work_dir, objective, vocabulary):
     print(f"Reading {path} ...", flush=True)
     documents = read_corpus(path, config.corpus_format)
     print(f"Creating pretraining examples from {len(documents)} documents ...", flush=True)
-    # Every worker of a multi-worker run may prepare; each writes its own folder and the first
-    # rename wins (the contents are identical: same inputs, same seed).
-    staging = f"{data_dir}.partial-{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
-    stats = write_pretraining_data(
-        documents,
-        vocabulary,
-        staging,
-        sequence_length=config.sequence_length,
-        max_predictions_per_seq=config.max_predictions_per_seq,
-        mode=objective.examples,
-        masking=config.masking_config(objective) if objective.masking == "static" else None,
-        dupe_factor=config.dupe_factor,
-        short_seq_prob=config.short_seq_prob,
-        lowercase=config.lowercase,
-        seed=config.seed,
-        verbose=config.verbose > 0,
-        objective=objective,
-    )
-    with open(os.path.join(staging, "data_spec.json"), "w", encoding="utf-8") as f:
-        json.dump(spec, f, indent=1)
-    print(f"  {stats.examples} examples, {stats.tokens} tokens, {stats.masked} masked", flush=True)
+    # Every worker of a multi-worker run may prepare; each writes its own staging folder and the
+    # first rename wins (the contents are identical: same inputs, same seed).
     try:
-        os.rename(staging, data_dir)
+        with atomic_path(data_dir) as staging:
+            stats = write_pretraining_data(
+                documents,
+                vocabulary,
+                staging,
+                sequence_length=config.sequence_length,
+                max_predictions_per_seq=config.max_predictions_per_seq,
+                mode=objective.examples,
+                masking=config.masking_config(objective) if objective.masking == "static" else None,
+                dupe_factor=config.dupe_factor,
+                short_seq_prob=config.short_seq_prob,
+                lowercase=config.lowercase,
+                seed=config.seed,
+                verbose=config.verbose > 0,
+                objective=objective,
+            )
+            write_json(os.path.join(staging, "data_spec.json"), spec, indent=1)
+            print(f"  {stats.examples} examples, {stats.tokens} tokens, {stats.masked} masked", flush=True)
     except OSError:
-        shutil.rmtree(staging, ignore_errors=True)
-        if not os.path.exists(spec_path):
+        if not os.path.exists(spec_path):  # not another worker's data already in place
             raise
     return _records(config, work_dir, objective, vocabulary)

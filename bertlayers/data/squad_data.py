@@ -49,7 +49,7 @@ def read_squad(path):
     except json.JSONDecodeError as error:
         raise ValueError(f"{path}:{error.lineno}: not valid JSON ({error.msg}).") from None
     articles = _field(data, "data", list, f"{path} (top level)")
-    examples = []
+    examples, seen = [], {}
     for a, article in enumerate(articles):
         for p, paragraph in enumerate(_field(article, "paragraphs", list, f"{path}: data[{a}]")):
             where = f"{path}: data[{a}].paragraphs[{p}]"
@@ -57,12 +57,24 @@ def read_squad(path):
             for q, qa in enumerate(_field(paragraph, "qas", list, where)):
                 qid = str(_field(qa, "id", (str, int), f"{where}.qas[{q}]"))
                 where_q = f"{path}: question {qid}"
+                here = f"data[{a}].paragraphs[{p}].qas[{q}]"
+                if qid in seen:  # predictions and scores are keyed by id: one would hide the other
+                    raise ValueError(f"{where_q} appears twice (at {seen[qid]} and {here}); ids must be unique.")
+                seen[qid] = here
                 question = _field(qa, "question", str, where_q)
-                impossible = bool(qa.get("is_impossible", False))
+                # A JSON boolean: the string "false" is truthy and would drop the question's answers.
+                impossible = _field(qa, "is_impossible", bool, where_q) if "is_impossible" in qa else False
                 answers = []
                 for answer in _field(qa, "answers", list, where_q) if "answers" in qa or not impossible else []:
                     text = _field(answer, "text", str, where_q)
                     start = _field(answer, "answer_start", int, where_q)
+                    if not text.strip():
+                        raise ValueError(f"{where_q}: an answer's text is empty.")
+                    if start < 0 or start + len(text) > len(context):
+                        raise ValueError(
+                            f"{where_q}: answer_start {start} with an answer of {len(text)} characters lies outside "
+                            f"its context of {len(context)} characters."
+                        )
                     if context[start : start + len(text)] != text:
                         raise ValueError(
                             f"{where_q}: answer {text!r} is not at character {start} "
@@ -185,6 +197,8 @@ def make_windows(examples, tokenizer, sequence_length=384, doc_stride=128, max_q
     whose context part holds the whole gold answer targets its first and last tokens; others
     target [CLS] (no answer here). `span_mask` is 1 on the context tokens and on [CLS].
     """
+    if not examples:
+        raise ValueError("make_windows: no questions to window.")
     cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
     questions = tokenize_with_offsets([e.question for e in examples], tokenizer, lowercase)
     contexts = tokenize_with_offsets([e.context for e in examples], tokenizer, lowercase)

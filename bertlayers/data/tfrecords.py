@@ -138,6 +138,12 @@ def _count_and_check_ranges(path, sequence_length, max_predictions_per_seq, voca
                 low[name], high[name] = min(low[name], values.min()), max(high[name], values.max())
     except tf.errors.DataLossError as error:
         raise ValueError(f"{path} is corrupt after {count} records: {error.message}") from None
+    except tf.errors.InvalidArgumentError as error:  # a later record of another shape
+        raise ValueError(
+            f"{path}: a record among records {count}..{count + 4095} does not parse as the run expects "
+            f"(sequence_length {sequence_length}, max_predictions_per_seq {max_predictions_per_seq}): "
+            f"{error.message.splitlines()[0]}"
+        ) from None
     for name, (limit, what) in limits.items():
         if limit is not None and (low[name] < 0 or high[name] >= limit):
             bad = int(low[name] if low[name] < 0 else high[name])

@@ -5,6 +5,7 @@ import dataclasses
 import numpy as np
 
 from bertlayers.data.tokenizer import SPECIAL_TOKENS, load_vocabulary
+from bertlayers.utils.atomic_files import write_text
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,6 +79,5 @@ def build_wordpiece_vocabulary(documents, vocabulary_size, output_path, lowercas
         strip_accents=lowercase,
         reserved_tokens=list(SPECIAL_TOKENS),
     )
-    with open(output_path, "w", encoding="utf-8") as f:
-        f.write("\n".join(vocabulary) + "\n")
+    write_text(output_path, "\n".join(vocabulary) + "\n")
     return vocabulary

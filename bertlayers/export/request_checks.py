@@ -87,7 +87,22 @@ def checked_id_request(inputs, sequence_length, vocabulary_size, type_vocab_size
         "segment_ids": (type_vocab_size, "type_vocab_size"),
         "padding_mask": (2, "1 at real tokens, 0 at padding"),
     }
-    return {name: checked_range(t, name, *limits[name]) for name, t in inputs.items()}
+    inputs = {name: checked_range(t, name, *limits[name]) for name, t in inputs.items()}
+    return {**inputs, "padding_mask": checked_rows_have_tokens(inputs["padding_mask"])}
+
+
+def checked_rows_have_tokens(padding_mask):
+    """Every row of the 0/1 `padding_mask` must hold a real token (a `[batch, 0]` request holds none)."""
+    length = tf.size(padding_mask) // tf.maximum(tf.shape(padding_mask)[0], 1)
+    check = tf.debugging.Assert(
+        tf.logical_or(
+            tf.equal(tf.shape(padding_mask)[0], 0),
+            tf.logical_and(length > 0, tf.reduce_all(tf.reduce_max(padding_mask, axis=1) > 0)),
+        ),
+        ["every sequence needs at least one real token (padding_mask 1, token id not [PAD]); "
+         "real tokens per row:", tf.reduce_sum(padding_mask, axis=1)],
+    )
+    return _after([check], {"padding_mask": padding_mask})["padding_mask"]
 
 
 def checked_text_request(texts):

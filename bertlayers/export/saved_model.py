@@ -27,6 +27,7 @@ from bertlayers.models.sequence_classifier import SequenceClassifier
 from bertlayers.models.span_predictor import SpanPredictor
 from bertlayers.models.token_classifier import TokenClassifier
 from bertlayers.networks.encoder_base import EncoderBase
+from bertlayers.utils import atomic_files
 
 ID_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
@@ -237,17 +238,30 @@ def check_model_name(name):
 def recover_exports(base_dir):
     """Finish exports killed while renaming their versions into place, and drop half-written ones.
 
-    An export stages every SavedModel of a pair first, then writes a journal naming the renames,
-    then renames: a journal left behind means all its stages are complete, so its renames are
-    completed (the pair appears together); a stage without a journal is an unfinished write and
-    is removed.
+    Call it holding the base's lock (`atomic_files.locked(base_dir)`): an export stages every
+    SavedModel of a pair first, then writes a journal naming the renames, then renames. A
+    journal left behind means all its stages are complete, so its renames are completed (the
+    pair appears together); a journal still being written (`.partial`, left by a kill or a full
+    disk) and a stage whose writer is dead are unfinished writes and are removed. Nothing else
+    is touched: a live writer's stages, and folders the library did not write, stay.
     """
     if not os.path.isdir(base_dir):
         return
-    for journal in sorted(n for n in os.listdir(base_dir) if n.startswith(_JOURNAL)):
+    atomic_files.remove_orphaned_staging(base_dir)  # journals being written when their writer died
+    for name in os.listdir(base_dir):  # the same, as this library once named them
+        if name.startswith(_JOURNAL) and name.endswith(".json.partial"):
+            os.remove(os.path.join(base_dir, name))
+    for journal in sorted(n for n in os.listdir(base_dir) if n.startswith(_JOURNAL) and n.endswith(".json")):
         path = os.path.join(base_dir, journal)
         with open(path, encoding="utf-8") as f:
-            renames = json.load(f)
+            text = f.read()
+        try:
+            renames = [(str(a), str(b)) for a, b in json.loads(text)]
+        except (ValueError, TypeError):
+            raise ValueError(
+                f"{path} is not an export journal this library wrote (it should list [staging, final] "
+                f"folder pairs); move it out of {base_dir} and export again."
+            ) from None
         for staging, final in renames:
             if os.path.isdir(staging) and not os.path.exists(final):
                 os.rename(staging, final)
@@ -255,30 +269,35 @@ def recover_exports(base_dir):
     for name in os.listdir(base_dir):
         model_dir = os.path.join(base_dir, name)
         if os.path.isdir(model_dir) and not name.startswith("."):
-            for leftover in os.listdir(model_dir):
-                if leftover.startswith(".partial-"):
-                    shutil.rmtree(os.path.join(model_dir, leftover), ignore_errors=True)
+            atomic_files.remove_orphaned_staging(model_dir)
 
 
 def _commit_together(base_dir, staged):
     """Rename every {staging folder: final folder} into place, as one unit (see recover_exports)."""
     journal = os.path.join(base_dir, f"{_JOURNAL}{uuid.uuid4().hex[:8]}.json")
-    temporary = journal + ".partial"
-    with open(temporary, "w", encoding="utf-8") as f:
-        json.dump([[os.path.abspath(a), os.path.abspath(b)] for a, b in staged.items()], f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(temporary, journal)
+    atomic_files.write_json(journal, [[os.path.abspath(a), os.path.abspath(b)] for a, b in staged.items()])
     for staging, final in staged.items():
         os.rename(staging, final)
     os.remove(journal)
 
 
+def is_model_folder(path):
+    """Whether `path` holds at least one SavedModel version (`<integer>/saved_model.pb`): what
+    TF Serving can load, and so what `models.config` names."""
+    return os.path.isdir(path) and any(
+        n.isdigit() and os.path.isfile(os.path.join(path, n, "saved_model.pb")) for n in os.listdir(path)
+    )
+
+
 def write_models_config(base_dir):
-    """Write <base>/models.config naming every model folder under `base_dir` (atomically)."""
+    """Write <base>/models.config naming every model folder under `base_dir` (atomically).
+
+    A folder counts as a model when TF Serving can load it (`is_model_folder`): leftovers
+    (a `stale.partial/`, an empty folder) are not listed.
+    """
     names = sorted(
         n for n in os.listdir(base_dir)
-        if os.path.isdir(os.path.join(base_dir, n)) and re.fullmatch(r"[A-Za-z0-9_.-]+", n) and not n.startswith(".")
+        if re.fullmatch(r"[A-Za-z0-9_.-]+", n) and not n.startswith(".") and is_model_folder(os.path.join(base_dir, n))
     )
     entries = "".join(
         f'  config {{\n    name: "{n}"\n    base_path: "{os.path.abspath(os.path.join(base_dir, n))}"\n'
@@ -286,10 +305,7 @@ def write_models_config(base_dir):
         for n in names
     )
     path = os.path.join(base_dir, "models.config")
-    temporary = f"{path}.partial-{uuid.uuid4().hex[:8]}"
-    with open(temporary, "w", encoding="utf-8") as f:
-        f.write("model_config_list {\n" + entries + "}\n")
-    os.replace(temporary, path)
+    atomic_files.write_text(path, "model_config_list {\n" + entries + "}\n")
     return path
 
 
@@ -349,8 +365,17 @@ def export_for_serving(
     if label_names is not None and (kind != "classifier" or len(label_names) != model.num_classes):
         raise ValueError("label_names needs a classifier with one name per class.")
     tokens = check_vocabulary_fits(vocabulary, encoder.config.vocabulary_size) if vocabulary else None
-    recover_exports(base_dir)
     names = [name] + ([f"{name}_text"] if vocabulary else [])
+    # One export at a time into a base: versions are numbered, staged, committed and listed in
+    # models.config against what the folder holds, and a second writer would race all four.
+    with atomic_files.locked(base_dir, "export into"):
+        return _export(model, kind, name, names, base_dir, tokens, lowercase, sequence_length, truncate, version,
+                       max_query_length, max_answer_length, label_names, precision, verbose)
+
+
+def _export(model, kind, name, names, base_dir, tokens, lowercase, sequence_length, truncate, version,
+            max_query_length, max_answer_length, label_names, precision, verbose):
+    recover_exports(base_dir)
     if version is None:
         version = max(next_version(os.path.join(base_dir, n)) for n in names)
     finals = {n: os.path.join(base_dir, n, str(version)) for n in names}
@@ -361,23 +386,30 @@ def export_for_serving(
     model = in_precision(model, kind, precision)
     servable = _Servable(model, kind, sequence_length, max_answer_length, label_names)
     signatures = {name: _id_signatures(servable, sequence_length, truncate)}
-    if vocabulary:
+    if tokens:
         tokenizer = InGraphTokenizer(tokens, lowercase=lowercase)
         signatures[f"{name}_text"] = _text_signatures(servable, tokenizer, sequence_length, truncate, max_query_length)
     staged = {}
     try:
         for n in names:
             os.makedirs(os.path.dirname(finals[n]), exist_ok=True)
-            staging = os.path.join(base_dir, n, f".partial-{version}-{uuid.uuid4().hex[:8]}")
+            staging = os.path.join(base_dir, n, atomic_files.staging_name(str(version)))
             if n.endswith("_text"):
                 servable.tokenizer = tokenizer
             if verbose:
                 print(f"Writing {finals[n]} ({len(signatures[n])} signatures) ...", flush=True)
-            tf.saved_model.save(servable, staging, signatures=signatures[n])
             staged[staging] = finals[n]
+            tf.saved_model.save(servable, staging, signatures=signatures[n])
         _commit_together(base_dir, staged)
+    except Exception as error:
+        if atomic_files.is_disk_full(error):
+            raise atomic_files.disk_full_error(", ".join(finals.values()), error) from error
+        raise
     finally:
         for staging in staged:
             shutil.rmtree(staging, ignore_errors=True)
+        for n in names:  # a model folder this failed export made and left empty
+            if os.path.isdir(os.path.join(base_dir, n)) and not os.listdir(os.path.join(base_dir, n)):
+                os.rmdir(os.path.join(base_dir, n))
     write_models_config(base_dir)
     return finals

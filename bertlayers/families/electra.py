@@ -29,14 +29,19 @@ from bertlayers.models.encoder_model import EncoderModel, encoder_inputs
 from bertlayers.models.pretrainer import masked_lm_head
 from bertlayers.networks.bert_encoder import BertEncoder
 from bertlayers.networks.encoder_base import INPUT_NAMES, embeddings_for
-from bertlayers.training.recipes import Recipe, register_recipe
+from bertlayers.training.recipes import Option, Recipe, register_recipe
+from bertlayers.utils.validation import POSITIVE_FLOAT, Range
 
 PREDICTION_INPUTS = ("masked_positions", "masked_lm_ids", "masked_lm_weights")
+
+
+GENERATOR_FRACTION = Range(float, 0, 1, low_open=True)
 
 
 def generator_config(config, generator_fraction=0.25):
     """The generator's `EncoderConfig` from the discriminator's: width a fraction of it,
     as many layers, FFN 4x its width, one head per 64 dimensions (at least one)."""
+    generator_fraction = GENERATOR_FRACTION.check("generator_fraction", generator_fraction)
     width = max(1, int(round(config.hidden_size * generator_fraction)))
     heads = max(1, width // 64)
     while width % heads:
@@ -110,6 +115,8 @@ class ElectraPretrainer(EncoderModel):
     def __init__(
         self, encoder, generator, discriminator_weight=50.0, temperature=1.0, name="electra_pretrainer", trainable=True, **kwargs
     ):
+        discriminator_weight = POSITIVE_FLOAT.check("discriminator_weight", discriminator_weight)
+        temperature = POSITIVE_FLOAT.check("temperature", temperature)
         if generator.embeddings is not encoder.embeddings:
             raise ValueError(
                 "ElectraPretrainer: the generator must share the discriminator's embedding layer "
@@ -276,7 +283,11 @@ RECIPE = register_recipe(
         "replaced-token detection: generator + discriminator sharing embeddings (Clark et al. 2020)",
         OBJECTIVE,
         build_pretrainer,
-        options={"generator_fraction": 0.25, "discriminator_weight": 50.0, "temperature": 1.0},
+        options={
+            "generator_fraction": Option(0.25, GENERATOR_FRACTION, "generator width / discriminator's"),
+            "discriminator_weight": Option(50.0, POSITIVE_FLOAT, "the discriminator loss's weight (λ)"),
+            "temperature": Option(1.0, POSITIVE_FLOAT, "of the generator's sampling softmax"),
+        },
         report=("rtd_loss", "rtd_accuracy", "rtd_baseline_accuracy", "rtd_auc", "replaced_fraction"),
     )
 )

@@ -24,7 +24,8 @@ from bertlayers.models.encoder_model import encoder_inputs
 from bertlayers.models.pretrainer import PretrainerBase
 from bertlayers.networks import build_encoder
 from bertlayers.networks.encoder_base import INPUT_NAMES
-from bertlayers.training.recipes import Recipe, register_recipe
+from bertlayers.training.recipes import Option, Recipe, register_recipe
+from bertlayers.utils.validation import POSITIVE_INT
 
 BOUNDARY_INPUTS = ("span_left_positions", "span_right_positions", "span_offsets")
 
@@ -120,7 +121,7 @@ RECIPE = register_recipe(
         "span masking, masked LM + span-boundary objective, single segments (Joshi et al. 2020)",
         OBJECTIVE,
         build_pretrainer,
-        options={"max_span_length": 30},
+        options={"max_span_length": Option(30, POSITIVE_INT, "longest span the boundary head scores")},
         report=("sbo_loss", "sbo_accuracy", "mlm_accuracy"),
     )
 )

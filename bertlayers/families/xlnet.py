@@ -36,7 +36,8 @@ from bertlayers.models.encoder_model import encoder_inputs
 from bertlayers.models.pretrainer import PretrainerBase
 from bertlayers.layers.two_stream_masks import TwoStreamMasks
 from bertlayers.networks.encoder_base import EncoderBase, block_arguments
-from bertlayers.training.recipes import Recipe, register_recipe
+from bertlayers.training.recipes import Option, Recipe, register_recipe
+from bertlayers.utils.validation import NON_NEGATIVE_INT, Range
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
@@ -346,7 +347,10 @@ RECIPE = register_recipe(
         build_pretrainer,
         loss_key="plm_loss",
         encoder_config=xlnet_config,
-        options={"perm_size": 0, "clamp_len": -1},
+        options={
+            "perm_size": Option(0, NON_NEGATIVE_INT, "tokens per permuted block; 0: the whole sequence"),
+            "clamp_len": Option(-1, Range(int, -1), "relative distances beyond it share one encoding; -1: none"),
+        },
         report=("plm_accuracy",),
     )
 )

@@ -95,3 +95,47 @@ def check_sequence_length(tensor, max_length, name):
     )
     with tf.control_dependencies([check]):
         return tf.identity(tensor)
+
+
+def check_padding_mask(mask, name="padding_mask"):
+    """Reject a padding mask that is not 0/1 (boolean passes), has a row with no real token, or has
+    no positions at all.
+
+    A mask of 2s or 255s attends like 1s but scales the rows that later steps read (the pooled
+    [CLS] row among them); a row with no real token has nothing to attend to and returns
+    zeros; a `[batch, 0]` input has no [CLS] row. None of these fails by itself, so each is
+    named here: concrete values now, symbolic ones by an assertion in the graph.
+    """
+    if mask is None or isinstance(mask, keras.KerasTensor):
+        if mask is not None and mask.shape[1] == 0:
+            raise ValueError(f"{name} has sequence length 0: every sequence needs at least one token.")
+        return mask
+    if len(mask.shape) == 2 and mask.shape[1] == 0:
+        raise ValueError(f"{name} has sequence length 0: every sequence needs at least one token.")
+    if tf.executing_eagerly() or isinstance(mask, np.ndarray):
+        values = np.asarray(mask)
+        if values.dtype != bool and values.size and not np.isin(values, (0, 1)).all():
+            bad = values[~np.isin(values, (0, 1))].flat[0]
+            raise ValueError(f"{name} holds {bad}: it must be 1 at real tokens and 0 at padding.")
+        if values.ndim == 2 and values.size:
+            empty = np.flatnonzero(~values.astype(bool).any(axis=1))
+            if empty.size:
+                raise ValueError(
+                    f"{name} row {empty[0]} has no real token (all 0): every sequence needs at least one."
+                )
+        return mask
+    values = tf.cast(mask, tf.int32)
+    checks = [
+        tf.debugging.Assert(
+            tf.reduce_all(tf.logical_or(tf.equal(values, 0), tf.equal(values, 1))),
+            [f"{name} must be 1 at real tokens and 0 at padding; its min and max are",
+             tf.reduce_min(values), tf.reduce_max(values)],
+        ),
+        tf.debugging.Assert(
+            tf.logical_and(tf.shape(values)[1] > 0, tf.reduce_all(tf.reduce_max(values, axis=1) > 0)),
+            [f"{name} has a row with no real token (all 0), or no positions; every sequence needs at least one. "
+             "Real tokens per row:", tf.reduce_sum(values, axis=1)],
+        ),
+    ]
+    with tf.control_dependencies(checks):
+        return tf.identity(mask)

@@ -172,7 +172,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
         else:
             outputs = on_token_rows(lambda rows: self._after_attention(rows, training), x)
             if padding_mask is not None:  # zeros at padding, as the full output has
-                outputs = outputs * ops.cast(_rows_at(padding_mask[..., None], output_positions), outputs.dtype)
+                real = ops.cast(_rows_at(padding_mask[..., None], output_positions), "bool")  # any nonzero is real
+                outputs = outputs * ops.cast(real, outputs.dtype)
 
         if return_attention_scores:
             return outputs, scores

@@ -17,7 +17,7 @@ from bertlayers.layers.activations import with_activation_renamed
 from bertlayers.layers.bert_embeddings import BertEmbeddings
 from bertlayers.layers.factorized_embedding import FactorizedEmbedding
 from bertlayers.layers.initializers import bert_initializer
-from bertlayers.layers.input_checks import check_integer_ids, check_rank, check_same_shape
+from bertlayers.layers.input_checks import check_integer_ids, check_padding_mask, check_rank, check_same_shape
 from bertlayers.layers.pooler import Pooler
 from bertlayers.layers.transformer_encoder_block import TransformerEncoderBlock
 from bertlayers.networks.encoder_config import EncoderConfig
@@ -254,6 +254,8 @@ class EncoderBase(keras.Model):
                 check_integer_ids(value, name)
                 check_rank(value, 2, name, "[batch, seq]")
             inputs.update(check_same_shape(ids))
+            if "padding_mask" in ids:
+                inputs["padding_mask"] = check_padding_mask(inputs["padding_mask"])
         return super().call(inputs, training=training, mask=mask)
 
     def sequence_output_at(self, outputs, positions, padding_mask):

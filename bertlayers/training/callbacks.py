@@ -5,7 +5,7 @@ import os
 
 import keras
 
-from bertlayers.training.checkpointing import atomic_path
+from bertlayers.utils import atomic_files
 
 
 class LearningRateLogger(keras.callbacks.Callback):
@@ -46,6 +46,4 @@ class JsonHistory(keras.callbacks.Callback):
                 history = json.load(f)
         history = [h for h in history if h["epoch"] < epoch]
         history.append({"epoch": epoch, **{k: float(v) for k, v in (logs or {}).items()}})
-        with atomic_path(self.path) as temporary:
-            with open(temporary, "w", encoding="utf-8") as f:
-                json.dump(history, f, indent=1)
+        atomic_files.write_json(self.path, history, indent=1)

@@ -1,37 +1,18 @@
-"""Atomic writes, and resuming a killed `model.fit` exactly where its last backup stood."""
+"""Resuming a killed `model.fit` exactly where its last backup stood."""
 
-import contextlib
 import glob
 import json
 import os
-import tempfile
 
 import keras
 
-
-@contextlib.contextmanager
-def atomic_path(path):
-    """Yield a temporary path beside `path`; on success rename it to `path` in one step.
-
-    A kill at any moment leaves either the old file or the complete new one, never a torn
-    file. The temporary name keeps `path`'s suffix (Keras checks extensions).
-    """
-    directory, name = os.path.split(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=".partial-", suffix="-" + name, dir=directory)
-    os.close(handle)
-    os.remove(temporary)
-    try:
-        yield temporary
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
+from bertlayers.utils import atomic_files
+from bertlayers.utils.atomic_files import atomic_path  # noqa: F401  (its home before bertlayers.utils)
 
 
 def save_model_atomically(model, path):
-    with atomic_path(path) as temporary:
-        model.save(temporary)
+    """`model.save(path)`, atomically (kept for callers of the name; see `atomic_files`)."""
+    atomic_files.save_model(model, path)
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
@@ -59,7 +40,16 @@ class ResumableBackup(keras.callbacks.BackupAndRestore):
         if not os.path.exists(path):
             return None
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
+            text = f.read()
+        try:
+            metadata = json.loads(text)
+            int(metadata["epoch"]), str(metadata["weights"])
+        except (ValueError, KeyError, TypeError):
+            raise ValueError(
+                f"{path} is not a backup record (expected {{\"epoch\": N, \"weights\": NAME}}); it was not "
+                f"written by this library. Move it away to start the run afresh."
+            ) from None
+        return metadata
 
     @classmethod
     def restored_epoch(cls, backup_dir):
@@ -69,18 +59,14 @@ class ResumableBackup(keras.callbacks.BackupAndRestore):
 
     def _save_model(self):
         name = f"epoch-{self._current_epoch:06d}.weights.h5"
-        with atomic_path(os.path.join(self.backup_dir, name)) as temporary:
-            self.model.save_weights(temporary)
-        with atomic_path(os.path.join(self.backup_dir, self.METADATA)) as temporary:
-            with open(temporary, "w", encoding="utf-8") as f:
-                json.dump({"epoch": self._current_epoch, "weights": name}, f)
-                f.flush()
-                os.fsync(f.fileno())
+        atomic_files.save_weights(self.model, os.path.join(self.backup_dir, name))
+        atomic_files.write_json(os.path.join(self.backup_dir, self.METADATA), {"epoch": self._current_epoch, "weights": name})
         backups = sorted(glob.glob(os.path.join(self.backup_dir, "epoch-*.weights.h5")))
         for old in backups[: -self.keep]:
             os.remove(old)
 
     def _load_model(self):
+        atomic_files.remove_orphaned_staging(self.backup_dir)
         metadata = self.read_metadata(self.backup_dir)
         if metadata is None:
             return

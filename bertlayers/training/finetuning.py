@@ -12,7 +12,7 @@ from bertlayers.data.tokenizer import check_vocabulary_fits
 from bertlayers.convert.loading import load_encoder
 from bertlayers.networks import reinitialized
 from bertlayers.training.callbacks import JsonHistory
-from bertlayers.training.checkpointing import save_model_atomically
+from bertlayers.utils import atomic_files
 from bertlayers.training.distribute import STRATEGIES, build_strategy, compile_options
 from bertlayers.training.length_batching import length_batches, per_token_outputs
 from bertlayers.training.optimization import create_optimizer
@@ -76,7 +76,9 @@ def start(args):
         args.learning_rate = FEATURE_BASED_LEARNING_RATE if getattr(args, "feature_based", False) else args.default_learning_rate
     strategy = build_strategy(args.strategy, tpu=args.tpu, num_cpu_devices=args.num_cpu_devices)
     keras.utils.set_random_seed(args.seed)
-    os.makedirs(args.output_dir, exist_ok=True)
+    # One run at a time in a folder: a second would overwrite the first's files as it writes them.
+    atomic_files.claim(args.output_dir, "fine-tuning run in")
+    atomic_files.remove_orphaned_staging(args.output_dir)
     return strategy
 
 
@@ -154,15 +156,11 @@ def finetune(strategy, args, build_model, train, validation=None, num_examples=N
             x, y, sample_weight=sample_weight, batch_size=args.batch_size, epochs=args.epochs,
             validation_data=validation, callbacks=callbacks, verbose=args.verbose, shuffle=True,
         )
-    save_model_atomically(model, os.path.join(args.output_dir, "model.keras"))
+    atomic_files.save_model(model, os.path.join(args.output_dir, "model.keras"))
     return model
 
 
 def write_json(path, value):
-    from bertlayers.training.checkpointing import atomic_path
-
-    with atomic_path(path) as temporary:
-        with open(temporary, "w", encoding="utf-8") as f:
-            json.dump(value, f, indent=1)
+    atomic_files.write_json(path, value, indent=1)
 
 

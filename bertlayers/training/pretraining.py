@@ -16,10 +16,14 @@ import numpy as np
 from bertlayers.data.pretraining_inputs import PretrainingDataConfig, pretraining_inputs
 from bertlayers.networks import get_preset
 from bertlayers.training.callbacks import JsonHistory, LearningRateLogger
-from bertlayers.training.checkpointing import ResumableBackup, atomic_path, save_model_atomically
+from bertlayers.training.checkpointing import ResumableBackup
 from bertlayers.training.distribute import build_strategy, compile_options, worker_info
 from bertlayers.training.optimization import create_optimizer
 from bertlayers.training.recipes import get_recipe
+from bertlayers.utils import atomic_files
+from bertlayers.utils.validation import (
+    DROPOUT, NON_NEGATIVE_FLOAT, NON_NEGATIVE_INT, POSITIVE_FLOAT, POSITIVE_INT, PROBABILITY, Range, check_fields,
+)
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
@@ -51,9 +55,7 @@ class PretrainingConfig(PretrainingDataConfig):
         get_recipe(self.recipe).resolved_options(self.options)
         if self.precision not in PRECISIONS:
             raise ValueError(f"Unknown precision {self.precision!r}; known: {', '.join(PRECISIONS)}.")
-        for field in ("batch_size", "num_train_steps", "checkpoint_every", "sequence_length", "max_predictions_per_seq"):
-            if getattr(self, field) <= 0:
-                raise ValueError(f"{field} must be > 0, got {getattr(self, field)}.")
+        check_fields(self, RANGES)
         if self.num_train_steps % self.checkpoint_every:
             raise ValueError(
                 f"num_train_steps ({self.num_train_steps}) must be a multiple of checkpoint_every "
@@ -61,6 +63,24 @@ class PretrainingConfig(PretrainingDataConfig):
             )
         get_preset(self.preset)
 
+
+RANGES = {
+    "batch_size": POSITIVE_INT,
+    "num_train_steps": POSITIVE_INT,
+    "checkpoint_every": POSITIVE_INT,
+    "sequence_length": Range(int, 2),
+    "max_predictions_per_seq": POSITIVE_INT,
+    "vocabulary_size": POSITIVE_INT,
+    "masked_lm_prob": Range(float, 0, 1, low_open=True),
+    "dupe_factor": POSITIVE_INT,
+    "short_seq_prob": PROBABILITY,
+    "learning_rate": POSITIVE_FLOAT,
+    "warmup_steps": NON_NEGATIVE_INT,
+    "weight_decay": NON_NEGATIVE_FLOAT,
+    "steps_per_execution": POSITIVE_INT,
+    "num_cpu_devices": POSITIVE_INT,
+    "dropout": DROPOUT,
+}
 
 # Settings that may change between a run and its resumption: they do not change what is trained.
 RESUMABLE_CHANGES = ("output_dir", "verbose", "strategy", "tpu", "num_cpu_devices", "jit_compile", "steps_per_execution")
@@ -89,9 +109,7 @@ def check_run_settings(config, trained):
                 f"Rerun with the recorded settings ({path}) to resume it, or use a new --output_dir."
             )
         return
-    with atomic_path(path) as temporary:
-        with open(temporary, "w", encoding="utf-8") as f:
-            json.dump(settings, f, indent=1)
+    atomic_files.write_json(path, settings, indent=1)
 
 
 def build_pretrainer(config, vocabulary_size):
@@ -114,14 +132,20 @@ def run_pretraining(config):
 
     A run killed at any point and started again with the same config resumes from its last
     backup (every `checkpoint_every` steps), consumes exactly the batches an uninterrupted
-    run would, and ends with the same number of steps.
+    run would, and ends with the same number of steps. A second run started into the same
+    `output_dir` while one runs is refused (`FolderBusyError`).
     """
-    strategy = build_strategy(config.strategy, tpu=config.tpu, num_cpu_devices=config.num_cpu_devices)
     _, worker_index, is_chief = worker_info()
-    keras.utils.set_random_seed(config.seed)
-    os.makedirs(config.output_dir, exist_ok=True)
     # Non-chief workers keep their own backups and logs: the files must not collide.
     suffix = "" if is_chief else f"-worker{worker_index}"
+    with atomic_files.locked(config.output_dir, "pretraining run in", wait=False, lock_name=f".run{suffix}.lock"):
+        return _run_pretraining(config, is_chief, suffix)
+
+
+def _run_pretraining(config, is_chief, suffix):
+    strategy = build_strategy(config.strategy, tpu=config.tpu, num_cpu_devices=config.num_cpu_devices)
+    keras.utils.set_random_seed(config.seed)
+    atomic_files.remove_orphaned_staging(config.output_dir)
     backup_dir = os.path.join(config.output_dir, "backup" + suffix)
     initial_epoch = ResumableBackup.restored_epoch(backup_dir)
     check_run_settings(config, trained=initial_epoch > 0)
@@ -162,8 +186,7 @@ def run_pretraining(config):
     else:
         # The untrained model's loss on the first batches: what training is measured against.
         initial = model.evaluate(dataset, steps=4, verbose=0, return_dict=True)
-        with open(initial_path, "w", encoding="utf-8") as f:
-            json.dump({k: float(v) for k, v in initial.items()}, f)
+        atomic_files.write_json(initial_path, {k: float(v) for k, v in initial.items()})
         print(f"Initial {loss_key}: {_logged_metric(initial, loss_key):.3f}", flush=True)
         print(f"Training {config.num_train_steps} steps of {config.batch_size} sequences", flush=True)
     started = time.time()
@@ -196,10 +219,9 @@ def run_pretraining(config):
         summary["first_epoch_" + key] = _logged_metric(history[0], key)
         summary["last_epoch_" + key] = _logged_metric(history[-1], key)
     if is_chief:
-        save_model_atomically(model, os.path.join(config.output_dir, "pretrainer.keras"))
-        save_model_atomically(model.encoder, os.path.join(config.output_dir, "encoder.keras"))
-        with open(os.path.join(config.output_dir, "summary.json"), "w", encoding="utf-8") as f:
-            json.dump(summary, f, indent=1)
+        atomic_files.save_model(model, os.path.join(config.output_dir, "pretrainer.keras"))
+        atomic_files.save_model(model.encoder, os.path.join(config.output_dir, "encoder.keras"))
+        atomic_files.write_json(os.path.join(config.output_dir, "summary.json"), summary, indent=1)
     return summary
 
 

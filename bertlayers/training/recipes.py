@@ -7,7 +7,24 @@ recipes in its own module under `bertlayers/families/`; nothing else needs to ch
 import dataclasses
 from typing import Callable, Optional
 
+from bertlayers.utils.validation import Range
+
 RECIPES = {}
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+    """One recipe setting: its default, the values it accepts and what it means."""
+
+    default: object
+    allowed: Range
+    help: str = ""
+
+    def __post_init__(self):
+        self.allowed.check("the default", self.default)
+
+    def describe(self):
+        return f"{self.default} ({self.allowed.describe()}{'; ' + self.help if self.help else ''})"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,7 +42,7 @@ class Recipe:
       loss_key: the logged loss that measures learning (reported before, during and after).
       encoder_config: `(EncoderConfig) -> EncoderConfig`, what the recipe changes in the
         preset's architecture (ALBERT's factorization, LTR's causal attention); None keeps it.
-      options: the recipe's own settings and their defaults (`--option name=value`).
+      options: the recipe's own settings, {name: `Option`} (`--option name=value`).
       report: further logged metrics the run summary reports.
     """
 
@@ -43,19 +60,16 @@ class Recipe:
         return self.objective(options) if callable(self.objective) else self.objective
 
     def resolved_options(self, given):
-        """The recipe's options with `given` ({name: value or string}) applied and typed."""
+        """The recipe's option values with `given` ({name: value or string}) applied, typed and
+        range-checked (a ValueError names the option and what it accepts)."""
         given = dict(given or {})
         unknown = sorted(set(given) - set(self.options))
         if unknown:
             known = ", ".join(self.options) or "none"
             raise ValueError(f"Recipe {self.name!r} has no option {unknown}; its options: {known}.")
-        resolved = dict(self.options)
+        resolved = {name: option.default for name, option in self.options.items()}
         for name, value in given.items():
-            kind = type(self.options[name])
-            try:
-                resolved[name] = kind(value)
-            except (TypeError, ValueError):
-                raise ValueError(f"Option {name} of recipe {self.name!r} must be a {kind.__name__}, got {value!r}.") from None
+            resolved[name] = self.options[name].allowed.check(f"Option {name} of recipe {self.name!r}", value)
         return resolved
 
 

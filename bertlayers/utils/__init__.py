@@ -1,0 +1,1 @@
+"""Low-level utilities that import nothing else of bertlayers' (the bottom tier)."""

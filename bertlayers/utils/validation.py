@@ -1,0 +1,65 @@
+"""Typed, range-checked settings: one place that turns a bad value into an error naming it."""
+
+import dataclasses
+import math
+from typing import Optional
+
+
+@dataclasses.dataclass(frozen=True)
+class Range:
+    """The values a numeric setting accepts: a type and optional bounds (open or closed).
+
+    `Range(float, 0, 1, low_open=True)` is (0, 1]; NaN and infinities never pass.
+    """
+
+    kind: type
+    low: Optional[float] = None
+    high: Optional[float] = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def describe(self):
+        if self.low is None and self.high is None:
+            return f"a finite {self.kind.__name__}"
+        article = "an" if self.kind.__name__[0] in "aeiou" else "a"
+        left = "" if self.low is None else f"{self.low} <{'' if self.low_open else '='} "
+        right = "" if self.high is None else f" <{'' if self.high_open else '='} {self.high}"
+        return f"{article} {self.kind.__name__} with {left}value{right}"
+
+    def check(self, name, value):
+        """`value` converted to `kind` (from a string too), or a ValueError naming `name`."""
+        try:
+            if self.kind is int and isinstance(value, float) and not value.is_integer():
+                raise ValueError
+            if self.kind is int and isinstance(value, str):
+                value = int(value.strip())
+            typed = self.kind(value)
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(f"{name} must be {self.describe()}, got {value!r}.") from None
+        if isinstance(value, bool) and self.kind is not bool:
+            raise ValueError(f"{name} must be {self.describe()}, got {value!r}.")
+        bad = not math.isfinite(typed)
+        if self.low is not None:
+            bad = bad or typed < self.low or (self.low_open and typed == self.low)
+        if self.high is not None:
+            bad = bad or typed > self.high or (self.high_open and typed == self.high)
+        if bad:
+            raise ValueError(f"{name} must be {self.describe()}, got {value!r}.")
+        return typed
+
+
+POSITIVE_INT = Range(int, 1)
+NON_NEGATIVE_INT = Range(int, 0)
+POSITIVE_FLOAT = Range(float, 0, low_open=True)
+NON_NEGATIVE_FLOAT = Range(float, 0)
+PROBABILITY = Range(float, 0, 1)
+DROPOUT = Range(float, 0, 1, high_open=True)
+
+
+def check_fields(config, ranges):
+    """Check (and convert in place) the fields of dataclass `config` named in {field: Range};
+    None passes for an optional field."""
+    for name, allowed in ranges.items():
+        value = getattr(config, name)
+        if value is not None:
+            object.__setattr__(config, name, allowed.check(name, value))
