@@ -14,3 +14,11 @@ def _deterministic_float32():
     policy = keras.config.dtype_policy()
     yield
     keras.config.set_dtype_policy(policy)
+
+
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory):
+    """The pretraining tests' small real corpus, vocabulary and records (made once: ~30 s)."""
+    from pretraining_fixtures import make_corpus
+
+    return make_corpus(str(tmp_path_factory.mktemp("corpus")))

@@ -105,11 +105,11 @@ def fine_tune_export_and_serve(init, vocabulary, tmp_path):
     return model
 
 
-def tiny_family_run(tmp_path_factory, recipe, steps=120):
-    """(corpus, output folder, summary) of a tiny `recipe` run on the Wikipedia articles."""
+def tiny_family_run(corpus, tmp_path_factory, recipe, steps=120):
+    """(corpus, output folder, summary) of a tiny `recipe` run on the Wikipedia articles
+    (`corpus`: the session's `make_corpus`)."""
     from bertlayers.training.pretraining import PretrainingConfig, run_pretraining
 
-    corpus = make_corpus(str(tmp_path_factory.mktemp("corpus")))
     output = tmp_path_factory.mktemp(recipe)
     config = PretrainingConfig(
         output_dir=str(output), recipe=recipe, vocabulary=corpus["vocabulary"], corpus=corpus["corpus"],

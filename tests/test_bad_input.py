@@ -22,7 +22,7 @@ from bertlayers.data.tokenizer import check_vocabulary_fits, load_vocabulary
 from bertlayers.convert import load_model_file
 from bertlayers.networks import BertEncoder
 from bertlayers.training.pretraining import PretrainingConfig, run_pretraining
-from pretraining_fixtures import PREDICTIONS, SEQ, make_corpus
+from pretraining_fixtures import PREDICTIONS, SEQ
 
 TINY = dict(vocabulary_size=100, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32, max_sequence_length=16)
 
@@ -201,11 +201,6 @@ def test_corpus_and_vocabulary_errors(tmp_path):
 
 
 # --- Pretraining records and runs -------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    return make_corpus(str(tmp_path_factory.mktemp("corpus")))
 
 
 def test_records_with_ids_past_the_vocabulary_are_refused(tmp_path, corpus):

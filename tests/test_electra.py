@@ -205,8 +205,8 @@ def test_masking_rates_on_real_text():
 
 
 @pytest.fixture(scope="module")
-def electra_run(tmp_path_factory):
-    return tiny_family_run(tmp_path_factory, "electra")
+def electra_run(corpus, tmp_path_factory):
+    return tiny_family_run(corpus, tmp_path_factory, "electra")
 
 
 def test_tiny_electra_learns_on_real_text(electra_run):

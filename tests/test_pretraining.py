@@ -16,13 +16,8 @@ import tensorflow as tf
 from bertlayers.networks import AlbertEncoder, BertEncoder
 from bertlayers.training.pretraining import PretrainingConfig, run_pretraining
 from pretraining_fixtures import (
-    PREDICTIONS, SEQ, VOCAB_SIZE, common_args, environment, history, make_corpus, pretrain_command, run_pretrain,
+    PREDICTIONS, SEQ, VOCAB_SIZE, common_args, environment, history, pretrain_command, run_pretrain,
 )
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    return make_corpus(str(tmp_path_factory.mktemp("corpus")))
 
 
 def config(corpus, output_dir, **changes):

@@ -44,8 +44,8 @@ def test_span_boundaries_equal_a_direct_computation():
 
 
 @pytest.fixture(scope="module")
-def spanbert_run(tmp_path_factory):
-    return tiny_family_run(tmp_path_factory, "spanbert")
+def spanbert_run(corpus, tmp_path_factory):
+    return tiny_family_run(corpus, tmp_path_factory, "spanbert")
 
 
 def test_records_carry_the_boundaries_of_their_masked_spans(spanbert_run):

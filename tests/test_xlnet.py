@@ -205,8 +205,8 @@ def test_last_token_pooling_ignores_padding_on_either_side():
 
 
 @pytest.fixture(scope="module")
-def xlnet_run(tmp_path_factory):
-    return tiny_family_run(tmp_path_factory, "xlnet")
+def xlnet_run(corpus, tmp_path_factory):
+    return tiny_family_run(corpus, tmp_path_factory, "xlnet")
 
 
 def test_records_hold_whole_word_ngram_targets(xlnet_run):
