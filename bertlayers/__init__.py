@@ -2,8 +2,9 @@
 
 Layers (`bertlayers.layers`) compose into networks (`bertlayers.networks`: encoders) and
 models (`bertlayers.models`: pretrainers, task models); each family beyond BERT's own
-(ELECTRA, SpanBERT, XLNet) lives in one module of `bertlayers.families`; `bertlayers.training` trains them,
-`bertlayers.convert` loads real pretrained checkpoints and `bertlayers.export` serves them.
+(ELECTRA, SpanBERT, XLNet) lives in one module of `bertlayers.families`; `bertlayers.training` trains them
+and `bertlayers.runs` drives whole runs, `bertlayers.convert` loads real pretrained checkpoints and
+`bertlayers.export` serves them. `bertlayers.utils` is the bottom tier (atomic files, validated ranges).
 """
 
 __version__ = "0.1.0"

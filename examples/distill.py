@@ -34,9 +34,10 @@ from bertlayers.export.serving_latency import load_text_ops, serving_latency
 from bertlayers.metrics import accuracy
 from bertlayers.models import Distiller, SequenceClassifier
 from bertlayers.networks import BertEncoder, reinitialized
-from bertlayers.training.finetuning import write_json
+from bertlayers.runs.finetuning import write_json
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.training.optimization import create_optimizer
+from bertlayers.utils.cli import run_script
 
 import keras  # noqa: E402
 
@@ -159,4 +160,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

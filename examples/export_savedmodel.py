@@ -14,6 +14,7 @@ import os
 from bertlayers.data.assets import bert_uncased_vocabulary
 from bertlayers.export import export_for_serving
 from bertlayers.convert import load_encoder, load_model_file
+from bertlayers.utils.cli import run_script
 
 
 def main():
@@ -50,4 +51,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -19,9 +19,9 @@ import dataclasses
 import os
 import typing
 
-from bertlayers.training.pretraining import PretrainingConfig, chance_loss, run_pretraining
-from bertlayers.training.recipes import get_recipe, recipe_names
-from bertlayers.utils.atomic_files import DiskFullError, FolderBusyError
+from bertlayers.runs.pretraining import PretrainingConfig, chance_loss, run_pretraining
+from bertlayers.families.recipes import get_recipe, recipe_names
+from bertlayers.utils.cli import run_script
 
 
 def _recipes_help():
@@ -72,10 +72,7 @@ def parse_args():
 
 def main():
     config = parse_args()
-    try:
-        summary = run_pretraining(config)
-    except (DiskFullError, FolderBusyError) as error:
-        raise SystemExit(f"error: {error}") from None
+    summary = run_pretraining(config)
     loss = summary["loss_key"]
     print(
         f"\nDone: {summary['steps']} steps. {loss}: {summary['initial_' + loss]:.3f} before training, "
@@ -88,4 +85,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -21,12 +21,13 @@ from bertlayers.data.classification_data import LabelMap, encode_examples, read_
 from bertlayers.data.tokenizer import BertInputPacker, wordpiece_tokenizer
 from bertlayers.metrics import accuracy, classification_metrics, pearson, spearman
 from bertlayers.models import SequenceClassifier
-from bertlayers.training.finetuning import (
+from bertlayers.runs.finetuning import (
     add_feature_based_arguments, add_finetuning_arguments, encoder_source, feature_based_options, finetune, start,
     vocabulary_for, write_json,
 )
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.utils.atomic_files import write_text
+from bertlayers.utils.cli import run_script
 
 
 def main():
@@ -41,14 +42,15 @@ def main():
     parser.add_argument("--max_train_examples", type=int, default=None, help="train on the file's first N examples")
     add_feature_based_arguments(parser)
     args = add_finetuning_arguments(parser, sequence_length=64, epochs=2).parse_args()
-    strategy = start(args)
+    config = finetuning_config(parser, args)
+    strategy = start(config)
 
     read = lambda path: read_text_examples(path, args.text_a, args.text_b, args.label)  # noqa: E731
     train, evaluation = read(args.train_file), read(args.eval_file)
     if args.max_train_examples:
         print(f"Training on the first {args.max_train_examples} of {len(train)} examples of {args.train_file}")
         train = train[: args.max_train_examples]
-    packer = BertInputPacker(wordpiece_tokenizer(vocabulary_for(args)), args.sequence_length)
+    packer = BertInputPacker(wordpiece_tokenizer(vocabulary_for(config)), args.sequence_length)
     x_train, x_eval = encode_examples(packer, train, args.train_file), encode_examples(packer, evaluation, args.eval_file)
     if args.regression:
         y_train, y_eval = regression_targets(train), regression_targets(evaluation)
@@ -60,8 +62,8 @@ def main():
     print(f"{len(train)} training and {len(evaluation)} evaluation examples" + (f", labels {labels.labels}" if labels else ""))
 
     model = finetune(
-        strategy, args, lambda encoder: SequenceClassifier(
-            encoder, num_classes, label_names=labels.labels if labels else None, **feature_based_options(args)
+        strategy, config, lambda encoder: SequenceClassifier(
+            encoder, num_classes, label_names=labels.labels if labels else None, **feature_based_options(config)
         ),
         (x_train, {"logits": y_train}, None), validation=(x_eval, {"logits": y_eval}),
     )
@@ -76,11 +78,11 @@ def main():
         # The score of always answering the training data's most frequent label: what "learned" must beat.
         metrics["majority_class_accuracy"] = accuracy(y_eval, np.full_like(y_eval, np.bincount(y_train).argmax()))
         predictions = [{"id": e.where, "label": labels.labels[p]} for e, p in zip(evaluation, predicted)]
-    metrics.update({"eval_examples": len(evaluation), "init": "random" if args.random_init else encoder_source(args)})
+    metrics.update({"eval_examples": len(evaluation), "init": "random" if args.random_init else encoder_source(config)})
     write_json(os.path.join(args.output_dir, "metrics.json"), metrics)
     write_text(os.path.join(args.output_dir, "predictions.jsonl"), "".join(json.dumps(p) + "\n" for p in predictions))
     print({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items() if k != "per_class_f1"})
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

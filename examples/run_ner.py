@@ -17,11 +17,12 @@ from bertlayers.data.ner_data import decode_tags, encode_sentences, read_conll, 
 from bertlayers.data.tokenizer import wordpiece_tokenizer
 from bertlayers.metrics import entity_scores
 from bertlayers.models import TokenClassifier
-from bertlayers.training.finetuning import (
+from bertlayers.runs.finetuning import (
     add_feature_based_arguments, add_finetuning_arguments, encoder_source, feature_based_options, finetune, start,
     vocabulary_for, write_json,
 )
 from bertlayers.training.length_batching import predict_by_length
+from bertlayers.utils.cli import run_script
 
 
 def main():
@@ -32,20 +33,21 @@ def main():
     parser.add_argument("--max_train_examples", type=int, default=None, help="train on the file's first N sentences")
     add_feature_based_arguments(parser)
     args = add_finetuning_arguments(parser, sequence_length=48, epochs=4, batch_size=16, learning_rate=5e-4).parse_args()
-    strategy = start(args)
+    config = finetuning_config(parser, args)
+    strategy = start(config)
 
     train, evaluation = read_conll(args.train_file), read_conll(args.eval_file)
     if args.max_train_examples:
         print(f"Training on the first {args.max_train_examples} of {len(train)} sentences of {args.train_file}")
         train = train[: args.max_train_examples]
     tags = tag_vocabulary(train)
-    tokenizer = wordpiece_tokenizer(vocabulary_for(args))
+    tokenizer = wordpiece_tokenizer(vocabulary_for(config))
     x_train, y_train, w_train, _ = encode_sentences(train, tokenizer, args.sequence_length, tags, args.train_file)
     x_eval, y_eval, w_eval, starts = encode_sentences(evaluation, tokenizer, args.sequence_length, tags, args.eval_file)
     print(f"{len(train)} training and {len(evaluation)} evaluation sentences, {len(tags)} tags")
 
     model = finetune(
-        strategy, args, lambda encoder: TokenClassifier(encoder, len(tags), **feature_based_options(args)),
+        strategy, config, lambda encoder: TokenClassifier(encoder, len(tags), **feature_based_options(config)),
         (x_train, {"logits": y_train}, {"logits": w_train}),
         validation=(x_eval, {"logits": y_eval}, {"logits": w_eval}),
     )
@@ -53,7 +55,7 @@ def main():
     predicted = decode_tags(logits, starts, tags)
     gold = [[tag for _, tag in sentence] for sentence in evaluation]
     metrics = entity_scores(gold, predicted)
-    metrics.update({"eval_sentences": len(evaluation), "init": "random" if args.random_init else encoder_source(args)})
+    metrics.update({"eval_sentences": len(evaluation), "init": "random" if args.random_init else encoder_source(config)})
     write_json(os.path.join(args.output_dir, "metrics.json"), metrics)
     write_json(os.path.join(args.output_dir, "tags.json"), tags)  # what the served `tags` indices mean
     write_conll(
@@ -64,4 +66,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -17,10 +17,11 @@ from bertlayers.data.squad_data import decode_answers, make_windows, read_squad
 from bertlayers.data.tokenizer import wordpiece_tokenizer
 from bertlayers.metrics import squad_scores
 from bertlayers.models import SpanPredictor
-from bertlayers.training.finetuning import (
-    add_finetuning_arguments, encoder_source, finetune, start, vocabulary_for, write_json,
+from bertlayers.runs.finetuning import (
+    add_finetuning_arguments, encoder_source, finetune, finetuning_config, start, vocabulary_for, write_json,
 )
 from bertlayers.training.length_batching import predict_by_length
+from bertlayers.utils.cli import run_script
 
 BUNDLED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "squad_mini")
 
@@ -37,7 +38,8 @@ def main():
     parser.add_argument("--null_score_diff_threshold", type=float, default=0.0)
     parser.add_argument("--vocabulary", default=None)
     args = add_finetuning_arguments(parser, sequence_length=192, epochs=30, batch_size=8, learning_rate=2e-4).parse_args()
-    strategy = start(args)
+    config = finetuning_config(parser, args)
+    strategy = start(config)
 
     train, evaluation = read_squad(args.train_file), read_squad(args.predict_file)
     if not args.version_2_with_negative:
@@ -51,7 +53,7 @@ def main():
             if not examples:
                 raise SystemExit(f"error: {path} holds only unanswerable questions; SQuAD v1.1 mode leaves none "
                                  f"(use --version_2_with_negative).")
-    tokenizer = wordpiece_tokenizer(vocabulary_for(args))
+    tokenizer = wordpiece_tokenizer(vocabulary_for(config))
     window = dict(sequence_length=args.sequence_length, doc_stride=args.doc_stride, max_query_length=args.max_query_length)
     train_features = make_windows(train, tokenizer, **window)
     eval_features = make_windows(evaluation, tokenizer, **window)
@@ -59,7 +61,7 @@ def main():
           f"{len(evaluation)} evaluation questions ({len(eval_features.example_index)} windows)")
 
     targets = {"start_logits": train_features.start_positions, "end_logits": train_features.end_positions}
-    model = finetune(strategy, args, SpanPredictor, (train_features.inputs, targets, None))
+    model = finetune(strategy, config, SpanPredictor, (train_features.inputs, targets, None))
     outputs = predict_by_length(model, eval_features.inputs, batch_size=args.batch_size, verbose=args.verbose)
     predictions, nbest = decode_answers(
         evaluation, eval_features, outputs["start_logits"], outputs["end_logits"],
@@ -68,7 +70,7 @@ def main():
     )
     gold = {e.qid: [text for text, _ in e.answers] for e in evaluation}
     metrics = squad_scores(predictions, gold)
-    metrics["init"] = "random" if args.random_init else encoder_source(args)
+    metrics["init"] = "random" if args.random_init else encoder_source(config)
     write_json(os.path.join(args.output_dir, "predictions.json"), predictions)
     write_json(os.path.join(args.output_dir, "nbest_predictions.json"), nbest)
     write_json(os.path.join(args.output_dir, "metrics.json"), metrics)
@@ -76,4 +78,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -7,6 +7,17 @@ import keras  # noqa: E402
 import pytest  # noqa: E402
 
 
+# Fixtures that run a training job or export models (tens of seconds once per module or session):
+# a test that uses one is in the slow tier, besides the tests marked `slow` one by one.
+SLOW_FIXTURES = {"corpus", "electra_run", "xlnet_run", "spanbert_run", "exported", "google_checkpoint"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if SLOW_FIXTURES & set(item.fixturenames):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(autouse=True)
 def _deterministic_float32():
     """Every test starts seeded, in float32, and leaves the global policy as it found it."""

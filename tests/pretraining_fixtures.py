@@ -108,7 +108,7 @@ def fine_tune_export_and_serve(init, vocabulary, tmp_path):
 def tiny_family_run(corpus, tmp_path_factory, recipe, steps=120):
     """(corpus, output folder, summary) of a tiny `recipe` run on the Wikipedia articles
     (`corpus`: the session's `make_corpus`)."""
-    from bertlayers.training.pretraining import PretrainingConfig, run_pretraining
+    from bertlayers.runs.pretraining import PretrainingConfig, run_pretraining
 
     output = tmp_path_factory.mktemp(recipe)
     config = PretrainingConfig(

@@ -21,7 +21,7 @@ from bertlayers.data.tfrecords import check_tfrecords, serialize_example
 from bertlayers.data.tokenizer import check_vocabulary_fits, load_vocabulary
 from bertlayers.convert import load_model_file
 from bertlayers.networks import BertEncoder
-from bertlayers.training.pretraining import PretrainingConfig, run_pretraining
+from bertlayers.runs.pretraining import PretrainingConfig, run_pretraining
 from pretraining_fixtures import PREDICTIONS, SEQ
 
 TINY = dict(vocabulary_size=100, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32, max_sequence_length=16)
@@ -374,7 +374,7 @@ RECIPE_OPTIONS = [
 
 @pytest.mark.parametrize("recipe, options, message", RECIPE_OPTIONS)
 def test_recipe_options_out_of_range_are_refused(recipe, options, message):
-    from bertlayers.training.recipes import get_recipe
+    from bertlayers.families.recipes import get_recipe
 
     with pytest.raises(ValueError, match=message):
         PretrainingConfig(recipe=recipe, options=options)
@@ -416,3 +416,22 @@ def test_a_late_record_of_another_length_names_its_file(tmp_path, corpus):
         writer.write(serialize_example([2, 5, 3], [0, 0, 0], [1], [5], 0, SEQ * 2, PREDICTIONS))
     with pytest.raises(ValueError, match=r"late\.tfrecord: a record among records 0\.\.4095 does not parse as the run expects"):
         check_tfrecords([path], SEQ, PREDICTIONS, vocabulary_size=1000)
+
+
+@pytest.mark.slow
+def test_the_pretraining_script_refuses_an_out_of_range_option_in_one_line(tmp_path):
+    import os
+    import subprocess
+
+    from pretraining_fixtures import environment, pretrain_command
+
+    output = tmp_path / "run"
+    result = subprocess.run(
+        pretrain_command(["--recipe", "electra", "--option", "discriminator_weight=-1", "--output_dir", str(output)]),
+        env=environment(), capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr.strip().splitlines()[-1] == (
+        "pretrain.py: error: Option discriminator_weight of recipe 'electra' must be a float with 0 < value, got '-1'."
+    )
+    assert not os.path.exists(output) and "Traceback" not in result.stderr

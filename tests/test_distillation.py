@@ -54,6 +54,7 @@ def test_token_level_loss_counts_only_weighted_tokens():
     np.testing.assert_allclose(loss, 1.0, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_student_learns_the_teacher_which_stays_frozen(tmp_path):
     teacher = SequenceClassifier(BertEncoder(**{**TINY, "num_layers": 2}), 2, dropout=0.0)
     # A teacher with a clear opinion per input: its head's logits scaled up.
@@ -89,6 +90,7 @@ def test_bad_settings_are_named():
         Distiller(student).compute_loss(y=None, y_pred={"logits": np.zeros((1, 2), "float32")})
 
 
+@pytest.mark.slow
 def test_distill_example_end_to_end(tmp_path):
     from test_finetuning import run_example
 

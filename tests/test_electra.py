@@ -145,6 +145,7 @@ def test_generator_shape_and_shared_embeddings():
     assert discriminator.embedding_projection.kernel.shape == (16, 128)
 
 
+@pytest.mark.slow
 def test_discriminator_loss_reaches_only_shared_weights_and_lambda_weighs_it():
     model = tiny_pretrainer()
     x = pretrainer_inputs()

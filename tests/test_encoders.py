@@ -103,6 +103,7 @@ def test_compact_bert_presets():
 
 
 @pytest.mark.parametrize("name, published", [("bert_base", 110e6), ("bert_large", 340e6)])
+@pytest.mark.slow
 def test_published_parameter_counts(name, published):
     count = build_encoder(name).count_params()
     assert abs(count - published) / published <= 0.02, count
@@ -317,6 +318,7 @@ def test_over_long_sequence_is_rejected_inside_a_graph_with_unknown_length():
         serve(padded(encoder_inputs([5, 3], seq=6), 14))
 
 
+@pytest.mark.slow
 def test_encoder_fine_tunes_with_fit():
     encoder = BertEncoder(**TINY)
     inputs = {name: keras.Input((None,), dtype="int32", name=name) for name in ("token_ids", "segment_ids", "padding_mask")}

@@ -447,3 +447,23 @@ def test_bfloat16_export_computes_in_bfloat16_and_answers_in_float32(exported, t
     assert 0 < difference < 0.05 * scale + 1e-3, (difference, scale)
     with pytest.raises(ValueError, match="Unknown precision"):
         export_for_serving(model, f"{name}_half", base_dir=str(tmp_path), sequence_length=SEQ, precision="float16")
+
+
+def test_models_config_lists_loadable_models_only_and_best_span_follows_its_definition(tmp_path):
+    """Without any export: what `models.config` names, and the span decoder on a hand-computed case."""
+    from bertlayers.export.saved_model import best_span, write_models_config
+
+    for folder in ("good/3", "empty", "stale.partial/1", ".hidden/1"):
+        (tmp_path / folder).mkdir(parents=True)
+    for folder in ("good/3", "stale.partial/1", ".hidden/1"):
+        (tmp_path / folder / "saved_model.pb").write_bytes(b"")
+    (tmp_path / "stale.partial" / "1" / "saved_model.pb").unlink()
+    config = open(write_models_config(str(tmp_path))).read()
+    assert config.count("config {") == 1 and f'name: "good"\n    base_path: "{tmp_path / "good"}"' in config
+
+    start = tf.constant([[5.0, 1.0, 3.0, 0.0, 2.0]])
+    end = tf.constant([[4.0, 0.0, 1.0, 3.0, 2.5]])
+    allowed = tf.constant([[True, True, True, True, True]])
+    # Pairs (s, e) with 1 <= s <= e < s + 2 (not [CLS]): the best is s=2, e=3 (3 + 3).
+    first, last, score, null = best_span(start, end, allowed, allowed, max_answer_length=2)
+    assert (int(first[0]), int(last[0]), float(score[0]), float(null[0])) == (2, 3, 6.0, 9.0)

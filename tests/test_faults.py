@@ -7,7 +7,6 @@ and a real size-limited tmpfs (where this process may mount one: root on Linux; 
 elsewhere).
 """
 
-import argparse
 import errno
 import json
 import os
@@ -24,7 +23,7 @@ from bertlayers.data.assets import bert_uncased_vocabulary
 from bertlayers.export import export_for_serving
 from bertlayers.networks import BertEncoder
 from bertlayers.training.checkpointing import ResumableBackup
-from bertlayers.training.pretraining import PretrainingConfig, run_pretraining
+from bertlayers.runs.pretraining import PretrainingConfig, run_pretraining
 from bertlayers.utils import atomic_files
 from pretraining_fixtures import PREDICTIONS, REPO, SEQ, environment
 
@@ -106,15 +105,14 @@ def test_a_second_pretraining_run_in_a_busy_folder_is_refused(corpus, tmp_path):
 
 
 def test_a_second_fine_tuning_run_in_a_busy_folder_is_refused(tmp_path):
-    from bertlayers.training.finetuning import start
+    from bertlayers.runs.finetuning import FinetuningConfig, start
 
-    args = argparse.Namespace(learning_rate=1e-3, strategy="default", tpu=None, num_cpu_devices=None, seed=0,
-                              output_dir=str(tmp_path / "run"))
-    with atomic_files.locked(args.output_dir, "test"):
+    config = FinetuningConfig(output_dir=str(tmp_path / "run"))
+    with atomic_files.locked(config.output_dir, "test"):
         with pytest.raises(atomic_files.FolderBusyError, match="fine-tuning run in"):
-            start(args)
-    start(args)  # free again: this process now holds it
-    atomic_files.release(os.path.join(os.path.abspath(args.output_dir), ".lock"))
+            start(config)
+    start(config)  # free again: this process now holds it
+    atomic_files.release(os.path.join(os.path.abspath(config.output_dir), ".lock"))
 
 
 def classifier_command(tmp_path, output):
@@ -136,6 +134,7 @@ def classifier_command(tmp_path, output):
     ]
 
 
+@pytest.mark.slow
 def test_fine_tuning_killed_at_random_points_then_run_again(tmp_path):
     output = tmp_path / "classifier"
     command = classifier_command(tmp_path, output)
@@ -182,6 +181,7 @@ def complete_versions(folder):
     return sorted(n for n in os.listdir(folder) if n.isdigit() and os.path.isfile(os.path.join(folder, n, "saved_model.pb")))
 
 
+@pytest.mark.slow
 def test_two_exports_into_one_base_at_once_both_land(saved_encoder, tmp_path):
     base = tmp_path / "savedmodels"
     processes = [
@@ -195,6 +195,7 @@ def test_two_exports_into_one_base_at_once_both_land(saved_encoder, tmp_path):
     assert listed_models(base) == ["enc", "enc_text"]
 
 
+@pytest.mark.slow
 def test_exports_killed_at_random_points_leave_only_complete_versions(saved_encoder, tmp_path):
     base = tmp_path / "savedmodels"
     rng = random.Random(31)
@@ -244,6 +245,7 @@ def resize(mount, size):
     subprocess.run(["mount", "-o", f"remount,size={size}", str(mount)], check=True)
 
 
+@pytest.mark.slow
 def test_a_real_full_disk_for_pretraining_and_export(corpus, saved_encoder, small_disk):
     disk = small_disk("run_disk")
     output = disk / "run"

@@ -161,6 +161,7 @@ def test_task_models_save_and_load(tmp_path, build, extra):
 
 
 @pytest.mark.parametrize("model_class", [SequenceClassifier, TokenClassifier])
+@pytest.mark.slow
 def test_feature_based_trains_only_the_mix_the_bilstm_and_the_head(model_class, tmp_path):
     encoder = BertEncoder(**{**TINY, "num_layers": 2, "dropout": 0.5})
     model = model_class(encoder, 2, feature_based=True, lstm_units=8)
@@ -244,6 +245,7 @@ def run_example(script, *args):
     return result.stdout
 
 
+@pytest.mark.slow
 def test_run_classifier_end_to_end(tmp_path, tiny_encoder):
     data = tmp_path / "pairs.csv"
     data.write_text("a,b,label\n" + "".join(f"sentence {i},other {i},{'yes' if i % 2 else 'no'}\n" for i in range(24)))
@@ -256,6 +258,7 @@ def test_run_classifier_end_to_end(tmp_path, tiny_encoder):
     assert (out / "model.keras").exists() and os.listdir(out / "logs")
 
 
+@pytest.mark.slow
 def test_run_classifier_regression(tmp_path, tiny_encoder):
     data = tmp_path / "scores.jsonl"
     data.write_text("".join(json.dumps({"text": f"item {i}", "label": i / 10}) + "\n" for i in range(16)))
@@ -267,6 +270,7 @@ def test_run_classifier_regression(tmp_path, tiny_encoder):
 
 @pytest.mark.parametrize("flags", [[], ["--group_by_length"], ["--pad_to_sequence_length"],
                                    ["--feature_based", "--lstm_units", "8"]])
+@pytest.mark.slow
 def test_run_ner_end_to_end(tmp_path, tiny_encoder, flags):
     data = tmp_path / "tiny.conll"
     data.write_text("Anna\tB-person\nlives\tO\nin\tO\nOslo\tB-geo-loc\n\nBob\tB-person\nleft\tO\n\n" * 4)
@@ -277,6 +281,7 @@ def test_run_ner_end_to_end(tmp_path, tiny_encoder, flags):
     assert (out / "predictions.conll").read_text().count("\n\n") == 8
 
 
+@pytest.mark.slow
 def test_run_squad_end_to_end(tmp_path, tiny_encoder):
     out = tmp_path / "out"
     output = run_example("run_squad.py", "--init", tiny_encoder, "--output_dir", str(out), "--epochs", "1",
@@ -290,11 +295,12 @@ def test_run_squad_end_to_end(tmp_path, tiny_encoder):
 
 @pytest.mark.parametrize("flags, traced_length", [([], None), (["--group_by_length"], None),
                                                   (["--pad_to_sequence_length"], 16)])
+@pytest.mark.slow
 def test_training_batches_are_cut_to_their_longest_unless_padding_is_asked_for(tmp_path, tiny_encoder, flags,
                                                                                traced_length):
     import argparse
 
-    from bertlayers.training.finetuning import add_finetuning_arguments, finetune, start
+    from bertlayers.runs.finetuning import FinetuningConfig, add_finetuning_arguments, finetune, start
 
     args = add_finetuning_arguments(argparse.ArgumentParser(), sequence_length=16).parse_args(
         ["--init", tiny_encoder, "--output_dir", str(tmp_path), "--epochs", "1", "--batch_size", "4",
@@ -315,24 +321,54 @@ def test_training_batches_are_cut_to_their_longest_unless_padding_is_asked_for(t
         model.train_step = recording_step
         return model
 
-    finetune(start(args), args, build, (x, {"logits": np.arange(12) % 2}, None))
+    config = FinetuningConfig.from_args(args)
+    finetune(start(config), config, build, (x, {"logits": np.arange(12) % 2}, None))
     assert traced and set(traced) == {traced_length}
 
 
 def test_training_batch_flags_exclude_each_other(capsys):
     import argparse
 
-    from bertlayers.training.finetuning import add_finetuning_arguments
+    from bertlayers.runs.finetuning import FinetuningConfig, add_finetuning_arguments
 
     parser = add_finetuning_arguments(argparse.ArgumentParser())
     with pytest.raises(SystemExit):
         parser.parse_args(["--output_dir", "out", "--group_by_length", "--pad_to_sequence_length"])
     assert "not allowed with argument" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="group_by_length and pad_to_sequence_length exclude each other"):
+        FinetuningConfig("out", group_by_length=True, pad_to_sequence_length=True)
+
+
+def test_the_fine_tuning_config_is_typed_and_range_checked(capsys):
+    import argparse
+
+    from bertlayers.runs.finetuning import FinetuningConfig, add_finetuning_arguments, finetune, finetuning_config
+
+    parser = add_finetuning_arguments(argparse.ArgumentParser(), learning_rate=2e-4)
+    config = FinetuningConfig.from_args(parser.parse_args(["--output_dir", "out", "--epochs", "2"]))
+    assert (config.learning_rate, config.epochs, config.output_dir) == (2e-4, 2, "out")
+    for change, message in (
+        ({"batch_size": 0}, "batch_size must be an int with 1 <= value, got 0"),
+        ({"learning_rate": float("nan")}, "learning_rate must be a float with 0 < value, got nan"),
+        ({"warmup_proportion": 1.5}, r"warmup_proportion must be a float with 0 <= value <= 1"),
+        ({"layerwise_decay": 0.0}, "layerwise_decay"),
+        ({"precision": "float8"}, "precision must be one of float32, mixed_bfloat16, mixed_float16"),
+        ({"strategy": "gpu"}, "strategy must be one of"),
+        ({"epochs": 2.5}, "epochs must be an int"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            FinetuningConfig("out", **change)
+    with pytest.raises(SystemExit):  # the scripts: one line, status 2
+        finetuning_config(parser, parser.parse_args(["--output_dir", "out", "--warmup_proportion", "-1"]))
+    assert "warmup_proportion must be a float with 0 <= value <= 1, got -1.0" in capsys.readouterr().err
+    with pytest.raises(TypeError, match=r"Expected a FinetuningConfig, got a Namespace"):
+        finetune(None, argparse.Namespace(), None, None)
 
 
 # --- Real weights ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_short_minilm_fine_tune_beats_chance():
     from bertlayers.data.assets import rotten_tomatoes_snippets
     from bertlayers.data.classification_data import TextExample, encode_examples

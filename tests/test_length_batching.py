@@ -85,6 +85,7 @@ def test_evaluation_batches_are_sorted_and_positions_are_never_cut():
     lambda e: TokenClassifier(e, 4),
     SpanPredictor,
 ])
+@pytest.mark.slow
 def test_predict_by_length_gives_what_predict_gives(build):
     x, lengths = examples(37, seed=1)
     model = build(BertEncoder(**TINY))
@@ -103,6 +104,7 @@ def test_predict_by_length_gives_what_predict_gives(build):
             np.testing.assert_allclose(got[name], value, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_training_on_cut_batches_matches_fixed_length_training_without_dropout():
     from bertlayers.training.optimization import create_optimizer
 

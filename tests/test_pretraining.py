@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 from bertlayers.networks import AlbertEncoder, BertEncoder
-from bertlayers.training.pretraining import PretrainingConfig, run_pretraining
+from bertlayers.runs.pretraining import PretrainingConfig, run_pretraining
 from pretraining_fixtures import (
     PREDICTIONS, SEQ, VOCAB_SIZE, common_args, environment, history, pretrain_command, run_pretrain,
 )
@@ -194,7 +194,7 @@ def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(corpus, tmp_
 
 
 def test_mixed_precision_reaches_every_layer_of_the_pretrainer():
-    from bertlayers.training.pretraining import build_pretrainer
+    from bertlayers.runs.pretraining import build_pretrainer
 
     model = build_pretrainer(PretrainingConfig(precision="mixed_bfloat16"), 100)
     computing = [layer for layer in model.encoder.layers if not isinstance(layer, keras.layers.InputLayer)]

@@ -50,6 +50,7 @@ def test_corpus_is_real_wikipedia(documents):
 
 
 @pytest.mark.parametrize("strategy", ["token", "whole_word", "span"])
+@pytest.mark.slow
 def test_masking_rate_split_and_special_tokens(nsp_examples, vocab, strategy):
     special = set(vocab.never_masked_ids)
     maskable = chosen = to_mask = unchanged = 0

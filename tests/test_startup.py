@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 # Reports the oneDNN setting, and the outputs of a small fixed-seed encoder on fixed inputs,
 # eager and as a graph (with the fused kernels TensorFlow's optimizer made of the graph).
@@ -47,6 +48,7 @@ def _report(setting):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_onednn_rewrites_are_on_unless_the_user_chose_and_change_no_result():
     default, declined = _report(None), _report("0")
     assert (default["setting"], default["onednn"]) == ("1", True)

@@ -8,6 +8,7 @@ before 2.20 lack. Ids equal keras-hub's WordPieceTokenizer's (tests/test_tokeniz
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from bertlayers.data.padding import padded_length
 from bertlayers.data.tokenizer import load_vocabulary
 
 
@@ -54,18 +55,6 @@ class InGraphTokenizer(tf.Module):
 
     def tokenize(self, texts):
         return self.wordpiece.tokenize(self.normalizer.normalize(texts))
-
-
-def padded_length(longest, sequence_length, multiple=1):
-    """The length a batch is padded to: its `longest` row (rounded up to a multiple of
-    `multiple`), at least 1 and at most `sequence_length` (a scalar tensor).
-
-    Training, prediction and the served graphs all cut to the exact longest: they are traced
-    for any length (`[batch, None]`), so rounding up only adds work (on the benchmark's
-    fine-tuning snippets, 12.5% more tokens at multiples of 8; served batches of real text
-    were slower there: benchmarks/README.md)."""
-    rounded = (longest + multiple - 1) // multiple * multiple
-    return tf.minimum(tf.maximum(rounded, multiple), sequence_length)
 
 
 def _pieces_at(segment, index):

@@ -1,6 +1,6 @@
 """Model families, one module each: its pretrainer, its data objective and its recipes.
 
-Importing this package registers every family's recipes (`bertlayers.training.recipes`).
+Importing this package registers every family's recipes (`bertlayers.families.recipes`).
 A new family is a new module here, imported below.
 """
 

@@ -10,7 +10,7 @@
 from bertlayers.data.pretraining_data import OBJECTIVES
 from bertlayers.models.pretrainer import BertPretrainer, CausalLMPretrainer
 from bertlayers.networks import build_encoder
-from bertlayers.training.recipes import Recipe, register_recipe
+from bertlayers.families.recipes import Recipe, register_recipe
 
 
 def _masked_lm(next_sentence):

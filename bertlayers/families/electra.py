@@ -29,7 +29,7 @@ from bertlayers.models.encoder_model import EncoderModel, encoder_inputs
 from bertlayers.models.pretrainer import masked_lm_head
 from bertlayers.networks.bert_encoder import BertEncoder
 from bertlayers.networks.encoder_base import INPUT_NAMES, embeddings_for
-from bertlayers.training.recipes import Option, Recipe, register_recipe
+from bertlayers.families.recipes import Option, Recipe, register_recipe
 from bertlayers.utils.validation import POSITIVE_FLOAT, Range
 
 PREDICTION_INPUTS = ("masked_positions", "masked_lm_ids", "masked_lm_weights")

@@ -24,7 +24,7 @@ from bertlayers.models.encoder_model import encoder_inputs
 from bertlayers.models.pretrainer import PretrainerBase
 from bertlayers.networks import build_encoder
 from bertlayers.networks.encoder_base import INPUT_NAMES
-from bertlayers.training.recipes import Option, Recipe, register_recipe
+from bertlayers.families.recipes import Option, Recipe, register_recipe
 from bertlayers.utils.validation import POSITIVE_INT
 
 BOUNDARY_INPUTS = ("span_left_positions", "span_right_positions", "span_offsets")

@@ -36,7 +36,7 @@ from bertlayers.models.encoder_model import encoder_inputs
 from bertlayers.models.pretrainer import PretrainerBase
 from bertlayers.layers.two_stream_masks import TwoStreamMasks
 from bertlayers.networks.encoder_base import EncoderBase, block_arguments
-from bertlayers.training.recipes import Option, Recipe, register_recipe
+from bertlayers.families.recipes import Option, Recipe, register_recipe
 from bertlayers.utils.validation import NON_NEGATIVE_INT, Range
 
 

@@ -4,6 +4,7 @@ from bertlayers.layers.bert_embeddings import BertEmbeddings
 from bertlayers.layers.bidirectional_lstm import BidirectionalLSTM
 from bertlayers.layers.classification_head import ClassificationHead, NextSentenceHead
 from bertlayers.layers.factorized_embedding import FactorizedEmbedding
+from bertlayers.layers.gated_feed_forward import GatedFeedForward
 from bertlayers.layers.mask_embedding import MaskEmbedding
 from bertlayers.layers.masked_lm_head import MaskedLMHead
 from bertlayers.layers.masking import causal_attention_mask, merge_attention_masks
@@ -13,7 +14,9 @@ from bertlayers.layers.position_embedding import PositionEmbedding
 from bertlayers.layers.relative_attention import RelativeAttention
 from bertlayers.layers.relative_encoder_block import RelativeEncoderBlock
 from bertlayers.layers.relative_position_encoding import RelativePositionEncoding
+from bertlayers.layers.replaced_token_detection import GeneratorCorruption, ReplacedTokenDetectionHead
 from bertlayers.layers.scalar_mix import ScalarMix
+from bertlayers.layers.span_boundary_head import SpanBoundaryHead
 from bertlayers.layers.span_prediction_head import SpanPredictionHead
 from bertlayers.layers.tied_output_projection import TiedOutputProjection
 from bertlayers.layers.token_classification_head import TokenClassificationHead
@@ -26,6 +29,8 @@ __all__ = [
     "BidirectionalLSTM",
     "ClassificationHead",
     "FactorizedEmbedding",
+    "GatedFeedForward",
+    "GeneratorCorruption",
     "MaskEmbedding",
     "MaskedLMHead",
     "MultiHeadAttention",
@@ -35,7 +40,9 @@ __all__ = [
     "RelativeAttention",
     "RelativeEncoderBlock",
     "RelativePositionEncoding",
+    "ReplacedTokenDetectionHead",
     "ScalarMix",
+    "SpanBoundaryHead",
     "SpanPredictionHead",
     "TiedOutputProjection",
     "TokenClassificationHead",

@@ -14,8 +14,9 @@ class MultiHeadAttention(keras.layers.Layer):
     """Multi-head attention with the masked softmax computed in float32.
 
     This is the default attention of `TransformerEncoderBlock`. Any layer with the same call
-    signature (query, value, attention_mask, return_attention_scores, training) can replace it,
-    which is how relative or two-stream attention plugs into the same block.
+    signature (query, value, attention_mask, return_attention_scores, training, and
+    query_positions if it uses positions) can replace it, which is how rotary, relative or
+    two-stream attention plugs into the same block.
 
     Args:
       num_heads: number of attention heads `N`.
@@ -30,6 +31,8 @@ class MultiHeadAttention(keras.layers.Layer):
       attention_mask: boolean-like `[batch, query_len, key_len]` or `[batch, 1, key_len]`,
         true where attention is allowed; None attends everywhere.
       return_attention_scores: also return the probabilities `[batch, N, query_len, key_len]`.
+      query_positions: where the queries sit in the sequence (int `[batch, query_len]`); content
+        attention does not depend on it (position-aware layers, rotary say, use it).
 
     Returns:
       `[batch, query_len, hidden]` (and the probabilities, if asked for).
@@ -86,7 +89,9 @@ class MultiHeadAttention(keras.layers.Layer):
         attention_mask=None,
         return_attention_scores=False,
         training=None,
+        query_positions=None,
     ):
+        del query_positions  # content attention: scores depend on the vectors alone
         value = query if value is None else value
         # Scaling the query rather than the scores touches seq*D values instead of seq*seq.
         query = self.query_dense(query) * ops.cast(1.0 / math.sqrt(self.key_dim), self.compute_dtype)

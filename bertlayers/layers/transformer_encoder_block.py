@@ -1,6 +1,8 @@
 """The Transformer encoder block: self-attention and a feed-forward network, each with a
 residual connection and LayerNorm."""
 
+import inspect
+
 import keras
 from keras import ops
 
@@ -32,8 +34,15 @@ class TransformerEncoderBlock(keras.layers.Layer):
       norm_first: pre-LayerNorm instead of BERT's post-LayerNorm.
       kernel_initializer: initializer of every kernel.
       attention_layer: an attention layer to use instead of `MultiHeadAttention` (for example
-        relative attention); it is called as `attention_layer(query, value, attention_mask=...,
-        return_attention_scores=..., training=...)`.
+        rotary or relative attention); it is called as `attention_layer(query, value,
+        attention_mask=..., return_attention_scores=..., training=..., query_positions=...)`.
+        `query_positions` (int `[batch, Q]`, or None for every position 0..S-1 in order) says
+        where the queries sit in the sequence; the keys always span it. A layer whose call has
+        no `query_positions` argument is taken to ignore positions (content attention): it gets
+        none, and the block then never computes chosen rows alone (`computes_rows`).
+      feed_forward_layer: a position-wise layer `[tokens, H] -> [tokens, H]` to use instead of
+        the two dense layers (for example `GatedFeedForward`, GeGLU); the block keeps the
+        dropout, residual and LayerNorm around it, and runs it on real tokens' rows only.
 
     Call args:
       inputs: `[batch, seq, hidden]`.
@@ -65,6 +74,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         norm_first=False,
         kernel_initializer=None,
         attention_layer=None,
+        feed_forward_layer=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -78,9 +88,12 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.kernel_initializer = keras.initializers.get(kernel_initializer or bert_initializer())
         if isinstance(attention_layer, dict):
             attention_layer = keras.saving.deserialize_keras_object(attention_layer)
+        if isinstance(feed_forward_layer, dict):
+            feed_forward_layer = keras.saving.deserialize_keras_object(feed_forward_layer)
         # Serialized only when the user plugged one in; the default is rebuilt from the config.
         self._attention_was_given = attention_layer is not None
         self.attention_layer = attention_layer
+        self.feed_forward_layer = feed_forward_layer
         self._activation_fn = get_activation(self.activation)
         self.supports_masking = False
 
@@ -118,17 +131,29 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.attention_layer_norm = self._layer_norm("attention_layer_norm")
         self.attention_layer_norm.build(inputs_shape)
 
-        self.intermediate_dense = self._dense(self.intermediate_size, "intermediate")
-        self.intermediate_dense.build(inputs_shape)
-        self.output_dense = self._dense(hidden_size, "output")
-        self.output_dense.build(tuple(inputs_shape[:-1]) + (self.intermediate_size,))
+        if self.feed_forward_layer is None:
+            self.intermediate_dense = self._dense(self.intermediate_size, "intermediate")
+            self.intermediate_dense.build(inputs_shape)
+            self.output_dense = self._dense(hidden_size, "output")
+            self.output_dense.build(tuple(inputs_shape[:-1]) + (self.intermediate_size,))
+        elif not self.feed_forward_layer.built:
+            self.feed_forward_layer.build((None, hidden_size))  # it runs on token rows
         self.output_dropout_layer = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
         self.output_layer_norm = self._layer_norm("output_layer_norm")
         self.output_layer_norm.build(inputs_shape)
         self.built = True
 
+    @property
+    def computes_rows(self):
+        """Whether `output_positions` may be used: the attention layer is told where its queries
+        sit (or is the default one), so rows computed alone equal the full output's rows."""
+        return self.attention_layer is None or "query_positions" in inspect.signature(self.attention_layer.call).parameters
+
     def _feed_forward(self, rows, training):
-        x = self.output_dense(self._activation_fn(self.intermediate_dense(rows)))
+        if self.feed_forward_layer is not None:
+            x = self.feed_forward_layer(rows)
+        else:
+            x = self.output_dense(self._activation_fn(self.intermediate_dense(rows)))
         return self.output_dropout_layer(x, training=training)
 
     def _after_attention(self, rows, training):
@@ -159,10 +184,17 @@ class TransformerEncoderBlock(keras.layers.Layer):
         if mask is not None and mask.shape[1] != 1:
             mask = _rows_at(mask, output_positions)  # [B, S or P, S]
 
+        if output_positions is not None and not self.computes_rows:
+            raise ValueError(
+                f"{type(self.attention_layer).__name__} takes no query_positions, so the rows at output_positions "
+                f"cannot be computed alone; compute the full output and gather them."
+            )
         x = self.attention_layer_norm(inputs) if self.norm_first else inputs
         query = _rows_at(x, output_positions)  # [B, S or P, H]
+        positions = {"query_positions": output_positions} if self.computes_rows else {}
         attended = self.attention_layer(
-            query, x, attention_mask=mask, return_attention_scores=return_attention_scores, training=training
+            query, x, attention_mask=mask, return_attention_scores=return_attention_scores, training=training,
+            **positions,
         )
         if return_attention_scores:
             attended, scores = attended
@@ -194,6 +226,11 @@ class TransformerEncoderBlock(keras.layers.Layer):
                 "attention_layer": (
                     keras.saving.serialize_keras_object(self.attention_layer)
                     if self._attention_was_given
+                    else None
+                ),
+                "feed_forward_layer": (
+                    keras.saving.serialize_keras_object(self.feed_forward_layer)
+                    if self.feed_forward_layer is not None
                     else None
                 ),
             }

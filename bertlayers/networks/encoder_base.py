@@ -8,7 +8,6 @@ for extra inputs), where the pooler reads (`pooling_position`), and its architec
 registered when its class is defined (`ENCODERS`).
 """
 
-import inspect
 
 import keras
 from keras import ops
@@ -215,11 +214,9 @@ class EncoderBase(keras.Model):
 
     def _computes_last_layer_rows(self, blocks):
         """Whether the last layer can be run on chosen rows alone: BERT's stack (a family's own
-        `_run_blocks` may call its blocks otherwise) of blocks that take `output_positions`."""
-        return (
-            type(self)._run_blocks is EncoderBase._run_blocks
-            and "output_positions" in inspect.signature(blocks[-1].call).parameters
-        )
+        `_run_blocks` may call its blocks otherwise) whose last block says it can
+        (`TransformerEncoderBlock.computes_rows`: its attention is told the queries' positions)."""
+        return type(self)._run_blocks is EncoderBase._run_blocks and bool(getattr(blocks[-1], "computes_rows", False))
 
     def _last_layer_rows(self, config, blocks, final_layer_norm, encoder_outputs, embedding_output, padding_mask, positions):
         """The last layer's output `[B, P, H]` at `positions` `[B, P]` only, run on that layer's

@@ -1,4 +1,5 @@
-"""Training: optimizers, tf.distribute strategies, checkpointing and the pretraining run."""
+"""Training: optimizers, tf.distribute strategies, resumable backups and length-cut batches (the
+runs that use them are in `bertlayers.runs`)."""
 
 from bertlayers.training.callbacks import JsonHistory, LearningRateLogger
 from bertlayers.training.checkpointing import ResumableBackup, atomic_path, save_model_atomically

@@ -22,7 +22,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bertlayers.export.text_tokenizer import padded_length
+from bertlayers.data.padding import padded_length
 
 # Batches per sorted group. Larger groups pad less but make consecutive batches more alike.
 GROUP_SIZE = 50

@@ -19,7 +19,7 @@ from bertlayers.training.callbacks import JsonHistory, LearningRateLogger
 from bertlayers.training.checkpointing import ResumableBackup
 from bertlayers.training.distribute import build_strategy, compile_options, worker_info
 from bertlayers.training.optimization import create_optimizer
-from bertlayers.training.recipes import get_recipe
+from bertlayers.families.recipes import get_recipe
 from bertlayers.utils import atomic_files
 from bertlayers.utils.validation import (
     DROPOUT, NON_NEGATIVE_FLOAT, NON_NEGATIVE_INT, POSITIVE_FLOAT, POSITIVE_INT, PROBABILITY, Range, check_fields,

@@ -1,7 +1,8 @@
 """The recipe registry: what `examples/pretrain.py --recipe NAME` can run.
 
 A recipe ties a family's pretrainer to its data objective. Each family registers its
-recipes in its own module under `bertlayers/families/`; nothing else needs to change.
+recipes in its own module under `bertlayers/families/`; nothing else needs to change. The
+registry is filled by importing `bertlayers.families`, which importing this module does first.
 """
 
 import dataclasses
@@ -81,14 +82,10 @@ def register_recipe(recipe):
 
 def get_recipe(name):
     """The registered recipe `name`, or a ValueError listing the known ones."""
-    import bertlayers.families  # noqa: F401  (the families register their recipes on import)
-
     if name not in RECIPES:
         raise ValueError(f"Unknown recipe {name!r}; known: {', '.join(RECIPES)}.")
     return RECIPES[name]
 
 
 def recipe_names():
-    import bertlayers.families  # noqa: F401
-
     return list(RECIPES)
