@@ -9,6 +9,7 @@ meaningless to users but are compared too ("all positions").
     python examples/parity_report.py
 """
 
+import argparse
 import os
 
 import numpy as np
@@ -23,6 +24,7 @@ INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
 
 def main():
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     reference = np.load(FIXTURE)
     print(f"reference: transformers {reference['transformers_version']} BertModel, {os.path.normpath(FIXTURE)}")
     for dtype in ("float32", "mixed_bfloat16"):

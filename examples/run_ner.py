@@ -18,7 +18,8 @@ from bertlayers.data.tokenizer import wordpiece_tokenizer
 from bertlayers.metrics import entity_scores
 from bertlayers.models import TokenClassifier
 from bertlayers.runs.finetuning import (
-    add_feature_based_arguments, add_finetuning_arguments, encoder_source, feature_based_options, finetune, start,
+    add_feature_based_arguments, add_finetuning_arguments, encoder_source, feature_based_options, finetune,
+    finetuning_config, start,
     vocabulary_for, write_json,
 )
 from bertlayers.training.length_batching import predict_by_length

@@ -7,9 +7,11 @@
      agree with each other;
   3. a layer rebuilt from the config with the same weights computes the same outputs;
   4. a `.keras` save and load with `safe_mode=True` computes the same outputs;
-  5. one `fit` step runs, its loss is finite, and it changes the trainable weights;
-  6. under `mixed_bfloat16` the forward pass is finite, the variables stay float32, and the
-     outputs have the expected dtype.
+  5. one `fit` step runs, its loss is finite, and it changes the trainable weights (layers
+     without weights, `trainable=False`: it has none);
+  6. under `mixed_bfloat16` the forward pass is finite, the variables stay float32, the
+     outputs have the expected dtype, and every sub-layer the layer made computes in the
+     layer's policy (the policy is passed down).
 """
 
 import inspect
@@ -81,6 +83,8 @@ def run_layer_test(
     mixed_output_dtype="bfloat16",
     call_kwargs=None,
     atol=1e-5,
+    trainable=True,
+    symbolic_output_shape=None,
 ):
     """Run checks 1-6 above.
 
@@ -92,6 +96,9 @@ def run_layer_test(
       mixed_output_dtype: dtype of the floating outputs under mixed_bfloat16 ("float32" for
         heads that return float32 logits).
       call_kwargs: non-tensor call arguments (flags).
+      trainable: whether the layer has weights to train (masks and encodings have none).
+      symbolic_output_shape: the functional call's output shapes, where an output's first
+        axis is not the batch (default: `expected_output_shape` with the batch unknown).
     """
     call_kwargs = call_kwargs or {}
     # 1. Config round trip.
@@ -105,7 +112,7 @@ def run_layer_test(
     # 2. Symbolic and eager calls.
     symbolic_inputs = _symbolic_inputs(inputs)
     symbolic_outputs = layer(**symbolic_inputs, **call_kwargs)
-    batch_free = _map_shapes(lambda shape: (None,) + shape[1:], expected_output_shape)
+    batch_free = symbolic_output_shape or _map_shapes(lambda shape: (None,) + shape[1:], expected_output_shape)
     assert _shapes(symbolic_outputs) == batch_free, _shapes(symbolic_outputs)
     model = keras.Model(symbolic_inputs, symbolic_outputs)
     eager_outputs = layer(**inputs, **call_kwargs)
@@ -125,6 +132,9 @@ def run_layer_test(
     _assert_close(loaded(inputs), eager_outputs, atol, "model reloaded from .keras disagrees")
 
     # 5. One fit step on a scalar loss over every floating output.
+    if not trainable:
+        assert not layer.trainable_weights, "a layer declared without weights has some"
+        return _mixed_precision_forward(layer_cls, init_kwargs, inputs, call_kwargs, mixed_output_dtype), eager_outputs
     floating = [t for t in tree.flatten(symbolic_outputs) if "float" in t.dtype]
     per_example = [
         ops.mean(ops.square(ops.cast(t, "float32")), axis=tuple(range(1, len(t.shape)))) for t in floating
@@ -139,7 +149,16 @@ def run_layer_test(
     after = [ops.convert_to_numpy(w) for w in layer.trainable_weights]
     assert any(not np.array_equal(b, a) for b, a in zip(before, after)), "fit changed no weight"
 
-    # 6. Mixed precision forward.
+    _mixed_precision_forward(layer_cls, init_kwargs, inputs, call_kwargs, mixed_output_dtype)
+    return layer, eager_outputs
+
+
+def _mixed_precision_forward(layer_cls, init_kwargs, inputs, call_kwargs, mixed_output_dtype):
+    """6. Under mixed_bfloat16: finite outputs of the expected dtype, float32 variables, and the
+    policy on every sub-layer the layer made (layers handed to it keep their own)."""
+    given = {
+        id(sub) for v in init_kwargs.values() if isinstance(v, keras.layers.Layer) for sub in v._flatten_layers()
+    }
     mixed = layer_cls(**{**init_kwargs, "dtype": "mixed_bfloat16"})
     mixed_outputs = mixed(**inputs, **call_kwargs)
     assert all(v.dtype == "float32" for v in mixed.weights), "variables must stay float32"
@@ -147,4 +166,7 @@ def run_layer_test(
         if "float" in str(output.dtype):
             assert keras.backend.standardize_dtype(output.dtype) == mixed_output_dtype, output.dtype
             assert np.all(np.isfinite(ops.convert_to_numpy(ops.cast(output, "float32"))))
-    return layer, eager_outputs
+    own = [sub for sub in mixed._flatten_layers(include_self=False) if id(sub) not in given]
+    wrong = [f"{sub.name}: {sub.dtype_policy.name}" for sub in own if sub.dtype_policy.name != "mixed_bfloat16"]
+    assert not wrong, f"sub-layers not given the layer's dtype policy: {wrong}"
+    return mixed

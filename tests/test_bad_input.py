@@ -435,3 +435,33 @@ def test_the_pretraining_script_refuses_an_out_of_range_option_in_one_line(tmp_p
         "pretrain.py: error: Option discriminator_weight of recipe 'electra' must be a float with 0 < value, got '-1'."
     )
     assert not os.path.exists(output) and "Traceback" not in result.stderr
+
+
+@pytest.mark.slow
+def test_scripts_name_a_squad_file_left_empty_and_a_truncated_teacher(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from pretraining_fixtures import REPO, environment
+
+    impossible = {"id": "q1", "question": "Where?", "answers": [], "is_impossible": True}
+    squad = write(tmp_path / "only_impossible.json", json.dumps({"data": [{"paragraphs": [{"context": "Paris is big.", "qas": [impossible]}]}]}))
+    teacher = write(tmp_path / "teacher.keras", b"PK\x03\x04 not a whole archive")
+    reviews = write(tmp_path / "reviews.csv", "text,label\ngood film,fresh\nbad film,rotten\n")
+    commands = {
+        "run_squad.py": ["--train_file", squad, "--predict_file", squad, "--output_dir", str(tmp_path / "squad")],
+        "distill.py": ["--teacher", teacher, "--train_file", reviews, "--eval_file", reviews, "--output_dir", str(tmp_path / "distill")],
+    }
+    processes = {
+        name: subprocess.Popen([sys.executable, os.path.join(REPO, "examples", name), *args],
+                               env=environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for name, args in commands.items()
+    }
+    errors = {name: p.communicate(timeout=300)[1] for name, p in processes.items()}
+    assert processes["run_squad.py"].returncode == 1
+    assert errors["run_squad.py"].strip().splitlines()[-1] == (
+        f"error: {squad} holds only unanswerable questions; SQuAD v1.1 mode leaves none (use --version_2_with_negative)."
+    )
+    assert processes["distill.py"].returncode != 0
+    assert "teacher.keras is not a .keras archive (corrupt or truncated" in errors["distill.py"]

@@ -380,3 +380,91 @@ def test_skipping_padding_compiles_under_xla():
     eager = keras.ops.convert_to_numpy(block(x, padding_mask=mask))
     compiled = tf.function(lambda x, mask: block(x, padding_mask=mask), jit_compile=True)(x, mask)
     np.testing.assert_allclose(compiled.numpy(), eager, atol=1e-5)
+
+
+# --- The family layers (ELECTRA, SpanBERT, XLNet) through the same helper ------------------------
+
+
+def test_token_embedding():
+    run_layer_test(
+        layers.TokenEmbedding, {"vocabulary_size": VOCAB, "embedding_size": HIDDEN, "dropout": 0.0},
+        {"token_ids": token_ids(), "segment_ids": np.zeros((BATCH, SEQ), "int32")}, (BATCH, SEQ, HIDDEN),
+    )
+
+
+def test_mask_embedding():
+    run_layer_test(layers.MaskEmbedding, {"hidden_size": HIDDEN},
+                   {"target_mapping": rng.random((BATCH, 3, SEQ)).astype("float32")}, (BATCH, 3, HIDDEN))
+
+
+def test_tied_output_projection():
+    run_layer_test(
+        layers.TiedOutputProjection, {"token_embedding": keras.layers.ReversibleEmbedding(VOCAB, HIDDEN)},
+        {"inputs": hidden_states()}, (BATCH, SEQ, VOCAB), mixed_output_dtype="float32",
+    )
+
+
+def test_replaced_token_detection_head():
+    run_layer_test(layers.ReplacedTokenDetectionHead, {}, {"sequence": hidden_states()}, (BATCH, SEQ),
+                   mixed_output_dtype="float32")
+
+
+def test_generator_corruption():
+    logits = rng.normal(size=(BATCH, 3, VOCAB)).astype("float32")
+    run_layer_test(
+        layers.GeneratorCorruption, {"temperature": 1.0, "seed": 3},
+        {"generator_logits": logits, "token_ids": token_ids(), "masked_positions": np.array([[1, 2, 4], [0, 3, 0]], "int32"),
+         "masked_lm_ids": token_ids(seq=3), "masked_lm_weights": np.array([[1, 1, 1], [1, 1, 0]], "float32"),
+         "sample_seed": np.array([[7, 11], [7, 11]], "int32")},
+        ((BATCH, SEQ), (BATCH, SEQ)), mixed_output_dtype="float32", trainable=False,
+    )
+
+
+def test_span_boundary_head():
+    run_layer_test(
+        layers.SpanBoundaryHead, {"token_embedding": keras.layers.ReversibleEmbedding(VOCAB, HIDDEN), "max_span_length": 4},
+        {"sequence": hidden_states(), "left_positions": np.array([[0, 0], [1, 1]], "int32"),
+         "right_positions": np.array([[3, 3], [4, 4]], "int32"), "offsets": np.array([[0, 1], [0, 1]], "int32")},
+        (BATCH, 2, VOCAB), mixed_output_dtype="float32",
+    )
+
+
+def test_relative_position_encoding():
+    run_layer_test(layers.RelativePositionEncoding, {"hidden_size": HIDDEN}, {"sequence": hidden_states()},
+                   (1, 2 * SEQ, HIDDEN), symbolic_output_shape=(1, None, HIDDEN), trainable=False)
+
+
+def relative_inputs():
+    encoding = layers.RelativePositionEncoding(HIDDEN)(hidden_states())
+    masks = layers.TwoStreamMasks()(PADDING, np.zeros((BATCH, SEQ), "int32"))
+    # The encoding is shared by the batch ([1, R, H]); repeated here so `fit` sees one batch size.
+    return {"content": hidden_states(), "position_encoding": np.repeat(ops.convert_to_numpy(encoding), BATCH, axis=0),
+            "content_mask": ops.convert_to_numpy(masks[0]).astype("int32"), "segment_matrix": ops.convert_to_numpy(masks[2])}
+
+
+def test_relative_attention():
+    run_layer_test(layers.RelativeAttention, {"num_heads": HEADS, "head_size": HIDDEN // HEADS, "attention_dropout": 0.0},
+                   relative_inputs(), (BATCH, SEQ, HIDDEN), symbolic_output_shape=(None, SEQ, HIDDEN))
+
+
+def test_relative_encoder_block():
+    run_layer_test(layers.RelativeEncoderBlock, {"num_heads": HEADS, "intermediate_size": 32, "dropout": 0.0,
+                                                 "attention_dropout": 0.0},
+                   relative_inputs(), (BATCH, SEQ, HIDDEN), symbolic_output_shape=(None, SEQ, HIDDEN))
+
+
+def test_two_stream_masks():
+    run_layer_test(layers.TwoStreamMasks, {}, {"padding_mask": PADDING, "segment_ids": np.array([[0, 0, 0, 1, 1, 1]] * 2, "int32")},
+                   ((BATCH, SEQ, SEQ), (BATCH, SEQ, SEQ), (BATCH, SEQ, SEQ)), trainable=False)
+
+
+def test_every_public_layer_goes_through_the_shared_helper():
+    import glob
+    import os
+    import re
+
+    folder = os.path.dirname(os.path.abspath(__file__))
+    text = "".join(open(path, encoding="utf-8").read() for path in glob.glob(os.path.join(folder, "test_*.py")))
+    tested = set(re.findall(r"run_layer_test\(\s*(?:layers\.)?([A-Z]\w+)", text))
+    public = {name for name in layers.__all__ if isinstance(getattr(layers, name), type)}
+    assert public - tested == set(), "give these a run_layer_test"

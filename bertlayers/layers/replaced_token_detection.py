@@ -134,7 +134,7 @@ class GeneratorCorruption(keras.layers.Layer):
         replaced = ops.logical_and(masked, ops.not_equal(corrupted, original))
         return corrupted, ops.cast(replaced, "float32")
 
-    def compute_output_spec(self, generator_logits, token_ids, *args):
+    def compute_output_spec(self, generator_logits, token_ids, *args, **kwargs):
         return (
             keras.KerasTensor(token_ids.shape, dtype="int32"),
             keras.KerasTensor(token_ids.shape, dtype="float32"),

@@ -65,7 +65,9 @@ class EncoderBase(keras.Model):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        if cls.architecture is not None:
+        # Only a class that names its own architecture registers: a user's subclass of
+        # BertEncoder (another block, say) must not replace BertEncoder for every "bert" preset.
+        if "architecture" in cls.__dict__ and cls.architecture is not None:
             ENCODERS[cls.architecture] = cls
 
     def __init__(
