@@ -38,6 +38,7 @@ from bertlayers.runs.finetuning import write_json
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.training.optimization import create_optimizer
 from bertlayers.utils.cli import run_script
+from bertlayers.utils.validation import NON_NEGATIVE_INT, POSITIVE_FLOAT, POSITIVE_INT, Range, flag
 
 import keras  # noqa: E402
 
@@ -47,21 +48,21 @@ def parse_args():
     parser.add_argument("--teacher", required=True, help="a fine-tuned SequenceClassifier .keras (run_classifier.py's model.keras)")
     parser.add_argument("--train_file", default="data/rotten_tomatoes/train.csv")
     parser.add_argument("--eval_file", default="data/rotten_tomatoes/test.csv")
-    parser.add_argument("--labelled_examples", type=int, default=2000, help="the teacher's training examples (the file's first N)")
-    parser.add_argument("--wikipedia_sentences", type=int, default=0, help="add N Wikipedia sentences to the transfer text")
+    parser.add_argument("--labelled_examples", type=flag(POSITIVE_INT), default=2000, help="the teacher's training examples (the file's first N)")
+    parser.add_argument("--wikipedia_sentences", type=flag(NON_NEGATIVE_INT), default=0, help="add N Wikipedia sentences to the transfer text")
     parser.add_argument("--student_preset", default="bert_tiny", help="the student's architecture (random weights)")
     parser.add_argument("--student_init", default=None, help="also train students from this pretrained encoder")
     parser.add_argument("--vocabulary", default=None, help="vocab.txt (default bert-base-uncased's)")
-    parser.add_argument("--sequence_length", type=int, default=64)
-    parser.add_argument("--temperature", type=float, default=2.0)
+    parser.add_argument("--sequence_length", type=flag(Range(int, 2)), default=64)
+    parser.add_argument("--temperature", type=flag(POSITIVE_FLOAT), default=2.0)
     parser.add_argument("--soft_loss", default="kl", choices=["kl", "mse"])
-    parser.add_argument("--epochs", type=int, default=4, help="passes of the distilled student over the transfer text")
-    parser.add_argument("--batch_size", type=int, default=32)
-    parser.add_argument("--learning_rate", type=float, default=5e-4)
-    parser.add_argument("--latency_requests", type=int, default=200)
+    parser.add_argument("--epochs", type=flag(POSITIVE_INT), default=4, help="passes of the distilled student over the transfer text")
+    parser.add_argument("--batch_size", type=flag(POSITIVE_INT), default=32)
+    parser.add_argument("--learning_rate", type=flag(POSITIVE_FLOAT), default=5e-4)
+    parser.add_argument("--latency_requests", type=flag(NON_NEGATIVE_INT), default=200)
     parser.add_argument("--output_dir", required=True)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--verbose", type=int, default=2)
+    parser.add_argument("--verbose", type=flag(Range(int, 0, 2)), default=2)
     return parser.parse_args()
 
 

@@ -18,6 +18,7 @@ import numpy as np
 from bertlayers.convert import load_huggingface_bert
 from bertlayers.data import BertInputPacker, bert_uncased_vocabulary, minilm_path, wordpiece_tokenizer
 from bertlayers.networks import build_encoder
+from bertlayers.utils.validation import Range, flag
 
 DEFAULT_TEXTS = [
     "The quick brown fox jumps over the lazy dog.",
@@ -32,7 +33,7 @@ def main():
     source.add_argument("--checkpoint", help="Hugging Face BERT folder (default: all-MiniLM-L6-v2)")
     source.add_argument("--preset", help="a bertlayers preset name, randomly initialized")
     parser.add_argument("--text", action="append", help="a sentence to encode (repeatable)")
-    parser.add_argument("--sequence-length", type=int, default=32)
+    parser.add_argument("--sequence-length", type=flag(Range(int, 2)), default=32)
     args = parser.parse_args()
 
     if args.preset:

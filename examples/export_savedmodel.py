@@ -15,6 +15,7 @@ from bertlayers.data.assets import bert_uncased_vocabulary
 from bertlayers.export import export_for_serving
 from bertlayers.convert import load_encoder, load_model_file
 from bertlayers.utils.cli import run_script
+from bertlayers.utils.validation import POSITIVE_INT, Range, flag
 
 
 def main():
@@ -25,9 +26,9 @@ def main():
     parser.add_argument("--vocabulary", default=None, help="vocab.txt (default: beside the model, else bert-base-uncased)")
     parser.add_argument("--no_text", action="store_true", help="export the token-ids model only")
     parser.add_argument("--uncased", action=argparse.BooleanOptionalAction, default=True)
-    parser.add_argument("--sequence_length", type=int, default=128)
+    parser.add_argument("--sequence_length", type=flag(Range(int, 2)), default=128)
     parser.add_argument("--truncate", action="store_true", help="cut over-long requests instead of rejecting them")
-    parser.add_argument("--version", type=int, default=None)
+    parser.add_argument("--version", type=flag(POSITIVE_INT), default=None)
     parser.add_argument("--precision", default="float32", choices=["float32", "bfloat16"],
                         help="bfloat16: half-size weights, faster only on CPUs/GPUs with fast bfloat16 products")
     args = parser.parse_args()

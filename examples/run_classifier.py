@@ -29,6 +29,7 @@ from bertlayers.runs.finetuning import (
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.utils.atomic_files import write_text
 from bertlayers.utils.cli import run_script
+from bertlayers.utils.validation import POSITIVE_INT, flag
 
 
 def main():
@@ -40,7 +41,7 @@ def main():
     parser.add_argument("--label", default="label", help="label column")
     parser.add_argument("--regression", action="store_true", help="numeric labels, one output, MSE")
     parser.add_argument("--vocabulary", default=None, help="vocab.txt (default: the encoder folder's, or bert-base-uncased)")
-    parser.add_argument("--max_train_examples", type=int, default=None, help="train on the file's first N examples")
+    parser.add_argument("--max_train_examples", type=flag(POSITIVE_INT), default=None, help="train on the file's first N examples")
     add_feature_based_arguments(parser)
     args = add_finetuning_arguments(parser, sequence_length=64, epochs=2).parse_args()
     config = finetuning_config(parser, args)

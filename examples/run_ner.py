@@ -24,6 +24,7 @@ from bertlayers.runs.finetuning import (
 )
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.utils.cli import run_script
+from bertlayers.utils.validation import POSITIVE_INT, flag
 
 
 def main():
@@ -31,7 +32,7 @@ def main():
     parser.add_argument("--train_file", required=True)
     parser.add_argument("--eval_file", required=True)
     parser.add_argument("--vocabulary", default=None)
-    parser.add_argument("--max_train_examples", type=int, default=None, help="train on the file's first N sentences")
+    parser.add_argument("--max_train_examples", type=flag(POSITIVE_INT), default=None, help="train on the file's first N sentences")
     add_feature_based_arguments(parser)
     args = add_finetuning_arguments(parser, sequence_length=48, epochs=4, batch_size=16, learning_rate=5e-4).parse_args()
     config = finetuning_config(parser, args)

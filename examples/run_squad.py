@@ -22,6 +22,7 @@ from bertlayers.runs.finetuning import (
 )
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.utils.cli import run_script
+from bertlayers.utils.validation import POSITIVE_INT, Range, flag
 
 BUNDLED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "squad_mini")
 
@@ -31,11 +32,11 @@ def main():
     parser.add_argument("--train_file", default=os.path.join(BUNDLED, "train-v2.0.json"))
     parser.add_argument("--predict_file", default=os.path.join(BUNDLED, "dev-v2.0.json"))
     parser.add_argument("--version_2_with_negative", action="store_true")
-    parser.add_argument("--doc_stride", type=int, default=64)
-    parser.add_argument("--max_query_length", type=int, default=32)
-    parser.add_argument("--max_answer_length", type=int, default=30)
-    parser.add_argument("--n_best_size", type=int, default=20)
-    parser.add_argument("--null_score_diff_threshold", type=float, default=0.0)
+    parser.add_argument("--doc_stride", type=flag(POSITIVE_INT), default=64)
+    parser.add_argument("--max_query_length", type=flag(POSITIVE_INT), default=32)
+    parser.add_argument("--max_answer_length", type=flag(POSITIVE_INT), default=30)
+    parser.add_argument("--n_best_size", type=flag(POSITIVE_INT), default=20)
+    parser.add_argument("--null_score_diff_threshold", type=flag(Range(float)), default=0.0)
     parser.add_argument("--vocabulary", default=None)
     args = add_finetuning_arguments(parser, sequence_length=192, epochs=30, batch_size=8, learning_rate=2e-4).parse_args()
     config = finetuning_config(parser, args)

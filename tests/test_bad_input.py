@@ -465,3 +465,17 @@ def test_scripts_name_a_squad_file_left_empty_and_a_truncated_teacher(tmp_path):
     )
     assert processes["distill.py"].returncode != 0
     assert "teacher.keras is not a .keras archive (corrupt or truncated" in errors["distill.py"]
+
+
+def test_script_flags_are_range_checked_where_parsed(capsys):
+    import argparse
+
+    from bertlayers.utils.validation import POSITIVE_INT, flag
+
+    parser = argparse.ArgumentParser(prog="run_squad.py")
+    parser.add_argument("--n_best_size", type=flag(POSITIVE_INT), default=20)
+    assert parser.parse_args(["--n_best_size", "5"]).n_best_size == 5
+    with pytest.raises(SystemExit) as exit:
+        parser.parse_args(["--n_best_size", "0"])
+    assert exit.value.code == 2
+    assert "run_squad.py: error: argument --n_best_size: must be an int with 1 <= value, got 0" in capsys.readouterr().err

@@ -139,7 +139,7 @@ def test_fine_tuning_killed_at_random_points_then_run_again(tmp_path):
     output = tmp_path / "classifier"
     command = classifier_command(tmp_path, output)
     rng = random.Random(30)
-    for _ in range(2):
+    for _ in range(1):
         process = subprocess.Popen(command, env=environment(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(rng.uniform(4, 14))
         process.send_signal(signal.SIGKILL)
@@ -199,7 +199,7 @@ def test_two_exports_into_one_base_at_once_both_land(saved_encoder, tmp_path):
 def test_exports_killed_at_random_points_leave_only_complete_versions(saved_encoder, tmp_path):
     base = tmp_path / "savedmodels"
     rng = random.Random(31)
-    for _ in range(3):
+    for _ in range(2):
         process = subprocess.Popen(export_command(saved_encoder, base), env=environment(), stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL)
         time.sleep(rng.uniform(3, 16))

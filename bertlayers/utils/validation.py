@@ -63,3 +63,18 @@ def check_fields(config, ranges):
         value = getattr(config, name)
         if value is not None:
             object.__setattr__(config, name, allowed.check(name, value))
+
+
+def flag(allowed):
+    """An argparse `type=` that converts and range-checks a flag's value: a bad one ends the
+    script with argparse's one-line usage error (status 2) naming the flag."""
+    import argparse
+
+    def convert(text):
+        try:
+            return allowed.check("the value", text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error).replace("the value must be", "must be")) from None
+
+    convert.__name__ = allowed.kind.__name__  # what argparse names in "invalid int value"
+    return convert
