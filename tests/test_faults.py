@@ -202,12 +202,12 @@ def test_exports_killed_at_random_points_leave_only_complete_versions(saved_enco
     for _ in range(2):
         process = subprocess.Popen(export_command(saved_encoder, base), env=environment(), stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(3, 16))
+        time.sleep(rng.uniform(6, 16))  # from loading the model to renaming its versions
         process.send_signal(signal.SIGKILL)
         process.wait()
         for name in listed_models(base):  # what models.config names, TF Serving can load
             assert complete_versions(base / name), name
-    (base / "stale.partial").mkdir()  # a folder that is no model
+    (base / "stale.partial").mkdir(parents=True)  # a folder that is no model (the kills may have come before any)
     (base / ".export-journal-0123abcd.json.partial").write_text("")  # a journal a kill cut off, empty
     written = export_for_serving(keras.saving.load_model(saved_encoder), "enc", base_dir=str(base),
                                  vocabulary=bert_uncased_vocabulary(), sequence_length=16)
