@@ -10,7 +10,7 @@ subprocess; a step whose output exists is not run again, so a killed ablation re
 Writes ablation.json, ablation.md (the table) and, with matplotlib installed,
 ablation.png under --output_dir. Run time on 2 CPU cores: 6 to 24 minutes of pretraining per
 row (the LTR head scores every position) plus about 7 of fine-tuning; the five-row table in
-the README took about 80 minutes.
+docs/papers.md took about 80 minutes.
 
     python examples/prepare_datasets.py                  # the Rotten Tomatoes splits
     python examples/ablation.py --output_dir runs/ablation

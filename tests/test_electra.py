@@ -216,7 +216,7 @@ def test_tiny_electra_learns_on_real_text(electra_run):
     assert summary["last_epoch_mlm_loss"] < summary["initial_mlm_loss"] - 0.5, summary
     # The discriminator fits the rate of replaced tokens: its loss falls to the entropy of the
     # labels. Beating "original everywhere" on accuracy takes far longer than a test can run
-    # (README, ELECTRA: not within 2,000 steps at this size).
+    # (docs/pretraining.md, ELECTRA: not within 2,000 steps at this size).
     initial = json.load(open(output / "initial_loss.json"))
     rate = 1 - summary["last_epoch_rtd_baseline_accuracy"]
     entropy = -(rate * math.log(rate) + (1 - rate) * math.log(1 - rate))

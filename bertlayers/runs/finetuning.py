@@ -45,10 +45,10 @@ def add_finetuning_arguments(parser, sequence_length=128, epochs=3, batch_size=3
     batches = group.add_mutually_exclusive_group()
     batches.add_argument("--group_by_length", action=argparse.BooleanOptionalAction, default=False,
                          help="training batches of similar lengths: less padding still, but 0.67 and 0.23 points lower "
-                         "accuracy on Rotten Tomatoes in two 8-seed studies (README, 'Length-aware batches')")
+                         "accuracy on Rotten Tomatoes in two 8-seed studies (docs/fine-tuning.md, 'Length-aware batches')")
     batches.add_argument("--pad_to_sequence_length", action="store_true",
                          help="pad every training batch to --sequence_length instead of cutting it to its longest "
-                         "example: the same arithmetic, more work (how the fixed-length rows of the README were trained)")
+                         "example: the same arithmetic, more work (how the fixed-length rows of docs/papers.md were trained)")
     group.add_argument("--seed", type=int, default=0)
     group.add_argument("--verbose", type=int, default=1)
     parser.set_defaults(default_learning_rate=learning_rate)
@@ -202,7 +202,7 @@ def finetune(strategy, config, build_model, train, validation=None, num_examples
     batches random, as Hugging Face's padding collator makes them (the same arithmetic at the
     real tokens as fixed-length batches; `config.pad_to_sequence_length` keeps those), or grouped
     by length with `config.group_by_length` (less padding still, but 0.67 and 0.23 points lower on
-    Rotten Tomatoes in two 8-seed studies; README, "Length-aware batches").
+    Rotten Tomatoes in two 8-seed studies; docs/fine-tuning.md, "Length-aware batches").
 
     Returns:
       The trained model, also saved atomically to `<output_dir>/model.keras`.
