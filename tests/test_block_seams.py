@@ -32,8 +32,8 @@ class RotaryAttention(MultiHeadAttention):
         value = query if value is None else value
         batch, length = ops.shape(value)[0], ops.shape(value)[1]
         key_positions = ops.broadcast_to(ops.arange(length)[None, :], (batch, length))
-        if query_positions is None:
-            query_positions = key_positions
+        if query_positions is None:  # queries at 0..Q-1
+            query_positions = ops.broadcast_to(ops.arange(ops.shape(query)[1])[None, :], (batch, ops.shape(query)[1]))
         q = self._rotate(self.query_dense(query), query_positions) / np.sqrt(self.key_dim)
         k = self._rotate(self.key_dense(value), key_positions)
         scores = ops.einsum("bqnh,bknh->bnqk", q, k)
@@ -107,10 +107,16 @@ def test_rows_computed_alone_equal_the_full_computation_with_rotary_attention():
     # The pooled [CLS] row comes from the last block run on row 0 alone.
     pooled = ops.convert_to_numpy(encoder.pooler(outputs["sequence_output"], x["padding_mask"]))
     np.testing.assert_allclose(outputs["pooled_output"], pooled, atol=1e-5)
-    # Rotary attention really sees positions: the same tokens shifted score differently.
-    shifted = {k: np.roll(v, 1, axis=1) for k, v in x.items()}
-    shifted["padding_mask"][:, 0] = 1
-    assert not np.allclose(encoder(shifted)["sequence_output"][0, 1], full[0, 0], atol=1e-3)
+    # The block hands its attention the rows' positions: rotary attention on rows 4 and 8 alone,
+    # told where they sit, equals the full output there; told nothing, it would put them at 0 and 1.
+    attention = block.attention_layer
+    hidden = np.random.default_rng(2).normal(size=(1, 9, 16)).astype("float32")
+    rows = np.array([[4, 8]], "int32")
+    full_rows = ops.convert_to_numpy(attention(hidden, hidden))[:, [4, 8]]
+    told = ops.convert_to_numpy(attention(hidden[:, [4, 8]], hidden, query_positions=rows))
+    untold = ops.convert_to_numpy(attention(hidden[:, [4, 8]], hidden))
+    np.testing.assert_allclose(told, full_rows, rtol=1e-4, atol=1e-7)  # outputs are ~1e-3 at this initialization
+    assert np.abs(untold - full_rows).max() > 100 * np.abs(told - full_rows).max() + 1e-6
 
 
 def test_an_attention_layer_without_query_positions_gets_the_full_layer_and_a_gather():

@@ -403,7 +403,7 @@ def _export(model, kind, name, names, base_dir, tokens, lowercase, sequence_leng
         _commit_together(base_dir, staged)
     except Exception as error:
         if atomic_files.is_disk_full(error):
-            raise atomic_files.disk_full_error(", ".join(finals.values()), error) from error
+            raise atomic_files.disk_full_error(", ".join(finals.values())) from error
         raise
     finally:
         for staging in staged:

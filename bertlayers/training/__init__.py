@@ -2,7 +2,7 @@
 runs that use them are in `bertlayers.runs`)."""
 
 from bertlayers.training.callbacks import JsonHistory, LearningRateLogger
-from bertlayers.training.checkpointing import ResumableBackup, atomic_path, save_model_atomically
+from bertlayers.training.checkpointing import ResumableBackup
 from bertlayers.training.distribute import build_strategy, compile_options, worker_info
 from bertlayers.training.length_batching import length_batches, predict_by_length
 from bertlayers.training.optimization import WarmupLinearDecay, create_optimizer
@@ -12,12 +12,10 @@ __all__ = [
     "LearningRateLogger",
     "ResumableBackup",
     "WarmupLinearDecay",
-    "atomic_path",
     "build_strategy",
     "compile_options",
     "create_optimizer",
     "length_batches",
     "predict_by_length",
-    "save_model_atomically",
     "worker_info",
 ]

@@ -7,12 +7,6 @@ import os
 import keras
 
 from bertlayers.utils import atomic_files
-from bertlayers.utils.atomic_files import atomic_path  # noqa: F401  (its home before bertlayers.utils)
-
-
-def save_model_atomically(model, path):
-    """`model.save(path)`, atomically (kept for callers of the name; see `atomic_files`)."""
-    atomic_files.save_model(model, path)
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")

@@ -48,7 +48,7 @@ def is_disk_full(error):
     return "No space left on device" in str(error) or "Disk quota exceeded" in str(error)
 
 
-def disk_full_error(path, error):
+def disk_full_error(path):
     full = DiskFullError(
         errno.ENOSPC,
         f"No space left on the device while writing {path}; nothing was replaced (the previous "
@@ -85,12 +85,7 @@ def remove_orphaned_staging(directory):
     for name in os.listdir(directory):
         match = _STAGING.match(name)
         if match and not _writer_is_alive(int(match.group(1))):
-            path = os.path.join(directory, name)
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                with contextlib.suppress(FileNotFoundError):
-                    os.remove(path)
+            _remove(os.path.join(directory, name))
             removed.append(name)
     return removed
 
@@ -98,8 +93,9 @@ def remove_orphaned_staging(directory):
 def _remove(path):
     if os.path.isdir(path) and not os.path.islink(path):
         shutil.rmtree(path, ignore_errors=True)
-    elif os.path.lexists(path):
-        os.remove(path)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(path)
 
 
 @contextlib.contextmanager
@@ -117,7 +113,7 @@ def atomic_path(path):
         os.replace(temporary, path)
     except Exception as error:
         if is_disk_full(error) and not isinstance(error, DiskFullError):
-            raise disk_full_error(path, error) from error
+            raise disk_full_error(path) from error
         raise
     finally:
         _remove(temporary)
