@@ -27,7 +27,7 @@ demo: $(STAMP)
 # Everything (what CI runs); test-fast leaves out the tests marked slow (under 5 minutes on 2 cores,
 # every test module represented) for iterating.
 test: $(STAMP)
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --durations=30 tests
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow" tests

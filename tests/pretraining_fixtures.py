@@ -1,17 +1,15 @@
-"""A small real corpus, vocabulary and TFRecords shared by the pretraining tests, and a helper
-to run examples/pretrain.py in a subprocess (strategies need a fresh TensorFlow)."""
+"""A small real corpus, vocabulary and TFRecords shared by the pretraining tests, and
+examples/pretrain.py run in a subprocess (strategies need a fresh TensorFlow)."""
 
 import json
 import os
-import subprocess
-import sys
 
 from bertlayers.data.corpus import read_wikipedia_dump, wikipedia_excerpt_path
 from bertlayers.data.mlm_masking import MaskingConfig
 from bertlayers.data.pretraining_data import write_pretraining_data
 from bertlayers.data.vocabulary import build_wordpiece_vocabulary
+from processes import environment, run, script
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ, PREDICTIONS, VOCAB_SIZE = 64, 10, 1000
 
 
@@ -41,22 +39,12 @@ def common_args(corpus, output_dir, steps, every, *extra):
     ]
 
 
-def environment(**extra):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", PYTHONUNBUFFERED="1")
-    env.update(extra)
-    return env
-
-
 def pretrain_command(args):
-    return [sys.executable, os.path.join(REPO, "examples", "pretrain.py"), *args]
+    return script("pretrain.py", *args)
 
 
 def run_pretrain(args, timeout=300, **env):
-    result = subprocess.run(
-        pretrain_command(args), env=environment(**env), capture_output=True, text=True, timeout=timeout
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return result
+    return run(pretrain_command(args), timeout=timeout, env=environment(**env))
 
 
 def history(output_dir, name="history.json"):
@@ -75,7 +63,7 @@ def fine_tune_export_and_serve(init, vocabulary, tmp_path):
 
     from bertlayers.data.assets import rotten_tomatoes_snippets
     from test_export import run_fresh
-    from test_finetuning import run_example
+    from processes import run_script
 
     rows = rotten_tomatoes_snippets()[:48]
     data = tmp_path / "reviews.csv"
@@ -84,14 +72,14 @@ def fine_tune_export_and_serve(init, vocabulary, tmp_path):
         writer.writerow(["text", "label"])
         writer.writerows(rows)
     out = tmp_path / "classifier"
-    run_example(
+    run_script(
         "run_classifier.py", "--train_file", str(data), "--eval_file", str(data), "--init", init,
         "--vocabulary", vocabulary, "--output_dir", str(out), "--epochs", "1", "--batch_size", "16",
         "--sequence_length", "32", "--verbose", "0",
     )
     assert json.load(open(out / "metrics.json"))["eval_examples"] == 48
     base = tmp_path / "savedmodels"
-    run_example("export_savedmodel.py", "--model", str(out / "model.keras"), "--name", "rt",
+    run_script("export_savedmodel.py", "--model", str(out / "model.keras"), "--name", "rt",
                 "--base_dir", str(base), "--vocabulary", vocabulary, "--sequence_length", "32")
     model = keras.saving.load_model(str(out / "model.keras"), safe_mode=True)
     assert sorted(model.label_names) == ["fresh", "rotten"]

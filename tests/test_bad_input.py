@@ -421,16 +421,11 @@ def test_a_late_record_of_another_length_names_its_file(tmp_path, corpus):
 @pytest.mark.slow
 def test_the_pretraining_script_refuses_an_out_of_range_option_in_one_line(tmp_path):
     import os
-    import subprocess
 
-    from pretraining_fixtures import environment, pretrain_command
+    from processes import run, script
 
     output = tmp_path / "run"
-    result = subprocess.run(
-        pretrain_command(["--recipe", "electra", "--option", "discriminator_weight=-1", "--output_dir", str(output)]),
-        env=environment(), capture_output=True, text=True, timeout=300,
-    )
-    assert result.returncode == 2, result.stderr[-2000:]
+    result = run(script("pretrain.py", "--recipe", "electra", "--option", "discriminator_weight=-1", "--output_dir", output), expect=2)
     assert result.stderr.strip().splitlines()[-1] == (
         "pretrain.py: error: Option discriminator_weight of recipe 'electra' must be a float with 0 < value, got '-1'."
     )
@@ -439,11 +434,7 @@ def test_the_pretraining_script_refuses_an_out_of_range_option_in_one_line(tmp_p
 
 @pytest.mark.slow
 def test_scripts_name_a_squad_file_left_empty_and_a_truncated_teacher(tmp_path):
-    import os
-    import subprocess
-    import sys
-
-    from pretraining_fixtures import REPO, environment
+    from processes import script, start
 
     impossible = {"id": "q1", "question": "Where?", "answers": [], "is_impossible": True}
     squad = write(tmp_path / "only_impossible.json", json.dumps({"data": [{"paragraphs": [{"context": "Paris is big.", "qas": [impossible]}]}]}))
@@ -453,11 +444,7 @@ def test_scripts_name_a_squad_file_left_empty_and_a_truncated_teacher(tmp_path):
         "run_squad.py": ["--train_file", squad, "--predict_file", squad, "--output_dir", str(tmp_path / "squad")],
         "distill.py": ["--teacher", teacher, "--train_file", reviews, "--eval_file", reviews, "--output_dir", str(tmp_path / "distill")],
     }
-    processes = {
-        name: subprocess.Popen([sys.executable, os.path.join(REPO, "examples", name), *args],
-                               env=environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for name, args in commands.items()
-    }
+    processes = {name: start(script(name, *args), output=True) for name, args in commands.items()}
     errors = {name: p.communicate(timeout=300)[1] for name, p in processes.items()}
     assert processes["run_squad.py"].returncode == 1
     assert errors["run_squad.py"].strip().splitlines()[-1] == (

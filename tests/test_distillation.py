@@ -92,14 +92,14 @@ def test_bad_settings_are_named():
 
 @pytest.mark.slow
 def test_distill_example_end_to_end(tmp_path):
-    from test_finetuning import run_example
+    from processes import run_script
 
     teacher = SequenceClassifier(BertEncoder(**TINY), 2, label_names=["neg", "pos"])
     teacher.save(str(tmp_path / "teacher.keras"))
     rows = "".join(f"{'good fine great' if i % 2 else 'bad awful poor'} film {i},{'pos' if i % 2 else 'neg'}\n" for i in range(48))
     (tmp_path / "train.csv").write_text("text,label\n" + rows)
     out = tmp_path / "out"
-    output = run_example(
+    output = run_script(
         "distill.py", "--teacher", str(tmp_path / "teacher.keras"), "--train_file", str(tmp_path / "train.csv"),
         "--eval_file", str(tmp_path / "train.csv"), "--labelled_examples", "16", "--epochs", "1", "--batch_size", "16",
         "--sequence_length", "16", "--latency_requests", "3", "--output_dir", str(out), "--verbose", "0",

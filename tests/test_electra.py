@@ -20,7 +20,7 @@ from bertlayers.data.mlm_masking import MaskingConfig
 from bertlayers.data.pretraining_data import BatchContext
 from bertlayers.data.vocabulary import VocabularyInfo
 from bertlayers.families.electra import OBJECTIVE, ElectraDiscriminator, ElectraGenerator, ElectraPretrainer, electra_encoders
-from bertlayers.layers.replaced_token_detection import GeneratorCorruption
+from bertlayers.families.electra import GeneratorCorruption
 from bertlayers.networks import BertEncoder, get_preset
 from pretraining_fixtures import fine_tune_export_and_serve, tiny_family_run
 

@@ -6,7 +6,6 @@ import json
 import os
 import re
 import signal
-import subprocess
 import sys
 
 import numpy as np
@@ -18,8 +17,8 @@ from bertlayers.data.squad_data import SquadExample, decode_answers, make_window
 from bertlayers.export import export_for_serving
 from bertlayers.models import SequenceClassifier, SpanPredictor, TokenClassifier
 from bertlayers.networks import BertEncoder
+from processes import REPO, environment, python, run, script
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ = 32
 TINY = dict(vocabulary_size=30522, num_layers=2, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=64)
 # tensorflow-text ops that TF Serving 2.20 links (its bundled tf-text 2.20 ops_lib) and that the
@@ -78,9 +77,7 @@ outputs = loaded.signatures[{signature!r}](**{{k: tf.constant(v) for k, v in inp
 np.savez({str(tmp_path / 'outputs.npz')!r}, **{{k: v.numpy().astype('S') if v.dtype == tf.string else v.numpy() for k, v in outputs.items()}})
 assert not any(m.split('.')[0] in ('keras', 'keras_hub', 'bertlayers') for m in sys.modules), 'keras was imported'
 """
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", PYTHONPATH=str(poisoned))
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=180)
-    assert result.returncode == 0, result.stderr[-3000:]
+    run(python(script), timeout=180, env=environment(PYTHONPATH=str(poisoned)))
     return dict(np.load(tmp_path / "outputs.npz"))
 
 
@@ -165,7 +162,7 @@ def test_squad_text_model_decodes_answers_in_the_graph(exported, tmp_path):
 def test_saved_model_cli_shows_and_runs(exported, tmp_path):
     _, _, paths = exported
     cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
-    shown = subprocess.run([cli, "show", "--dir", paths["encoder"], "--all"], capture_output=True, text=True, timeout=120).stdout
+    shown = run([cli, "show", "--dir", paths["encoder"], "--all"], timeout=120).stdout
     for name in ("token_ids", "segment_ids", "padding_mask"):
         assert f"inputs['{name}'] tensor_info:\n        dtype: DT_INT32\n        shape: (-1, -1)" in shown  # any length up to SEQ
     assert "outputs['pooled_output']" in shown and "outputs['sequence_output']" in shown
@@ -173,11 +170,8 @@ def test_saved_model_cli_shows_and_runs(exported, tmp_path):
     for name, value in id_inputs(batch=1).items():
         np.save(tmp_path / f"{name}.npy", value)
     given = ";".join(f"{n}={tmp_path / (n + '.npy')}" for n in ("token_ids", "segment_ids", "padding_mask"))
-    ran = subprocess.run(
-        [cli, "run", "--dir", paths["encoder"], "--tag_set", "serve", "--signature_def", "serving_default", "--inputs", given],
-        capture_output=True, text=True, timeout=120,
-    )
-    assert ran.returncode == 0 and "pooled_output" in ran.stdout, ran.stderr[-2000:]
+    ran = run([cli, "run", "--dir", paths["encoder"], "--tag_set", "serve", "--signature_def", "serving_default", "--inputs", given], timeout=120)
+    assert "pooled_output" in ran.stdout, ran.stderr[-2000:]
 
 
 def graph_ops(path):
@@ -275,8 +269,7 @@ def save_then_die(*args, **kwargs):
 tf.saved_model.save = save_then_die
 export_for_serving(keras.saving.load_model({str(tmp_path / 'encoder.keras')!r}), "enc", base_dir={str(target)!r}, sequence_length={SEQ})
 """
-    result = subprocess.run([sys.executable, "-c", script], env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=180)
-    assert result.returncode == -signal.SIGKILL
+    run(python(script), expect=-signal.SIGKILL, timeout=180)
     assert not [n for n in os.listdir(target / "enc") if n.isdigit()]
     first = export_for_serving(models["encoder"], "enc", base_dir=str(target), sequence_length=SEQ)
     second = export_for_serving(models["encoder"], "enc", base_dir=str(target), sequence_length=SEQ)
@@ -344,9 +337,7 @@ for i, (path, signature, keys) in enumerate({plan!r}):
         results.append(['InvalidArgumentError', error.message])
 print(json.dumps(results))
 """
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]  # alive: a scalar string once killed it (exit 139)
+    result = run(python(script))  # alive: a scalar string once killed it (exit 139)
     results = json.loads(result.stdout.strip().splitlines()[-1])
     for (model, signature, _, expected), (kind, message) in zip(cases, results):
         assert kind == "InvalidArgumentError", (model, signature, expected, message)
@@ -389,8 +380,7 @@ os.rename = rename_then_die
 export_for_serving(keras.saving.load_model({str(tmp_path / 'encoder.keras')!r}), "enc", base_dir={str(target)!r},
                    vocabulary={bert_uncased_vocabulary()!r}, sequence_length={SEQ})
 """
-    result = subprocess.run([sys.executable, "-c", script], env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=300)
-    assert result.returncode == -signal.SIGKILL
+    run(python(script), expect=-signal.SIGKILL)
     assert os.listdir(target / "enc") == ["1"] and not [n for n in os.listdir(target / "enc_text") if n.isdigit()]
     written = export_for_serving(models["encoder"], "enc", base_dir=str(target), vocabulary=bert_uncased_vocabulary(), sequence_length=SEQ)
     assert sorted(os.listdir(target / "enc")) == ["1", "2"] and sorted(os.listdir(target / "enc_text")) == ["1", "2"]
@@ -408,13 +398,9 @@ def test_the_demo_client_answers_as_the_python_model(exported, tmp_path):
     for package in ("keras", "keras_hub", "keras_nlp", "bertlayers"):
         (poisoned / package).mkdir(parents=True, exist_ok=True)
         (poisoned / package / "__init__.py").write_text(f"raise ImportError('{package} is not available when serving')\n")
-    command = [sys.executable, os.path.join(REPO, "examples", "serving_requests.py"), "--base_dir", str(base),
-               "--name", "classifier", "--text_only", "--signature", "serving_default"]
-    for text in TEXTS:
-        command += ["--text", text]
-    env = dict(os.environ, PYTHONPATH=str(poisoned), CUDA_VISIBLE_DEVICES="")
-    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
+    texts = [argument for text in TEXTS for argument in ("--text", text)]
+    command = script("serving_requests.py", "--base_dir", base, "--name", "classifier", "--text_only", "--signature", "serving_default", *texts)
+    result = run(command, env=environment(PYTHONPATH=str(poisoned)))
     lines = result.stdout.splitlines()
     curl = next(i for i, line in enumerate(lines) if line.startswith("curl "))
     request = json.loads(lines[curl].split(" -d '", 1)[1].rstrip("'"))

@@ -12,8 +12,6 @@ import json
 import os
 import random
 import signal
-import subprocess
-import sys
 import time
 
 import keras
@@ -25,7 +23,8 @@ from bertlayers.networks import BertEncoder
 from bertlayers.training.checkpointing import ResumableBackup
 from bertlayers.runs.pretraining import PretrainingConfig, run_pretraining
 from bertlayers.utils import atomic_files
-from pretraining_fixtures import PREDICTIONS, REPO, SEQ, environment
+from pretraining_fixtures import PREDICTIONS, SEQ
+from processes import python, run, script, start
 
 TINY = dict(vocabulary_size=30522, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32, max_sequence_length=32)
 
@@ -62,7 +61,7 @@ def test_a_full_disk_keeps_the_previous_file_and_leaves_no_staging(tmp_path, mon
 
 
 def test_cleanup_removes_only_what_dead_writers_left(tmp_path):
-    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    finished = run(python("import os; print(os.getpid())"))
     dead = int(finished.stdout)
     for name in (f".partial-{dead}-0123abcd-x.json", f".partial-{os.getpid()}-0123abcd-y.json", ".partial-mine", "model"):
         (tmp_path / name).mkdir()
@@ -127,11 +126,11 @@ def classifier_command(tmp_path, output):
             writer.writerow(["text", "label"])
             writer.writerows(rotten_tomatoes_snippets()[:64])
         BertEncoder(**TINY).save(str(tmp_path / "encoder.keras"))
-    return [
-        sys.executable, os.path.join(REPO, "examples", "run_classifier.py"), "--train_file", str(data), "--eval_file",
-        str(data), "--init", str(tmp_path / "encoder.keras"), "--vocabulary", bert_uncased_vocabulary(), "--output_dir",
-        str(output), "--epochs", "2", "--batch_size", "8", "--sequence_length", "32", "--verbose", "0",
-    ]
+    return script(
+        "run_classifier.py", "--train_file", data, "--eval_file", data, "--init", tmp_path / "encoder.keras",
+        "--vocabulary", bert_uncased_vocabulary(), "--output_dir", output, "--epochs", "2", "--batch_size", "8",
+        "--sequence_length", "32", "--verbose", "0",
+    )
 
 
 @pytest.mark.slow
@@ -140,14 +139,13 @@ def test_fine_tuning_killed_at_random_points_then_run_again(tmp_path):
     command = classifier_command(tmp_path, output)
     rng = random.Random(30)
     for _ in range(1):
-        process = subprocess.Popen(command, env=environment(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        process = start(command)
         time.sleep(rng.uniform(4, 14))
         process.send_signal(signal.SIGKILL)
         process.wait()
         if (output / "model.keras").exists():  # what a kill leaves is complete or absent
             keras.saving.load_model(str(output / "model.keras"))
-    result = subprocess.run(command, env=environment(), capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
+    run(command, timeout=600)
     assert json.loads((output / "metrics.json").read_text())["eval_examples"] == 64
     assert keras.saving.load_model(str(output / "model.keras")).num_classes == 2
     assert not staging_left(output)
@@ -164,12 +162,11 @@ def saved_encoder(tmp_path_factory):
 
 
 def export_command(saved_encoder, base, name="enc"):
-    script = (
+    return python(
         "import keras\nfrom bertlayers.export import export_for_serving\n"
         f"export_for_serving(keras.saving.load_model({saved_encoder!r}), {name!r}, base_dir={str(base)!r}, "
         f"vocabulary={bert_uncased_vocabulary()!r}, sequence_length=16)\n"
     )
-    return [sys.executable, "-c", script]
 
 
 def listed_models(base):
@@ -184,11 +181,7 @@ def complete_versions(folder):
 @pytest.mark.slow
 def test_two_exports_into_one_base_at_once_both_land(saved_encoder, tmp_path):
     base = tmp_path / "savedmodels"
-    processes = [
-        subprocess.Popen(export_command(saved_encoder, base), env=environment(), stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-        for _ in range(2)
-    ]
+    processes = [start(export_command(saved_encoder, base), output=True) for _ in range(2)]
     outputs = [p.communicate(timeout=600) for p in processes]
     assert [p.returncode for p in processes] == [0, 0], [err[-2000:] for _, err in outputs]
     assert sorted(os.listdir(base / "enc")) == ["1", "2"] and complete_versions(base / "enc_text") == ["1", "2"]
@@ -200,8 +193,7 @@ def test_exports_killed_at_random_points_leave_only_complete_versions(saved_enco
     base = tmp_path / "savedmodels"
     rng = random.Random(31)
     for _ in range(2):
-        process = subprocess.Popen(export_command(saved_encoder, base), env=environment(), stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL)
+        process = start(export_command(saved_encoder, base))
         time.sleep(rng.uniform(6, 16))  # from loading the model to renaming its versions
         process.send_signal(signal.SIGKILL)
         process.wait()
@@ -231,18 +223,18 @@ def small_disk(tmp_path):
         folder = tmp_path / name
         folder.mkdir()
         command = ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)]
-        if os.geteuid() != 0 or subprocess.run(command, capture_output=True).returncode != 0:
+        if os.geteuid() != 0 or run(command, expect=None).returncode != 0:
             pytest.skip("a real full disk needs a size-limited tmpfs: root and mount(8) (the ENOSPC wrapper tests run anyway)")
         mounts.append(folder)
         return folder
 
     yield mount
     for folder in mounts:
-        subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+        run(["umount", "-l", str(folder)], expect=None)
 
 
 def resize(mount, size):
-    subprocess.run(["mount", "-o", f"remount,size={size}", str(mount)], check=True)
+    run(["mount", "-o", f"remount,size={size}", str(mount)])
 
 
 @pytest.mark.slow
@@ -254,15 +246,13 @@ def test_a_real_full_disk_for_pretraining_and_export(corpus, saved_encoder, smal
         "--sequence_length", str(SEQ), "--max_predictions_per_seq", str(PREDICTIONS), "--batch_size", "4",
         "--num_train_steps", "2", "--checkpoint_every", "1", "--verbose", "0",
     ]
-    command = [sys.executable, os.path.join(REPO, "examples", "pretrain.py"), *args]
+    command = script("pretrain.py", *args)
     # h5py writing a weights file onto a full disk used to crash the interpreter (exit 139).
-    failed = subprocess.run(command, env=environment(), capture_output=True, text=True, timeout=600)
-    assert failed.returncode == 1, failed.stderr[-3000:]
+    failed = run(command, expect=1, timeout=600)
     assert failed.stderr.strip().splitlines()[-1].startswith("error: [Errno 28] No space left on the device while writing")
     assert not staging_left(output)
     resize(disk, "64m")
-    ran = subprocess.run(command, env=environment(), capture_output=True, text=True, timeout=600)
-    assert ran.returncode == 0, ran.stderr[-3000:]
+    run(command, timeout=600)
     assert ResumableBackup.restored_epoch(str(output / "backup")) == 2
 
     disk = small_disk("export_disk")  # 1 MB: less than the tiny encoder's 2 MB of weights

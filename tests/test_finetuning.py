@@ -2,8 +2,6 @@
 
 import json
 import os
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -16,8 +14,8 @@ from bertlayers.data.squad_data import SquadExample, decode_answers, make_window
 from bertlayers.convert import load_encoder
 from bertlayers.models import BertPretrainer, SequenceClassifier, SpanPredictor, TokenClassifier
 from bertlayers.networks import BertEncoder
+from processes import REPO, run_script
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SQUAD = os.path.join(REPO, "examples", "data", "squad_mini")
 TINY = dict(vocabulary_size=30522, num_layers=1, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=128)
 
@@ -235,22 +233,12 @@ def tiny_encoder(tmp_path_factory):
     return str(folder / "encoder.keras")
 
 
-def run_example(script, *args):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    result = subprocess.run(
-        [sys.executable, os.path.join(REPO, "examples", script), *args],
-        capture_output=True, text=True, timeout=300, env=env,
-    )
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    return result.stdout
-
-
 @pytest.mark.slow
 def test_run_classifier_end_to_end(tmp_path, tiny_encoder):
     data = tmp_path / "pairs.csv"
     data.write_text("a,b,label\n" + "".join(f"sentence {i},other {i},{'yes' if i % 2 else 'no'}\n" for i in range(24)))
     out = tmp_path / "out"
-    run_example("run_classifier.py", "--train_file", str(data), "--eval_file", str(data), "--text_a", "a", "--text_b", "b",
+    run_script("run_classifier.py", "--train_file", str(data), "--eval_file", str(data), "--text_a", "a", "--text_b", "b",
                 "--init", tiny_encoder, "--output_dir", str(out), "--epochs", "1", "--batch_size", "8", "--verbose", "0")
     metrics = json.load(open(out / "metrics.json"))
     assert {"accuracy", "f1", "matthews_correlation"} <= set(metrics)
@@ -263,7 +251,7 @@ def test_run_classifier_regression(tmp_path, tiny_encoder):
     data = tmp_path / "scores.jsonl"
     data.write_text("".join(json.dumps({"text": f"item {i}", "label": i / 10}) + "\n" for i in range(16)))
     out = tmp_path / "out"
-    run_example("run_classifier.py", "--train_file", str(data), "--eval_file", str(data), "--regression",
+    run_script("run_classifier.py", "--train_file", str(data), "--eval_file", str(data), "--regression",
                 "--init", tiny_encoder, "--output_dir", str(out), "--epochs", "1", "--batch_size", "8", "--verbose", "0")
     assert {"pearson", "spearman"} <= set(json.load(open(out / "metrics.json")))
 
@@ -275,7 +263,7 @@ def test_run_ner_end_to_end(tmp_path, tiny_encoder, flags):
     data = tmp_path / "tiny.conll"
     data.write_text("Anna\tB-person\nlives\tO\nin\tO\nOslo\tB-geo-loc\n\nBob\tB-person\nleft\tO\n\n" * 4)
     out = tmp_path / "out"
-    run_example("run_ner.py", "--train_file", str(data), "--eval_file", str(data), "--init", tiny_encoder,
+    run_script("run_ner.py", "--train_file", str(data), "--eval_file", str(data), "--init", tiny_encoder,
                 "--output_dir", str(out), "--epochs", "1", "--batch_size", "4", "--verbose", "0", *flags)
     assert {"precision", "recall", "f1", "per_type"} <= set(json.load(open(out / "metrics.json")))
     assert (out / "predictions.conll").read_text().count("\n\n") == 8
@@ -284,7 +272,7 @@ def test_run_ner_end_to_end(tmp_path, tiny_encoder, flags):
 @pytest.mark.slow
 def test_run_squad_end_to_end(tmp_path, tiny_encoder):
     out = tmp_path / "out"
-    output = run_example("run_squad.py", "--init", tiny_encoder, "--output_dir", str(out), "--epochs", "1",
+    output = run_script("run_squad.py", "--init", tiny_encoder, "--output_dir", str(out), "--epochs", "1",
                          "--batch_size", "8", "--sequence_length", "96", "--verbose", "0", "--version_2_with_negative",
                          "--group_by_length")  # answer positions stay whole while the windows are cut
     metrics = json.load(open(out / "metrics.json"))

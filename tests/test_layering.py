@@ -7,7 +7,7 @@ import collections
 import os
 
 # Bottom to top: a package may import only the packages before it.
-TIERS = ("utils", "metrics", "layers", "networks", "models", "data", "families", "convert", "export", "training", "runs")
+TIERS = ("utils", "metrics", "layers", "networks", "models", "data", "convert", "families", "export", "training", "runs")
 ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bertlayers")
 # The package's own __init__ (it imports everything to register the serializable classes) and the
 # start-up module it runs first stand outside the tiers.

@@ -5,7 +5,6 @@ import json
 import os
 import signal
 import socket
-import subprocess
 import time
 
 import keras
@@ -16,8 +15,9 @@ import tensorflow as tf
 from bertlayers.networks import AlbertEncoder, BertEncoder
 from bertlayers.runs.pretraining import PretrainingConfig, run_pretraining
 from pretraining_fixtures import (
-    PREDICTIONS, SEQ, VOCAB_SIZE, common_args, environment, history, pretrain_command, run_pretrain,
+    PREDICTIONS, SEQ, VOCAB_SIZE, common_args, history, pretrain_command, run_pretrain,
 )
+from processes import environment, start
 
 
 def config(corpus, output_dir, **changes):
@@ -126,15 +126,15 @@ def test_two_process_multi_worker_training_agrees(corpus, tmp_path):
     cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
     args = common_args(corpus, tmp_path / "mw", 12, 4, "--strategy", "multi_worker")
     workers = [
-        subprocess.Popen(
+        start(
             pretrain_command(args),
             env=environment(TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}})),
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            output=True,
         )
         for i in range(2)
     ]
     try:
-        outputs = [w.communicate(timeout=240)[0] for w in workers]
+        outputs = ["".join(w.communicate(timeout=240)) for w in workers]
     finally:
         for w in workers:
             w.kill()
@@ -169,7 +169,7 @@ def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(corpus, tmp_
 
     killed = tmp_path / "killed"
     args = recipe_args(corpus, killed, steps, every, recipe)
-    process = subprocess.Popen(pretrain_command(args), env=environment(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = start(pretrain_command(args))
     metadata = killed / "backup" / "training_metadata.json"
     deadline = time.time() + 180
     while time.time() < deadline and process.poll() is None:

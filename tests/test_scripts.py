@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from pretraining_fixtures import REPO
+from processes import REPO
 
 SCRIPTS = sorted(glob.glob(os.path.join(REPO, "examples", "*.py")))
 

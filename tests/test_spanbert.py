@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bertlayers.data.mlm_masking import span_boundaries
+from bertlayers.families.spanbert import span_boundaries
 from bertlayers.data.tfrecords import parse_records
 from bertlayers.families.spanbert import BOUNDARY_INPUTS, OBJECTIVE, SpanBertPretrainer
-from bertlayers.layers.span_boundary_head import SpanBoundaryHead
+from bertlayers.families.spanbert import SpanBoundaryHead
 from pretraining_fixtures import PREDICTIONS, SEQ, fine_tune_export_and_serve, tiny_family_run
 
 

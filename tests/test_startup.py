@@ -5,11 +5,11 @@ it runs under TensorFlow's own default for the machine."""
 import functools
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+
+from processes import python, run
 
 # Reports the oneDNN setting, and the outputs of a small fixed-seed encoder on fixed inputs,
 # eager and as a graph (with the fused kernels TensorFlow's optimizer made of the graph).
@@ -44,7 +44,7 @@ def _report(setting):
     env = {k: v for k, v in os.environ.items() if k != "TF_ENABLE_ONEDNN_OPTS"}
     if setting is not None:
         env["TF_ENABLE_ONEDNN_OPTS"] = setting
-    done = subprocess.run([sys.executable, "-c", _REPORT], env=env, capture_output=True, text=True, check=True)
+    done = run(python(_REPORT), env=env)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

@@ -12,13 +12,13 @@ import pytest
 import tensorflow as tf
 
 from bertlayers.convert import load_huggingface_xlnet
-from bertlayers.data.permutation_lm import choose_plm_targets, factorization_masks, xlnet_layout
+from bertlayers.families.xlnet import choose_plm_targets, factorization_masks, xlnet_layout
 from bertlayers.data.tfrecords import parse_records
 from bertlayers.data.vocabulary import VocabularyInfo
 from bertlayers.families.xlnet import TARGET_FEATURE, XLNetEncoder, XLNetPretrainer, plm_objective
 from bertlayers.layers.pooler import Pooler
-from bertlayers.layers.relative_attention import RelativeAttention, relative_shift
-from bertlayers.layers.two_stream_masks import TwoStreamMasks
+from bertlayers.families.xlnet import RelativeAttention, relative_shift
+from bertlayers.families.xlnet import TwoStreamMasks
 from pretraining_fixtures import PREDICTIONS, SEQ, fine_tune_export_and_serve, tiny_family_run
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")

@@ -1,9 +1,17 @@
 """Checkpoint converters and model loading: pretrained weights into bertlayers models."""
 
 from bertlayers.convert.google import load_google_albert, load_google_bert
-from bertlayers.convert.huggingface import encoder_config_from_huggingface, load_huggingface_bert, load_huggingface_electra, load_huggingface_xlnet
+from bertlayers.convert.huggingface import encoder_config_from_huggingface, load_huggingface_bert
 from bertlayers.convert.loading import load_encoder, load_model_file
 from bertlayers.convert.weight_map import CheckpointMismatchError
+from bertlayers.utils.public_names import forwarded_names
+
+# Loaders that live in their family's folder (see bertlayers.utils.public_names).
+FROM_FAMILIES = {
+    "load_huggingface_electra": "bertlayers.families.electra",
+    "load_huggingface_xlnet": "bertlayers.families.xlnet",
+}
+__getattr__, __dir__ = forwarded_names(__name__, FROM_FAMILIES)
 
 __all__ = [
     "CheckpointMismatchError",

@@ -1,4 +1,8 @@
-"""Load Hugging Face BERT, ELECTRA and XLNet checkpoints (`config.json` + `model.safetensors`), without torch."""
+"""Load Hugging Face checkpoints (`config.json` + `model.safetensors`), without torch.
+
+BERT's layout is here; each family in `bertlayers.families` registers its own model_type
+(`register_huggingface_family`) with the helpers below.
+"""
 
 import json
 import os
@@ -23,63 +27,66 @@ BERT_CONFIG_KEYS = {
     "initializer_range": "initializer_range",
 }
 # Tensors a BertModel checkpoint may hold that an encoder has no place for.
-_IGNORED = (r"position_ids$",)
-# XLNet's config.json names; one dropout rate serves the hidden states and the attention.
-XLNET_CONFIG_KEYS = {
-    "vocab_size": "vocabulary_size",
-    "n_layer": "num_layers",
-    "d_model": "hidden_size",
-    "n_head": "num_heads",
-    "d_inner": "intermediate_size",
-    "ff_activation": "activation",
-    "dropout": "dropout",
-    "layer_norm_eps": "layer_norm_epsilon",
-    "initializer_range": "initializer_range",
-}
-MODEL_TYPES = ("bert", "electra", "xlnet")
-LOADERS = {"bert": "load_huggingface_bert", "electra": "load_huggingface_electra", "xlnet": "load_huggingface_xlnet"}
+IGNORED_TENSORS = (r"position_ids$",)
+
+
+class HuggingFaceFamily:
+    """How one `model_type` of transformers' becomes ours: its `config.json` read into an
+    `EncoderConfig` (`read_config(hf_config, source)`) and its folder loaded (`loader(path, dtype=)`)."""
+
+    def __init__(self, model_type, read_config, loader):
+        self.model_type = model_type
+        self.read_config = read_config
+        self.loader = loader
+
+
+# model_type -> HuggingFaceFamily; each family's module adds its own on import.
+HUGGINGFACE_FAMILIES = {}
+
+
+def register_huggingface_family(model_type, read_config, loader):
+    """Make `load_encoder`, `read_huggingface_folder` and `encoder_config_from_huggingface` know a model_type."""
+    HUGGINGFACE_FAMILIES[model_type] = HuggingFaceFamily(model_type, read_config, loader)
+    return loader
 
 
 def encoder_config_from_huggingface(hf_config, source="config.json"):
-    """An EncoderConfig from a Hugging Face BERT or ELECTRA `config.json` dict."""
+    """An EncoderConfig from a Hugging Face `config.json` dict of any registered model_type."""
     model_type = hf_config.get("model_type", "bert")
-    if model_type not in MODEL_TYPES:
-        raise ValueError(f"{source}: model_type {model_type!r} is not supported; expected one of {MODEL_TYPES}.")
-    if model_type == "xlnet":
-        return _xlnet_config(hf_config, source)
+    family = HUGGINGFACE_FAMILIES.get(model_type)
+    if family is None:
+        raise ValueError(
+            f"{source}: model_type {model_type!r} is not supported; supported: {', '.join(sorted(HUGGINGFACE_FAMILIES))}."
+        )
+    return family.read_config(hf_config, source)
+
+
+def require_keys(hf_config, keys, source):
+    missing = [key for key in keys if key not in hf_config]
+    if missing:
+        raise ValueError(f"{source} lacks required keys: {', '.join(missing)}.")
+
+
+def config_from_fields(fields, source):
+    try:
+        return EncoderConfig(**fields)
+    except ValueError as error:
+        raise ValueError(f"{source}: {error}") from None
+
+
+def bert_config_fields(hf_config, source):
+    """EncoderConfig fields from a BERT-layout `config.json` (BERT, and families that kept its names)."""
     position_type = hf_config.get("position_embedding_type", "absolute")
     if position_type != "absolute":
         raise ValueError(
             f"{source}: position_embedding_type {position_type!r} is not supported; expected 'absolute'."
         )
-    missing = [key for key in ("vocab_size", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size") if key not in hf_config]
-    if missing:
-        raise ValueError(f"{source} lacks required keys: {', '.join(missing)}.")
-    fields = {field: hf_config[key] for key, field in BERT_CONFIG_KEYS.items() if key in hf_config}
-    if model_type == "electra":
-        fields["embedding_size"] = hf_config.get("embedding_size", hf_config["hidden_size"])
-    try:
-        return EncoderConfig(**fields)
-    except ValueError as error:
-        raise ValueError(f"{source}: {error}") from None
+    require_keys(hf_config, ("vocab_size", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size"), source)
+    return {field: hf_config[key] for key, field in BERT_CONFIG_KEYS.items() if key in hf_config}
 
 
-def _xlnet_config(hf_config, source):
-    missing = [key for key in ("vocab_size", "n_layer", "d_model", "n_head", "d_inner") if key not in hf_config]
-    if missing:
-        raise ValueError(f"{source} lacks required keys: {', '.join(missing)}.")
-    if hf_config.get("attn_type", "bi") != "bi":
-        raise ValueError(f"{source}: attn_type {hf_config['attn_type']!r} is not supported; expected 'bi'.")
-    if hf_config.get("d_head", hf_config["d_model"] // hf_config["n_head"]) * hf_config["n_head"] != hf_config["d_model"]:
-        raise ValueError(f"{source}: d_head x n_head must equal d_model.")
-    fields = {field: hf_config[key] for key, field in XLNET_CONFIG_KEYS.items() if key in hf_config}
-    fields["attention_dropout"] = fields.get("dropout", 0.1)
-    # Segments 0 and 1, and 2 for XLNet's [CLS]; no position table, so the limit is ours.
-    fields.update(architecture="xlnet", type_vocab_size=3)
-    try:
-        return EncoderConfig(**fields)
-    except ValueError as error:
-        raise ValueError(f"{source}: {error}") from None
+def _bert_config(hf_config, source):
+    return config_from_fields(bert_config_fields(hf_config, source), source)
 
 
 def _read_vocabulary_size(path):
@@ -87,7 +94,7 @@ def _read_vocabulary_size(path):
         return sum(1 for _ in f)
 
 
-def _transposed(array):
+def transposed(array):
     return array.T
 
 
@@ -116,7 +123,7 @@ def read_huggingface_folder(path, model_type):
     config = encoder_config_from_huggingface(hf_config, source=config_path)
     found = hf_config.get("model_type", "bert")
     if found != model_type:
-        raise ValueError(f"{config_path}: model_type {found!r} is not a {model_type} checkpoint; use {LOADERS[found]}.")
+        raise ValueError(f"{config_path}: model_type {found!r} is not a {model_type} checkpoint; use {HUGGINGFACE_FAMILIES[found].loader.__name__}.")
 
     vocab_path = os.path.join(path, "vocab.txt")
     if os.path.isfile(vocab_path):
@@ -160,18 +167,18 @@ def load_huggingface_bert(path, dtype=None, name="bert_encoder"):
     encoder = BertEncoder.from_encoder_config(config, dtype=dtype, name=name)
     weights = WeightMap(tensors, weights_path)
     map_encoder_weights(encoder, config, weights)
-    weights.apply(ignore=_IGNORED)
+    weights.apply(ignore=IGNORED_TENSORS)
     return encoder
 
 
-def _add_norms_and_feed_forward(weights, block, attention_norm, inner, outer, output_norm):
+def add_norms_and_feed_forward(weights, block, attention_norm, inner, outer, output_norm):
     """A block's two LayerNorms and feed-forward layers (both block kinds name them alike),
     under their checkpoint names (torch Linear weights are [out, in]: transposed)."""
     weights.add(block.attention_layer_norm.gamma, attention_norm + ".weight")
     weights.add(block.attention_layer_norm.beta, attention_norm + ".bias")
-    weights.add(block.intermediate_dense.kernel, inner + ".weight", _transposed)
+    weights.add(block.intermediate_dense.kernel, inner + ".weight", transposed)
     weights.add(block.intermediate_dense.bias, inner + ".bias")
-    weights.add(block.output_dense.kernel, outer + ".weight", _transposed)
+    weights.add(block.output_dense.kernel, outer + ".weight", transposed)
     weights.add(block.output_dense.bias, outer + ".bias")
     weights.add(block.output_layer_norm.gamma, output_norm + ".weight")
     weights.add(block.output_layer_norm.beta, output_norm + ".bias")
@@ -211,7 +218,7 @@ def map_encoder_weights(encoder, config, weights, pooler=True):
             lambda w: w.T.reshape(heads, head_size, hidden),
         )
         weights.add(attention.output_dense.bias, f"{prefix}attention.output.dense.bias")
-        _add_norms_and_feed_forward(
+        add_norms_and_feed_forward(
             weights,
             block,
             prefix + "attention.output.LayerNorm",
@@ -221,120 +228,8 @@ def map_encoder_weights(encoder, config, weights, pooler=True):
         )
 
     if pooler:
-        weights.add(encoder.pooler.dense.kernel, "pooler.dense.weight", _transposed)
+        weights.add(encoder.pooler.dense.kernel, "pooler.dense.weight", transposed)
         weights.add(encoder.pooler.dense.bias, "pooler.dense.bias")
 
 
-def load_huggingface_electra(path, dtype=None):
-    """Build an ELECTRA model from a Hugging Face ELECTRA checkpoint folder.
-
-    Args:
-      path: a folder with `config.json` (`model_type` "electra") and `model.safetensors`:
-        an `ElectraForPreTraining` (discriminator), an `ElectraForMaskedLM` (generator) or a
-        bare `ElectraModel`.
-      dtype: dtype policy, e.g. "mixed_bfloat16"; weights stay float32.
-
-    Returns:
-      An `ElectraDiscriminator` (outputs `rtd` ↔ transformers' `logits`, `sequence_output` ↔
-      `last_hidden_state`), an `ElectraGenerator` (`mlm` ↔ `logits`), or, for a bare
-      `ElectraModel`, its `BertEncoder`. The encoder (`.encoder`) fine-tunes like any other.
-
-    Raises:
-      As `load_huggingface_bert`.
-    """
-    from bertlayers.families.electra import ElectraDiscriminator, ElectraGenerator, electra_embeddings, electra_encoder
-
-    _, config, tensors, weights_path = read_huggingface_folder(path, "electra")
-    tensors = {key[len("electra."):] if key.startswith("electra.") else key: value for key, value in tensors.items()}
-    encoder = electra_encoder(config, electra_embeddings(config, dtype), dtype=dtype, name="encoder")
-    weights = WeightMap(tensors, weights_path)
-    map_encoder_weights(encoder, config, weights, pooler=False)
-    if encoder.embedding_projection is not None:
-        weights.add(encoder.embedding_projection.kernel, "embeddings_project.weight", _transposed)
-        weights.add(encoder.embedding_projection.bias, "embeddings_project.bias")
-
-    if any(key.startswith("generator_predictions.") for key in tensors):
-        model = ElectraGenerator(encoder)
-        head = model.generator_head
-        weights.add(head.transform_dense.kernel, "generator_predictions.dense.weight", _transposed)
-        weights.add(head.transform_dense.bias, "generator_predictions.dense.bias")
-        weights.add(head.layer_norm.gamma, "generator_predictions.LayerNorm.weight")
-        weights.add(head.layer_norm.beta, "generator_predictions.LayerNorm.bias")
-        weights.add(head.output_bias, "generator_lm_head.bias")
-    elif any(key.startswith("discriminator_predictions.") for key in tensors):
-        model = ElectraDiscriminator(encoder)
-        head = model.discriminator_head
-        weights.add(head.dense.kernel, "discriminator_predictions.dense.weight", _transposed)
-        weights.add(head.dense.bias, "discriminator_predictions.dense.bias")
-        weights.add(head.prediction.kernel, "discriminator_predictions.dense_prediction.weight", _transposed)
-        weights.add(head.prediction.bias, "discriminator_predictions.dense_prediction.bias")
-    else:
-        model = encoder
-    # The generator's output matrix is its word embedding (tied); a saved copy adds nothing.
-    weights.apply(ignore=_IGNORED + (r"^generator_lm_head\.weight$",))
-    return model
-
-
-def load_huggingface_xlnet(path, dtype=None):
-    """Build an XLNet model from a Hugging Face XLNet checkpoint folder.
-
-    Args:
-      path: a folder with `config.json` (`model_type` "xlnet") and `model.safetensors`: an
-        `XLNetLMHeadModel`, a bare `XLNetModel`, or a task model whose `transformer.`
-        tensors are the encoder (its `sequence_summary.summary` becomes the pooler).
-      dtype: dtype policy, e.g. "mixed_bfloat16"; weights stay float32.
-
-    Returns:
-      For an `XLNetLMHeadModel`, an `XLNetPretrainer` (`plm` <-> transformers' `logits` given
-      the same `perm_mask` and `target_mapping`); otherwise its `XLNetEncoder`
-      (`sequence_output` <-> `XLNetModel`'s `last_hidden_state`), whose content stream
-      fine-tunes like any encoder. `clamp_len` and `bi_data` come from the config; memory is
-      left off (`XLNetEncoder(mem_len=...)` adds it, with the same weights).
-
-    Raises:
-      As `load_huggingface_bert`.
-    """
-    from bertlayers.families.xlnet import XLNetEncoder, XLNetPretrainer
-
-    hf_config, config, tensors, weights_path = read_huggingface_folder(path, "xlnet")
-    tensors = {key[len("transformer."):] if key.startswith("transformer.") else key: value for key, value in tensors.items()}
-    encoder = XLNetEncoder.from_encoder_config(
-        config,
-        clamp_len=hf_config.get("clamp_len", -1),
-        bidirectional_data=hf_config.get("bi_data", False),
-        dtype=dtype,
-        name="encoder",
-    )
-    weights = WeightMap(tensors, weights_path)
-    weights.add(encoder.token_embedding.embeddings, "word_embedding.weight")
-    weights.add(encoder.mask_embedding.embedding, "mask_emb", lambda w: w.reshape(-1))
-    for index, block in enumerate(encoder.transformer_layers):
-        prefix = f"layer.{index}."
-        attention = block.attention
-        # transformers keeps XLNet's [H, N, D] layout, which is ours.
-        for variable, key in (
-            (attention.query_kernel, "q"),
-            (attention.key_kernel, "k"),
-            (attention.value_kernel, "v"),
-            (attention.output_kernel, "o"),
-            (attention.position_kernel, "r"),
-            (attention.content_bias, "r_w_bias"),
-            (attention.position_bias, "r_r_bias"),
-            (attention.segment_bias, "r_s_bias"),
-            (attention.segment_embedding, "seg_embed"),
-        ):
-            weights.add(variable, f"{prefix}rel_attn.{key}")
-        _add_norms_and_feed_forward(
-            weights, block, prefix + "rel_attn.layer_norm", prefix + "ff.layer_1", prefix + "ff.layer_2", prefix + "ff.layer_norm"
-        )
-    if "sequence_summary.summary.weight" in tensors:
-        weights.add(encoder.pooler.dense.kernel, "sequence_summary.summary.weight", _transposed)
-        weights.add(encoder.pooler.dense.bias, "sequence_summary.summary.bias")
-
-    model = encoder
-    if "lm_loss.bias" in tensors:
-        model = XLNetPretrainer(encoder)
-        weights.add(model.lm_head.output_bias, "lm_loss.bias")
-    # The LM head's matrix is the word embedding (tied); a task head's output layer is not ours.
-    weights.apply(ignore=_IGNORED + (r"^lm_loss\.weight$", r"^logits_proj\.", r"^qa_outputs\.", r"^start_logits\.", r"^end_logits\.", r"^answer_class\."))
-    return model
+register_huggingface_family("bert", _bert_config, load_huggingface_bert)

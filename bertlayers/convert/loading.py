@@ -7,7 +7,7 @@ import zipfile
 import keras
 import numpy as np
 
-from bertlayers.convert.huggingface import load_huggingface_bert, load_huggingface_electra, load_huggingface_xlnet
+from bertlayers.convert.huggingface import HUGGINGFACE_FAMILIES, load_huggingface_bert
 from bertlayers.convert.weight_map import describe_non_finite
 from bertlayers.networks.encoder_base import EncoderBase
 
@@ -15,7 +15,7 @@ from bertlayers.networks.encoder_base import EncoderBase
 def load_encoder(source, dtype=None):
     """A pretrained encoder from `source`:
 
-      - a Hugging Face BERT, ELECTRA or XLNet folder (config.json + model.safetensors; an
+      - a Hugging Face folder of any registered model_type (BERT, ELECTRA, XLNet) (config.json + model.safetensors; an
         ELECTRA folder gives its discriminator's or generator's encoder, an XLNet LM head
         folder its encoder),
       - an `encoder.keras` file, or any `.keras` model with an `.encoder` (a pretrainer, a task
@@ -25,11 +25,10 @@ def load_encoder(source, dtype=None):
     if os.path.isdir(source):
         config_path = os.path.join(source, "config.json")
         if os.path.isfile(config_path):
-            loader = {"electra": load_huggingface_electra, "xlnet": load_huggingface_xlnet}.get(_model_type(config_path))
-            if loader is not None:
-                model = loader(source, dtype=dtype)
-                return getattr(model, "encoder", model)
-            return load_huggingface_bert(source, dtype=dtype)
+            family = HUGGINGFACE_FAMILIES.get(_model_type(config_path))
+            # An unknown model_type goes to BERT's loader, whose error lists the supported ones.
+            model = (family.loader if family else load_huggingface_bert)(source, dtype=dtype)
+            return getattr(model, "encoder", model)
         if os.path.isfile(os.path.join(source, "encoder.keras")):
             return load_encoder(os.path.join(source, "encoder.keras"), dtype=dtype)
         raise FileNotFoundError(f"{source} holds neither a Hugging Face checkpoint (config.json) nor encoder.keras.")

@@ -1,7 +1,10 @@
-"""Model families, one module each: its pretrainer, its data objective and its recipes.
+"""Model families, one folder each (its layers, encoder, pretrainer, data objective, recipe,
+presets and checkpoint mapping), and BERT's own objectives as recipes (`bert.py`).
 
-Importing this package registers every family's recipes (`bertlayers.families.recipes`).
-A new family is a new module here, imported below.
+Importing a family registers it: its recipes (`bertlayers.families.recipes`), presets
+(`bertlayers.networks.presets`), Keras classes and Hugging Face model_types
+(`bertlayers.convert.huggingface`). A new family is a new folder and one name on the line below
+(docs/adding-a-family.md).
 """
 
 from bertlayers.families import bert, electra, spanbert, xlnet  # noqa: F401

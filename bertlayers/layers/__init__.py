@@ -1,4 +1,8 @@
-"""Keras layers of the BERT family, each registered under the "bertlayers" package."""
+"""Keras layers of the BERT family, each registered under the "bertlayers" package.
+
+The layers one family alone uses live in its folder (`bertlayers.families.xlnet`, ...) and are
+named here too, resolved on first use (see `bertlayers.utils.public_names`).
+"""
 
 from bertlayers.layers.bert_embeddings import BertEmbeddings
 from bertlayers.layers.bidirectional_lstm import BidirectionalLSTM
@@ -11,18 +15,24 @@ from bertlayers.layers.masking import causal_attention_mask, merge_attention_mas
 from bertlayers.layers.multi_head_attention import MultiHeadAttention
 from bertlayers.layers.pooler import Pooler
 from bertlayers.layers.position_embedding import PositionEmbedding
-from bertlayers.layers.relative_attention import RelativeAttention
-from bertlayers.layers.relative_encoder_block import RelativeEncoderBlock
-from bertlayers.layers.relative_position_encoding import RelativePositionEncoding
-from bertlayers.layers.replaced_token_detection import GeneratorCorruption, ReplacedTokenDetectionHead
 from bertlayers.layers.scalar_mix import ScalarMix
-from bertlayers.layers.span_boundary_head import SpanBoundaryHead
 from bertlayers.layers.span_prediction_head import SpanPredictionHead
 from bertlayers.layers.tied_output_projection import TiedOutputProjection
 from bertlayers.layers.token_classification_head import TokenClassificationHead
 from bertlayers.layers.token_embedding import TokenEmbedding
 from bertlayers.layers.transformer_encoder_block import TransformerEncoderBlock
-from bertlayers.layers.two_stream_masks import TwoStreamMasks
+from bertlayers.utils.public_names import forwarded_names
+
+FROM_FAMILIES = {
+    "GeneratorCorruption": "bertlayers.families.electra",
+    "ReplacedTokenDetectionHead": "bertlayers.families.electra",
+    "SpanBoundaryHead": "bertlayers.families.spanbert",
+    "RelativeAttention": "bertlayers.families.xlnet",
+    "RelativeEncoderBlock": "bertlayers.families.xlnet",
+    "RelativePositionEncoding": "bertlayers.families.xlnet",
+    "TwoStreamMasks": "bertlayers.families.xlnet",
+}
+__getattr__, __dir__ = forwarded_names(__name__, FROM_FAMILIES)
 
 __all__ = [
     "BertEmbeddings",

@@ -45,18 +45,11 @@ for _name, (_layers, _hidden, _heads) in {
         num_layer_groups=1,
     )
 
-# XLNet (Yang et al. 2019): post-LN relative-attention blocks, 32k SentencePiece vocabulary,
-# segments 0, 1 and 2 ([CLS]); positions are relative, so the sequence limit is a choice.
-for _name, (_layers, _hidden, _heads) in {"xlnet_base": (12, 768, 12), "xlnet_large": (24, 1024, 16)}.items():
-    _PRESETS[_name] = EncoderConfig(
-        architecture="xlnet",
-        vocabulary_size=32000,
-        num_layers=_layers,
-        hidden_size=_hidden,
-        num_heads=_heads,
-        intermediate_size=4 * _hidden,
-        type_vocab_size=3,
-    )
+def register_preset(name, config):
+    """Add a named `EncoderConfig` (a family's module adds its presets on import)."""
+    if name in _PRESETS or name in _ALIASES:
+        raise ValueError(f"Preset {name!r} is already registered.")
+    _PRESETS[name] = config
 
 
 def preset_names():

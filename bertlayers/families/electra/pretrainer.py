@@ -18,58 +18,17 @@ from the original token.
 """
 
 import keras
-import tensorflow as tf
 from keras import ops
 from keras.src.losses.loss import scale_loss_for_distribution
 
-from bertlayers.data.pretraining_data import DataObjective, masked_lm_batch
+from bertlayers.families.electra.replaced_token_detection import GeneratorCorruption, ReplacedTokenDetectionHead
 from bertlayers.layers.initializers import bert_initializer
-from bertlayers.layers.replaced_token_detection import GeneratorCorruption, ReplacedTokenDetectionHead
 from bertlayers.models.encoder_model import EncoderModel, encoder_inputs
 from bertlayers.models.pretrainer import masked_lm_head
-from bertlayers.networks.bert_encoder import BertEncoder
-from bertlayers.networks.encoder_base import INPUT_NAMES, embeddings_for
-from bertlayers.families.recipes import Option, Recipe, register_recipe
-from bertlayers.utils.validation import POSITIVE_FLOAT, Range
+from bertlayers.networks.encoder_base import INPUT_NAMES
+from bertlayers.utils.validation import POSITIVE_FLOAT
 
 PREDICTION_INPUTS = ("masked_positions", "masked_lm_ids", "masked_lm_weights")
-
-
-GENERATOR_FRACTION = Range(float, 0, 1, low_open=True)
-
-
-def generator_config(config, generator_fraction=0.25):
-    """The generator's `EncoderConfig` from the discriminator's: width a fraction of it,
-    as many layers, FFN 4x its width, one head per 64 dimensions (at least one)."""
-    generator_fraction = GENERATOR_FRACTION.check("generator_fraction", generator_fraction)
-    width = max(1, int(round(config.hidden_size * generator_fraction)))
-    heads = max(1, width // 64)
-    while width % heads:
-        heads -= 1
-    return config.replace(hidden_size=width, num_heads=heads, intermediate_size=4 * width)
-
-
-def electra_embeddings(config, dtype=None):
-    """The embedding layer ELECTRA's encoders share: width `config.embedding_size`
-    (default: the hidden size), no projection (each encoder adds its own)."""
-    return embeddings_for(config, dtype)
-
-
-def electra_encoder(config, embeddings, dtype=None, name="encoder"):
-    """A `BertEncoder` of `config`'s block sizes over the (shared) `embeddings`."""
-    fields = config.to_dict()
-    for field in ("vocabulary_size", "max_sequence_length", "type_vocab_size", "embedding_size"):
-        fields.pop(field)  # read from the embedding layer
-    return BertEncoder(embedding_layer=embeddings, dtype=dtype, name=name, **fields)
-
-
-def electra_encoders(config, generator_fraction=0.25, dtype=None):
-    """(discriminator, generator) `BertEncoder`s sharing one embedding layer."""
-    embeddings = electra_embeddings(config, dtype)
-    return (
-        electra_encoder(config, embeddings, dtype, "encoder"),
-        electra_encoder(generator_config(config, generator_fraction), embeddings, dtype, "generator"),
-    )
 
 
 def _discriminator_head(encoder, name):
@@ -247,57 +206,3 @@ class ElectraGenerator(EncoderModel):
         super().__init__(inputs=inputs, outputs={"mlm": head(encoder(inputs)["sequence_output"])}, name=name, trainable=trainable, **kwargs)
         self.encoder = encoder
         self.generator_head = head
-
-
-# --- The recipe ---------------------------------------------------------------------------
-
-
-def _electra_batch(features, seed, context):
-    x, labels, weights = masked_lm_batch(features, seed, context, dynamic=True)
-    x["masked_lm_ids"] = labels
-    x["masked_lm_weights"] = weights
-    # Its own stream, apart from the masks' (dynamic_mask splits `seed` itself).
-    sample_seed = tf.cast(tf.random.experimental.stateless_fold_in(seed, 1), tf.int32)
-    x["sample_seed"] = tf.tile(sample_seed[tf.newaxis], [tf.shape(labels)[0], 1])
-    return x, {"mlm": labels}
-
-
-OBJECTIVE = DataObjective(
-    examples="single",
-    masking="dynamic",
-    batch_inputs=_electra_batch,
-    masking_rates={"mask_token_rate": 0.85, "random_token_rate": 0.0},
-)
-
-
-def build_pretrainer(encoder_config, dtype, options):
-    discriminator, generator = electra_encoders(encoder_config, options["generator_fraction"], dtype=dtype)
-    return ElectraPretrainer(
-        discriminator, generator, discriminator_weight=options["discriminator_weight"], temperature=options["temperature"]
-    )
-
-
-RECIPE = register_recipe(
-    Recipe(
-        "electra",
-        "replaced-token detection: generator + discriminator sharing embeddings (Clark et al. 2020)",
-        OBJECTIVE,
-        build_pretrainer,
-        options={
-            "generator_fraction": Option(0.25, GENERATOR_FRACTION, "generator width / discriminator's"),
-            "discriminator_weight": Option(50.0, POSITIVE_FLOAT, "the discriminator loss's weight (λ)"),
-            "temperature": Option(1.0, POSITIVE_FLOAT, "of the generator's sampling softmax"),
-        },
-        report=("rtd_loss", "rtd_accuracy", "rtd_baseline_accuracy", "rtd_auc", "replaced_fraction"),
-    )
-)
-
-__all__ = [
-    "ElectraDiscriminator",
-    "ElectraGenerator",
-    "ElectraPretrainer",
-    "electra_embeddings",
-    "electra_encoder",
-    "electra_encoders",
-    "generator_config",
-]

@@ -18,26 +18,16 @@ alone: then the encoder is an ordinary bidirectional encoder, with the same outp
 BERT's, pooled at the last real token (XLNet puts its [CLS] last).
 """
 
-import functools
-
 import keras
-import tensorflow as tf
 from keras import ops
 
-from bertlayers.data.permutation_lm import choose_plm_targets, factorization_masks, xlnet_layout
-from bertlayers.data.pretraining_data import DataObjective, normalized_weights
+from bertlayers.families.xlnet.relative_encoder_block import RelativeEncoderBlock
+from bertlayers.families.xlnet.relative_position_encoding import RelativePositionEncoding
+from bertlayers.families.xlnet.two_stream_masks import TwoStreamMasks
 from bertlayers.layers.initializers import bert_initializer
 from bertlayers.layers.mask_embedding import MaskEmbedding
-from bertlayers.layers.relative_encoder_block import RelativeEncoderBlock
-from bertlayers.layers.relative_position_encoding import RelativePositionEncoding
-from bertlayers.layers.tied_output_projection import TiedOutputProjection
 from bertlayers.layers.token_embedding import TokenEmbedding
-from bertlayers.models.encoder_model import encoder_inputs
-from bertlayers.models.pretrainer import PretrainerBase
-from bertlayers.layers.two_stream_masks import TwoStreamMasks
 from bertlayers.networks.encoder_base import EncoderBase, block_arguments
-from bertlayers.families.recipes import Option, Recipe, register_recipe
-from bertlayers.utils.validation import NON_NEGATIVE_INT, Range
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
@@ -240,117 +230,3 @@ class QueryStream(keras.layers.Layer):
 
     def compute_output_shape(self, content_shape, query_shape, *args):
         return tuple(query_shape)
-
-
-@keras.saving.register_keras_serializable(package="bertlayers")
-class XLNetPretrainer(PretrainerBase):
-    """Permutation language modeling: the query stream predicts each target token.
-
-    Inputs: the encoder's (`token_ids`, `segment_ids`, `padding_mask`), `perm_mask` float
-    `[B, S, S]` (1: i may not see j) and `target_mapping` float `[B, T, S]` (one-hot rows;
-    all-zero rows for unused predictions, weighted out of the loss).
-    Output `plm`: float32 logits `[B, T, V]`, trained against the target tokens.
-
-    Args:
-      encoder: an `XLNetEncoder` (its memory, if any, is not used here).
-    """
-
-    uses_pooled_output = False
-
-    def __init__(self, encoder, name="xlnet_pretrainer", trainable=True, **kwargs):
-        inputs = encoder_inputs()
-        inputs["perm_mask"] = keras.Input(shape=(None, None), name="perm_mask")
-        inputs["target_mapping"] = keras.Input(shape=(None, None), name="target_mapping")
-        content = encoder.embeddings(inputs["token_ids"], inputs["segment_ids"])  # [B, S, H]
-        query = encoder.mask_embedding(inputs["target_mapping"])  # [B, T, H]
-        query = QueryStream(encoder, name="query_stream")(
-            content, query, inputs["padding_mask"], inputs["segment_ids"], inputs["perm_mask"], inputs["target_mapping"]
-        )  # [B, T, H]
-        lm_head = TiedOutputProjection(encoder.token_embedding, dtype=encoder.layer_dtype_policy, name="lm_head")
-        outputs = {"plm": lm_head(query)}  # [B, T, V]
-        super().__init__(inputs=inputs, outputs=outputs, name=name, trainable=trainable, **kwargs)
-        self.encoder = encoder
-        self.lm_head = lm_head
-        self.head_names = ["plm"]
-
-    def unused_layers(self):
-        return [self.encoder.pooler]
-
-
-# --- The recipe ---------------------------------------------------------------------------
-
-TARGET_FEATURE = "plm_targets"  # 0/1 per position of the record: XLNet's `is_masked`
-
-
-def _target_features(sequence_length, max_predictions_per_seq):
-    return {TARGET_FEATURE: sequence_length}
-
-
-def _record_targets(masked_example, token_ids, context):
-    return {TARGET_FEATURE: choose_plm_targets(token_ids, context.vocab, context.max_predictions_per_seq, context.rng)}
-
-
-def _plm_batch(features, seed, context, perm_size):
-    vocab = context.vocab
-    padding_mask = features["input_mask"]
-    token_ids, segment_ids, is_target = xlnet_layout(
-        features["input_ids"], features["segment_ids"], padding_mask, features[TARGET_FEATURE], vocab.cls_id
-    )
-    length = tf.shape(token_ids)[1]
-    perm_mask, positions, weights = factorization_masks(
-        token_ids,
-        padding_mask,
-        is_target,
-        (vocab.sep_id, vocab.cls_id),
-        seed,
-        perm_size or length,
-        context.masking.max_predictions_per_seq,
-    )
-    x = {
-        "token_ids": token_ids,
-        "segment_ids": segment_ids,
-        "padding_mask": padding_mask,
-        "perm_mask": perm_mask,  # [B, S, S]
-        "target_mapping": tf.one_hot(positions, length) * weights[:, :, tf.newaxis],  # [B, T, S]
-    }
-    labels = tf.gather(token_ids, positions, batch_dims=1)  # [B, T]
-    return x, {"plm": labels}, {"plm": normalized_weights(weights)}
-
-
-def plm_objective(options):
-    """XLNet's data: pairs (the next-sentence label is unused), targets chosen when records
-    are written, order and masks drawn per batch (`perm_size` 0: the whole sequence)."""
-    return DataObjective(
-        examples="nsp",
-        masking=None,
-        batch_inputs=functools.partial(_plm_batch, perm_size=options["perm_size"]),
-        extra_features=_target_features,
-        record_extras=_record_targets,
-    )
-
-
-def xlnet_config(config):
-    """A preset's sizes as an XLNet encoder (segment 2 for [CLS])."""
-    return config.replace(architecture="xlnet", type_vocab_size=3)
-
-
-def build_pretrainer(encoder_config, dtype, options):
-    encoder = XLNetEncoder.from_encoder_config(encoder_config, clamp_len=options["clamp_len"], dtype=dtype, name="encoder")
-    return XLNetPretrainer(encoder)
-
-
-RECIPE = register_recipe(
-    Recipe(
-        "xlnet",
-        "permutation language modeling with two-stream relative attention (Yang et al. 2019)",
-        plm_objective,
-        build_pretrainer,
-        loss_key="plm_loss",
-        encoder_config=xlnet_config,
-        options={
-            "perm_size": Option(0, NON_NEGATIVE_INT, "tokens per permuted block; 0: the whole sequence"),
-            "clamp_len": Option(-1, Range(int, -1), "relative distances beyond it share one encoding; -1: none"),
-        },
-        report=("plm_accuracy",),
-    )
-)

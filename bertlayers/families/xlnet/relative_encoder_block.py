@@ -5,7 +5,7 @@ import keras
 
 from bertlayers.layers.activations import canonical_activation, get_activation
 from bertlayers.layers.initializers import bert_initializer, clone_initializer
-from bertlayers.layers.relative_attention import RelativeAttention
+from bertlayers.families.xlnet.relative_attention import RelativeAttention
 from bertlayers.layers.token_rows import on_token_rows
 
 

@@ -1,0 +1,73 @@
+"""ELECTRA's Hugging Face checkpoints: transformers' `ElectraForPreTraining` (discriminator),
+`ElectraForMaskedLM` (generator) and `ElectraModel` folders."""
+
+from bertlayers.convert.huggingface import (
+    IGNORED_TENSORS,
+    bert_config_fields,
+    config_from_fields,
+    map_encoder_weights,
+    read_huggingface_folder,
+    register_huggingface_family,
+    transposed,
+)
+from bertlayers.convert.weight_map import WeightMap
+from bertlayers.families.electra.encoders import electra_embeddings, electra_encoder
+from bertlayers.families.electra.pretrainer import ElectraDiscriminator, ElectraGenerator
+
+
+def electra_config_from_huggingface(hf_config, source):
+    """BERT's config names, and an embedding width of its own (narrower than the hidden size in the small models)."""
+    fields = bert_config_fields(hf_config, source)
+    fields["embedding_size"] = hf_config.get("embedding_size", hf_config["hidden_size"])
+    return config_from_fields(fields, source)
+
+
+def load_huggingface_electra(path, dtype=None):
+    """Build an ELECTRA model from a Hugging Face ELECTRA checkpoint folder.
+
+    Args:
+      path: a folder with `config.json` (`model_type` "electra") and `model.safetensors`:
+        an `ElectraForPreTraining` (discriminator), an `ElectraForMaskedLM` (generator) or a
+        bare `ElectraModel`.
+      dtype: dtype policy, e.g. "mixed_bfloat16"; weights stay float32.
+
+    Returns:
+      An `ElectraDiscriminator` (outputs `rtd` ↔ transformers' `logits`, `sequence_output` ↔
+      `last_hidden_state`), an `ElectraGenerator` (`mlm` ↔ `logits`), or, for a bare
+      `ElectraModel`, its `BertEncoder`. The encoder (`.encoder`) fine-tunes like any other.
+
+    Raises:
+      As `load_huggingface_bert`.
+    """
+    _, config, tensors, weights_path = read_huggingface_folder(path, "electra")
+    tensors = {key[len("electra."):] if key.startswith("electra.") else key: value for key, value in tensors.items()}
+    encoder = electra_encoder(config, electra_embeddings(config, dtype), dtype=dtype, name="encoder")
+    weights = WeightMap(tensors, weights_path)
+    map_encoder_weights(encoder, config, weights, pooler=False)
+    if encoder.embedding_projection is not None:
+        weights.add(encoder.embedding_projection.kernel, "embeddings_project.weight", transposed)
+        weights.add(encoder.embedding_projection.bias, "embeddings_project.bias")
+
+    if any(key.startswith("generator_predictions.") for key in tensors):
+        model = ElectraGenerator(encoder)
+        head = model.generator_head
+        weights.add(head.transform_dense.kernel, "generator_predictions.dense.weight", transposed)
+        weights.add(head.transform_dense.bias, "generator_predictions.dense.bias")
+        weights.add(head.layer_norm.gamma, "generator_predictions.LayerNorm.weight")
+        weights.add(head.layer_norm.beta, "generator_predictions.LayerNorm.bias")
+        weights.add(head.output_bias, "generator_lm_head.bias")
+    elif any(key.startswith("discriminator_predictions.") for key in tensors):
+        model = ElectraDiscriminator(encoder)
+        head = model.discriminator_head
+        weights.add(head.dense.kernel, "discriminator_predictions.dense.weight", transposed)
+        weights.add(head.dense.bias, "discriminator_predictions.dense.bias")
+        weights.add(head.prediction.kernel, "discriminator_predictions.dense_prediction.weight", transposed)
+        weights.add(head.prediction.bias, "discriminator_predictions.dense_prediction.bias")
+    else:
+        model = encoder
+    # The generator's output matrix is its word embedding (tied); a saved copy adds nothing.
+    weights.apply(ignore=IGNORED_TENSORS + (r"^generator_lm_head\.weight$",))
+    return model
+
+
+register_huggingface_family("electra", electra_config_from_huggingface, load_huggingface_electra)
