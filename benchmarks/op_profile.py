@@ -101,7 +101,7 @@ def serve_call(args, folder):
     if path is None:
         from bertlayers.export import export_for_serving
 
-        path = export_for_serving(classifier(), "profiled", base_dir=folder, sequence_length=128)["profiled"]
+        path = export_for_serving(classifier(), "profiled", base_dir=folder, sequence_length=128, text=False)["profiled"]
     signature = tf.saved_model.load(path).signatures["serving_default"]
     x = {k: tf.constant(v) for k, v in inputs(args.batch_size, args.length, args.shortest).items()}
 

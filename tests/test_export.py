@@ -267,12 +267,12 @@ def save_then_die(*args, **kwargs):
     real_save(*args, **kwargs)
     os.kill(os.getpid(), signal.SIGKILL)
 tf.saved_model.save = save_then_die
-export_for_serving(keras.saving.load_model({str(tmp_path / 'encoder.keras')!r}), "enc", base_dir={str(target)!r}, sequence_length={SEQ})
+export_for_serving(keras.saving.load_model({str(tmp_path / 'encoder.keras')!r}), "enc", base_dir={str(target)!r}, sequence_length={SEQ}, text=False)
 """
     run(python(script), expect=-signal.SIGKILL, timeout=180)
     assert not [n for n in os.listdir(target / "enc") if n.isdigit()]
-    first = export_for_serving(models["encoder"], "enc", base_dir=str(target), sequence_length=SEQ)
-    second = export_for_serving(models["encoder"], "enc", base_dir=str(target), sequence_length=SEQ)
+    first = export_for_serving(models["encoder"], "enc", base_dir=str(target), sequence_length=SEQ, text=False)
+    second = export_for_serving(models["encoder"], "enc", base_dir=str(target), sequence_length=SEQ, text=False)
     assert first["enc"].endswith("/enc/1") and second["enc"].endswith("/enc/2")
     assert sorted(os.listdir(target / "enc")) == ["1", "2"]  # the killed export's leftovers are gone
 
@@ -354,7 +354,7 @@ def test_export_refuses_path_tricks_and_foreign_vocabularies(exported, tmp_path)
     _, models, _ = exported
     for name in ("..", "../outside", "a/b", ".hidden", "", "a..b"):
         with pytest.raises(ValueError, match="must start with a letter or digit"):
-            export_for_serving(models["encoder"], name, base_dir=str(tmp_path / "base"), sequence_length=SEQ)
+            export_for_serving(models["encoder"], name, base_dir=str(tmp_path / "base"), sequence_length=SEQ, text=False)
     assert not (tmp_path / "outside").exists()
     small = tmp_path / "vocab.txt"
     small.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]) + "\n")
@@ -419,7 +419,7 @@ def test_the_demo_client_answers_as_the_python_model(exported, tmp_path):
 def test_bfloat16_export_computes_in_bfloat16_and_answers_in_float32(exported, tmp_path, name):
     _, models, _ = exported
     model = models[name]
-    paths = export_for_serving(model, f"{name}_bf16", base_dir=str(tmp_path), sequence_length=SEQ, precision="bfloat16")
+    paths = export_for_serving(model, f"{name}_bf16", base_dir=str(tmp_path), sequence_length=SEQ, precision="bfloat16", text=False)
     loaded = tf.saved_model.load(paths[f"{name}_bf16"])
     assert {v.dtype for v in loaded.model_variables if v.dtype.is_floating} == {tf.bfloat16}, "weights stored in bfloat16"
     inputs = id_inputs()
@@ -432,7 +432,7 @@ def test_bfloat16_export_computes_in_bfloat16_and_answers_in_float32(exported, t
     difference = np.abs(got[key].numpy() - want[key]).max()
     assert 0 < difference < 0.05 * scale + 1e-3, (difference, scale)
     with pytest.raises(ValueError, match="Unknown precision"):
-        export_for_serving(model, f"{name}_half", base_dir=str(tmp_path), sequence_length=SEQ, precision="float16")
+        export_for_serving(model, f"{name}_half", base_dir=str(tmp_path), sequence_length=SEQ, precision="float16", text=False)
 
 
 def test_models_config_lists_loadable_models_only_and_best_span_follows_its_definition(tmp_path):

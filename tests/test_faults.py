@@ -258,8 +258,8 @@ def test_a_real_full_disk_for_pretraining_and_export(corpus, saved_encoder, smal
     disk = small_disk("export_disk")  # 1 MB: less than the tiny encoder's 2 MB of weights
     base = disk / "savedmodels"
     with pytest.raises(atomic_files.DiskFullError, match="No space left on the device while writing"):
-        export_for_serving(keras.saving.load_model(saved_encoder), "enc", base_dir=str(base), sequence_length=16)
+        export_for_serving(keras.saving.load_model(saved_encoder), "enc", base_dir=str(base), sequence_length=16, text=False)
     assert not (base / "enc").exists() and not (base / "models.config").exists() and not staging_left(base)
     resize(disk, "64m")
-    written = export_for_serving(keras.saving.load_model(saved_encoder), "enc", base_dir=str(base), sequence_length=16)
+    written = export_for_serving(keras.saving.load_model(saved_encoder), "enc", base_dir=str(base), sequence_length=16, text=False)
     assert written["enc"].endswith("enc/1") and listed_models(base) == ["enc"]

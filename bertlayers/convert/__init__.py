@@ -3,6 +3,7 @@
 from bertlayers.convert.google import load_google_albert, load_google_bert
 from bertlayers.convert.huggingface import encoder_config_from_huggingface, load_huggingface_bert
 from bertlayers.convert.loading import load_encoder, load_model_file
+from bertlayers.convert.model_files import ModelVocabulary, record_vocabulary, recorded_vocabulary, save_model
 from bertlayers.convert.weight_map import CheckpointMismatchError
 from bertlayers.utils.public_names import forwarded_names
 
@@ -15,6 +16,7 @@ __getattr__, __dir__ = forwarded_names(__name__, FROM_FAMILIES)
 
 __all__ = [
     "CheckpointMismatchError",
+    "ModelVocabulary",
     "encoder_config_from_huggingface",
     "load_google_albert",
     "load_google_bert",
@@ -23,4 +25,7 @@ __all__ = [
     "load_huggingface_xlnet",
     "load_encoder",
     "load_model_file",
+    "record_vocabulary",
+    "recorded_vocabulary",
+    "save_model",
 ]

@@ -8,6 +8,7 @@ import keras
 import numpy as np
 
 from bertlayers.convert.huggingface import HUGGINGFACE_FAMILIES, load_huggingface_bert
+from bertlayers.convert.model_files import attach_recorded_vocabulary, record_vocabulary, recorded_vocabulary, vocabulary_of
 from bertlayers.convert.weight_map import describe_non_finite
 from bertlayers.networks.encoder_base import EncoderBase
 
@@ -28,7 +29,7 @@ def load_encoder(source, dtype=None):
             family = HUGGINGFACE_FAMILIES.get(_model_type(config_path))
             # An unknown model_type goes to BERT's loader, whose error lists the supported ones.
             model = (family.loader if family else load_huggingface_bert)(source, dtype=dtype)
-            return getattr(model, "encoder", model)
+            return _with_folder_vocabulary(getattr(model, "encoder", model), source)
         if os.path.isfile(os.path.join(source, "encoder.keras")):
             return load_encoder(os.path.join(source, "encoder.keras"), dtype=dtype)
         raise FileNotFoundError(f"{source} holds neither a Hugging Face checkpoint (config.json) nor encoder.keras.")
@@ -41,12 +42,20 @@ def load_encoder(source, dtype=None):
     if dtype is not None and keras.dtype_policies.get(dtype).name != encoder.layer_dtype_policy.name:
         rebuilt = type(encoder).from_config({**encoder.get_config(), "dtype": dtype})
         rebuilt.set_weights(encoder.get_weights())
-        return rebuilt
-    return encoder
+        encoder = rebuilt
+    vocabulary = recorded_vocabulary(model)
+    return record_vocabulary(encoder, vocabulary) if vocabulary is not None else encoder
+
+
+def _with_folder_vocabulary(encoder, folder):
+    """`encoder` with the Hugging Face folder's vocabulary recorded on it, where it has one."""
+    vocabulary = vocabulary_of(folder)
+    return record_vocabulary(encoder, vocabulary) if vocabulary is not None else encoder
 
 
 def load_model_file(path):
-    """A `.keras` model saved by this library, with errors that say what is wrong with the file.
+    """A `.keras` model saved by this library, with errors that say what is wrong with the file,
+    and the vocabulary recorded in it (`bertlayers.convert.model_files`) recorded on the model.
 
     Keras reports a truncated or corrupt archive as "File not found" or a bare zipfile error;
     here each is a ValueError naming the path and what it lacks.
@@ -65,7 +74,7 @@ def load_model_file(path):
         broken = archive.testzip()
         if broken is not None:
             raise ValueError(f"{path} is corrupt: the archive member {broken} fails its checksum.")
-    model = keras.saving.load_model(path, safe_mode=True)
+    model = attach_recorded_vocabulary(keras.saving.load_model(path, safe_mode=True), path)
     not_finite = [
         f"{variable.path}: {describe_non_finite(value)}"
         for variable, value in ((v, keras.ops.convert_to_numpy(v)) for v in model.weights)

@@ -1,5 +1,7 @@
 """WordPiece tokenization and BERT input packing (tensorflow-text through keras-hub)."""
 
+import dataclasses
+
 import keras_hub
 import numpy as np
 import tensorflow as tf
@@ -32,14 +34,30 @@ def check_vocabulary_fits(vocabulary, vocabulary_size, source="the vocabulary"):
     return tokens
 
 
+@dataclasses.dataclass(frozen=True)
+class ModelVocabulary:
+    """The WordPiece vocabulary a model's token ids index, and whether text is lower-cased first:
+    what a model records so that its text is tokenized as in training (`bertlayers.convert.record_vocabulary`)."""
+
+    tokens: tuple
+    lowercase: bool = True
+
+    @classmethod
+    def from_file(cls, path, lowercase=True):
+        return cls(tuple(load_vocabulary(path)), bool(lowercase))
+
+
 def wordpiece_tokenizer(vocabulary, lowercase=True, sequence_length=None):
     """A `keras_hub.tokenizers.WordPieceTokenizer` (tensorflow-text's fast WordPiece).
 
     Args:
-      vocabulary: a `vocab.txt` path or a list of tokens.
+      vocabulary: a `vocab.txt` path, a list of tokens, or a `ModelVocabulary` (whose own
+        lower-casing then applies).
       lowercase: lower-case and strip accents first (uncased models).
       sequence_length: if set, pad/truncate outputs to this length.
     """
+    if isinstance(vocabulary, ModelVocabulary):
+        vocabulary, lowercase = list(vocabulary.tokens), vocabulary.lowercase
     if isinstance(vocabulary, str):
         vocabulary = load_vocabulary(vocabulary)
     return keras_hub.tokenizers.WordPieceTokenizer(

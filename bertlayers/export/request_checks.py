@@ -61,7 +61,8 @@ def checked_range(tensor, name, limit, what):
 
 
 def checked_id_request(inputs, sequence_length, vocabulary_size, type_vocab_size, truncate):
-    """Token ids, segment ids and padding mask as fed: rank 2, one shape, within range and length.
+    """Token ids, and segment ids and padding mask where the model takes them, as fed: rank 2,
+    one shape, within range and length.
 
     Returns the checked tensors (cut to `sequence_length` when `truncate`).
     """
@@ -88,7 +89,9 @@ def checked_id_request(inputs, sequence_length, vocabulary_size, type_vocab_size
         "padding_mask": (2, "1 at real tokens, 0 at padding"),
     }
     inputs = {name: checked_range(t, name, *limits[name]) for name, t in inputs.items()}
-    return {**inputs, "padding_mask": checked_rows_have_tokens(inputs["padding_mask"])}
+    if "padding_mask" in inputs:
+        inputs["padding_mask"] = checked_rows_have_tokens(inputs["padding_mask"])
+    return inputs
 
 
 def checked_rows_have_tokens(padding_mask):

@@ -1,4 +1,4 @@
-"""Export encoders and task models as SavedModels in TF Serving's layout.
+"""Export any model built from the layers as SavedModels in TF Serving's layout.
 
 For a model named NAME, two SavedModels:
   <base>/NAME/<version>/        token ids in (core TensorFlow ops only: loads in any TF Serving)
@@ -22,80 +22,40 @@ import tensorflow as tf
 from bertlayers.data.tokenizer import check_vocabulary_fits
 from bertlayers.export.request_checks import checked_id_request, checked_ranks, checked_text_request
 from bertlayers.export.text_tokenizer import InGraphTokenizer, pack
+from bertlayers.export.serving_outputs import (
+    ID_INPUTS,
+    TaggerOutputs,
+    check_servable,
+    default_outputs,
+)
+from bertlayers.convert.model_files import recorded_vocabulary
 from bertlayers.layers.masking import mask_logits
-from bertlayers.models.sequence_classifier import SequenceClassifier
-from bertlayers.models.span_predictor import SpanPredictor
-from bertlayers.models.token_classifier import TokenClassifier
 from bertlayers.networks.encoder_base import EncoderBase
+from bertlayers.networks.input_limits import input_limits
 from bertlayers.utils import atomic_files
-
-ID_INPUTS = ("token_ids", "segment_ids", "padding_mask")
-
-
-def model_kind(model):
-    for kind, cls in (("encoder", EncoderBase), ("classifier", SequenceClassifier), ("squad", SpanPredictor), ("tagger", TokenClassifier)):
-        if isinstance(model, cls):
-            return kind
-    raise ValueError(
-        f"Cannot export a {type(model).__name__}: export an encoder, SequenceClassifier, SpanPredictor or "
-        f"TokenClassifier (a pretrainer's encoder is `pretrainer.encoder`)."
-    )
-
 
 class _Servable(tf.Module):
     """The model's computation with named, batch-first outputs; variables tracked once."""
 
-    def __init__(self, model, kind, sequence_length, max_answer_length, label_names=None):
+    def __init__(self, model, outputs, input_names):
         super().__init__()
-        self.label_names = tf.constant(list(label_names)) if label_names else None
         self._model = model  # not tracked as a Keras object: its variables are tracked below
+        self._outputs = outputs
         self.model_variables = [v.value for v in model.variables]
-        self.kind = kind
-        self.encoder_config = (model if kind == "encoder" else model.encoder).config
-        self.sequence_length = sequence_length
-        self.max_answer_length = max_answer_length
+        self.input_names = input_names
+        self.limits = input_limits(model)
 
     def __setattr__(self, name, value):
-        if name == "_model":  # keep Keras's own trackables out of the SavedModel graph
+        if name in ("_model", "_outputs"):  # keep Keras's own trackables out of the SavedModel graph
             object.__setattr__(self, name, value)
         else:
             super().__setattr__(name, value)
 
-    def run(self, token_ids, segment_ids, padding_mask):
+    def run(self, inputs):
+        """{input name: tensor} (the model's inputs) -> {output name: tensor}."""
         # float32 out whatever the model computes in: clients see one signature for every precision.
-        outputs = self._outputs(token_ids, segment_ids, padding_mask)
+        outputs = self._outputs(self._model, inputs)
         return {key: tf.cast(value, tf.float32) if value.dtype.is_floating else value for key, value in outputs.items()}
-
-    def _outputs(self, token_ids, segment_ids, padding_mask):
-        inputs = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
-        if self.kind == "encoder":
-            sequence = self._model(inputs, training=False)["sequence_output"]
-            # Pooled from the full last layer computed anyway (`pooled_output`'s own [CLS]-only
-            # call of the last block would project its keys and values again).
-            return {"pooled_output": self._model.pooler(sequence, padding_mask), "sequence_output": sequence}
-        if self.kind == "classifier":
-            logits = self._model(inputs, training=False)["logits"]
-            if self._model.num_classes == 1:
-                return {"score": logits[:, 0]}
-            outputs = {
-                "logits": logits,
-                "probabilities": tf.nn.softmax(logits, axis=-1),
-                "label": tf.argmax(logits, axis=-1, output_type=tf.int32),
-            }
-            if self.label_names is not None:
-                outputs["label_name"] = tf.gather(self.label_names, outputs["label"])
-            return outputs
-        if self.kind == "tagger":
-            logits = self._model(inputs, training=False)["logits"]
-            return {"logits": logits, "tags": tf.argmax(logits, axis=-1, output_type=tf.int32)}
-        # SQuAD: answers may start and end in the second segment (the context), or at [CLS] for "no answer".
-        context = tf.logical_and(tf.equal(segment_ids, 1), tf.equal(padding_mask, 1))
-        followed_by_context = tf.concat([context[:, 1:], tf.zeros_like(context[:, :1])], axis=1)
-        span_mask = tf.logical_and(context, followed_by_context)  # drops the closing [SEP]
-        span_mask = tf.concat([tf.ones_like(span_mask[:, :1]), span_mask[:, 1:]], axis=1)
-        inputs["span_mask"] = tf.cast(span_mask, tf.int32)
-        outputs = self._model(inputs, training=False)
-        return {"start_logits": outputs["start_logits"], "end_logits": outputs["end_logits"]}
 
 
 def best_span(start_logits, end_logits, start_allowed, end_allowed, max_answer_length):
@@ -119,51 +79,63 @@ def best_span(start_logits, end_logits, start_allowed, end_allowed, max_answer_l
 def _id_signatures(servable, sequence_length, truncate):
     # Any length: the checks refuse (or cut, with `truncate`) what is past `sequence_length`.
     spec = lambda name: tf.TensorSpec([None, None], tf.int32, name=name)  # noqa: E731
+    names = servable.input_names
+    limits = servable.limits
 
-    config = servable.encoder_config
-
-    def prepare(token_ids, segment_ids, padding_mask):
+    def prepare(token_ids, segment_ids=None, padding_mask=None):
+        given = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
         inputs = checked_id_request(
-            {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask},
-            sequence_length, config.vocabulary_size, config.type_vocab_size, truncate,
+            {name: given[name] for name in names}, sequence_length, limits.vocabulary_size, limits.type_vocab_size, truncate
         )
         # The model runs at the request's own length (no padding to the exported one).
-        return servable.run(**inputs)
+        return servable.run(inputs)
 
-    @tf.function(input_signature=[spec(n) for n in ID_INPUTS])
-    def serving_default(token_ids, segment_ids, padding_mask):
-        return prepare(token_ids, segment_ids, padding_mask)
-
+    serving_default = tf.function(
+        lambda *tensors: prepare(**dict(zip(names, tensors))), input_signature=[spec(n) for n in names]
+    )
+    signatures = {"serving_default": serving_default}
     # TF Serving signatures have no optional inputs: these derive what is left out
     # (segment 0 everywhere; the mask from [PAD] = 0).
-    @tf.function(input_signature=[spec("token_ids")])
-    def token_ids_only(token_ids):
-        token_ids = checked_ranks({"token_ids": token_ids}, 2, "[batch, sequence_length]")["token_ids"]
-        return prepare(token_ids, tf.zeros_like(token_ids), tf.cast(tf.not_equal(token_ids, 0), tf.int32))
+    if names != ["token_ids"]:
 
-    @tf.function(input_signature=[spec("token_ids"), spec("padding_mask")])
-    def token_ids_and_mask(token_ids, padding_mask):
-        token_ids = checked_ranks({"token_ids": token_ids}, 2, "[batch, sequence_length]")["token_ids"]
-        return prepare(token_ids, tf.zeros_like(token_ids), padding_mask)
+        @tf.function(input_signature=[spec("token_ids")])
+        def token_ids_only(token_ids):
+            token_ids = checked_ranks({"token_ids": token_ids}, 2, "[batch, sequence_length]")["token_ids"]
+            return prepare(token_ids, tf.zeros_like(token_ids), tf.cast(tf.not_equal(token_ids, 0), tf.int32))
 
-    return {"serving_default": serving_default, "token_ids_only": token_ids_only, "token_ids_and_mask": token_ids_and_mask}
+        signatures["token_ids_only"] = token_ids_only
+    if names == list(ID_INPUTS):
+
+        @tf.function(input_signature=[spec("token_ids"), spec("padding_mask")])
+        def token_ids_and_mask(token_ids, padding_mask):
+            token_ids = checked_ranks({"token_ids": token_ids}, 2, "[batch, sequence_length]")["token_ids"]
+            return prepare(token_ids, tf.zeros_like(token_ids), padding_mask)
+
+        signatures["token_ids_and_mask"] = token_ids_and_mask
+    return signatures
 
 
-def _text_signatures(servable, tokenizer, sequence_length, truncate, max_query_length):
+def _text_signatures(servable, tokenizer, sequence_length, truncate):
     text = lambda name: tf.TensorSpec([None], tf.string, name=name)  # noqa: E731
-    if servable.kind == "squad":
+    outputs_kind = servable._outputs
+
+    def run_ids(token_ids, segment_ids, padding_mask):
+        given = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
+        return servable.run({name: given[name] for name in servable.input_names})
+
+    if outputs_kind.text_kind == "question_context":
 
         @tf.function(input_signature=[text("question"), text("context")])
         def serving_default(question, context):
             checked = checked_text_request({"question": question, "context": context})
             question, context = checked["question"], checked["context"]
             question_ids = tokenizer.tokenize(question)
-            question_ids = question_ids[:, :max_query_length]
+            question_ids = question_ids[:, : outputs_kind.max_query_length]
             context_ids, starts, ends, starts_word, ends_word = tokenizer.tokenize_with_offsets(context)
             token_ids, segment_ids, padding_mask = pack(
                 question_ids, context_ids, sequence_length, tokenizer.cls_id, tokenizer.sep_id, truncate
             )
-            outputs = servable.run(token_ids, segment_ids, padding_mask)
+            outputs = run_ids(token_ids, segment_ids, padding_mask)
             # Context token k sits at position k + len(question) + 2.
             offset = tf.cast(question_ids.row_lengths(), tf.int32) + 2
 
@@ -173,7 +145,7 @@ def _text_signatures(servable, tokenizer, sequence_length, truncate, max_query_l
 
             start, end, score, null_score = best_span(
                 outputs["start_logits"], outputs["end_logits"], at_positions(starts_word), at_positions(ends_word),
-                servable.max_answer_length,
+                outputs_kind.max_answer_length,
             )
             first, last = start - offset, end - offset
             start_byte = tf.gather(starts, tf.maximum(first, 0), batch_dims=1)
@@ -196,8 +168,8 @@ def _text_signatures(servable, tokenizer, sequence_length, truncate, max_query_l
 
     def run(first, second):
         token_ids, segment_ids, padding_mask = pack(first, second, sequence_length, tokenizer.cls_id, tokenizer.sep_id, truncate)
-        outputs = servable.run(token_ids, segment_ids, padding_mask)
-        if servable.kind == "tagger":
+        outputs = run_ids(token_ids, segment_ids, padding_mask)
+        if isinstance(outputs_kind, TaggerOutputs):
             outputs["token_ids"] = token_ids
         return outputs
 
@@ -312,69 +284,102 @@ def write_models_config(base_dir):
 PRECISIONS = ("float32", "bfloat16")
 
 
-def in_precision(model, kind, precision):
-    """`model` itself for float32; for bfloat16 a copy built with a bfloat16 encoder (the heads
-    follow the encoder's dtype policy) holding the same weights, rounded."""
+def in_precision(model, precision):
+    """`model` itself for float32; for bfloat16 a copy of a library model built with a bfloat16
+    encoder (the heads follow the encoder's dtype policy) holding the same weights, rounded."""
     if precision not in PRECISIONS:
         raise ValueError(f"Unknown precision {precision!r}; expected one of {PRECISIONS}.")
     if precision == "float32":
         return model
     config = model.get_config()
-    if kind == "encoder":
+    if isinstance(model, EncoderBase):
         config["dtype"] = precision
-    else:
+    elif isinstance(getattr(model, "encoder", None), EncoderBase) and "encoder" in config:
         config["encoder"] = {**config["encoder"], "config": {**config["encoder"]["config"], "dtype": precision}}
+    else:
+        raise ValueError(
+            f"precision='bfloat16' rebuilds the library's encoders and task models; for {model.name!r} build "
+            "the model with dtype='bfloat16' (or a bfloat16 dtype policy) and export it as float32."
+        )
     copy = type(model).from_config(config)
     copy.set_weights(model.get_weights())
     return copy
 
 
 def export_for_serving(
-    model, name, base_dir="savedmodels", vocabulary=None, lowercase=True, sequence_length=128,
-    truncate=False, version=None, max_query_length=64, max_answer_length=30, label_names=None, precision="float32",
-    verbose=False,
+    model, name, base_dir="savedmodels", vocabulary=None, lowercase=None, text=True, outputs=None,
+    sequence_length=128, truncate=False, version=None, max_query_length=64, max_answer_length=30, label_names=None,
+    precision="float32", verbose=False,
 ):
-    """Export `model` as NAME (ids in) and, given a `vocabulary`, NAME_text (strings in).
+    """Export `model` as NAME (ids in) and NAME_text (strings in, tokenized in the graph).
 
     Args:
-      model: an encoder, `SequenceClassifier`, `SpanPredictor` or `TokenClassifier`.
+      model: any Keras model built from the library's layers whose inputs are named from
+        `token_ids`, `segment_ids`, `padding_mask` (a subset; `token_ids` at least), and whose
+        outputs are a tensor or a dict of tensors with a batch axis: an encoder, a task model, or
+        a functional model of your own.
       name: the model's name in TF Serving (letters, digits, `_`, `.`, `-`; a folder under `base_dir`).
-      vocabulary: the WordPiece vocab.txt the model was trained with (None: ids model only).
-      sequence_length: the static sequence length of the signatures.
+      vocabulary: the WordPiece vocab.txt (or tokens) the model was trained with. Default: the one
+        recorded with the model (`bertlayers.convert.record_vocabulary`; the runners and
+        `load_encoder` record theirs, and `load_model_file` reads it back).
+      lowercase: lower-case text first. Default: as recorded with the vocabulary, else True.
+      text: also write NAME_text. A model with no recorded vocabulary and none given is refused.
+      outputs: what the served model returns (`bertlayers.export.serving_outputs`): default the
+        task's outputs for the library's models and every model output under its name otherwise;
+        e.g. `ClassifierOutputs(label_names=...)` serves your own head's logits as a classifier.
+      sequence_length: the longest request, in pieces (at most the model's limit).
       truncate: cut over-long requests to `sequence_length` instead of rejecting them.
       version: the integer version; default the next free one (the same for both models).
+      max_query_length, max_answer_length: SQuAD text model limits, in pieces.
       label_names: a classifier's label strings, by class id: adds a `label_name` output.
         Defaults to the classifier's own `label_names`.
-      precision: "float32", or "bfloat16" to compute every layer in bfloat16 (weights stored in
+      precision: "float32", or "bfloat16" to compute a library model in bfloat16 (weights stored in
         bfloat16, half the size; outputs still float32). Faster only where the processor has fast
         bfloat16 products (AMX, AVX512-BF16, recent GPUs): `benchmarks/compare.py` measures it.
       verbose: print each SavedModel as it is written (tracing and saving take a while).
 
     Returns:
       {model name: version folder}.
+
+    Raises:
+      ValueError: the model has an input TF Serving cannot feed or an output without a batch axis;
+        no vocabulary is recorded or given for the text model; the vocabulary does not fit the
+        model; `sequence_length` exceeds the model's limit.
     """
     check_model_name(name)
-    kind = model_kind(model)
-    encoder = model if kind == "encoder" else model.encoder
-    if sequence_length > encoder.config.max_sequence_length:
-        raise ValueError(
-            f"sequence_length {sequence_length} exceeds the model's max_sequence_length {encoder.config.max_sequence_length}."
-        )
-    if label_names is None:
-        label_names = getattr(model, "label_names", None)
-    if label_names is not None and (kind != "classifier" or len(label_names) != model.num_classes):
-        raise ValueError("label_names needs a classifier with one name per class.")
-    tokens = check_vocabulary_fits(vocabulary, encoder.config.vocabulary_size) if vocabulary else None
-    names = [name] + ([f"{name}_text"] if vocabulary else [])
+    if outputs is None:
+        outputs = default_outputs(model, label_names, max_answer_length, max_query_length)
+    elif label_names is not None:
+        raise ValueError("label_names goes to ClassifierOutputs(label_names=...) when outputs= is given.")
+    outputs = outputs.bind(model)
+    input_names = check_servable(model, outputs.extra_inputs)
+    limits = input_limits(model)
+    if sequence_length > limits.max_sequence_length:
+        raise ValueError(f"sequence_length {sequence_length} exceeds the model's max_sequence_length {limits.max_sequence_length}.")
+    tokens = None
+    if text:
+        recorded = recorded_vocabulary(model)
+        if vocabulary is None and recorded is None:
+            raise ValueError(
+                f"{type(model).__name__} {model.name!r} has no recorded vocabulary, so its text model would tokenize "
+                "with a guess: pass vocabulary= (the vocab.txt it was trained with), record one with "
+                "bertlayers.convert.record_vocabulary(model, path), or export the ids model alone (text=False)."
+            )
+        if vocabulary is None:
+            vocabulary = recorded.tokens
+            lowercase = recorded.lowercase if lowercase is None else lowercase
+        tokens = check_vocabulary_fits(vocabulary, limits.vocabulary_size)
+    lowercase = True if lowercase is None else lowercase
+    names = [name] + ([f"{name}_text"] if tokens else [])
     # One export at a time into a base: versions are numbered, staged, committed and listed in
     # models.config against what the folder holds, and a second writer would race all four.
     with atomic_files.locked(base_dir, "export into"):
-        return _export(model, kind, name, names, base_dir, tokens, lowercase, sequence_length, truncate, version,
-                       max_query_length, max_answer_length, label_names, precision, verbose)
+        return _export(model, outputs, input_names, name, names, base_dir, tokens, lowercase, sequence_length, truncate,
+                       version, precision, verbose)
 
 
-def _export(model, kind, name, names, base_dir, tokens, lowercase, sequence_length, truncate, version,
-            max_query_length, max_answer_length, label_names, precision, verbose):
+def _export(model, outputs, input_names, name, names, base_dir, tokens, lowercase, sequence_length, truncate, version,
+            precision, verbose):
     recover_exports(base_dir)
     if version is None:
         version = max(next_version(os.path.join(base_dir, n)) for n in names)
@@ -383,12 +388,12 @@ def _export(model, kind, name, names, base_dir, tokens, lowercase, sequence_leng
         if os.path.exists(final):
             raise FileExistsError(f"{final} exists already; versions are never overwritten.")
 
-    model = in_precision(model, kind, precision)
-    servable = _Servable(model, kind, sequence_length, max_answer_length, label_names)
+    model = in_precision(model, precision)
+    servable = _Servable(model, outputs, input_names)
     signatures = {name: _id_signatures(servable, sequence_length, truncate)}
     if tokens:
         tokenizer = InGraphTokenizer(tokens, lowercase=lowercase)
-        signatures[f"{name}_text"] = _text_signatures(servable, tokenizer, sequence_length, truncate, max_query_length)
+        signatures[f"{name}_text"] = _text_signatures(servable, tokenizer, sequence_length, truncate)
     staged = {}
     try:
         for n in names:

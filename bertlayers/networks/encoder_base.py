@@ -8,6 +8,7 @@ for extra inputs), where the pooler reads (`pooling_position`), and its architec
 registered when its class is defined (`ENCODERS`).
 """
 
+import dataclasses
 
 import keras
 from keras import ops
@@ -283,14 +284,19 @@ class EncoderBase(keras.Model):
 
     @classmethod
     def from_preset(cls, name, **overrides):
-        """An encoder with the architecture of preset `name` (randomly initialized)."""
+        """An encoder with the architecture of preset `name` (randomly initialized); `overrides`
+        change `EncoderConfig` fields (`num_layers=4`) or go to the constructor
+        (`return_attention_scores=True`, `dtype`, `name`)."""
         config = get_preset(name)
         if config.architecture != cls.architecture:
             raise ValueError(
                 f"Preset {name!r} is a {config.architecture} architecture; use "
                 f"bertlayers.networks.build_encoder({name!r}) or the matching encoder class."
             )
-        return cls.from_encoder_config(config.replace(**overrides))
+        fields = {f.name for f in dataclasses.fields(config)}
+        changes = {key: value for key, value in overrides.items() if key in fields}
+        arguments = {key: value for key, value in overrides.items() if key not in fields}
+        return cls.from_encoder_config(config.replace(**changes), **arguments)
 
     @classmethod
     def from_encoder_config(cls, config, **kwargs):

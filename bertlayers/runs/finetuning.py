@@ -10,7 +10,8 @@ import keras
 import tensorflow as tf
 
 from bertlayers.convert.loading import load_encoder
-from bertlayers.data.tokenizer import check_vocabulary_fits
+from bertlayers.convert.model_files import record_vocabulary, save_model, vocabulary_of
+from bertlayers.data.tokenizer import ModelVocabulary, check_vocabulary_fits
 from bertlayers.networks import reinitialized
 from bertlayers.runs.pretraining import PRECISIONS
 from bertlayers.training.callbacks import JsonHistory
@@ -176,15 +177,14 @@ def encoder_source(config):
 
 
 def vocabulary_for(config):
-    """The vocab.txt for a run: its `vocabulary`, else the one beside the encoder, else bert-base-uncased's."""
+    """The `ModelVocabulary` a run tokenizes with: its `vocabulary` (lower-cased), else the one
+    recorded with (or beside) the encoder it starts from, else bert-base-uncased's."""
     from bertlayers.data.assets import bert_uncased_vocabulary
 
     if config.vocabulary:
-        return config.vocabulary
-    source = encoder_source(config)
-    folder = source if os.path.isdir(source) else os.path.dirname(source)
-    candidate = os.path.join(folder, "vocab.txt")
-    return candidate if os.path.isfile(candidate) else bert_uncased_vocabulary()
+        return ModelVocabulary.from_file(config.vocabulary)
+    recorded = vocabulary_of(encoder_source(config))
+    return recorded if recorded is not None else ModelVocabulary.from_file(bert_uncased_vocabulary())
 
 
 def finetune(strategy, config, build_model, train, validation=None, num_examples=None):
@@ -205,14 +205,16 @@ def finetune(strategy, config, build_model, train, validation=None, num_examples
     Rotten Tomatoes in two 8-seed studies; docs/fine-tuning.md, "Length-aware batches").
 
     Returns:
-      The trained model, also saved atomically to `<output_dir>/model.keras`.
+      The trained model, also saved atomically to `<output_dir>/model.keras` (no optimizer state;
+      the vocabulary recorded in it).
     """
     _check_config(config)
     num_examples = num_examples or len(next(iter(train[0].values())))
     steps = config.epochs * math.ceil(num_examples / config.batch_size)
     with strategy.scope():
         encoder = load_encoder(encoder_source(config), dtype=config.precision)
-        check_vocabulary_fits(vocabulary_for(config), encoder.config.vocabulary_size)
+        vocabulary = vocabulary_for(config)
+        check_vocabulary_fits(vocabulary.tokens, encoder.config.vocabulary_size, "the run's vocabulary")
         if config.random_init:
             encoder = reinitialized(encoder, seed=config.seed)
         model = build_model(encoder)
@@ -244,7 +246,8 @@ def finetune(strategy, config, build_model, train, validation=None, num_examples
             x, y, sample_weight=sample_weight, batch_size=config.batch_size, epochs=config.epochs,
             validation_data=validation, callbacks=callbacks, verbose=config.verbose, shuffle=True,
         )
-    atomic_files.save_model(model, os.path.join(config.output_dir, "model.keras"))
+    # For serving: weights, config and the vocabulary (the resumable state is the backup's job).
+    save_model(record_vocabulary(model, vocabulary), os.path.join(config.output_dir, "model.keras"))
     return model
 
 

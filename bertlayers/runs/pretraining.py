@@ -13,7 +13,9 @@ from typing import Optional
 import keras
 import numpy as np
 
+from bertlayers.convert.model_files import record_vocabulary, save_model
 from bertlayers.data.pretraining_inputs import PretrainingDataConfig, pretraining_inputs
+from bertlayers.data.tokenizer import ModelVocabulary
 from bertlayers.networks import get_preset
 from bertlayers.training.callbacks import JsonHistory, LearningRateLogger
 from bertlayers.training.checkpointing import ResumableBackup
@@ -219,8 +221,10 @@ def _run_pretraining(config, is_chief, suffix):
         summary["first_epoch_" + key] = _logged_metric(history[0], key)
         summary["last_epoch_" + key] = _logged_metric(history[-1], key)
     if is_chief:
-        atomic_files.save_model(model, os.path.join(config.output_dir, "pretrainer.keras"))
-        atomic_files.save_model(model.encoder, os.path.join(config.output_dir, "encoder.keras"))
+        # Weights, config and the run's vocabulary, without optimizer state (the backup keeps that).
+        vocabulary = ModelVocabulary(tuple(vocab.tokens), config.lowercase)
+        save_model(record_vocabulary(model, vocabulary), os.path.join(config.output_dir, "pretrainer.keras"))
+        save_model(record_vocabulary(model.encoder, vocabulary), os.path.join(config.output_dir, "encoder.keras"))
         atomic_files.write_json(os.path.join(config.output_dir, "summary.json"), summary, indent=1)
     return summary
 

@@ -27,6 +27,7 @@ import re
 import shutil
 import time
 import uuid
+import zipfile
 
 STAGING_PREFIX = ".partial-"
 _STAGING = re.compile(r"\.partial-(\d+)-[0-9a-f]{8}-")
@@ -159,10 +160,15 @@ def save_weights(model, path):
     write_bytes(path, buffer.getvalue())
 
 
-def save_model(model, path):
-    """`model.save(path)` (a `.keras` archive), built in memory and written atomically."""
+def save_model(model, path, extra_members=None):
+    """`model.save(path)` (a `.keras` archive), built in memory and written atomically, with
+    `extra_members` ({name: str or bytes}) added to the archive (Keras reads only its own)."""
     buffer = _NamedBuffer(os.path.basename(path))
     model.save(buffer)
+    if extra_members:
+        with zipfile.ZipFile(buffer, "a") as archive:
+            for name, data in extra_members.items():
+                archive.writestr(name, data)
     write_bytes(path, buffer.getvalue())
 
 

@@ -1,0 +1,113 @@
+"""A model file that serves: weights and config (no optimizer state), with the vocabulary the
+model was trained with recorded inside it.
+
+A `.keras` archive holds the model's config and weights; Keras reads only its own members, so
+the vocabulary and its lower-casing travel as two more (`bertlayers/vocab.txt`,
+`bertlayers/text.json`). `save_model` writes them, `load_model_file` reads them back, and
+`export_for_serving` builds the text SavedModel's tokenizer from them:
+
+    record_vocabulary(model, "vocab.txt", lowercase=True)   # once, for a model you composed
+    save_model(model, "model.keras")                        # weights + config + vocabulary
+    export_for_serving(load_model_file("model.keras"), "my_model")
+"""
+
+import json
+import os
+import zipfile
+
+
+from bertlayers.data.tokenizer import ModelVocabulary, check_vocabulary_fits
+from bertlayers.networks.input_limits import input_limits
+from bertlayers.utils import atomic_files
+
+VOCABULARY_MEMBER = "bertlayers/vocab.txt"
+TEXT_MEMBER = "bertlayers/text.json"
+_ATTRIBUTE = "_bertlayers_vocabulary"  # set with object.__setattr__: Keras does not track it
+
+
+def record_vocabulary(model, vocabulary, lowercase=True):
+    """Record on `model` the vocabulary it was trained with (a vocab.txt path, tokens or a
+    `ModelVocabulary`), after checking it has one token per row of the model's token embedding.
+    `save_model` stores it and `export_for_serving` uses it. Returns `model`."""
+    if isinstance(vocabulary, ModelVocabulary):
+        vocabulary, lowercase = vocabulary.tokens, vocabulary.lowercase
+    tokens = check_vocabulary_fits(vocabulary, input_limits(model).vocabulary_size)
+    object.__setattr__(model, _ATTRIBUTE, ModelVocabulary(tuple(tokens), bool(lowercase)))
+    return model
+
+
+def recorded_vocabulary(model):
+    """The `ModelVocabulary` recorded on `model`, or None."""
+    return getattr(model, _ATTRIBUTE, None)
+
+
+def without_optimizer(model):
+    """`model` itself when it has no optimizer state; else a copy from its config holding the same
+    weights, never compiled (Keras writes a compiled model's optimizer variables into `.keras`)."""
+    if getattr(model, "optimizer", None) is None:
+        return model
+    copy = model.__class__.from_config(model.get_config())
+    copy.set_weights(model.get_weights())
+    vocabulary = recorded_vocabulary(model)
+    if vocabulary is not None:
+        object.__setattr__(copy, _ATTRIBUTE, vocabulary)
+    return copy
+
+
+def save_model(model, path, include_optimizer=False):
+    """Write `model` to the `.keras` file `path` atomically: config and weights, its recorded
+    vocabulary, and the optimizer's state only with `include_optimizer` (a resumable backup needs it;
+    serving does not, and for Adam it is twice the weights)."""
+    vocabulary = recorded_vocabulary(model)
+    if not include_optimizer:
+        model = without_optimizer(model)
+    members = {}
+    if vocabulary is not None:
+        members[VOCABULARY_MEMBER] = "\n".join(vocabulary.tokens) + "\n"
+        members[TEXT_MEMBER] = json.dumps({"tokenizer": "wordpiece", "lowercase": vocabulary.lowercase})
+    atomic_files.save_model(model, path, extra_members=members)
+
+
+def read_recorded_vocabulary(archive):
+    """The `ModelVocabulary` inside an open `.keras` `zipfile.ZipFile`, or None."""
+    names = set(archive.namelist())
+    if VOCABULARY_MEMBER not in names:
+        return None
+    settings = json.loads(archive.read(TEXT_MEMBER)) if TEXT_MEMBER in names else {}
+    tokens = archive.read(VOCABULARY_MEMBER).decode("utf-8").splitlines()
+    return ModelVocabulary(tuple(tokens), bool(settings.get("lowercase", True)))
+
+
+def vocabulary_of(source):
+    """The `ModelVocabulary` that goes with a model `source`, or None: the one recorded in a
+    `.keras` file; for a folder, a Hugging Face `vocab.txt` (lower-cased as its
+    `tokenizer_config.json` says) or the one recorded in its `encoder.keras`."""
+    if os.path.isfile(source) and zipfile.is_zipfile(source):
+        with zipfile.ZipFile(source) as archive:
+            return read_recorded_vocabulary(archive)
+    if not os.path.isdir(source):
+        return None
+    vocabulary = os.path.join(source, "vocab.txt")
+    if os.path.isfile(vocabulary):
+        lowercase = True
+        settings = os.path.join(source, "tokenizer_config.json")
+        if os.path.isfile(settings):
+            try:
+                with open(settings, encoding="utf-8") as f:
+                    lowercase = bool(json.load(f).get("do_lower_case", True))
+            except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+                raise ValueError(f"{settings} is not a JSON object of tokenizer settings.") from None
+        return ModelVocabulary.from_file(vocabulary, lowercase)
+    return vocabulary_of(os.path.join(source, "encoder.keras"))
+
+
+def attach_recorded_vocabulary(model, path):
+    """Read the vocabulary recorded in the `.keras` file `path` onto `model` (loaded from it)."""
+    with zipfile.ZipFile(path) as archive:
+        vocabulary = read_recorded_vocabulary(archive)
+    if vocabulary is not None:
+        object.__setattr__(model, _ATTRIBUTE, vocabulary)
+    return model
+
+
+__all__ = ["ModelVocabulary", "record_vocabulary", "recorded_vocabulary", "save_model", "vocabulary_of", "without_optimizer"]

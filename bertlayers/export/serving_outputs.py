@@ -1,0 +1,215 @@
+"""What a served model returns: the model's own outputs, or a task's reading of them.
+
+`export_for_serving` calls a model with the id inputs it takes (any subset of `token_ids`,
+`segment_ids`, `padding_mask`, named as its inputs are) and hands the outputs to one of these:
+
+    ModelOutputs()           every output under its own name (any model built from the layers)
+    EncoderOutputs()         pooled_output [B, H] and sequence_output [B, S, H]
+    ClassifierOutputs()      logits, probabilities, label (and label_name); or score, one output
+    TaggerOutputs()          logits [B, S, C] and tags [B, S]; the text model adds token_ids
+    SpanOutputs()            start_logits, end_logits; the text model takes (question, context)
+                             and returns the best answer span as text and character offsets
+
+The library's models get theirs by default (`default_outputs`); a model a user composed gets
+`ModelOutputs` unless given another: a head that returns logits serves as a classifier with
+`outputs=ClassifierOutputs(label_names=[...])`.
+"""
+
+import tensorflow as tf
+
+from bertlayers.models.sequence_classifier import SequenceClassifier
+from bertlayers.models.span_predictor import SpanPredictor
+from bertlayers.models.token_classifier import TokenClassifier
+from bertlayers.networks.encoder_base import EncoderBase
+
+ID_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+
+
+def model_input_names(model):
+    """The names `model` takes its inputs by (its `keras.Input` names, or its input dict's keys)."""
+    struct = getattr(model, "_inputs_struct", None)
+    if isinstance(struct, dict):
+        return list(struct)
+    inputs = getattr(model, "inputs", None)
+    if not inputs:
+        raise ValueError(
+            f"{type(model).__name__} {model.name!r} has no symbolic inputs to read names from: export a "
+            "functional model (keras.Model(inputs, outputs)) whose inputs are keras.Input(name=...)."
+        )
+    return [tensor.name for tensor in inputs]
+
+
+def model_output_names(model):
+    """The names the served outputs take: the output dict's keys, else the output layers' names."""
+    struct = getattr(model, "_outputs_struct", None)
+    if isinstance(struct, dict):
+        return list(struct)
+    return list(model.output_names)
+
+
+def flat_outputs(outputs):
+    """{name: tensor} with every list of tensors (an encoder's per-layer outputs) as `name_0`, `name_1`, ...:
+    a signature returns tensors only."""
+    flat = {}
+    for name, value in outputs.items():
+        if isinstance(value, (list, tuple)):
+            flat.update(flat_outputs({f"{name}_{index}": item for index, item in enumerate(value)}))
+        else:
+            flat[name] = value
+    return flat
+
+
+def symbolic_outputs(model):
+    """{output name: the model's symbolic output}, lists flattened (`flat_outputs`)."""
+    struct = getattr(model, "_outputs_struct", None)
+    if isinstance(struct, dict):
+        return flat_outputs(dict(struct))
+    return flat_outputs(dict(zip(model.output_names, getattr(model, "outputs", None) or [])))
+
+
+def call_model(model, inputs):
+    """`model` on {name: tensor} (the inputs it takes, by name), as {output name: tensor}."""
+    names = model_input_names(model)
+    struct = getattr(model, "_inputs_struct", None)
+    if isinstance(struct, dict):
+        outputs = model({name: inputs[name] for name in names}, training=False)
+    elif len(names) == 1:
+        outputs = model(inputs[names[0]], training=False)
+    else:
+        outputs = model([inputs[name] for name in names], training=False)
+    if isinstance(outputs, dict):
+        return dict(outputs)
+    if not isinstance(outputs, (list, tuple)):
+        outputs = [outputs]
+    return dict(zip(model_output_names(model), outputs))
+
+
+def check_servable(model, extra_inputs=()):
+    """The id inputs `model` takes, in (token_ids, segment_ids, padding_mask) order; a ValueError
+    naming what TF Serving could not feed (another input, no token_ids) or return (no batch axis)."""
+    names = model_input_names(model)
+    unknown = [n for n in names if n not in ID_INPUTS and n not in extra_inputs]
+    if unknown or "token_ids" not in names:
+        raise ValueError(
+            f"{type(model).__name__} {model.name!r} takes inputs {names}: a served model takes token_ids and "
+            f"optionally segment_ids and padding_mask, named so (keras.Input(name=...)); "
+            + (f"{unknown} cannot be fed." if unknown else "token_ids is missing.")
+        )
+    scalar = [name for name, tensor in symbolic_outputs(model).items() if len(tensor.shape) == 0]
+    if scalar:
+        raise ValueError(f"Outputs {scalar} of {model.name!r} have no batch axis; a served output is one row per request.")
+    return [n for n in ID_INPUTS if n in names]
+
+
+class ModelOutputs:
+    """Every output of the model under its own name."""
+
+    text_kind = "text"  # text in: one text (`serving_default`) or a pair (`text_pair`)
+    extra_inputs = ()  # inputs besides the ids that the outputs derive themselves
+
+    def bind(self, model):
+        """Settings read from the model being exported; returns self."""
+        return self
+
+    def __call__(self, model, inputs):
+        return flat_outputs(call_model(model, inputs))
+
+
+class EncoderOutputs(ModelOutputs):
+    """An encoder's `pooled_output` [B, H] and `sequence_output` [B, S, H]."""
+
+    def __call__(self, model, inputs):
+        sequence = call_model(model, inputs)["sequence_output"]
+        # Pooled from the full last layer computed anyway (`pooled_output`'s own [CLS]-only
+        # call of the last block would project its keys and values again).
+        return {"pooled_output": model.pooler(sequence, inputs["padding_mask"]), "sequence_output": sequence}
+
+
+class ClassifierOutputs(ModelOutputs):
+    """A classifier's `logits` [B, C], `probabilities`, `label` (and `label_name`, given names by
+    class id); a single output (C = 1) is a regression `score` [B].
+
+    Args:
+      label_names: strings by class id (default: the model's own `label_names`, if any).
+      output: the model output holding the logits.
+    """
+
+    def __init__(self, label_names=None, output="logits"):
+        self.label_names = list(label_names) if label_names is not None else None
+        self.output = output
+
+    def bind(self, model):
+        if self.label_names is None:
+            self.label_names = getattr(model, "label_names", None)
+        if self.label_names is not None:
+            classes = symbolic_outputs(model).get(self.output)
+            if classes is not None and len(self.label_names) != classes.shape[-1]:
+                raise ValueError(f"label_names has {len(self.label_names)} names for {classes.shape[-1]} classes.")
+        return self
+
+    def __call__(self, model, inputs):
+        outputs = call_model(model, inputs)
+        if self.output not in outputs:
+            raise ValueError(f"ClassifierOutputs reads output {self.output!r}; {model.name!r} returns {sorted(outputs)}.")
+        logits = outputs[self.output]
+        if logits.shape[-1] == 1:
+            return {"score": logits[:, 0]}
+        served = {
+            "logits": logits,
+            "probabilities": tf.nn.softmax(logits, axis=-1),
+            "label": tf.argmax(logits, axis=-1, output_type=tf.int32),
+        }
+        if self.label_names:
+            served["label_name"] = tf.gather(tf.constant(self.label_names), served["label"])
+        return served
+
+
+class TaggerOutputs(ModelOutputs):
+    """A tagger's `logits` [B, S, C] and `tags` [B, S]; the text model adds the `token_ids` it tagged."""
+
+    def __init__(self, output="logits"):
+        self.output = output
+
+    def __call__(self, model, inputs):
+        logits = call_model(model, inputs)[self.output]
+        return {"logits": logits, "tags": tf.argmax(logits, axis=-1, output_type=tf.int32)}
+
+
+class SpanOutputs(ModelOutputs):
+    """Answer spans (SQuAD): `start_logits` and `end_logits` [B, S]; the text model takes a
+    question and a context and decodes the best span of at most `max_answer_length` pieces.
+    A model that takes a `span_mask` input is given the context pieces (and [CLS], the null answer)."""
+
+    text_kind = "question_context"
+    extra_inputs = ("span_mask",)
+
+    def __init__(self, max_answer_length=30, max_query_length=64):
+        self.max_answer_length = max_answer_length
+        self.max_query_length = max_query_length
+
+    def __call__(self, model, inputs):
+        if "span_mask" in model_input_names(model):
+            segment_ids, padding_mask = inputs["segment_ids"], inputs["padding_mask"]
+            # Answers start and end in the second segment (the context), or at [CLS] for "no answer".
+            context = tf.logical_and(tf.equal(segment_ids, 1), tf.equal(padding_mask, 1))
+            followed_by_context = tf.concat([context[:, 1:], tf.zeros_like(context[:, :1])], axis=1)
+            span_mask = tf.logical_and(context, followed_by_context)  # drops the closing [SEP]
+            span_mask = tf.concat([tf.ones_like(span_mask[:, :1]), span_mask[:, 1:]], axis=1)
+            inputs = {**inputs, "span_mask": tf.cast(span_mask, tf.int32)}
+        outputs = call_model(model, inputs)
+        return {"start_logits": outputs["start_logits"], "end_logits": outputs["end_logits"]}
+
+
+def default_outputs(model, label_names=None, max_answer_length=30, max_query_length=64):
+    """The outputs a library model serves by its class; `ModelOutputs` for any other model."""
+    if isinstance(model, EncoderBase):
+        return EncoderOutputs()
+    if isinstance(model, SequenceClassifier):
+        return ClassifierOutputs(label_names)
+    if isinstance(model, TokenClassifier):
+        return TaggerOutputs()
+    if isinstance(model, SpanPredictor):
+        return SpanOutputs(max_answer_length, max_query_length)
+    if label_names is not None:
+        return ClassifierOutputs(label_names)
+    return ModelOutputs()

@@ -1,0 +1,37 @@
+"""Every Python block in README.md and docs/*.md runs as written. The blocks of one page share
+a namespace, in order, as a reader running them one after another would; a block that needs
+what a fresh machine lacks (a Google TF1 checkpoint) is preceded by `<!-- skip: why -->` and
+reported skipped under its page and line."""
+
+import glob
+import os
+import re
+
+import pytest
+
+from processes import REPO
+
+BLOCK = re.compile(r"(?:<!-- skip: (?P<skip>[^>]*) -->\n)?```python\n(?P<code>.*?)^```", re.S | re.M)
+PAGES = [os.path.join(REPO, "README.md")] + sorted(glob.glob(os.path.join(REPO, "docs", "*.md")))
+
+
+def blocks():
+    for page in PAGES:
+        text = open(page, encoding="utf-8").read()
+        for match in BLOCK.finditer(text):
+            line = text.count("\n", 0, match.start("code"))
+            yield pytest.param(page, line, match["code"], match["skip"], id=f"{os.path.relpath(page, REPO)}:{line}")
+
+
+_NAMESPACES = {}  # page -> the namespace its blocks run in
+
+
+@pytest.mark.parametrize("page, line, code, skip", list(blocks()))
+def test_python_block_runs(page, line, code, skip, tmp_path_factory, monkeypatch):
+    if skip:
+        pytest.skip(skip)
+    if page not in _NAMESPACES:
+        _NAMESPACES[page] = ({"__name__": "__docs__"}, str(tmp_path_factory.mktemp("docs")))
+    namespace, folder = _NAMESPACES[page]
+    monkeypatch.chdir(folder)  # what a block writes lands in the page's own folder
+    exec(compile("\n" * line + code, page, "exec"), namespace)
