@@ -40,11 +40,16 @@ OBJECTIVES = {
 }
 
 
+
+class Help(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """The docstring as written and every default shown, as bertlayers.utils.cli's (this script
+    does not import bertlayers)."""
+
 def parse_args():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--output_dir", required=True)
-    parser.add_argument("--objectives", nargs="+", default=list(OBJECTIVES), choices=list(OBJECTIVES))
-    parser.add_argument("--preset", default="bert_tiny")
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=Help)
+    parser.add_argument("--output_dir", required=True, help="where each objective's run and the summary go (reruns reuse finished runs)")
+    parser.add_argument("--objectives", nargs="+", default=list(OBJECTIVES), choices=list(OBJECTIVES), help="the pretraining objectives to compare")
+    parser.add_argument("--preset", default="bert_tiny", help="the encoder's sizes")
     parser.add_argument("--num_train_steps", type=int, default=600, help="pretraining steps of every row")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="fine-tuning seeds per row and task")
     parser.add_argument("--rt_dir", default="data/rotten_tomatoes", help="prepare_datasets.py's Rotten Tomatoes splits")

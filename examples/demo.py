@@ -23,6 +23,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REVIEWS = ["A gorgeous, witty, seductive movie.", "The plot is paper-thin and the jokes fall flat."]
 
 
+
+class Help(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """The docstring as written and every default shown, as bertlayers.utils.cli's (this script
+    does not import bertlayers)."""
+
 def run(script, *args, quiet_stderr=False, env=None):
     """Run an example script; with `quiet_stderr` its stderr is shown only if it fails (the
     serving client imports TensorFlow alone, without bertlayers' quiet start-up)."""
@@ -42,11 +47,11 @@ def step(number, title):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workdir", default="runs/demo")
-    parser.add_argument("--data_dir", default="data")
-    parser.add_argument("--base_dir", default="savedmodels")
-    parser.add_argument("--pretrain_steps", type=int, default=200)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=Help)
+    parser.add_argument("--workdir", default="runs/demo", help="where the pretraining and fine-tuning runs go")
+    parser.add_argument("--data_dir", default="data", help="where prepare_datasets.py writes the real datasets")
+    parser.add_argument("--base_dir", default="savedmodels", help="where the SavedModels go (TF Serving layout)")
+    parser.add_argument("--pretrain_steps", type=int, default=200, help="steps of the tiny BERT's pretraining")
     parser.add_argument("--train_examples", type=int, default=1600, help="Rotten Tomatoes snippets to fine-tune on")
     args = parser.parse_args()
     started = time.time()

@@ -18,7 +18,6 @@ exported as text SavedModels and timed at batch 1. About 15 minutes on 2 CPU cor
         --output_dir runs/distill
 """
 
-import argparse
 import math
 import os
 import time
@@ -37,32 +36,33 @@ from bertlayers.networks import BertEncoder, reinitialized
 from bertlayers.runs.finetuning import write_json
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.training.optimization import create_optimizer
-from bertlayers.utils.cli import run_script
+from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import NON_NEGATIVE_INT, POSITIVE_FLOAT, POSITIVE_INT, Range, flag
+from bertlayers.utils import atomic_files
 
 import keras  # noqa: E402
 
 
 def parse_args():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     parser.add_argument("--teacher", required=True, help="a fine-tuned SequenceClassifier .keras (run_classifier.py's model.keras)")
-    parser.add_argument("--train_file", default="data/rotten_tomatoes/train.csv")
-    parser.add_argument("--eval_file", default="data/rotten_tomatoes/test.csv")
+    parser.add_argument("--train_file", default="data/rotten_tomatoes/train.csv", help="CSV of training texts (the teacher labels them)")
+    parser.add_argument("--eval_file", default="data/rotten_tomatoes/test.csv", help="CSV of labelled evaluation texts")
     parser.add_argument("--labelled_examples", type=flag(POSITIVE_INT), default=2000, help="the teacher's training examples (the file's first N)")
     parser.add_argument("--wikipedia_sentences", type=flag(NON_NEGATIVE_INT), default=0, help="add N Wikipedia sentences to the transfer text")
     parser.add_argument("--student_preset", default="bert_tiny", help="the student's architecture (random weights)")
     parser.add_argument("--student_init", default=None, help="also train students from this pretrained encoder")
     parser.add_argument("--vocabulary", default=None, help="vocab.txt (default bert-base-uncased's)")
-    parser.add_argument("--sequence_length", type=flag(Range(int, 2)), default=64)
-    parser.add_argument("--temperature", type=flag(POSITIVE_FLOAT), default=2.0)
-    parser.add_argument("--soft_loss", default="kl", choices=["kl", "mse"])
+    parser.add_argument("--sequence_length", type=flag(Range(int, 2)), default=64, help="pieces per text")
+    parser.add_argument("--temperature", type=flag(POSITIVE_FLOAT), default=2.0, help="softmax temperature of the soft targets")
+    parser.add_argument("--soft_loss", default="kl", choices=["kl", "mse"], help="KL divergence to the teacher's distribution, or MSE between logits")
     parser.add_argument("--epochs", type=flag(POSITIVE_INT), default=4, help="passes of the distilled student over the transfer text")
-    parser.add_argument("--batch_size", type=flag(POSITIVE_INT), default=32)
-    parser.add_argument("--learning_rate", type=flag(POSITIVE_FLOAT), default=5e-4)
-    parser.add_argument("--latency_requests", type=flag(NON_NEGATIVE_INT), default=200)
-    parser.add_argument("--output_dir", required=True)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--verbose", type=flag(Range(int, 0, 2)), default=2)
+    parser.add_argument("--batch_size", type=flag(POSITIVE_INT), default=32, help="examples per step")
+    parser.add_argument("--learning_rate", type=flag(POSITIVE_FLOAT), default=5e-4, help="the student's peak learning rate")
+    parser.add_argument("--latency_requests", type=flag(NON_NEGATIVE_INT), default=200, help="single requests timed per model (0: none)")
+    parser.add_argument("--output_dir", required=True, help="where the students, metrics and exports go")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the data order and the students' weights")
+    parser.add_argument("--verbose", type=flag(Range(int, 0, 2)), default=2, help="0 silent, 1 progress bar, 2 one line per epoch")
     return parser.parse_args()
 
 
@@ -94,7 +94,7 @@ def train(model, x, y, steps_per_epoch, epochs, args):
 def main():
     args = parse_args()
     keras.utils.set_random_seed(args.seed)
-    os.makedirs(args.output_dir, exist_ok=True)
+    atomic_files.make_folder(args.output_dir)
     teacher = load_model_file(args.teacher)
     if not isinstance(teacher, SequenceClassifier):
         raise ValueError(f"{args.teacher} holds a {type(teacher).__name__}; the teacher must be a SequenceClassifier.")

@@ -10,7 +10,6 @@ similarity of the mean-pooled sentence embeddings (how sentence-transformers use
     python examples/encode.py --checkpoint /path/to/hf_bert_folder
 """
 
-import argparse
 import os
 
 import numpy as np
@@ -19,6 +18,7 @@ from bertlayers.convert import load_huggingface_bert
 from bertlayers.data import BertInputPacker, bert_uncased_vocabulary, minilm_path, wordpiece_tokenizer
 from bertlayers.networks import build_encoder
 from bertlayers.utils.validation import Range, flag
+from bertlayers.utils.cli import argument_parser, run_script
 
 DEFAULT_TEXTS = [
     "The quick brown fox jumps over the lazy dog.",
@@ -28,12 +28,12 @@ DEFAULT_TEXTS = [
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--checkpoint", help="Hugging Face BERT folder (default: all-MiniLM-L6-v2)")
     source.add_argument("--preset", help="a bertlayers preset name, randomly initialized")
     parser.add_argument("--text", action="append", help="a sentence to encode (repeatable)")
-    parser.add_argument("--sequence-length", type=flag(Range(int, 2)), default=32)
+    parser.add_argument("--sequence-length", type=flag(Range(int, 2)), default=32, help="pieces per sentence")
     args = parser.parse_args()
 
     if args.preset:
@@ -80,4 +80,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -15,12 +15,12 @@ import os
 
 from bertlayers.export import export_for_serving
 from bertlayers.convert import load_encoder, load_model_file
-from bertlayers.utils.cli import run_script
+from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import POSITIVE_INT, Range, flag
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     parser.add_argument("--model", required=True,
                         help="a .keras model (any model built from the layers), a pretrain.py output folder or a Hugging Face folder")
     parser.add_argument("--name", required=True, help="the model's name in TF Serving (a folder under --base_dir)")

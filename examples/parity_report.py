@@ -9,7 +9,6 @@ meaningless to users but are compared too ("all positions").
     python examples/parity_report.py
 """
 
-import argparse
 import os
 
 import numpy as np
@@ -17,6 +16,7 @@ import numpy as np
 from bertlayers.convert import load_huggingface_bert, load_huggingface_electra, load_huggingface_xlnet
 from bertlayers.families.xlnet import XLNetEncoder
 from bertlayers.data import minilm_path
+from bertlayers.utils.cli import argument_parser, run_script
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures")
 FIXTURE = os.path.join(FIXTURES, "minilm_reference.npz")
@@ -24,7 +24,7 @@ INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
 
 def main():
-    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
+    argument_parser(__doc__).parse_args()
     reference = np.load(FIXTURE)
     print(f"reference: transformers {reference['transformers_version']} BertModel, {os.path.normpath(FIXTURE)}")
     for dtype in ("float32", "mixed_bfloat16"):
@@ -82,4 +82,4 @@ def xlnet_report():
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -6,7 +6,6 @@
   data/wnut16/{train,dev,test}.conll         WNUT-2016 NER, CoNLL BIO (the package has the train split only)
 """
 
-import argparse
 import csv
 import os
 
@@ -14,6 +13,7 @@ import numpy as np
 
 from bertlayers.data.assets import rotten_tomatoes_snippets, asset_path
 from bertlayers.data.ner_data import read_conll, write_conll
+from bertlayers.utils.cli import argument_parser, run_script
 
 
 def split(items, seed, dev, test):
@@ -24,9 +24,9 @@ def split(items, seed, dev, test):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--output_dir", default="data")
-    parser.add_argument("--seed", type=int, default=13)
+    parser = argument_parser(__doc__)
+    parser.add_argument("--output_dir", default="data", help="where the datasets are written")
+    parser.add_argument("--seed", type=int, default=13, help="seed of the fixed dev splits")
     args = parser.parse_args()
 
     folder = os.path.join(args.output_dir, "rotten_tomatoes")
@@ -46,4 +46,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -19,9 +19,9 @@ import dataclasses
 import os
 import typing
 
-from bertlayers.runs.pretraining import PretrainingConfig, chance_loss, run_pretraining
+from bertlayers.runs.pretraining import HELP, PretrainingConfig, chance_loss, run_pretraining
 from bertlayers.families.recipes import get_recipe, recipe_names
-from bertlayers.utils.cli import run_script
+from bertlayers.utils.cli import argument_parser, run_script
 
 
 def _recipes_help():
@@ -41,9 +41,7 @@ def _option(text):
 
 
 def parse_args():
-    parser = argparse.ArgumentParser(
-        description=__doc__, epilog=_recipes_help(), formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argument_parser(__doc__, epilog=_recipes_help())
     choices = {
         "recipe": recipe_names(),
         "masking": ["token", "whole_word", "span"],
@@ -54,14 +52,15 @@ def parse_args():
     for field in dataclasses.fields(PretrainingConfig):
         kind = typing.get_args(field.type)[0] if typing.get_origin(field.type) is typing.Union else field.type
         flag = f"--{field.name}"
+        help = HELP[field.name]
         if kind is bool:
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=field.default)
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=field.default, help=help)
         elif field.name == "input_files":
-            parser.add_argument(flag, nargs="+", default=None)
+            parser.add_argument(flag, nargs="+", default=None, help=help)
         elif field.name == "options":
-            parser.add_argument("--option", dest="options", type=_option, action="append", default=None)
+            parser.add_argument("--option", dest="options", type=_option, action="append", default=None, help=help)
         else:
-            parser.add_argument(flag, type=kind, default=field.default, choices=choices.get(field.name))
+            parser.add_argument(flag, type=kind, default=field.default, choices=choices.get(field.name), help=help)
     args = vars(parser.parse_args())
     args["options"] = dict(args["options"]) if args["options"] else None
     try:

@@ -11,7 +11,6 @@ Writes predictions.jsonl, metrics.json, model.keras and TensorBoard logs to --ou
     python examples/run_classifier.py ... --feature_based  # frozen encoder, scalar mix + BiLSTM (ELMo style)
 """
 
-import argparse
 import json
 import os
 
@@ -28,14 +27,14 @@ from bertlayers.runs.finetuning import (
 )
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.utils.atomic_files import write_text
-from bertlayers.utils.cli import run_script
+from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import POSITIVE_INT, flag
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--train_file", required=True)
-    parser.add_argument("--eval_file", required=True)
+    parser = argument_parser(__doc__)
+    parser.add_argument("--train_file", required=True, help="CSV or JSON lines of training examples")
+    parser.add_argument("--eval_file", required=True, help="CSV or JSON lines of evaluation examples (evaluated once, after training)")
     parser.add_argument("--text_a", default="text", help="column of the (first) text")
     parser.add_argument("--text_b", default=None, help="column of the second text, for sentence pairs")
     parser.add_argument("--label", default="label", help="label column")
@@ -67,8 +66,8 @@ def main():
         strategy, config, lambda encoder: SequenceClassifier(
             encoder, num_classes, label_names=labels.labels if labels else None, **feature_based_options(config)
         ),
-        (x_train, {"logits": y_train}, None), validation=(x_eval, {"logits": y_eval}),
-    )
+        (x_train, {"logits": y_train}, None),
+    )  # the evaluation set is predicted once, below, after training
     logits = predict_by_length(model, x_eval, batch_size=args.batch_size, verbose=args.verbose)["logits"]
     if args.regression:
         scores = logits[:, 0]

@@ -10,7 +10,6 @@ TensorBoard logs to --output_dir.
     python examples/run_ner.py ... --feature_based     # frozen encoder, scalar mix + BiLSTM (ELMo style)
 """
 
-import argparse
 import os
 
 from bertlayers.data.ner_data import decode_tags, encode_sentences, read_conll, tag_vocabulary, write_conll
@@ -23,15 +22,15 @@ from bertlayers.runs.finetuning import (
     vocabulary_for, write_json,
 )
 from bertlayers.training.length_batching import predict_by_length
-from bertlayers.utils.cli import run_script
+from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import POSITIVE_INT, flag
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--train_file", required=True)
-    parser.add_argument("--eval_file", required=True)
-    parser.add_argument("--vocabulary", default=None)
+    parser = argument_parser(__doc__)
+    parser.add_argument("--train_file", required=True, help="CoNLL file of training sentences (a token and its tag per line)")
+    parser.add_argument("--eval_file", required=True, help="CoNLL file of evaluation sentences")
+    parser.add_argument("--vocabulary", default=None, help="vocab.txt (default: the one recorded with the encoder, else bert-base-uncased)")
     parser.add_argument("--max_train_examples", type=flag(POSITIVE_INT), default=None, help="train on the file's first N sentences")
     add_feature_based_arguments(parser)
     args = add_finetuning_arguments(parser, sequence_length=48, epochs=4, batch_size=16, learning_rate=5e-4).parse_args()

@@ -10,7 +10,6 @@ Writes predictions.json, nbest_predictions.json, metrics.json, model.keras and T
     python examples/run_squad.py --output_dir runs/squad2 --version_2_with_negative
 """
 
-import argparse
 import os
 
 from bertlayers.data.squad_data import decode_answers, make_windows, read_squad
@@ -21,23 +20,23 @@ from bertlayers.runs.finetuning import (
     add_finetuning_arguments, encoder_source, finetune, finetuning_config, start, vocabulary_for, write_json,
 )
 from bertlayers.training.length_batching import predict_by_length
-from bertlayers.utils.cli import run_script
+from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import POSITIVE_INT, Range, flag
 
 BUNDLED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "squad_mini")
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--train_file", default=os.path.join(BUNDLED, "train-v2.0.json"))
-    parser.add_argument("--predict_file", default=os.path.join(BUNDLED, "dev-v2.0.json"))
-    parser.add_argument("--version_2_with_negative", action="store_true")
-    parser.add_argument("--doc_stride", type=flag(POSITIVE_INT), default=64)
-    parser.add_argument("--max_query_length", type=flag(POSITIVE_INT), default=32)
-    parser.add_argument("--max_answer_length", type=flag(POSITIVE_INT), default=30)
-    parser.add_argument("--n_best_size", type=flag(POSITIVE_INT), default=20)
-    parser.add_argument("--null_score_diff_threshold", type=flag(Range(float)), default=0.0)
-    parser.add_argument("--vocabulary", default=None)
+    parser = argument_parser(__doc__)
+    parser.add_argument("--train_file", default=os.path.join(BUNDLED, "train-v2.0.json"), help="SQuAD JSON to train on")
+    parser.add_argument("--predict_file", default=os.path.join(BUNDLED, "dev-v2.0.json"), help="SQuAD JSON to predict and score")
+    parser.add_argument("--version_2_with_negative", action="store_true", help="SQuAD 2.0: questions may have no answer")
+    parser.add_argument("--doc_stride", type=flag(POSITIVE_INT), default=64, help="pieces between the starts of a long context's windows")
+    parser.add_argument("--max_query_length", type=flag(POSITIVE_INT), default=32, help="the question's most pieces")
+    parser.add_argument("--max_answer_length", type=flag(POSITIVE_INT), default=30, help="the answer's most pieces")
+    parser.add_argument("--n_best_size", type=flag(POSITIVE_INT), default=20, help="start and end candidates per window")
+    parser.add_argument("--null_score_diff_threshold", type=flag(Range(float)), default=0.0, help="SQuAD 2.0: answer 'no answer' when its score beats the best span by more")
+    parser.add_argument("--vocabulary", default=None, help="vocab.txt (default: the one recorded with the encoder, else bert-base-uncased)")
     args = add_finetuning_arguments(parser, sequence_length=192, epochs=30, batch_size=8, learning_rate=2e-4).parse_args()
     config = finetuning_config(parser, args)
     strategy = start(config)

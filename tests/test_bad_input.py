@@ -446,7 +446,7 @@ def test_scripts_name_a_squad_file_left_empty_and_a_truncated_teacher(tmp_path):
     }
     processes = {name: start(script(name, *args), output=True) for name, args in commands.items()}
     errors = {name: p.communicate(timeout=300)[1] for name, p in processes.items()}
-    assert processes["run_squad.py"].returncode == 1
+    assert processes["run_squad.py"].returncode == 2
     assert errors["run_squad.py"].strip().splitlines()[-1] == (
         f"error: {squad} holds only unanswerable questions; SQuAD v1.1 mode leaves none (use --version_2_with_negative)."
     )

@@ -1,5 +1,8 @@
-"""The example scripts behave like command-line tools: `--help` prints usage and does no work."""
+"""The example scripts behave like command-line tools: `--help` prints usage and does no work,
+every option says what it is and shows its default, and a user's mistake is one line, status 2,
+with no output folder left behind."""
 
+import argparse
 import contextlib
 import glob
 import io
@@ -18,9 +21,64 @@ SCRIPTS = sorted(glob.glob(os.path.join(REPO, "examples", "*.py")))
 def test_every_script_answers_help_without_doing_work(script, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "argv", [script, "--help"])
+    parsers = []
+    real_print_help = argparse.ArgumentParser.print_help
+    monkeypatch.setattr(argparse.ArgumentParser, "print_help", lambda self, *a: (parsers.append(self), real_print_help(self, *a)))
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed), pytest.raises(SystemExit) as exit:
         runpy.run_path(script, run_name="__main__")  # in this process: TensorFlow is loaded once
     assert exit.value.code == 0
     assert printed.getvalue().startswith("usage: ")
     assert os.listdir(tmp_path) == []  # nothing written
+    (parser,) = parsers
+    options = [a for a in parser._actions if not isinstance(a, argparse._HelpAction)]
+    assert [a.option_strings[0] for a in options if not a.help] == [], "options without help text"
+    assert isinstance(parser.formatter_class, type) and issubclass(parser.formatter_class, argparse.ArgumentDefaultsHelpFormatter)
+
+
+def _write(path, text):
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def bad_inputs(tmp):
+    """{script: (arguments holding one user mistake, the output folder it must not leave)}."""
+    out = tmp / "out"
+    no_label = _write(tmp / "no_label.csv", "text,score\ngood film,1\nbad film,0\n")
+    bad_conll = _write(tmp / "bad.conll", "Paris B-LOC\nis\n")
+    return {
+        "ablation.py": (["--output_dir", out, "--objectives", "no_such_objective"], out),
+        "demo.py": (["--workdir", out, "--pretrain_steps", "many"], out),
+        "distill.py": (["--teacher", tmp / "missing.keras", "--output_dir", out], out),
+        "encode.py": (["--sequence-length", "1"], None),
+        "export_savedmodel.py": (["--model", tmp / "missing.keras", "--name", "m", "--base_dir", out], out),
+        "parity_report.py": (["--no_such_option"], None),
+        "prepare_datasets.py": (["--output_dir", out, "--seed", "x"], out),
+        "pretrain.py": (["--corpus", tmp / "missing.txt", "--output_dir", out, "--num_train_steps", "10", "--checkpoint_every", "5"], out),
+        "run_classifier.py": (["--train_file", no_label, "--eval_file", no_label, "--output_dir", out], out),
+        "run_ner.py": (["--train_file", bad_conll, "--eval_file", bad_conll, "--output_dir", out], out),
+        "run_squad.py": (["--train_file", tmp / "missing.json", "--output_dir", out], out),
+        "serving_requests.py": (["--name", "nothing", "--base_dir", tmp], None),
+    }
+
+
+def test_every_script_has_a_bad_input_case(tmp_path):
+    assert sorted(bad_inputs(tmp_path)) == sorted(map(os.path.basename, SCRIPTS))
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=os.path.basename)
+def test_a_user_mistake_is_one_line_with_status_2_and_leaves_no_folder(script, tmp_path, monkeypatch):
+    from bertlayers.utils import atomic_files
+
+    arguments, output = bad_inputs(tmp_path)[os.path.basename(script)]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", [script, *map(str, arguments)])
+    monkeypatch.setattr(atomic_files, "_MADE", [])
+    errors = io.StringIO()
+    with contextlib.redirect_stderr(errors), contextlib.redirect_stdout(io.StringIO()), pytest.raises(SystemExit) as exit:
+        runpy.run_path(script, run_name="__main__")
+    lines = [line for line in errors.getvalue().splitlines() if line.strip()]
+    assert exit.value.code == 2, errors.getvalue()[-2000:]
+    assert "Traceback" not in errors.getvalue() and "error:" in lines[-1], errors.getvalue()[-2000:]
+    if output is not None:
+        assert not output.exists(), os.listdir(output)

@@ -41,6 +41,13 @@ class PretrainingDataConfig:
     seed: int = 0
     verbose: int = 1
 
+    def check_files(self):
+        """A FileNotFoundError naming each given input file that does not exist (before a run writes anything)."""
+        given = [self.corpus, self.vocabulary, *(self.input_files or [])]
+        missing = [path for path in given if path is not None and not os.path.isfile(path)]
+        if missing:
+            raise FileNotFoundError(f"No such file: {', '.join(map(str, missing))}.")
+
     def masking_config(self, objective):
         return objective.masking_config(
             MaskingConfig(
@@ -49,6 +56,25 @@ class PretrainingDataConfig:
                 max_predictions_per_seq=self.max_predictions_per_seq,
             )
         )
+
+
+# What each field means, for the command line (`examples/pretrain.py --help`).
+DATA_HELP = {
+    "corpus": "text to pretrain on (default: the Wikipedia excerpt that ships with gensim)",
+    "corpus_format": "'bert' (a sentence per line, a blank line between documents), 'wikipedia' (a gensim dump) or 'auto'",
+    "input_files": "existing TFRecords to train on instead of a corpus",
+    "vocabulary": "WordPiece vocab.txt (default: bert-base-uncased's)",
+    "vocabulary_size": "train a WordPiece vocabulary of this size on the corpus instead",
+    "lowercase": "lower-case and strip accents before WordPiece (uncased models)",
+    "sequence_length": "pieces per example, [CLS] and [SEP]s included",
+    "max_predictions_per_seq": "most masked positions per example",
+    "masking": "which pieces are masked together: single tokens, whole words, or spans of words",
+    "masked_lm_prob": "share of the pieces masked",
+    "dupe_factor": "times each document is made into examples, each with other masks",
+    "short_seq_prob": "share of examples made shorter than sequence_length (as BERT's data does)",
+    "seed": "seed of the data, the masks and the initial weights",
+    "verbose": "0 silent, 1 progress bar, 2 one line per epoch",
+}
 
 
 @dataclasses.dataclass

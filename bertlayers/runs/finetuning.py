@@ -30,19 +30,19 @@ def add_finetuning_arguments(parser, sequence_length=128, epochs=3, batch_size=3
     group.add_argument("--init", default=None, help="encoder to start from: a Hugging Face folder, a .keras "
                        "file, or a pretrain.py output folder (default: the real all-MiniLM-L6-v2)")
     group.add_argument("--random_init", action="store_true", help="same architecture, random weights (no pretraining)")
-    group.add_argument("--output_dir", required=True)
-    group.add_argument("--sequence_length", type=int, default=sequence_length)
-    group.add_argument("--epochs", type=int, default=epochs)
-    group.add_argument("--batch_size", type=int, default=batch_size)
+    group.add_argument("--output_dir", required=True, help="where the model, metrics, history and TensorBoard logs go")
+    group.add_argument("--sequence_length", type=int, default=sequence_length, help="pieces per example, [CLS] and [SEP]s included")
+    group.add_argument("--epochs", type=int, default=epochs, help="passes over the training examples")
+    group.add_argument("--batch_size", type=int, default=batch_size, help="examples per step")
     group.add_argument("--learning_rate", type=float, default=None,
                        help=f"peak rate (default {learning_rate}; {FEATURE_BASED_LEARNING_RATE} with --feature_based)")
-    group.add_argument("--warmup_proportion", type=float, default=0.1)
-    group.add_argument("--weight_decay", type=float, default=0.01)
+    group.add_argument("--warmup_proportion", type=float, default=0.1, help="share of the steps with linear warmup")
+    group.add_argument("--weight_decay", type=float, default=0.01, help="decoupled weight decay (not on LayerNorm or biases)")
     group.add_argument("--layerwise_decay", type=float, default=None, help="e.g. 0.9: lower layers learn slower")
-    group.add_argument("--precision", default="float32", choices=["float32", "mixed_bfloat16", "mixed_float16"])
-    group.add_argument("--strategy", default="default", choices=list(STRATEGIES))
-    group.add_argument("--tpu", default=None)
-    group.add_argument("--num_cpu_devices", type=int, default=None)
+    group.add_argument("--precision", default="float32", choices=["float32", "mixed_bfloat16", "mixed_float16"], help="compute dtype policy (variables stay float32)")
+    group.add_argument("--strategy", default="default", choices=list(STRATEGIES), help="tf.distribute strategy")
+    group.add_argument("--tpu", default=None, help="TPU name or address, for --strategy tpu")
+    group.add_argument("--num_cpu_devices", type=int, default=None, help="split the CPU into this many logical devices (to try mirrored training)")
     batches = group.add_mutually_exclusive_group()
     batches.add_argument("--group_by_length", action=argparse.BooleanOptionalAction, default=False,
                          help="training batches of similar lengths: less padding still, but 0.67 and 0.23 points lower "
@@ -50,8 +50,8 @@ def add_finetuning_arguments(parser, sequence_length=128, epochs=3, batch_size=3
     batches.add_argument("--pad_to_sequence_length", action="store_true",
                          help="pad every training batch to --sequence_length instead of cutting it to its longest "
                          "example: the same arithmetic, more work (how the fixed-length rows of docs/papers.md were trained)")
-    group.add_argument("--seed", type=int, default=0)
-    group.add_argument("--verbose", type=int, default=1)
+    group.add_argument("--seed", type=int, default=0, help="seed of the head's weights, dropout and the data order")
+    group.add_argument("--verbose", type=int, default=1, help="0 silent, 1 progress bar, 2 one line per epoch")
     parser.set_defaults(default_learning_rate=learning_rate)
     return parser
 

@@ -14,7 +14,7 @@ import keras
 import numpy as np
 
 from bertlayers.convert.model_files import record_vocabulary, save_model
-from bertlayers.data.pretraining_inputs import PretrainingDataConfig, pretraining_inputs
+from bertlayers.data.pretraining_inputs import DATA_HELP, PretrainingDataConfig, pretraining_inputs
 from bertlayers.data.tokenizer import ModelVocabulary
 from bertlayers.networks import get_preset
 from bertlayers.training.callbacks import JsonHistory, LearningRateLogger
@@ -54,6 +54,7 @@ class PretrainingConfig(PretrainingDataConfig):
     options: Optional[dict] = None  # the recipe's own settings ({name: value})
 
     def __post_init__(self):
+        self.check_files()
         get_recipe(self.recipe).resolved_options(self.options)
         if self.precision not in PRECISIONS:
             raise ValueError(f"Unknown precision {self.precision!r}; known: {', '.join(PRECISIONS)}.")
@@ -65,6 +66,28 @@ class PretrainingConfig(PretrainingDataConfig):
             )
         get_preset(self.preset)
 
+
+HELP = {
+    **DATA_HELP,
+    "output_dir": "where the run writes its records, backups, logs and models (a killed run resumes here)",
+    "recipe": "the pretraining objective (listed below)",
+    "preset": "the encoder's sizes by name (bert_tiny, bert_base, albert_base, ...)",
+    "batch_size": "examples per step, over all replicas",
+    "num_train_steps": "steps in all",
+    "checkpoint_every": "steps per epoch: a backup after each (num_train_steps must be a multiple)",
+    "learning_rate": "peak learning rate, after warmup; linear decay to 0",
+    "warmup_steps": "steps of linear warmup (default: 10%% of the steps)",
+    "optimizer": "adamw, or lamb (large batches)",
+    "weight_decay": "decoupled weight decay (not on LayerNorm or biases)",
+    "precision": "compute dtype policy (variables stay float32)",
+    "jit_compile": "compile the train step with XLA",
+    "steps_per_execution": "steps per call into the compiled loop",
+    "strategy": "tf.distribute strategy",
+    "tpu": "TPU name or address, for --strategy tpu",
+    "num_cpu_devices": "split the CPU into this many logical devices (to try mirrored training)",
+    "dropout": "dropout of the encoder (default: the preset's)",
+    "options": "the recipe's own settings, NAME=VALUE (repeatable; listed below)",
+}
 
 RANGES = {
     "batch_size": POSITIVE_INT,

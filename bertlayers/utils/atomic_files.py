@@ -99,6 +99,34 @@ def _remove(path):
             os.remove(path)
 
 
+_MADE = []  # the folders this process created with make_folder, in order
+
+
+def make_folder(directory):
+    """`os.makedirs(directory, exist_ok=True)`, remembering the folders it created, so that a run
+    failing on its input can take them away again (`remove_new_empty_folders`)."""
+    missing, path = [], os.path.abspath(directory)
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        missing.append(path)
+        path = os.path.dirname(path)
+    os.makedirs(directory, exist_ok=True)
+    _MADE.extend(reversed(missing))
+
+
+def remove_new_empty_folders():
+    """Remove the folders this process created that hold nothing but its lock files (deepest
+    first): what a run stopped by a user's mistake would otherwise leave behind. Returns them."""
+    removed = []
+    for folder in reversed(_MADE):
+        if os.path.isdir(folder) and all(name.endswith(".lock") for name in os.listdir(folder)):
+            for key in [k for k in _CLAIMS if os.path.dirname(k) == folder]:
+                release(key)
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    _MADE.clear()
+    return removed
+
+
 @contextlib.contextmanager
 def atomic_path(path):
     """Yield a staging path beside `path` (a file or a folder); on success rename it to `path`.
@@ -107,7 +135,7 @@ def atomic_path(path):
     failure the staging copy is removed; a full disk is raised as `DiskFullError`.
     """
     directory, name = os.path.split(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
+    make_folder(directory)
     temporary = os.path.join(directory, staging_name(name))
     try:
         yield temporary
@@ -201,7 +229,7 @@ def locked(directory, what="write into", wait=True, lock_name=".lock"):
     for the first (`wait`) or is refused with a `FolderBusyError` instead of removing or racing
     its work. The lock is the kernel's (`flock`): a killed holder releases it at once.
     """
-    os.makedirs(directory, exist_ok=True)
+    make_folder(directory)
     handle = open(os.path.join(directory, lock_name), "a+")
     try:
         try:

@@ -1,15 +1,49 @@
-"""What the command-line scripts share: faults of the machine reported on one line."""
+"""What the command-line scripts share: help that shows every default, and errors on one line.
 
+A user's mistake (a missing file, a bad column, row or option) ends a script with one line on
+stderr naming the problem and exit status 2, as argparse's own errors do, and the output folder
+the run made for itself is removed when it holds nothing yet. A fault of the machine (a full
+disk, a folder in use by another run) is one line and exit status 1, and what was written stays
+for the run to resume. `BERTLAYERS_TRACEBACK=1` shows the traceback instead.
+"""
+
+import argparse
+import json
+import os
 import sys
 
-from bertlayers.utils.atomic_files import DiskFullError, FolderBusyError
+from bertlayers.utils.atomic_files import DiskFullError, FolderBusyError, remove_new_empty_folders
+
+# What a user's input can raise: unreadable or missing files, values the library refuses (a
+# ValueError names the input; JSON and Unicode decoding errors are ValueErrors too).
+USER_ERRORS = (ValueError, FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError, KeyError)
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """The description as written (usage examples keep their lines), and every option's default."""
+
+
+def argument_parser(description, **kwargs):
+    """An `argparse.ArgumentParser` whose `--help` shows the script's docstring and every default."""
+    return argparse.ArgumentParser(description=description, formatter_class=HelpFormatter, **kwargs)
 
 
 def run_script(main):
-    """Run `main()`; a full disk or a folder in use by another run ends the script with one line
-    on stderr and exit status 1 (what was written before stays intact), not a traceback."""
+    """Run `main()`, reporting user errors and machine faults on one line (see the module)."""
     try:
         return main()
     except (DiskFullError, FolderBusyError) as error:
-        print(f"error: {error}", file=sys.stderr, flush=True)
-        raise SystemExit(1) from None
+        _fail(error, 1)
+    except USER_ERRORS as error:
+        remove_new_empty_folders()
+        _fail(error, 2)
+
+
+def _fail(error, status):
+    if os.environ.get("BERTLAYERS_TRACEBACK") == "1":
+        raise error
+    message = error.args[0] if isinstance(error, KeyError) and error.args else error
+    if isinstance(error, json.JSONDecodeError):
+        message = f"not valid JSON: {error}"
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(status) from None
