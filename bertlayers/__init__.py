@@ -20,5 +20,11 @@ from bertlayers import networks  # noqa: F401
 from bertlayers import models  # noqa: F401
 from bertlayers import training  # noqa: F401
 from bertlayers import families  # noqa: F401
+from bertlayers import convert  # noqa: F401
 from bertlayers.networks import AlbertEncoder, BertEncoder, EncoderConfig  # noqa: F401
 from bertlayers.networks.presets import get_preset, preset_names  # noqa: F401
+
+# Every family is imported now: the names the public namespaces forward to the families
+# (`FROM_FAMILIES`) become plain attributes there, as documentation tools expect.
+for _namespace in (layers, networks, convert):
+    _namespace.__dict__.update({_name: getattr(_namespace, _name) for _name in _namespace.FROM_FAMILIES})

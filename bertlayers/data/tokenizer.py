@@ -44,6 +44,7 @@ class ModelVocabulary:
 
     @classmethod
     def from_file(cls, path, lowercase=True):
+        """The tokens of a `vocab.txt` at `path` (checked for BERT's special tokens)."""
         return cls(tuple(load_vocabulary(path)), bool(lowercase))
 
 

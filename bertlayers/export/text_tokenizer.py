@@ -54,6 +54,7 @@ class InGraphTokenizer(tf.Module):
         return ids, original_starts, original_ends, starts_word, ends_word
 
     def tokenize(self, texts):
+        """WordPiece ids of a batch of strings `[batch]`, ragged `[batch, (pieces)]`."""
         return self.wordpiece.tokenize(self.normalizer.normalize(texts))
 
 

@@ -5,6 +5,7 @@ import numpy as np
 
 
 def accuracy(labels, predictions):
+    """The share of `predictions` equal to `labels`."""
     labels, predictions = np.asarray(labels), np.asarray(predictions)
     return float(np.mean(labels == predictions)) if len(labels) else 0.0
 
@@ -57,6 +58,7 @@ def matthews_correlation(labels, predictions, num_classes=2):
 
 
 def pearson(x, y):
+    """Pearson's correlation of `x` and `y` (0 when either is constant)."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     x, y = x - x.mean(), y - y.mean()
     denominator = np.sqrt(np.dot(x, x) * np.dot(y, y))

@@ -300,6 +300,7 @@ class EncoderBase(keras.Model):
 
     @classmethod
     def from_encoder_config(cls, config, **kwargs):
+        """An encoder with the sizes of `config` (an `EncoderConfig`); kwargs go to the constructor (`dtype`, `name`)."""
         return cls(**config.to_dict(), **kwargs)
 
     def get_config(self):

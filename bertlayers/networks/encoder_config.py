@@ -93,4 +93,5 @@ class EncoderConfig:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self):
+        """The fields as a dict: the constructor arguments of an encoder of this configuration."""
         return dataclasses.asdict(self)

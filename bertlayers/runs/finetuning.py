@@ -171,6 +171,7 @@ def _check_config(config):
 
 
 def encoder_source(config):
+    """Where a run's encoder comes from: `config.init`, else the real all-MiniLM-L6-v2."""
     from bertlayers.data.assets import minilm_path
 
     return config.init or minilm_path()
@@ -252,6 +253,7 @@ def finetune(strategy, config, build_model, train, validation=None, num_examples
 
 
 def write_json(path, value):
+    """Write `value` as indented JSON to `path`, atomically."""
     atomic_files.write_json(path, value, indent=1)
 
 

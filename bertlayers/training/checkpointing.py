@@ -30,6 +30,7 @@ class ResumableBackup(keras.callbacks.BackupAndRestore):
 
     @classmethod
     def read_metadata(cls, backup_dir):
+        """The backup's `training_metadata.json` (the last completed epoch), or None when there is none."""
         path = os.path.join(backup_dir, cls.METADATA)
         if not os.path.exists(path):
             return None

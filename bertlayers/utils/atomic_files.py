@@ -50,6 +50,7 @@ def is_disk_full(error):
 
 
 def disk_full_error(path):
+    """A `DiskFullError` naming `path` (what the full disk stopped from being written)."""
     full = DiskFullError(
         errno.ENOSPC,
         f"No space left on the device while writing {path}; nothing was replaced (the previous "
@@ -162,10 +163,12 @@ def write_bytes(path, data):
 
 
 def write_text(path, text):
+    """Write the string `text` to `path` (UTF-8), atomically."""
     write_bytes(path, text.encode("utf-8"))
 
 
 def write_json(path, value, indent=None):
+    """Write `value` as JSON to `path`, atomically."""
     write_text(path, json.dumps(value, indent=indent))
 
 

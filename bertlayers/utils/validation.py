@@ -19,6 +19,7 @@ class Range:
     high_open: bool = False
 
     def describe(self):
+        """The range in words, for error messages and `--help` (e.g. "an int with 0 < value")."""
         if self.low is None and self.high is None:
             return f"a finite {self.kind.__name__}"
         article = "an" if self.kind.__name__[0] in "aeiou" else "a"
