@@ -49,3 +49,83 @@ def test_models_saved_before_the_move_load_and_give_the_same_outputs(family):
     for key in recorded.files:
         if key.startswith("output/"):
             np.testing.assert_allclose(np.asarray(outputs[key[len("output/"):]]), recorded[key], atol=1e-6, err_msg=key)
+
+
+TOY_FAMILY = '''
+"""A family that lives in one folder outside the library: a layer, a preset, a checkpoint
+model_type and a recipe, each registered on import and nothing else edited."""
+
+import keras
+
+from bertlayers.convert.huggingface import (
+    IGNORED_TENSORS, bert_config_fields, config_from_fields, map_encoder_weights, read_huggingface_folder,
+    register_huggingface_family,
+)
+from bertlayers.convert.weight_map import WeightMap
+from bertlayers.data.pretraining_data import OBJECTIVES
+from bertlayers.families.recipes import Recipe, register_recipe
+from bertlayers.models.pretrainer import BertPretrainer
+from bertlayers.networks import BertEncoder, build_encoder
+from bertlayers.networks.encoder_config import EncoderConfig
+from bertlayers.networks.presets import register_preset
+
+
+@keras.saving.register_keras_serializable(package="toy_family")
+class Doubling(keras.layers.Layer):
+    """Twice its input, `[batch, ...]` -> `[batch, ...]`."""
+
+    def call(self, inputs):
+        return 2 * inputs
+
+
+register_preset("toy_tiny", EncoderConfig(vocabulary_size=100, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32))
+
+
+def load_huggingface_toy(path, dtype=None):
+    """A "toy" checkpoint keeps BERT's tensor names."""
+    _, config, tensors, weights_path = read_huggingface_folder(path, "toy")
+    encoder = BertEncoder.from_encoder_config(config, dtype=dtype)
+    weights = WeightMap(tensors, weights_path)
+    map_encoder_weights(encoder, config, weights)
+    weights.apply(ignore=IGNORED_TENSORS)
+    return encoder
+
+
+register_huggingface_family("toy", lambda hf, source: config_from_fields(bert_config_fields(hf, source), source), load_huggingface_toy)
+register_recipe(Recipe(
+    "toy", "masked LM alone, registered from outside", OBJECTIVES["mlm"],
+    lambda config, dtype, options: BertPretrainer(build_encoder(config, dtype=dtype, name="encoder"), next_sentence=False),
+))
+'''
+
+
+def test_a_family_is_its_folder_and_its_import(tmp_path, monkeypatch):
+    import json
+
+    from bertlayers.convert import load_encoder, load_huggingface_bert
+    from bertlayers.data import minilm_path
+    from bertlayers.families.recipes import RECIPES, get_recipe
+    from bertlayers.networks import build_encoder, get_preset, presets
+
+    (tmp_path / "toy_family").mkdir()
+    (tmp_path / "toy_family" / "__init__.py").write_text(TOY_FAMILY)
+    checkpoint = tmp_path / "toy_checkpoint"  # MiniLM's weights under model_type "toy"
+    checkpoint.mkdir()
+    config = json.loads(open(os.path.join(minilm_path(), "config.json")).read())
+    (checkpoint / "config.json").write_text(json.dumps({**config, "model_type": "toy"}))
+    for name in ("model.safetensors", "vocab.txt"):
+        os.symlink(os.path.join(minilm_path(), name), checkpoint / name)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        toy = importlib.import_module("toy_family")
+        assert build_encoder("toy_tiny").config.hidden_size == 16 and "toy" in recipe_names()
+        assert get_recipe("toy").build_pretrainer(get_preset("toy_tiny"), None, {}).encoder.config.num_layers == 1
+        ids = {"token_ids": np.array([[101, 2023, 102]]), "segment_ids": np.zeros((1, 3), int), "padding_mask": np.ones((1, 3), int)}
+        loaded = load_encoder(str(checkpoint))  # picked by its model_type, from the family's registration
+        reference = load_huggingface_bert(minilm_path())
+        np.testing.assert_allclose(loaded(ids)["pooled_output"], reference(ids)["pooled_output"], atol=1e-6)
+        assert float(toy.Doubling()(np.ones(2))[0]) == 2.0
+    finally:
+        presets._PRESETS.pop("toy_tiny", None)
+        RECIPES.pop("toy", None)
+        HUGGINGFACE_FAMILIES.pop("toy", None)

@@ -88,4 +88,5 @@ def get_recipe(name):
 
 
 def recipe_names():
+    """The registered recipes' names, in registration order."""
     return list(RECIPES)
