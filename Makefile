@@ -25,12 +25,16 @@ demo: $(STAMP)
 	$(PY) examples/demo.py
 
 # Everything (what CI runs); test-fast leaves out the tests marked slow (under 5 minutes on 2 cores,
-# every test module represented) for iterating.
+# every test module represented) for iterating. Two workers, each taking whole files (a file's
+# module fixtures are made once, and docs pages run their blocks in order): most tests wait on
+# a single-threaded Python (tracing, a child's start-up), so two share the 2 cores well.
+PYTEST := $(PY) -m pytest -q -n 2 --dist loadfile
+
 test: $(STAMP)
-	$(PY) -m pytest -q --durations=30 tests
+	$(PYTEST) --durations=30 tests
 
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "not slow" tests
+	$(PYTEST) -m "not slow" tests
 
 # The API reference from the docstrings (pdoc): HTML under docs/api/ (not committed).
 docs: $(STAMP)

@@ -51,7 +51,7 @@ def main():
         evaluation = [e for e in evaluation if not e.is_impossible]
         for path, examples in ((args.train_file, train), (args.predict_file, evaluation)):
             if not examples:
-                raise SystemExit(f"error: {path} holds only unanswerable questions; SQuAD v1.1 mode leaves none "
+                raise ValueError(f"{path} holds only unanswerable questions; SQuAD v1.1 mode leaves none "
                                  f"(use --version_2_with_negative).")
     tokenizer = wordpiece_tokenizer(vocabulary_for(config))
     window = dict(sequence_length=args.sequence_length, doc_stride=args.doc_stride, max_query_length=args.max_query_length)

@@ -450,6 +450,7 @@ def test_scripts_name_a_squad_file_left_empty_and_a_truncated_teacher(tmp_path):
     assert errors["run_squad.py"].strip().splitlines()[-1] == (
         f"error: {squad} holds only unanswerable questions; SQuAD v1.1 mode leaves none (use --version_2_with_negative)."
     )
+    assert not (tmp_path / "squad").exists()  # the run's folder, made before the data was read, is gone
     assert processes["distill.py"].returncode != 0
     assert "teacher.keras is not a .keras archive (corrupt or truncated" in errors["distill.py"]
 
