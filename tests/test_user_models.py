@@ -40,6 +40,7 @@ def minilm_with_a_head():
     return record_vocabulary(model, f"{minilm_path()}/vocab.txt"), encoder
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("build", ["composed", "minilm"])
 def test_a_users_model_fits_saves_reloads_exports_and_serves(build, tmp_path):
     packer = BertInputPacker(wordpiece_tokenizer(bert_uncased_vocabulary()), sequence_length=SEQ)
