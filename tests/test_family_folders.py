@@ -3,6 +3,7 @@ registrations happen on import, and `.keras` files saved before the move still l
 
 import importlib
 import os
+import re
 
 import keras
 import numpy as np
@@ -129,3 +130,25 @@ def test_a_family_is_its_folder_and_its_import(tmp_path, monkeypatch):
         presets._PRESETS.pop("toy_tiny", None)
         RECIPES.pop("toy", None)
         HUGGINGFACE_FAMILIES.pop("toy", None)
+
+
+@pytest.mark.parametrize("folder, output_key, embedding_key, loader", [
+    ("electra_tiny/generator", "generator_lm_head.weight", "electra.embeddings.word_embeddings.weight", "load_huggingface_electra"),
+    ("xlnet_tiny", "lm_loss.weight", "transformer.word_embedding.weight", "load_huggingface_xlnet"),
+])
+def test_an_untied_output_projection_is_refused_not_loaded_tied(folder, output_key, embedding_key, loader, tmp_path):
+    """transformers' `tie_word_embeddings: false` keeps a separate output matrix: loaded tied to the
+    word embedding, the logits were off with no error."""
+    import shutil
+
+    from safetensors.numpy import load_file, save_file
+
+    source = os.path.join(os.path.dirname(__file__), "fixtures", folder)
+    tensors = load_file(os.path.join(source, "model.safetensors"))
+    getattr(bertlayers.convert, loader)(source)  # tied (or no separate copy): loads
+    copy = tmp_path / "untied"
+    shutil.copytree(source, copy)
+    tensors[output_key] = tensors[embedding_key] + 0.5
+    save_file(tensors, str(copy / "model.safetensors"))
+    with pytest.raises(ValueError, match=rf"{re.escape(output_key)} differs from .*an untied output projection"):
+        getattr(bertlayers.convert, loader)(str(copy))

@@ -7,6 +7,8 @@ BERT's layout is here; each family in `bertlayers.families` registers its own mo
 import json
 import os
 
+import numpy as np
+
 from bertlayers.convert.weight_map import WeightMap
 from bertlayers.networks.bert_encoder import BertEncoder
 from bertlayers.networks.encoder_config import EncoderConfig
@@ -87,6 +89,18 @@ def bert_config_fields(hf_config, source):
 
 def _bert_config(hf_config, source):
     return config_from_fields(bert_config_fields(hf_config, source), source)
+
+
+def check_tied_output(tensors, output_key, embedding_key, source):
+    """Refuse a checkpoint whose output projection `output_key` is not its word embedding
+    `embedding_key` (transformers' `tie_word_embeddings: false` with trained, separate weights):
+    loaded tied, its logits would be wrong with no error."""
+    if output_key in tensors and embedding_key in tensors and not np.array_equal(tensors[output_key], tensors[embedding_key]):
+        raise ValueError(
+            f"{source}: {output_key} differs from {embedding_key} (an untied output projection, "
+            "tie_word_embeddings false); the library's heads tie it to the word embedding, which would give "
+            "other logits. Load the encoder alone (a checkpoint without the LM head), or tie the weights first."
+        )
 
 
 def _read_vocabulary_size(path):

@@ -4,6 +4,7 @@
 from bertlayers.convert.huggingface import (
     IGNORED_TENSORS,
     bert_config_fields,
+    check_tied_output,
     config_from_fields,
     map_encoder_weights,
     read_huggingface_folder,
@@ -49,6 +50,7 @@ def load_huggingface_electra(path, dtype=None):
         weights.add(encoder.embedding_projection.bias, "embeddings_project.bias")
 
     if any(key.startswith("generator_predictions.") for key in tensors):
+        check_tied_output(tensors, "generator_lm_head.weight", "embeddings.word_embeddings.weight", weights_path)
         model = ElectraGenerator(encoder)
         head = model.generator_head
         weights.add(head.transform_dense.kernel, "generator_predictions.dense.weight", transposed)

@@ -3,6 +3,7 @@
 from bertlayers.convert.huggingface import (
     IGNORED_TENSORS,
     add_norms_and_feed_forward,
+    check_tied_output,
     config_from_fields,
     read_huggingface_folder,
     register_huggingface_family,
@@ -98,6 +99,7 @@ def load_huggingface_xlnet(path, dtype=None):
 
     model = encoder
     if "lm_loss.bias" in tensors:
+        check_tied_output(tensors, "lm_loss.weight", "word_embedding.weight", weights_path)
         model = XLNetPretrainer(encoder)
         weights.add(model.lm_head.output_bias, "lm_loss.bias")
     # The LM head's matrix is the word embedding (tied); a task head's output layer is not ours.
