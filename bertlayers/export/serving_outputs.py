@@ -27,6 +27,8 @@ ID_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
 def model_input_names(model):
     """The names `model` takes its inputs by (its `keras.Input` names, or its input dict's keys)."""
+    # A functional model keeps the structure it was built with (a dict's keys are what `call` takes);
+    # Keras has no public accessor for it.
     struct = getattr(model, "_inputs_struct", None)
     if isinstance(struct, dict):
         return list(struct)
