@@ -16,9 +16,10 @@ import numpy as np
 
 from bertlayers.convert import load_huggingface_bert
 from bertlayers.data import BertInputPacker, bert_uncased_vocabulary, minilm_path, wordpiece_tokenizer
+from bertlayers.layers import SequencePooling
 from bertlayers.networks import build_encoder
-from bertlayers.utils.validation import Range, flag
 from bertlayers.utils.cli import argument_parser, run_script
+from bertlayers.utils.validation import Range, flag
 
 DEFAULT_TEXTS = [
     "The quick brown fox jumps over the lazy dog.",
@@ -69,9 +70,7 @@ def main():
           f"encoder_outputs {len(outputs['encoder_outputs'])} x {tuple(outputs['encoder_outputs'][0].shape)}")
     print(f"  first text, [CLS] vector[:6]: {[round(float(v), 4) for v in sequence[0, 0, :6]]}")
 
-    mask = inputs["padding_mask"][..., None].astype("float32")
-    embeddings = (sequence * mask).sum(1) / mask.sum(1)
-    embeddings /= np.linalg.norm(embeddings, axis=1, keepdims=True)
+    embeddings = np.asarray(SequencePooling("mean", normalize=True)(sequence, inputs["padding_mask"]))  # [texts, 384]
     similarity = embeddings @ embeddings.T
     print("\nCosine similarity of mean-pooled sentence embeddings:")
     for i, text in enumerate(texts):

@@ -109,6 +109,29 @@ def test_pooler():
     run_layer_test(layers.Pooler, {}, {"sequence": hidden_states()}, (BATCH, HIDDEN))
 
 
+@pytest.mark.parametrize("mode", ["mean", "first", "max"])
+def test_sequence_pooling(mode):
+    run_layer_test(layers.SequencePooling, {"mode": mode, "normalize": mode == "mean"},
+                   {"sequence": hidden_states(), "padding_mask": PADDING}, (BATCH, HIDDEN), trainable=False)
+
+
+def test_sequence_pooling_reads_real_tokens_only():
+    sequence = hidden_states()
+    sequence[1, 4:] = 1e6  # padding states that would dominate any pooling that read them
+    real = [sequence[0], sequence[1, :4]]
+    for mode, expected in (
+        ("mean", [r.mean(0) for r in real]),
+        ("max", [r.max(0) for r in real]),
+        ("first", [r[0] for r in real]),
+    ):
+        pooled = np.asarray(layers.SequencePooling(mode)(sequence, PADDING))
+        np.testing.assert_allclose(pooled, np.stack(expected), rtol=1e-5, atol=1e-5, err_msg=mode)
+    unit = np.asarray(layers.SequencePooling("mean", normalize=True)(sequence, PADDING))
+    np.testing.assert_allclose(np.linalg.norm(unit, axis=-1), 1.0, rtol=1e-5)
+    with pytest.raises(ValueError, match="mode must be one of"):
+        layers.SequencePooling("cls")
+
+
 def test_classification_head():
     run_layer_test(
         layers.ClassificationHead,

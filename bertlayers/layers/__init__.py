@@ -16,6 +16,7 @@ from bertlayers.layers.multi_head_attention import MultiHeadAttention
 from bertlayers.layers.pooler import Pooler
 from bertlayers.layers.position_embedding import PositionEmbedding
 from bertlayers.layers.scalar_mix import ScalarMix
+from bertlayers.layers.sequence_pooling import SequencePooling
 from bertlayers.layers.span_prediction_head import SpanPredictionHead
 from bertlayers.layers.tied_output_projection import TiedOutputProjection
 from bertlayers.layers.token_classification_head import TokenClassificationHead
@@ -52,6 +53,7 @@ __all__ = [
     "RelativePositionEncoding",
     "ReplacedTokenDetectionHead",
     "ScalarMix",
+    "SequencePooling",
     "SpanBoundaryHead",
     "SpanPredictionHead",
     "TiedOutputProjection",
