@@ -9,6 +9,8 @@ and `bertlayers.runs` drives whole runs, `bertlayers.convert` loads real pretrai
 
 __version__ = "0.1.0"
 
+import importlib
+
 from bertlayers.startup import import_tensorflow_quietly
 
 import_tensorflow_quietly()  # before anything below loads TensorFlow
@@ -24,7 +26,9 @@ from bertlayers import convert  # noqa: F401
 from bertlayers.networks import AlbertEncoder, BertEncoder, EncoderConfig  # noqa: F401
 from bertlayers.networks.presets import get_preset, preset_names  # noqa: F401
 
-# Every family is imported now: the names the public namespaces forward to the families
-# (`FROM_FAMILIES`) become plain attributes there, as documentation tools expect.
+# The public namespaces list family classes (`FROM_FAMILIES`) that they cannot import: the
+# families sit above them. Every family is imported now, so the names are set here. Importing any
+# `bertlayers.*` package runs this file first, so a user never sees a namespace without them.
 for _namespace in (layers, networks, convert):
-    _namespace.__dict__.update({_name: getattr(_namespace, _name) for _name in _namespace.FROM_FAMILIES})
+    for _name, _module in _namespace.FROM_FAMILIES.items():
+        setattr(_namespace, _name, getattr(importlib.import_module(_module), _name))

@@ -41,8 +41,8 @@ def minilm_with_a_head():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("build", ["composed", "minilm"])
-def test_a_users_model_fits_saves_reloads_exports_and_serves(build, tmp_path):
+@pytest.mark.parametrize("build, as_classifier", [("composed", True), ("minilm", False)])
+def test_a_users_model_fits_saves_reloads_exports_and_serves(build, as_classifier, tmp_path):
     packer = BertInputPacker(wordpiece_tokenizer(bert_uncased_vocabulary()), sequence_length=SEQ)
     packed = {name: np.asarray(value) for name, value in packer(TEXTS * 4).items()}
     labels = np.array([1, 0] * 4)
@@ -63,6 +63,7 @@ def test_a_users_model_fits_saves_reloads_exports_and_serves(build, tmp_path):
 
     path = str(tmp_path / "model.keras")
     save_model(model, path)
+    assert model.optimizer is not None and model.compiled  # the model itself keeps training
     with zipfile.ZipFile(path) as archive:  # weights and config only: no optimizer variables
         assert not any("optimizer" in name for name in archive.namelist())
     model.save(str(tmp_path / "with_optimizer.keras"))
@@ -80,14 +81,14 @@ def test_a_users_model_fits_saves_reloads_exports_and_serves(build, tmp_path):
     by_text = run_fresh(paths["mine_text"], "serving_default", {"text": np.array(TEXTS * 4)}, tmp_path, text=True)
     np.testing.assert_allclose(by_text[logits_name], expected[logits_name], atol=1e-4)
 
-    if build != "composed":
+    if not as_classifier:
         return
     # The same logits served as a classifier: labels and names, by the user's choice of outputs.
-    as_classifier = export_for_serving(
+    classifier = export_for_serving(
         reloaded, "mine_labels", base_dir=str(tmp_path / "savedmodels"), sequence_length=SEQ, text=False,
         outputs=ClassifierOutputs(label_names=["negative", "positive"], output=logits_name),
     )
-    labelled = run_fresh(as_classifier["mine_labels"], "serving_default", x, tmp_path, text=False)
+    labelled = run_fresh(classifier["mine_labels"], "serving_default", x, tmp_path, text=False)
     assert labelled["label"].tolist() == expected[logits_name].argmax(-1).tolist()
     assert [n.decode() for n in labelled["label_name"]] == [["negative", "positive"][i] for i in labelled["label"]]
 
@@ -111,6 +112,11 @@ def test_what_serving_cannot_feed_or_return_is_named(tmp_path):
     scalar = keras.Model(token_ids, keras.ops.mean(x))
     with pytest.raises(ValueError, match="have no batch axis"):
         export_for_serving(scalar, "m", base_dir=str(tmp_path), text=False)
+    from bertlayers.networks import BertEncoder
+
+    encoder = BertEncoder(vocabulary_size=100, num_layers=1, hidden_size=8, num_heads=2, intermediate_size=16, max_sequence_length=16)
+    with pytest.raises(ValueError, match="label_names needs a classifier's logits"):
+        export_for_serving(encoder, "m", base_dir=str(tmp_path), text=False, label_names=["a", "b"])
     fixed = keras.Input((8,), dtype="int32", name="token_ids")
     dense_only = keras.Model(fixed, keras.layers.Dense(2)(keras.ops.cast(fixed, "float32")))
     with pytest.raises(ValueError, match="holds no bertlayers encoder or BertEmbeddings layer"):

@@ -5,14 +5,12 @@ from bertlayers.convert.huggingface import encoder_config_from_huggingface, load
 from bertlayers.convert.loading import load_encoder, load_model_file
 from bertlayers.convert.model_files import ModelVocabulary, record_vocabulary, recorded_vocabulary, save_model
 from bertlayers.convert.weight_map import CheckpointMismatchError
-from bertlayers.utils.public_names import forwarded_names
 
-# Loaders that live in their family's folder (see bertlayers.utils.public_names).
+# Loaders that live in their family's folder; `import bertlayers` sets them here.
 FROM_FAMILIES = {
     "load_huggingface_electra": "bertlayers.families.electra",
     "load_huggingface_xlnet": "bertlayers.families.xlnet",
 }
-__getattr__, __dir__ = forwarded_names(__name__, FROM_FAMILIES)
 
 __all__ = [
     "CheckpointMismatchError",

@@ -11,6 +11,7 @@ the vocabulary and its lower-casing travel as two more (`bertlayers/vocab.txt`,
     export_for_serving(load_model_file("model.keras"), "my_model")
 """
 
+import contextlib
 import json
 import os
 import zipfile
@@ -41,17 +42,19 @@ def recorded_vocabulary(model):
     return getattr(model, _ATTRIBUTE, None)
 
 
-def without_optimizer(model):
-    """`model` itself when it has no optimizer state; else a copy from its config holding the same
-    weights, never compiled (Keras writes a compiled model's optimizer variables into `.keras`)."""
-    if getattr(model, "optimizer", None) is None:
-        return model
-    copy = model.__class__.from_config(model.get_config())
-    copy.set_weights(model.get_weights())
-    vocabulary = recorded_vocabulary(model)
-    if vocabulary is not None:
-        object.__setattr__(copy, _ATTRIBUTE, vocabulary)
-    return copy
+@contextlib.contextmanager
+def optimizer_left_out(model):
+    """For the block, `model` saves as never compiled: no optimizer variables, no compile config
+    (Keras writes both for a compiled model). Nothing is copied; the model is itself again after."""
+    optimizer, compiled = getattr(model, "optimizer", None), getattr(model, "compiled", False)
+    if optimizer is None:
+        yield model
+        return
+    model.optimizer, model.compiled = None, False
+    try:
+        yield model
+    finally:
+        model.optimizer, model.compiled = optimizer, compiled
 
 
 def save_model(model, path, include_optimizer=False):
@@ -59,13 +62,15 @@ def save_model(model, path, include_optimizer=False):
     vocabulary, and the optimizer's state only with `include_optimizer` (a resumable backup needs it;
     serving does not, and for Adam it is twice the weights)."""
     vocabulary = recorded_vocabulary(model)
-    if not include_optimizer:
-        model = without_optimizer(model)
     members = {}
     if vocabulary is not None:
         members[VOCABULARY_MEMBER] = "\n".join(vocabulary.tokens) + "\n"
         members[TEXT_MEMBER] = json.dumps({"tokenizer": "wordpiece", "lowercase": vocabulary.lowercase})
-    atomic_files.save_model(model, path, extra_members=members)
+    if include_optimizer:
+        atomic_files.save_model(model, path, extra_members=members)
+        return
+    with optimizer_left_out(model):
+        atomic_files.save_model(model, path, extra_members=members)
 
 
 def read_recorded_vocabulary(archive):
@@ -102,12 +107,11 @@ def vocabulary_of(source):
 
 
 def attach_recorded_vocabulary(model, path):
-    """Read the vocabulary recorded in the `.keras` file `path` onto `model` (loaded from it)."""
-    with zipfile.ZipFile(path) as archive:
-        vocabulary = read_recorded_vocabulary(archive)
+    """Record on `model` (loaded from the `.keras` file `path`) the vocabulary recorded in that file."""
+    vocabulary = vocabulary_of(path)
     if vocabulary is not None:
         object.__setattr__(model, _ATTRIBUTE, vocabulary)
     return model
 
 
-__all__ = ["ModelVocabulary", "record_vocabulary", "recorded_vocabulary", "save_model", "vocabulary_of", "without_optimizer"]
+__all__ = ["ModelVocabulary", "record_vocabulary", "recorded_vocabulary", "optimizer_left_out", "save_model", "vocabulary_of"]

@@ -37,16 +37,16 @@ from bertlayers.utils import atomic_files
 class _Servable(tf.Module):
     """The model's computation with named, batch-first outputs; variables tracked once."""
 
-    def __init__(self, model, outputs, input_names):
+    def __init__(self, model, outputs, input_names, limits):
         super().__init__()
         self._model = model  # not tracked as a Keras object: its variables are tracked below
-        self._outputs = outputs
+        self.outputs = outputs  # a `serving_outputs` adapter
         self.model_variables = [v.value for v in model.variables]
         self.input_names = input_names
-        self.limits = input_limits(model)
+        self.limits = limits
 
     def __setattr__(self, name, value):
-        if name in ("_model", "_outputs"):  # keep Keras's own trackables out of the SavedModel graph
+        if name in ("_model", "outputs"):  # keep Keras's own trackables out of the SavedModel graph
             object.__setattr__(self, name, value)
         else:
             super().__setattr__(name, value)
@@ -54,7 +54,7 @@ class _Servable(tf.Module):
     def run(self, inputs):
         """{input name: tensor} (the model's inputs) -> {output name: tensor}."""
         # float32 out whatever the model computes in: clients see one signature for every precision.
-        outputs = self._outputs(self._model, inputs)
+        outputs = self.outputs(self._model, inputs)
         return {key: tf.cast(value, tf.float32) if value.dtype.is_floating else value for key, value in outputs.items()}
 
 
@@ -117,7 +117,7 @@ def _id_signatures(servable, sequence_length, truncate):
 
 def _text_signatures(servable, tokenizer, sequence_length, truncate):
     text = lambda name: tf.TensorSpec([None], tf.string, name=name)  # noqa: E731
-    outputs_kind = servable._outputs
+    outputs_kind = servable.outputs
 
     def run_ids(token_ids, segment_ids, padding_mask):
         given = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
@@ -374,11 +374,11 @@ def export_for_serving(
     # One export at a time into a base: versions are numbered, staged, committed and listed in
     # models.config against what the folder holds, and a second writer would race all four.
     with atomic_files.locked(base_dir, "export into"):
-        return _export(model, outputs, input_names, name, names, base_dir, tokens, lowercase, sequence_length, truncate,
+        return _export(model, outputs, input_names, limits, name, names, base_dir, tokens, lowercase, sequence_length, truncate,
                        version, precision, verbose)
 
 
-def _export(model, outputs, input_names, name, names, base_dir, tokens, lowercase, sequence_length, truncate, version,
+def _export(model, outputs, input_names, limits, name, names, base_dir, tokens, lowercase, sequence_length, truncate, version,
             precision, verbose):
     recover_exports(base_dir)
     if version is None:
@@ -389,7 +389,7 @@ def _export(model, outputs, input_names, name, names, base_dir, tokens, lowercas
             raise FileExistsError(f"{final} exists already; versions are never overwritten.")
 
     model = in_precision(model, precision)
-    servable = _Servable(model, outputs, input_names)
+    servable = _Servable(model, outputs, input_names, limits)
     signatures = {name: _id_signatures(servable, sequence_length, truncate)}
     if tokens:
         tokenizer = InGraphTokenizer(tokens, lowercase=lowercase)

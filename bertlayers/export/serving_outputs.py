@@ -204,14 +204,14 @@ class SpanOutputs(ModelOutputs):
 
 def default_outputs(model, label_names=None, max_answer_length=30, max_query_length=64):
     """The outputs a library model serves by its class; `ModelOutputs` for any other model."""
+    if isinstance(model, SequenceClassifier) or (label_names is not None and not isinstance(model, (EncoderBase, TokenClassifier, SpanPredictor))):
+        return ClassifierOutputs(label_names)
+    if label_names is not None:
+        raise ValueError(f"label_names needs a classifier's logits; {model.name!r} is a {type(model).__name__}.")
     if isinstance(model, EncoderBase):
         return EncoderOutputs()
-    if isinstance(model, SequenceClassifier):
-        return ClassifierOutputs(label_names)
     if isinstance(model, TokenClassifier):
         return TaggerOutputs()
     if isinstance(model, SpanPredictor):
         return SpanOutputs(max_answer_length, max_query_length)
-    if label_names is not None:
-        return ClassifierOutputs(label_names)
     return ModelOutputs()

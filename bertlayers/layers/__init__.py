@@ -1,7 +1,7 @@
 """Keras layers of the BERT family, each registered under the "bertlayers" package.
 
 The layers one family alone uses live in its folder (`bertlayers.families.xlnet`, ...) and are
-named here too, resolved on first use (see `bertlayers.utils.public_names`).
+named here too: `import bertlayers` sets them once every family is imported (`FROM_FAMILIES`).
 """
 
 from bertlayers.layers.bert_embeddings import BertEmbeddings
@@ -22,7 +22,6 @@ from bertlayers.layers.tied_output_projection import TiedOutputProjection
 from bertlayers.layers.token_classification_head import TokenClassificationHead
 from bertlayers.layers.token_embedding import TokenEmbedding
 from bertlayers.layers.transformer_encoder_block import TransformerEncoderBlock
-from bertlayers.utils.public_names import forwarded_names
 
 FROM_FAMILIES = {
     "GeneratorCorruption": "bertlayers.families.electra",
@@ -33,7 +32,6 @@ FROM_FAMILIES = {
     "RelativePositionEncoding": "bertlayers.families.xlnet",
     "TwoStreamMasks": "bertlayers.families.xlnet",
 }
-__getattr__, __dir__ = forwarded_names(__name__, FROM_FAMILIES)
 
 __all__ = [
     "BertEmbeddings",

@@ -5,11 +5,9 @@ from bertlayers.networks.bert_encoder import BertEncoder
 from bertlayers.networks.encoder_base import ENCODERS, EncoderBase, reinitialized
 from bertlayers.networks.encoder_config import EncoderConfig
 from bertlayers.networks.presets import get_preset, preset_names
-from bertlayers.utils.public_names import forwarded_names
 
-# Encoders that live in their family's folder (see bertlayers.utils.public_names).
+# Encoders that live in their family's folder; `import bertlayers` sets them here.
 FROM_FAMILIES = {"XLNetEncoder": "bertlayers.families.xlnet"}
-__getattr__, __dir__ = forwarded_names(__name__, FROM_FAMILIES)
 
 def build_encoder(config, **kwargs):
     """An encoder from an `EncoderConfig` or a preset name; kwargs go to the model (dtype, name)."""
