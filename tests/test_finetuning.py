@@ -59,7 +59,7 @@ def test_answers_start_and_end_on_word_boundaries(tokenizer):
     import tensorflow as tf
 
     from bertlayers.export.saved_model import best_span
-    from bertlayers.export.text_tokenizer import InGraphTokenizer
+    from bertlayers.data.wordpiece import InGraphTokenizer
 
     context = "The Tarsen Glacier moved north."
     example = SquadExample("q", "Which glacier?", context, [], True)

@@ -66,7 +66,7 @@ def test_served_tokenizer_matches_the_training_tokenizer(tokenizer):
     mark where each word's pieces begin and end, and its offsets are bytes of the original."""
     import tensorflow as tf
 
-    from bertlayers.export.text_tokenizer import InGraphTokenizer
+    from bertlayers.data.wordpiece import InGraphTokenizer
 
     served = InGraphTokenizer(bert_uncased_vocabulary())
     ids, starts, ends, starts_word, ends_word = served.tokenize_with_offsets(tf.constant(TRICKY))
@@ -90,13 +90,13 @@ def test_served_tokenizing_and_packing_is_a_small_graph():
     checks took thousands)."""
     import tensorflow as tf
 
-    from bertlayers.export.text_tokenizer import InGraphTokenizer, pack
+    from bertlayers.data.wordpiece import InGraphTokenizer
 
     served = InGraphTokenizer(bert_uncased_vocabulary())
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)] * 2)
     def tokenize_and_pack(first, second):
-        return pack(served.tokenize(first), served.tokenize(second), 128, served.cls_id, served.sep_id, truncate=False)
+        return served.layout.pack(served.tokenize(first), served.tokenize(second), 128, truncation="waterfall", truncate=False)
 
     graph = tokenize_and_pack.get_concrete_function().graph.as_graph_def()
     nodes = len(graph.node) + sum(len(f.node_def) for f in graph.library.function)

@@ -2,7 +2,7 @@
 
 from bertlayers.export.saved_model import export_for_serving, next_version, recover_exports, write_models_config
 from bertlayers.export.serving_outputs import ClassifierOutputs, EncoderOutputs, ModelOutputs, SpanOutputs, TaggerOutputs
-from bertlayers.export.text_tokenizer import InGraphTokenizer
+from bertlayers.data.wordpiece import InGraphTokenizer
 
 __all__ = [
     "ClassifierOutputs",

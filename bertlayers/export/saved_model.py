@@ -21,7 +21,7 @@ import tensorflow as tf
 
 from bertlayers.data.tokenizer import check_vocabulary_fits
 from bertlayers.export.request_checks import checked_id_request, checked_ranks, checked_text_request
-from bertlayers.export.text_tokenizer import InGraphTokenizer, pack
+from bertlayers.data.wordpiece import InGraphTokenizer
 from bertlayers.export.serving_outputs import (
     ID_INPUTS,
     TaggerOutputs,
@@ -132,8 +132,8 @@ def _text_signatures(servable, tokenizer, sequence_length, truncate):
             question_ids = tokenizer.tokenize(question)
             question_ids = question_ids[:, : outputs_kind.max_query_length]
             context_ids, starts, ends, starts_word, ends_word = tokenizer.tokenize_with_offsets(context)
-            token_ids, segment_ids, padding_mask = pack(
-                question_ids, context_ids, sequence_length, tokenizer.cls_id, tokenizer.sep_id, truncate
+            token_ids, segment_ids, padding_mask = tokenizer.layout.pack(
+                question_ids, context_ids, sequence_length, truncation="waterfall", truncate=truncate
             )
             outputs = run_ids(token_ids, segment_ids, padding_mask)
             # Context token k sits at position k + len(question) + 2.
@@ -167,7 +167,9 @@ def _text_signatures(servable, tokenizer, sequence_length, truncate):
         return {"serving_default": serving_default}
 
     def run(first, second):
-        token_ids, segment_ids, padding_mask = pack(first, second, sequence_length, tokenizer.cls_id, tokenizer.sep_id, truncate)
+        token_ids, segment_ids, padding_mask = tokenizer.layout.pack(
+            first, second, sequence_length, truncation="waterfall", truncate=truncate
+        )
         outputs = run_ids(token_ids, segment_ids, padding_mask)
         if isinstance(outputs_kind, TaggerOutputs):
             outputs["token_ids"] = token_ids

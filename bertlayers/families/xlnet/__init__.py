@@ -14,6 +14,7 @@ from bertlayers.families.xlnet.recipe import RECIPE, TARGET_FEATURE, plm_objecti
 from bertlayers.families.xlnet.relative_attention import RelativeAttention, relative_shift
 from bertlayers.families.xlnet.relative_encoder_block import RelativeEncoderBlock
 from bertlayers.families.xlnet.relative_position_encoding import RelativePositionEncoding
+from bertlayers.families.xlnet.tokenizer import xlnet_checkpoint_tokenizer, xlnet_input_layout
 from bertlayers.families.xlnet.two_stream_masks import TwoStreamMasks
 
 __all__ = [
@@ -32,6 +33,8 @@ __all__ = [
     "plm_objective",
     "relative_shift",
     "relative_stack",
+    "xlnet_checkpoint_tokenizer",
+    "xlnet_input_layout",
     "xlnet_config",
     "xlnet_config_from_huggingface",
     "xlnet_layout",

@@ -1,0 +1,159 @@
+"""Byte-level BPE (GPT-2, RoBERTa) as graph ops: the same ids in the Python data path and in
+a served SavedModel, equal to Hugging Face's fast tokenizers (tests/test_subword_tokenizers.py).
+
+    text ─ GPT-2 pre-tokenization ─▶ words ─ bytes as printable characters ─▶ characters
+         ─ merges, lowest rank first ─▶ pieces ─ vocab.json ─▶ ids
+
+Only core TensorFlow ops and tensorflow-text's RegexSplitWithOffsets, which every TF Serving
+since 2.12 links.
+"""
+
+import json
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+# Oniguruma's (Hugging Face tokenizers') \s in Unicode mode; RE2's \s is ASCII-only.
+_SPACE = r"\t\n\x0B\f\r\x{85}\p{Z}"
+# GPT-2's pattern without its one lookahead, `\s+(?!\S)` (RE2 has no lookahead): the
+# whitespace runs it decides are split beforehand (`_gpt2_words`).
+_WORD = rf"'s|'t|'re|'ve|'m|'ll|'d| ?\p{{L}}+| ?\p{{N}}+| ?[^{_SPACE}\p{{L}}\p{{N}}]+|[{_SPACE}]+"
+# A whitespace run and the characters up to the next whitespace, or a run that ends the text.
+_CHUNK = rf"[{_SPACE}]*[^{_SPACE}]+|[{_SPACE}]+"
+
+
+def bytes_to_unicode():
+    """GPT-2's map from the 256 byte values to printable characters (its vocab.json's alphabet):
+    printable Latin-1 bytes stand for themselves, the others for code points from 256 up."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    shifted = iter(range(256, 512))
+    return {byte: chr(byte if byte in printable else next(shifted)) for byte in range(256)}
+
+
+def read_bpe_files(vocab_json, merges_txt):
+    """(token -> id dict, [(left, right)] merges in rank order) of GPT-2 style files, each
+    checked: a ValueError names the file and the line that does not parse."""
+    try:
+        with open(vocab_json, encoding="utf-8") as f:
+            vocabulary = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{vocab_json} is not a JSON vocabulary: {error}") from None
+    if not isinstance(vocabulary, dict) or not all(isinstance(i, int) for i in vocabulary.values()):
+        raise ValueError(f"{vocab_json} is not a byte-level BPE vocabulary (expected a JSON object of token -> id).")
+    merges = []
+    with open(merges_txt, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            line = line.rstrip("\r\n")
+            if not line or (number == 1 and line.startswith("#version")):
+                continue
+            parts = line.split(" ")
+            if len(parts) != 2 or not all(parts):
+                raise ValueError(f"{merges_txt}:{number}: expected a merge 'left right', got {line!r}; is it a BPE merges.txt?")
+            merges.append(tuple(parts))
+    missing = [f"{a}{b}" for a, b in merges if f"{a}{b}" not in vocabulary][:5]
+    if missing:
+        raise ValueError(f"{merges_txt} merges into pieces {vocab_json} lacks ({', '.join(map(repr, missing))}): the files do not belong together.")
+    return vocabulary, merges
+
+
+def _gpt2_words(texts):
+    """GPT-2's pre-tokenization, ragged `[batch, (words)]` strings.
+
+    Its `\\s+(?!\\S)` gives a whitespace run before a word all but its last character, which
+    starts the word (a space joins it, " word"; another whitespace is a word of its own). So
+    each chunk (a run and the characters after it) is cut before its last whitespace
+    character, and the tail is split with the lookahead-free pattern.
+    """
+    chunks = tf_text.regex_split(texts, _CHUNK, _CHUNK)  # [batch, (chunks)]
+    flat = chunks.flat_values
+    only_space = tf.strings.regex_full_match(flat, rf"[{_SPACE}]+")
+    head = tf.strings.regex_replace(flat, rf"^([{_SPACE}]*?)[{_SPACE}]?[^{_SPACE}]+$", r"\1")
+    tail = tf.where(only_space, "", tf.strings.regex_replace(flat, rf"^[{_SPACE}]*?([{_SPACE}]?[^{_SPACE}]+)$", r"\1"))
+    parts = tf.reshape(tf.stack([head, tail], axis=1), [-1])  # head, tail of each chunk in order
+    parts = tf.RaggedTensor.from_row_splits(parts, chunks.row_splits * 2)
+    parts = tf.ragged.boolean_mask(parts, parts != "")  # [batch, (parts)]
+    words = tf_text.regex_split(parts, _WORD, _WORD)  # [batch, (parts), (words)]
+    return words.merge_dims(1, 2)
+
+
+class ByteLevelBPE(tf.Module):
+    """GPT-2 style byte-level BPE tokenizer (RoBERTa's `vocab.json` + `merges.txt`).
+
+    Args:
+      vocabulary: token -> id dict (vocab.json).
+      merges: (left, right) pairs, highest priority first (merges.txt).
+      unknown_token: the id a piece outside the vocabulary gets (none does with a vocabulary
+        built with its merges, which holds every byte).
+    """
+
+    def __init__(self, vocabulary, merges, unknown_token="<unk>"):
+        super().__init__()
+        self.vocabulary = dict(vocabulary)
+        self.unknown_id = self.vocabulary.get(unknown_token, 0)
+        byte_chars = bytes_to_unicode()
+        self._byte_chars = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(
+                tf.constant([bytes([b]) for b in byte_chars]), tf.constant(list(byte_chars.values()))
+            ),
+            default_value="",
+        )
+        self._no_merge = len(merges)
+        self._ranks = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(
+                tf.constant([f"{a} {b}" for a, b in merges] or [" "]),
+                tf.constant(list(range(len(merges))) or [self._no_merge], tf.int32),
+            ),
+            default_value=self._no_merge,
+        )
+        self._ids = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(
+                tf.constant(list(self.vocabulary)), tf.constant(list(self.vocabulary.values()), tf.int32)
+            ),
+            default_value=self.unknown_id,
+        )
+
+    @classmethod
+    def from_files(cls, vocab_json, merges_txt, unknown_token="<unk>"):
+        return cls(*read_bpe_files(vocab_json, merges_txt), unknown_token=unknown_token)
+
+    @property
+    def vocabulary_size(self):
+        return len(self.vocabulary)
+
+    def token_to_id(self, token):
+        return self.vocabulary[token]
+
+    def _merge(self, symbols):
+        """BPE on each row of `symbols` (`[words, length]` strings, "" after a word's end): merge
+        the adjacent pair of lowest rank (the leftmost of equal ones) until no pair merges."""
+
+        def step(symbols, _):
+            left, right = symbols[:, :-1], symbols[:, 1:]
+            ranks = self._ranks.lookup(tf.strings.join([left, right], separator=" "))
+            ranks = tf.where(right == "", self._no_merge, ranks)  # [words, length - 1]
+            best = tf.argmin(tf.pad(ranks, [[0, 0], [0, 1]], constant_values=self._no_merge), axis=1, output_type=tf.int32)
+            merges = tf.reduce_min(tf.pad(ranks, [[0, 0], [0, 1]], constant_values=self._no_merge), axis=1) < self._no_merge
+            column = tf.range(tf.shape(symbols)[1])[tf.newaxis, :]  # [1, length]
+            at = best[:, tf.newaxis]  # [words, 1]
+            joined = tf.strings.join([symbols, tf.roll(symbols, -1, axis=1)])
+            merged = tf.where(column == at, joined, symbols)
+            # Everything after the merged pair moves one column left; "" fills the end.
+            source = tf.where(column > at, column + 1, column)
+            merged = tf.gather(tf.pad(merged, [[0, 0], [0, 1]]), source, batch_dims=1)
+            symbols = tf.where(merges[:, tf.newaxis], merged, symbols)
+            return symbols, tf.reduce_any(merges)
+
+        symbols, _ = tf.while_loop(lambda _, more: more, step, (symbols, tf.constant(True)))
+        return symbols
+
+    def tokenize(self, texts):
+        """Ids of a batch of strings `[batch]`, ragged int32 `[batch, (pieces)]`."""
+        texts = tf.convert_to_tensor(texts, tf.string)
+        words = _gpt2_words(texts)  # [batch, (words)]
+        # Text repeats its words: merge each distinct word once.
+        distinct, index = tf.unique(words.flat_values)  # [distinct], [words]
+        characters = self._byte_chars.lookup(tf.strings.bytes_split(distinct))  # [distinct, (bytes)]
+        pieces = self._merge(characters.to_tensor(default_value=""))  # [distinct, length]
+        pieces = tf.RaggedTensor.from_tensor(pieces, padding="")  # [distinct, (pieces)]
+        ids = tf.gather(tf.ragged.map_flat_values(self._ids.lookup, pieces), index)  # [words, (pieces)]
+        return words.with_flat_values(ids).merge_dims(1, 2)

@@ -1,0 +1,166 @@
+"""A Hugging Face checkpoint folder's own tokenizer and input layout, read from its files.
+
+    vocab.txt                  WordPiece          BERT, ELECTRA, DistilBERT
+    vocab.json + merges.txt    byte-level BPE     RoBERTa
+    spiece.model               SentencePiece      ALBERT, XLNet
+    sentencepiece.bpe.model    SentencePiece      XLM-R (fairseq's id order)
+
+Each model_type's reader is registered here (`register_checkpoint_tokenizer`); a family
+folder registers its own.
+"""
+
+import dataclasses
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from bertlayers.data.byte_level_bpe import ByteLevelBPE
+from bertlayers.data.input_layout import InputLayout, bert_layout, roberta_layout
+from bertlayers.data.sentencepiece_model import SentencePiece, read_sentencepiece_model
+from bertlayers.data.tokenizer import load_vocabulary
+from bertlayers.data.wordpiece import InGraphTokenizer
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckpointTokenizer:
+    """A tokenizer (`tokenize(texts)` → ragged int32 ids, graph ops) and the layout its ids are
+    packed in: what turns text into a checkpoint's inputs, in training and in a served graph.
+
+    Attributes:
+      tokenizer: a `WordPiece`-, `ByteLevelBPE`- or `SentencePiece`-style module.
+      layout: the family's `InputLayout`.
+      vocabulary_size: how many ids the tokenizer can give (the model's embedding rows).
+      kind: "wordpiece", "byte_level_bpe" or "sentencepiece".
+    """
+
+    tokenizer: object
+    layout: InputLayout
+    vocabulary_size: int
+    kind: str
+
+    def encode(self, first, second=None, sequence_length=512, truncation="longest_first"):
+        """Model inputs of a text or a batch of texts (and their pair texts), as int32 numpy
+        arrays `[batch, length]`: token_ids, segment_ids, padding_mask."""
+        batched = not isinstance(first, str)
+        as_batch = lambda texts: tf.constant(list(texts) if batched else [texts], tf.string)  # noqa: E731
+        second_ids = None if second is None else self.tokenizer.tokenize(as_batch(second))
+        packed = self.layout.pack(self.tokenizer.tokenize(as_batch(first)), second_ids, sequence_length, truncation)
+        return {name: np.asarray(x, "int32") for name, x in zip(("token_ids", "segment_ids", "padding_mask"), packed)}
+
+
+# model_type -> reader(folder, config dict, tokenizer_config dict) -> CheckpointTokenizer
+CHECKPOINT_TOKENIZERS = {}
+
+
+def register_checkpoint_tokenizer(model_type, reader):
+    CHECKPOINT_TOKENIZERS[model_type] = reader
+    return reader
+
+
+def _json(path):
+    if not os.path.isfile(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{path} is not valid JSON: {error}") from None
+
+
+def _file(folder, name, model_type):
+    path = os.path.join(folder, name)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{folder} has no {name}: a {model_type} checkpoint's tokenizer needs it (copy it from the checkpoint's repository).")
+    return path
+
+
+def checkpoint_tokenizer(folder):
+    """The `CheckpointTokenizer` of a Hugging Face checkpoint folder (config.json and the
+    tokenizer files of its model_type), checked against the config's vocab_size.
+
+    Raises:
+      FileNotFoundError: no config.json, or the tokenizer files the model_type needs.
+      ValueError: an unsupported model_type, tokenizer files that do not parse, or a tokenizer
+        whose vocabulary size is not the config's (it belongs to another checkpoint).
+    """
+    config_path = os.path.join(folder, "config.json")
+    if not os.path.isfile(config_path):
+        raise FileNotFoundError(f"{folder} has no config.json.")
+    config = _json(config_path)
+    model_type = config.get("model_type", "bert")
+    reader = CHECKPOINT_TOKENIZERS.get(model_type)
+    if reader is None:
+        raise ValueError(f"{config_path}: no tokenizer for model_type {model_type!r}; supported: {', '.join(sorted(CHECKPOINT_TOKENIZERS))}.")
+    tokenizer = reader(folder, config, _json(os.path.join(folder, "tokenizer_config.json")))
+    expected = config.get("vocab_size")
+    if expected is not None and tokenizer.vocabulary_size != expected:
+        raise ValueError(
+            f"{folder}: the {tokenizer.kind} tokenizer has {tokenizer.vocabulary_size} tokens but config.json says vocab_size "
+            f"{expected}: the tokenizer files belong to another checkpoint."
+        )
+    return tokenizer
+
+
+def _special_id(lookup, token, source):
+    try:
+        return lookup(token)
+    except (KeyError, ValueError):
+        raise ValueError(f"{source} lacks the special token {token!r} its family's layout needs.") from None
+
+
+def wordpiece_checkpoint_tokenizer(folder, config, tokenizer_config, segments=True):
+    """WordPiece from vocab.txt, `[CLS] A [SEP] B [SEP]`; `segments=False` for models without segment embeddings."""
+    path = _file(folder, "vocab.txt", config.get("model_type", "bert"))
+    tokens = load_vocabulary(path)
+    tokenizer = InGraphTokenizer(tokens, lowercase=tokenizer_config.get("do_lower_case", True))
+    layout = bert_layout(tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id, segments=segments)
+    return CheckpointTokenizer(tokenizer, layout, len(tokens), "wordpiece")
+
+
+def roberta_checkpoint_tokenizer(folder, config, tokenizer_config):
+    """RoBERTa's byte-level BPE, `<s> A </s></s> B </s>`."""
+    vocab_json = _file(folder, "vocab.json", "roberta")
+    tokenizer = ByteLevelBPE.from_files(vocab_json, _file(folder, "merges.txt", "roberta"))
+    special = lambda token: _special_id(tokenizer.token_to_id, token, vocab_json)  # noqa: E731
+    layout = roberta_layout(special("<s>"), special("</s>"), special("<pad>"))
+    return CheckpointTokenizer(tokenizer, layout, tokenizer.vocabulary_size, "byte_level_bpe")
+
+
+def xlm_roberta_checkpoint_tokenizer(folder, config, tokenizer_config):
+    """XLM-R's SentencePiece in fairseq's id order: `<s> <pad> </s> <unk>`, the model's pieces
+    one id later than SentencePiece's, `<mask>` last; RoBERTa's layout."""
+    proto = read_sentencepiece_model(_file(folder, "sentencepiece.bpe.model", "xlm-roberta"))
+    import sentencepiece
+
+    pieces = sentencepiece.SentencePieceProcessor(model_proto=proto).get_piece_size()
+    # SentencePiece's <unk>, <s>, </s> are its ids 0, 1, 2; fairseq's 3, 0, 2.
+    tokenizer = SentencePiece(proto, id_map=[3, 0, 2, *range(4, pieces + 1)])
+    return CheckpointTokenizer(tokenizer, roberta_layout(0, 2, 1), pieces + 2, "sentencepiece")
+
+
+def spiece_tokenizer(folder, model_type, lowercase, strip_accents=True):
+    """A `spiece.model` with the clean-up ALBERT's and XLNet's tokenizers apply first, and a
+    lookup of its special tokens' ids."""
+    path = _file(folder, "spiece.model", model_type)
+    tokenizer = SentencePiece(read_sentencepiece_model(path), lowercase=lowercase, strip_accents=strip_accents, replace_quotes=True)
+    special = lambda token: _special_id(tokenizer.pieces.index, token, path)  # noqa: E731
+    return tokenizer, special
+
+
+def albert_checkpoint_tokenizer(folder, config, tokenizer_config):
+    """ALBERT's SentencePiece (lower-cased unless the checkpoint says otherwise), BERT's layout."""
+    tokenizer, special = spiece_tokenizer(
+        folder, "albert", tokenizer_config.get("do_lower_case", True), strip_accents=not tokenizer_config.get("keep_accents", False)
+    )
+    layout = bert_layout(special("[CLS]"), special("[SEP]"), special("<pad>"))
+    return CheckpointTokenizer(tokenizer, layout, len(tokenizer.pieces), "sentencepiece")
+
+
+register_checkpoint_tokenizer("bert", wordpiece_checkpoint_tokenizer)
+register_checkpoint_tokenizer("electra", wordpiece_checkpoint_tokenizer)
+register_checkpoint_tokenizer("distilbert", lambda *args: wordpiece_checkpoint_tokenizer(*args, segments=False))
+register_checkpoint_tokenizer("roberta", roberta_checkpoint_tokenizer)
+register_checkpoint_tokenizer("xlm-roberta", xlm_roberta_checkpoint_tokenizer)
+register_checkpoint_tokenizer("albert", albert_checkpoint_tokenizer)

@@ -1,0 +1,65 @@
+"""SentencePiece (ALBERT's and XLNet's `spiece.model`, XLM-R's `sentencepiece.bpe.model`) as
+graph ops: tensorflow-text's SentencePiece kernels (linked by every TF Serving since 2.12), after
+the text clean-up the checkpoints' tokenizers apply first, and the checkpoints' own id order.
+Ids equal Hugging Face's fast tokenizers' (tests/test_subword_tokenizers.py).
+"""
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+
+def read_sentencepiece_model(path):
+    """The bytes of a SentencePiece model file, checked to be one (a ValueError otherwise)."""
+    with open(path, "rb") as f:
+        proto = f.read()
+    try:
+        import sentencepiece
+
+        pieces = sentencepiece.SentencePieceProcessor(model_proto=proto).get_piece_size()
+    except (RuntimeError, OSError, ValueError) as error:
+        raise ValueError(f"{path} is not a SentencePiece model: {error}") from None
+    if pieces == 0:
+        raise ValueError(f"{path} is not a SentencePiece model: it has no pieces.")
+    return proto
+
+
+class SentencePiece(tf.Module):
+    """Strings → a checkpoint's SentencePiece ids.
+
+        text ─ `` '' → " ─ NFKD, accents dropped ─ lower-case ─▶ SentencePiece ─ id order ─▶ ids
+
+    Args:
+      model: the serialized SentencePiece model (bytes).
+      lowercase: lower-case first (ALBERT's uncased releases).
+      strip_accents: decompose (NFKD) and drop combining marks first (ALBERT, XLNet).
+      replace_quotes: `` and '' become " first (ALBERT, XLNet: how their training text was cleaned).
+      id_map: the model id of each SentencePiece id, where the checkpoint orders its vocabulary
+        otherwise (XLM-R: fairseq's `<s> <pad> </s> <unk>` first); None keeps SentencePiece's.
+    """
+
+    def __init__(self, model, lowercase=False, strip_accents=False, replace_quotes=False, id_map=None):
+        super().__init__()
+        import sentencepiece
+
+        processor = sentencepiece.SentencePieceProcessor(model_proto=model)
+        self.pieces = [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
+        self.lowercase, self.strip_accents, self.replace_quotes = bool(lowercase), bool(strip_accents), bool(replace_quotes)
+        self._id_map = None if id_map is None else tf.constant(np.asarray(id_map, "int32"))
+        self._model = tf_text.SentencepieceTokenizer(model=model, out_type=tf.int32)
+
+    def _clean(self, texts):
+        if self.replace_quotes:
+            texts = tf.strings.regex_replace(texts, "``|''", '"')
+        if self.strip_accents:
+            texts = tf.strings.regex_replace(tf_text.normalize_utf8(texts, "NFKD"), r"\p{Mn}", "")
+        if self.lowercase:
+            texts = tf.strings.lower(texts, encoding="utf-8")
+        return texts
+
+    def tokenize(self, texts):
+        """Ids of a batch of strings `[batch]`, ragged int32 `[batch, (pieces)]`."""
+        ids = self._model.tokenize(self._clean(tf.convert_to_tensor(texts, tf.string)))
+        if self._id_map is not None:
+            ids = tf.ragged.map_flat_values(tf.gather, self._id_map, ids)
+        return ids

@@ -1,0 +1,89 @@
+"""Byte-level BPE and SentencePiece checkpoints' tokenizers and layouts against transformers'
+fast tokenizers read from the same files, on 2,515 real sentences (tests/subword_files.py)."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bertlayers.data.checkpoint_tokenizer import checkpoint_tokenizer
+from subword_files import FAMILIES, check_sentences, reference_tokenizer, write_tokenizer_folder
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    import bertlayers.families  # noqa: F401  (XLNet registers its tokenizer)
+
+    root = tmp_path_factory.mktemp("tokenizers")
+    return {family: write_tokenizer_folder(str(root / family), family) for family in FAMILIES}
+
+
+def _is_a_tie(reference, ours, theirs):
+    """Whether two segmentations are equally likely under the unigram model: the same
+    pieces' text, the same summed score (SentencePiece and tokenizers break such ties apart)."""
+    model = reference.backend_tokenizer.model
+    vocab = json.loads(reference.backend_tokenizer.to_str())["model"]["vocab"]
+    score = lambda ids: sum(vocab[i][1] for i in ids)  # noqa: E731
+    pieces = lambda ids: "".join(vocab[i][0] for i in ids)  # noqa: E731
+    return type(model).__name__ == "Unigram" and pieces(ours) == pieces(theirs) and np.isclose(score(ours), score(theirs))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_ids_equal_transformers_on_real_sentences(folders, family):
+    texts = check_sentences()
+    ours = checkpoint_tokenizer(folders[family]).tokenizer.tokenize(tf.constant(texts)).to_list()
+    reference = reference_tokenizer(folders[family])
+    theirs = reference(texts, add_special_tokens=False)["input_ids"]
+    assert len(texts) >= 2000
+    differ = [i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b]
+    # SentencePiece's kernels and transformers' Unigram break ties between equally likely
+    # segmentations ("0" "00" against "00" "0") each their own way; nothing else may differ.
+    untied = [i for i in differ if not _is_a_tie(reference, ours[i], theirs[i])]
+    assert not untied, [(texts[i], ours[i], theirs[i]) for i in untied[:3]]
+    assert len(differ) <= len(texts) // 200, len(differ)  # rare: 0 to 6 of 2,515 here
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_pairs_layout_and_truncation_equal_transformers(folders, family):
+    texts = check_sentences()
+    firsts, seconds = texts[:600:2], texts[1:600:2]
+    ours = checkpoint_tokenizer(folders[family])
+    reference = reference_tokenizer(folders[family])
+    for length in (512, 24):  # whole pairs, and pairs cut token by token from the longer text
+        packed = ours.encode(firsts, seconds, sequence_length=length)
+        theirs = reference(firsts, seconds, truncation=True, max_length=length, return_token_type_ids=True)
+        for row, (ids, segments) in enumerate(zip(theirs["input_ids"], theirs["token_type_ids"])):
+            real = packed["padding_mask"][row] == 1
+            if ours.layout.pad_left:  # XLNet's real tokens end each row
+                assert real[-1] or not real.any()
+            got = packed["token_ids"][row][real].tolist()
+            assert got == ids or _is_a_tie(reference, got, ids), (family, row)
+            assert packed["segment_ids"][row][real].tolist() == segments, (family, row)
+            assert (packed["token_ids"][row][~real] == ours.layout.pad_id).all()
+        single = ours.encode(firsts[:50], sequence_length=length)
+        want = reference(firsts[:50], truncation=True, max_length=length)["input_ids"]
+        assert [t[m == 1].tolist() for t, m in zip(single["token_ids"], single["padding_mask"])] == want
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_served_graph_gives_the_python_paths_ids(folders, family, tmp_path):
+    """Tokenize and pack inside a SavedModel, loaded back in this process: the same arrays."""
+    ours = checkpoint_tokenizer(folders[family])
+    module = tf.Module()
+    module.tokenizer = ours.tokenizer
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)] * 2)
+    def serve(first, second):
+        return ours.layout.pack(ours.tokenizer.tokenize(first), ours.tokenizer.tokenize(second), 64)
+
+    tf.saved_model.save(module, str(tmp_path / "m"), signatures={"serving_default": serve})
+    served = tf.saved_model.load(str(tmp_path / "m")).signatures["serving_default"]
+    texts = check_sentences()[-60:]
+    got = served(first=tf.constant(texts[:30]), second=tf.constant(texts[30:]))
+    want = ours.encode(texts[:30], texts[30:], sequence_length=64)
+    for index, name in enumerate(("token_ids", "segment_ids", "padding_mask")):
+        np.testing.assert_array_equal(got[f"output_{index}"].numpy(), want[name])
