@@ -136,9 +136,10 @@ def test_a_family_is_its_folder_and_its_import(tmp_path, monkeypatch):
     ("electra_tiny/generator", "generator_lm_head.weight", "electra.embeddings.word_embeddings.weight", "load_huggingface_electra"),
     ("xlnet_tiny", "lm_loss.weight", "transformer.word_embedding.weight", "load_huggingface_xlnet"),
 ])
-def test_an_untied_output_projection_is_refused_not_loaded_tied(folder, output_key, embedding_key, loader, tmp_path):
-    """transformers' `tie_word_embeddings: false` keeps a separate output matrix: loaded tied to the
-    word embedding, the logits were off with no error."""
+def test_an_output_matrix_its_config_calls_tied_is_refused_when_it_differs(folder, output_key, embedding_key, loader, tmp_path):
+    """A config that says tie_word_embeddings (or says nothing) with a separate, different output
+    matrix: loaded tied, the logits would be off with no error (untied checkpoints that say so
+    load untied: tests/test_subword_checkpoints.py)."""
     import shutil
 
     from safetensors.numpy import load_file, save_file
@@ -150,5 +151,5 @@ def test_an_untied_output_projection_is_refused_not_loaded_tied(folder, output_k
     shutil.copytree(source, copy)
     tensors[output_key] = tensors[embedding_key] + 0.5
     save_file(tensors, str(copy / "model.safetensors"))
-    with pytest.raises(ValueError, match=rf"{re.escape(output_key)} differs from .*an untied output projection"):
+    with pytest.raises(ValueError, match=rf"says tie_word_embeddings .* but {re.escape(output_key)} differs from"):
         getattr(bertlayers.convert, loader)(str(copy))

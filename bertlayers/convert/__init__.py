@@ -8,7 +8,10 @@ from bertlayers.convert.weight_map import CheckpointMismatchError
 
 # Loaders that live in their family's folder; `import bertlayers` sets them here.
 FROM_FAMILIES = {
+    "load_huggingface_albert": "bertlayers.families.albert",
+    "load_huggingface_distilbert": "bertlayers.families.distilbert",
     "load_huggingface_electra": "bertlayers.families.electra",
+    "load_huggingface_roberta": "bertlayers.families.roberta",
     "load_huggingface_xlnet": "bertlayers.families.xlnet",
 }
 
@@ -18,8 +21,11 @@ __all__ = [
     "encoder_config_from_huggingface",
     "load_google_albert",
     "load_google_bert",
+    "load_huggingface_albert",
     "load_huggingface_bert",
+    "load_huggingface_distilbert",
     "load_huggingface_electra",
+    "load_huggingface_roberta",
     "load_huggingface_xlnet",
     "load_encoder",
     "load_model_file",

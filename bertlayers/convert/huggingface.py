@@ -84,23 +84,35 @@ def bert_config_fields(hf_config, source):
             f"{source}: position_embedding_type {position_type!r} is not supported; expected 'absolute'."
         )
     require_keys(hf_config, ("vocab_size", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size"), source)
-    return {field: hf_config[key] for key, field in BERT_CONFIG_KEYS.items() if key in hf_config}
+    fields = {field: hf_config[key] for key, field in BERT_CONFIG_KEYS.items() if key in hf_config}
+    fields["tie_word_embeddings"] = tied_output(hf_config)
+    return fields
+
+
+def tied_output(hf_config):
+    """Whether the checkpoint's LM head projects with the word embedding's transpose
+    (transformers' `tie_word_embeddings`, true unless a config says otherwise)."""
+    return bool(hf_config.get("tie_word_embeddings", True))
+
+
+def add_output_projection(weights, encoder, output_key, embedding_key):
+    """An LM head's output matrix `output_key` (torch `[V, E]`): untied (`tie_word_embeddings`
+    false), the token embedding's own `reverse_embeddings` `[E, V]`; tied, checked to be the
+    word embedding `embedding_key`, as a checkpoint whose config says tied must hold."""
+    if not encoder.config.tie_word_embeddings:
+        weights.add(encoder.token_embedding.reverse_embeddings, output_key, transposed)
+        return
+    tensors = weights.tensors
+    if output_key in tensors and embedding_key in tensors and not np.array_equal(tensors[output_key], tensors[embedding_key]):
+        raise ValueError(
+            f"{weights.source}: config.json says tie_word_embeddings (true unless set) but {output_key} differs from "
+            f"{embedding_key}; loaded tied, the LM head's logits would be wrong. If the checkpoint was trained "
+            "untied, set \"tie_word_embeddings\": false in its config.json."
+        )
 
 
 def _bert_config(hf_config, source):
     return config_from_fields(bert_config_fields(hf_config, source), source)
-
-
-def check_tied_output(tensors, output_key, embedding_key, source):
-    """Refuse a checkpoint whose output projection `output_key` is not its word embedding
-    `embedding_key` (transformers' `tie_word_embeddings: false` with trained, separate weights):
-    loaded tied, its logits would be wrong with no error."""
-    if output_key in tensors and embedding_key in tensors and not np.array_equal(tensors[output_key], tensors[embedding_key]):
-        raise ValueError(
-            f"{source}: {output_key} differs from {embedding_key} (an untied output projection, "
-            "tie_word_embeddings false); the library's heads tie it to the word embedding, which would give "
-            "other logits. Load the encoder alone (a checkpoint without the LM head), or tie the weights first."
-        )
 
 
 def _read_vocabulary_size(path):
@@ -114,7 +126,8 @@ def transposed(array):
 
 def read_huggingface_folder(path, model_type):
     """(config.json dict, EncoderConfig, {name: array}, weights path) of a checkpoint folder,
-    each file checked: present, readable, of `model_type`, with a vocab.txt (if any) that fits."""
+    each file checked: present, readable, of `model_type` (a name, or a tuple of the names one
+    loader reads), with a vocab.txt (if any) that fits."""
     from safetensors import SafetensorError
     from safetensors.numpy import load_file
 
@@ -136,8 +149,11 @@ def read_huggingface_folder(path, model_type):
         raise ValueError(f"{config_path} is not valid JSON: {error}") from None
     config = encoder_config_from_huggingface(hf_config, source=config_path)
     found = hf_config.get("model_type", "bert")
-    if found != model_type:
-        raise ValueError(f"{config_path}: model_type {found!r} is not a {model_type} checkpoint; use {HUGGINGFACE_FAMILIES[found].loader.__name__}.")
+    expected = (model_type,) if isinstance(model_type, str) else tuple(model_type)
+    if found not in expected:
+        raise ValueError(
+            f"{config_path}: model_type {found!r} is not a {' or '.join(expected)} checkpoint; use {HUGGINGFACE_FAMILIES[found].loader.__name__}."
+        )
 
     vocab_path = os.path.join(path, "vocab.txt")
     if os.path.isfile(vocab_path):
@@ -175,8 +191,7 @@ def load_huggingface_bert(path, dtype=None, name="bert_encoder"):
         checkpoint or of the wrong shape, all listed.
     """
     hf_config, config, tensors, weights_path = read_huggingface_folder(path, "bert")
-    if any(key.startswith("bert.") for key in tensors):
-        tensors = {key[len("bert."):] if key.startswith("bert.") else key: value for key, value in tensors.items()}
+    tensors = without_prefix(tensors, "bert.")
 
     encoder = BertEncoder.from_encoder_config(config, dtype=dtype, name=name)
     weights = WeightMap(tensors, weights_path)
@@ -198,40 +213,59 @@ def add_norms_and_feed_forward(weights, block, attention_norm, inner, outer, out
     weights.add(block.output_layer_norm.beta, output_norm + ".bias")
 
 
-def map_encoder_weights(encoder, config, weights, pooler=True):
-    """Add every encoder variable's checkpoint name (transformers' BertModel layout) to `weights`."""
+def add_embeddings(weights, embeddings, prefix="embeddings.", positions=lambda table: table):
+    """The token, segment (where the model has them) and position tables and their LayerNorm,
+    under transformers' names; `positions` picks the rows a family's position ids use."""
+    weights.add(embeddings.token_embedding.embeddings, prefix + "word_embeddings.weight")
+    if embeddings.segment_embedding is not None:
+        weights.add(embeddings.segment_embedding.embeddings, prefix + "token_type_embeddings.weight")
+    weights.add(embeddings.position_embedding.embeddings, prefix + "position_embeddings.weight", positions)
+    weights.add(embeddings.layer_norm.gamma, prefix + "LayerNorm.weight")
+    weights.add(embeddings.layer_norm.beta, prefix + "LayerNorm.bias")
+
+
+def add_attention(weights, attention, config, query, key, value, output):
+    """An attention layer's four projections from torch Linear weights (`[out, in]`; ours are
+    `[in, heads, head_size]` and `[heads, head_size, out]`), each name without ".weight"."""
     heads, head_size, hidden = config.num_heads, config.head_size, config.hidden_size
+    for name, dense in ((query, attention.query_dense), (key, attention.key_dense), (value, attention.value_dense)):
+        weights.add(dense.kernel, name + ".weight", lambda w: w.T.reshape(hidden, heads, head_size))
+        weights.add(dense.bias, name + ".bias", lambda b: b.reshape(heads, head_size))
+    weights.add(attention.output_dense.kernel, output + ".weight", lambda w: w.T.reshape(heads, head_size, hidden))
+    weights.add(attention.output_dense.bias, output + ".bias")
 
-    embeddings = encoder.embeddings
-    weights.add(embeddings.token_embedding.embeddings, "embeddings.word_embeddings.weight")
-    weights.add(embeddings.segment_embedding.embeddings, "embeddings.token_type_embeddings.weight")
-    weights.add(embeddings.position_embedding.embeddings, "embeddings.position_embeddings.weight")
-    weights.add(embeddings.layer_norm.gamma, "embeddings.LayerNorm.weight")
-    weights.add(embeddings.layer_norm.beta, "embeddings.LayerNorm.bias")
 
+def add_lm_transform(weights, head, dense, layer_norm, bias):
+    """A `MaskedLMHead`'s transform, LayerNorm and output bias under a checkpoint's names."""
+    weights.add(head.transform_dense.kernel, dense + ".weight", transposed)
+    weights.add(head.transform_dense.bias, dense + ".bias")
+    weights.add(head.layer_norm.gamma, layer_norm + ".weight")
+    weights.add(head.layer_norm.beta, layer_norm + ".bias")
+    weights.add(head.output_bias, bias)
+
+
+def output_bias_key(tensors, head):
+    """The bias an LM head `head` ("lm_head", "predictions") adds: its decoder's, which
+    transformers' forward uses, where the file has one (untied heads keep it apart from
+    `head.bias`; tied ones hold the same values under both names)."""
+    return f"{head}.decoder.bias" if f"{head}.decoder.bias" in tensors else f"{head}.bias"
+
+
+def without_prefix(tensors, prefix):
+    """`tensors` with the base model's `prefix` ("bert.", "roberta.") taken off its names."""
+    return {key[len(prefix):] if key.startswith(prefix) else key: value for key, value in tensors.items()}
+
+
+def map_encoder_weights(encoder, config, weights, pooler=True, positions=lambda table: table):
+    """Add every encoder variable's checkpoint name (transformers' BertModel layout) to `weights`."""
+    add_embeddings(weights, encoder.embeddings, positions=positions)
     for index, block in enumerate(encoder.transformer_layers):
         prefix = f"encoder.layer.{index}."
-        attention = block.attention_layer
-        for projection, dense in (
-            ("query", attention.query_dense),
-            ("key", attention.key_dense),
-            ("value", attention.value_dense),
-        ):
-            # torch Linear stores [out, in]; our kernel is [in, heads, head_size].
-            weights.add(
-                dense.kernel,
-                f"{prefix}attention.self.{projection}.weight",
-                lambda w: w.T.reshape(hidden, heads, head_size),
-            )
-            weights.add(
-                dense.bias, f"{prefix}attention.self.{projection}.bias", lambda b: b.reshape(heads, head_size)
-            )
-        weights.add(
-            attention.output_dense.kernel,
-            f"{prefix}attention.output.dense.weight",
-            lambda w: w.T.reshape(heads, head_size, hidden),
+        self_attention = prefix + "attention.self."
+        add_attention(
+            weights, block.attention_layer, config,
+            self_attention + "query", self_attention + "key", self_attention + "value", prefix + "attention.output.dense",
         )
-        weights.add(attention.output_dense.bias, f"{prefix}attention.output.dense.bias")
         add_norms_and_feed_forward(
             weights,
             block,

@@ -16,8 +16,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from bertlayers.data.byte_level_bpe import ByteLevelBPE
-from bertlayers.data.input_layout import InputLayout, bert_layout, roberta_layout
+from bertlayers.data.input_layout import InputLayout, bert_layout
 from bertlayers.data.sentencepiece_model import SentencePiece, read_sentencepiece_model
 from bertlayers.data.tokenizer import load_vocabulary
 from bertlayers.data.wordpiece import InGraphTokenizer
@@ -69,7 +68,8 @@ def _json(path):
         raise ValueError(f"{path} is not valid JSON: {error}") from None
 
 
-def _file(folder, name, model_type):
+def required_file(folder, name, model_type):
+    """The path of tokenizer file `name` in `folder`, or a FileNotFoundError naming what is missing."""
     path = os.path.join(folder, name)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{folder} has no {name}: a {model_type} checkpoint's tokenizer needs it (copy it from the checkpoint's repository).")
@@ -103,7 +103,8 @@ def checkpoint_tokenizer(folder):
     return tokenizer
 
 
-def _special_id(lookup, token, source):
+def special_id(lookup, token, source):
+    """`lookup(token)`, or a ValueError: the tokenizer file `source` lacks a special token."""
     try:
         return lookup(token)
     except (KeyError, ValueError):
@@ -112,55 +113,20 @@ def _special_id(lookup, token, source):
 
 def wordpiece_checkpoint_tokenizer(folder, config, tokenizer_config, segments=True):
     """WordPiece from vocab.txt, `[CLS] A [SEP] B [SEP]`; `segments=False` for models without segment embeddings."""
-    path = _file(folder, "vocab.txt", config.get("model_type", "bert"))
+    path = required_file(folder, "vocab.txt", config.get("model_type", "bert"))
     tokens = load_vocabulary(path)
     tokenizer = InGraphTokenizer(tokens, lowercase=tokenizer_config.get("do_lower_case", True))
     layout = bert_layout(tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id, segments=segments)
     return CheckpointTokenizer(tokenizer, layout, len(tokens), "wordpiece")
 
 
-def roberta_checkpoint_tokenizer(folder, config, tokenizer_config):
-    """RoBERTa's byte-level BPE, `<s> A </s></s> B </s>`."""
-    vocab_json = _file(folder, "vocab.json", "roberta")
-    tokenizer = ByteLevelBPE.from_files(vocab_json, _file(folder, "merges.txt", "roberta"))
-    special = lambda token: _special_id(tokenizer.token_to_id, token, vocab_json)  # noqa: E731
-    layout = roberta_layout(special("<s>"), special("</s>"), special("<pad>"))
-    return CheckpointTokenizer(tokenizer, layout, tokenizer.vocabulary_size, "byte_level_bpe")
-
-
-def xlm_roberta_checkpoint_tokenizer(folder, config, tokenizer_config):
-    """XLM-R's SentencePiece in fairseq's id order: `<s> <pad> </s> <unk>`, the model's pieces
-    one id later than SentencePiece's, `<mask>` last; RoBERTa's layout."""
-    proto = read_sentencepiece_model(_file(folder, "sentencepiece.bpe.model", "xlm-roberta"))
-    import sentencepiece
-
-    pieces = sentencepiece.SentencePieceProcessor(model_proto=proto).get_piece_size()
-    # SentencePiece's <unk>, <s>, </s> are its ids 0, 1, 2; fairseq's 3, 0, 2.
-    tokenizer = SentencePiece(proto, id_map=[3, 0, 2, *range(4, pieces + 1)])
-    return CheckpointTokenizer(tokenizer, roberta_layout(0, 2, 1), pieces + 2, "sentencepiece")
-
-
 def spiece_tokenizer(folder, model_type, lowercase, strip_accents=True):
     """A `spiece.model` with the clean-up ALBERT's and XLNet's tokenizers apply first, and a
     lookup of its special tokens' ids."""
-    path = _file(folder, "spiece.model", model_type)
+    path = required_file(folder, "spiece.model", model_type)
     tokenizer = SentencePiece(read_sentencepiece_model(path), lowercase=lowercase, strip_accents=strip_accents, replace_quotes=True)
-    special = lambda token: _special_id(tokenizer.pieces.index, token, path)  # noqa: E731
+    special = lambda token: special_id(tokenizer.pieces.index, token, path)  # noqa: E731
     return tokenizer, special
 
 
-def albert_checkpoint_tokenizer(folder, config, tokenizer_config):
-    """ALBERT's SentencePiece (lower-cased unless the checkpoint says otherwise), BERT's layout."""
-    tokenizer, special = spiece_tokenizer(
-        folder, "albert", tokenizer_config.get("do_lower_case", True), strip_accents=not tokenizer_config.get("keep_accents", False)
-    )
-    layout = bert_layout(special("[CLS]"), special("[SEP]"), special("<pad>"))
-    return CheckpointTokenizer(tokenizer, layout, len(tokenizer.pieces), "sentencepiece")
-
-
 register_checkpoint_tokenizer("bert", wordpiece_checkpoint_tokenizer)
-register_checkpoint_tokenizer("electra", wordpiece_checkpoint_tokenizer)
-register_checkpoint_tokenizer("distilbert", lambda *args: wordpiece_checkpoint_tokenizer(*args, segments=False))
-register_checkpoint_tokenizer("roberta", roberta_checkpoint_tokenizer)
-register_checkpoint_tokenizer("xlm-roberta", xlm_roberta_checkpoint_tokenizer)
-register_checkpoint_tokenizer("albert", albert_checkpoint_tokenizer)

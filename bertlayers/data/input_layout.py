@@ -1,8 +1,8 @@
 """Where a family puts its special tokens, segment ids and padding around one or two texts,
 as one object the data pipeline, the runners and the served graph share.
 
-    BERT, ALBERT, ELECTRA   [CLS] A [SEP] B [SEP]          segments 0…0 1…1
-    RoBERTa, XLM-R          <s> A </s> </s> B </s>         segments all 0 (no segment embedding)
+    BERT, ALBERT, ELECTRA   [CLS] A [SEP] B [SEP]          segments 0…0 1…1   (bert_layout)
+    RoBERTa, XLM-R          <s> A </s> </s> B </s>         segments all 0 (one segment row)
     DistilBERT              [CLS] A [SEP] B [SEP]          segments all 0 (no segment embedding)
     XLNet                   A <sep> B <sep> <cls>          segments 0…0 1…1 2, padded on the left
 
@@ -145,9 +145,4 @@ def _pieces_at(segment, index):
 def bert_layout(cls_id, sep_id, pad_id, segments=True):
     """`[CLS] A [SEP] B [SEP]` (BERT, ALBERT, ELECTRA; DistilBERT with `segments=False`)."""
     return InputLayout((cls_id,), (sep_id,), (sep_id,), pad_id, second_segment=1 if segments else 0)
-
-
-def roberta_layout(bos_id, eos_id, pad_id):
-    """`<s> A </s> </s> B </s>`, one segment (RoBERTa, XLM-R)."""
-    return InputLayout((bos_id,), (eos_id, eos_id), (eos_id,), pad_id, second_segment=0)
 

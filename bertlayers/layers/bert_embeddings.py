@@ -19,10 +19,13 @@ class BertEmbeddings(keras.layers.Layer):
       vocabulary_size: number of WordPiece ids `V`.
       embedding_size: width of every table (the hidden size in BERT, `E` in ALBERT).
       max_sequence_length: number of learned positions.
-      type_vocab_size: number of segment ids (2: sentence A and B).
+      type_vocab_size: number of segment ids (2: sentence A and B); 0 for none (DistilBERT:
+        segment ids are then ignored).
       layer_norm_epsilon: LayerNorm epsilon (1e-12 in BERT).
       dropout: dropout rate after the LayerNorm.
       initializer: initializer of the three tables.
+      tie_weights: False gives `token_embedding` a separate output matrix for the heads'
+        `reverse=True` projection (an untied LM head).
 
     Call args:
       token_ids: int `[batch, seq]`.
@@ -41,9 +44,11 @@ class BertEmbeddings(keras.layers.Layer):
         layer_norm_epsilon=1e-12,
         dropout=0.1,
         initializer=None,
+        tie_weights=True,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.tie_weights = bool(tie_weights)
         self.vocabulary_size = int(vocabulary_size)
         self.embedding_size = int(embedding_size)
         self.max_sequence_length = int(max_sequence_length)
@@ -55,17 +60,20 @@ class BertEmbeddings(keras.layers.Layer):
         self.token_embedding = keras.layers.ReversibleEmbedding(
             self.vocabulary_size,
             self.embedding_size,
+            tie_weights=self.tie_weights,
             embeddings_initializer=clone_initializer(self.initializer),
             dtype=self.dtype_policy,
             name="token_embedding",
         )
-        self.segment_embedding = keras.layers.Embedding(
-            self.type_vocab_size,
-            self.embedding_size,
-            embeddings_initializer=clone_initializer(self.initializer),
-            dtype=self.dtype_policy,
-            name="segment_embedding",
-        )
+        self.segment_embedding = None
+        if self.type_vocab_size:
+            self.segment_embedding = keras.layers.Embedding(
+                self.type_vocab_size,
+                self.embedding_size,
+                embeddings_initializer=clone_initializer(self.initializer),
+                dtype=self.dtype_policy,
+                name="segment_embedding",
+            )
         self.position_embedding = PositionEmbedding(
             self.max_sequence_length,
             initializer=clone_initializer(self.initializer),
@@ -80,7 +88,8 @@ class BertEmbeddings(keras.layers.Layer):
     def build(self, token_ids_shape, segment_ids_shape=None):
         embedded_shape = tuple(token_ids_shape) + (self.embedding_size,)
         self.token_embedding.build(token_ids_shape)
-        self.segment_embedding.build(token_ids_shape)
+        if self.segment_embedding is not None:
+            self.segment_embedding.build(token_ids_shape)
         self.position_embedding.build(embedded_shape)
         self.layer_norm.build(embedded_shape)
         self.built = True
@@ -93,9 +102,10 @@ class BertEmbeddings(keras.layers.Layer):
         check_integer_ids(segment_ids, "segment_ids")
         segment_ids = check_same_shape({"token_ids": token_ids, "segment_ids": segment_ids})["segment_ids"]
         token_ids = check_id_range(token_ids, self.vocabulary_size, "token_ids", "the vocabulary size")
-        segment_ids = check_id_range(segment_ids, self.type_vocab_size, "segment_ids", "type_vocab_size")
         embedded = self.token_embedding(token_ids)
-        embedded = embedded + self.segment_embedding(segment_ids)
+        if self.segment_embedding is not None:
+            segment_ids = check_id_range(segment_ids, self.type_vocab_size, "segment_ids", "type_vocab_size")
+            embedded = embedded + self.segment_embedding(segment_ids)
         embedded = embedded + self.position_embedding(embedded)
         return self.dropout_layer(self.layer_norm(embedded), training=training)
 
@@ -113,6 +123,7 @@ class BertEmbeddings(keras.layers.Layer):
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "dropout": self.dropout,
                 "initializer": keras.initializers.serialize(self.initializer),
+                "tie_weights": self.tie_weights,
             }
         )
         return config

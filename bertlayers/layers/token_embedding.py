@@ -28,6 +28,7 @@ class TokenEmbedding(keras.layers.Layer):
       type_vocab_size: number of segment ids the model takes.
       dropout: dropout rate on the embeddings.
       initializer: initializer of the table.
+      tie_weights: False gives `token_embedding` a separate output matrix (an untied LM head).
 
     Call args:
       token_ids, segment_ids: int `[batch, seq]`.
@@ -44,9 +45,11 @@ class TokenEmbedding(keras.layers.Layer):
         type_vocab_size=3,
         dropout=0.1,
         initializer=None,
+        tie_weights=True,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.tie_weights = bool(tie_weights)
         self.vocabulary_size = int(vocabulary_size)
         self.embedding_size = int(embedding_size)
         self.max_sequence_length = int(max_sequence_length)
@@ -56,6 +59,7 @@ class TokenEmbedding(keras.layers.Layer):
         self.token_embedding = keras.layers.ReversibleEmbedding(
             self.vocabulary_size,
             self.embedding_size,
+            tie_weights=self.tie_weights,
             embeddings_initializer=clone_initializer(self.initializer),
             dtype=self.dtype_policy,
             name="token_embedding",
@@ -90,6 +94,7 @@ class TokenEmbedding(keras.layers.Layer):
                 "type_vocab_size": self.type_vocab_size,
                 "dropout": self.dropout,
                 "initializer": keras.initializers.serialize(self.initializer),
+                "tie_weights": self.tie_weights,
             }
         )
         return config

@@ -91,6 +91,7 @@ class EncoderBase(keras.Model):
             for field in ("vocabulary_size", "max_sequence_length", "type_vocab_size"):
                 config_fields[field] = getattr(embedding_layer, field)
             config_fields["embedding_size"] = embedding_layer.embedding_size
+            config_fields["tie_word_embeddings"] = getattr(embedding_layer, "tie_weights", True)
         config = EncoderConfig(architecture=self.architecture, **config_fields)
         self._block_class = _registered_class(block_class) if block_class is not None else None
         self._block_config = dict(block_config or {})
@@ -352,6 +353,7 @@ def embeddings_for(config, dtype=None, project_to=None):
         layer_norm_epsilon=config.layer_norm_epsilon,
         dropout=config.dropout,
         initializer=bert_initializer(config.initializer_range),
+        tie_weights=config.tie_word_embeddings,
         dtype=dtype,
         name="embeddings",
     )

@@ -13,7 +13,10 @@ class EncoderConfig:
     `embedding_size` is ALBERT's E (factorized embedding); None means E = H. ALBERT applies
     `num_layer_groups` distinct blocks across `num_layers` layers (1 = all layers shared).
     `causal` makes every position attend only to itself and earlier positions (the BERT
-    paper's left-to-right ablation).
+    paper's left-to-right ablation). `type_vocab_size` 0 means no segment embedding
+    (DistilBERT). `tie_word_embeddings` False gives the output projection of the LM heads a
+    matrix of its own instead of the token embedding's transpose (transformers' setting of
+    that name).
     """
 
     vocabulary_size: int = 30522
@@ -33,6 +36,7 @@ class EncoderConfig:
     embedding_size: Optional[int] = None
     num_layer_groups: int = 1
     architecture: str = "bert"
+    tie_word_embeddings: bool = True
 
     def __post_init__(self):
         positive = (
@@ -42,13 +46,16 @@ class EncoderConfig:
             "num_heads",
             "intermediate_size",
             "max_sequence_length",
-            "type_vocab_size",
             "num_layer_groups",
         )
         for field in positive:
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"EncoderConfig.{field} must be a positive integer, got {value!r}.")
+        if isinstance(self.type_vocab_size, bool) or not isinstance(self.type_vocab_size, int) or self.type_vocab_size < 0:
+            raise ValueError(f"EncoderConfig.type_vocab_size must be a non-negative integer, got {self.type_vocab_size!r}.")
+        if not isinstance(self.tie_word_embeddings, bool):
+            raise ValueError(f"EncoderConfig.tie_word_embeddings must be True or False, got {self.tie_word_embeddings!r}.")
         if self.embedding_size is not None and (
             isinstance(self.embedding_size, bool)
             or not isinstance(self.embedding_size, int)

@@ -3,15 +3,18 @@
 
 from bertlayers.convert.huggingface import (
     IGNORED_TENSORS,
+    add_lm_transform,
+    add_output_projection,
     bert_config_fields,
-    check_tied_output,
     config_from_fields,
     map_encoder_weights,
     read_huggingface_folder,
     register_huggingface_family,
     transposed,
+    without_prefix,
 )
 from bertlayers.convert.weight_map import WeightMap
+from bertlayers.data.checkpoint_tokenizer import register_checkpoint_tokenizer, wordpiece_checkpoint_tokenizer
 from bertlayers.families.electra.encoders import electra_embeddings, electra_encoder
 from bertlayers.families.electra.pretrainer import ElectraDiscriminator, ElectraGenerator
 
@@ -41,7 +44,7 @@ def load_huggingface_electra(path, dtype=None):
       As `load_huggingface_bert`.
     """
     _, config, tensors, weights_path = read_huggingface_folder(path, "electra")
-    tensors = {key[len("electra."):] if key.startswith("electra.") else key: value for key, value in tensors.items()}
+    tensors = without_prefix(tensors, "electra.")
     encoder = electra_encoder(config, electra_embeddings(config, dtype), dtype=dtype, name="encoder")
     weights = WeightMap(tensors, weights_path)
     map_encoder_weights(encoder, config, weights, pooler=False)
@@ -50,14 +53,9 @@ def load_huggingface_electra(path, dtype=None):
         weights.add(encoder.embedding_projection.bias, "embeddings_project.bias")
 
     if any(key.startswith("generator_predictions.") for key in tensors):
-        check_tied_output(tensors, "generator_lm_head.weight", "embeddings.word_embeddings.weight", weights_path)
         model = ElectraGenerator(encoder)
-        head = model.generator_head
-        weights.add(head.transform_dense.kernel, "generator_predictions.dense.weight", transposed)
-        weights.add(head.transform_dense.bias, "generator_predictions.dense.bias")
-        weights.add(head.layer_norm.gamma, "generator_predictions.LayerNorm.weight")
-        weights.add(head.layer_norm.beta, "generator_predictions.LayerNorm.bias")
-        weights.add(head.output_bias, "generator_lm_head.bias")
+        add_lm_transform(weights, model.generator_head, "generator_predictions.dense", "generator_predictions.LayerNorm", "generator_lm_head.bias")
+        add_output_projection(weights, encoder, "generator_lm_head.weight", "embeddings.word_embeddings.weight")
     elif any(key.startswith("discriminator_predictions.") for key in tensors):
         model = ElectraDiscriminator(encoder)
         head = model.discriminator_head
@@ -67,9 +65,10 @@ def load_huggingface_electra(path, dtype=None):
         weights.add(head.prediction.bias, "discriminator_predictions.dense_prediction.bias")
     else:
         model = encoder
-    # The generator's output matrix is its word embedding (tied); a saved copy adds nothing.
+    # A tied generator's output matrix is its word embedding; a saved copy adds nothing.
     weights.apply(ignore=IGNORED_TENSORS + (r"^generator_lm_head\.weight$",))
     return model
 
 
 register_huggingface_family("electra", electra_config_from_huggingface, load_huggingface_electra)
+register_checkpoint_tokenizer("electra", wordpiece_checkpoint_tokenizer)

@@ -3,12 +3,14 @@
 from bertlayers.convert.huggingface import (
     IGNORED_TENSORS,
     add_norms_and_feed_forward,
-    check_tied_output,
+    add_output_projection,
     config_from_fields,
     read_huggingface_folder,
     register_huggingface_family,
     require_keys,
+    tied_output,
     transposed,
+    without_prefix,
 )
 from bertlayers.convert.weight_map import WeightMap
 from bertlayers.families.xlnet.encoder import XLNetEncoder
@@ -37,6 +39,7 @@ def xlnet_config_from_huggingface(hf_config, source):
         raise ValueError(f"{source}: d_head x n_head must equal d_model.")
     fields = {field: hf_config[key] for key, field in XLNET_CONFIG_KEYS.items() if key in hf_config}
     fields["attention_dropout"] = fields.get("dropout", 0.1)
+    fields["tie_word_embeddings"] = tied_output(hf_config)
     # Segments 0 and 1, and 2 for XLNet's [CLS]; no position table, so the limit is ours.
     fields.update(architecture="xlnet", type_vocab_size=3)
     return config_from_fields(fields, source)
@@ -63,7 +66,7 @@ def load_huggingface_xlnet(path, dtype=None):
       As `load_huggingface_bert`.
     """
     hf_config, config, tensors, weights_path = read_huggingface_folder(path, "xlnet")
-    tensors = {key[len("transformer."):] if key.startswith("transformer.") else key: value for key, value in tensors.items()}
+    tensors = without_prefix(tensors, "transformer.")
     encoder = XLNetEncoder.from_encoder_config(
         config,
         clamp_len=hf_config.get("clamp_len", -1),
@@ -99,10 +102,10 @@ def load_huggingface_xlnet(path, dtype=None):
 
     model = encoder
     if "lm_loss.bias" in tensors:
-        check_tied_output(tensors, "lm_loss.weight", "word_embedding.weight", weights_path)
         model = XLNetPretrainer(encoder)
         weights.add(model.lm_head.output_bias, "lm_loss.bias")
-    # The LM head's matrix is the word embedding (tied); a task head's output layer is not ours.
+        add_output_projection(weights, encoder, "lm_loss.weight", "word_embedding.weight")
+    # A tied LM head's matrix is the word embedding; a task head's output layer is not ours.
     weights.apply(ignore=IGNORED_TENSORS + (r"^lm_loss\.weight$", r"^logits_proj\.", r"^qa_outputs\.", r"^start_logits\.", r"^end_logits\.", r"^answer_class\."))
     return model
 

@@ -71,6 +71,7 @@ class XLNetEncoder(EncoderBase):
             type_vocab_size=config.type_vocab_size,
             dropout=config.dropout,
             initializer=bert_initializer(config.initializer_range),
+            tie_weights=config.tie_word_embeddings,
             dtype=dtype,
             name="embeddings",
         )

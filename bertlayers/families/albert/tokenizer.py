@@ -1,0 +1,16 @@
+"""ALBERT's text: its `spiece.model`, lower-cased and accent-stripped unless the checkpoint's
+tokenizer_config.json says otherwise, packed as BERT's `[CLS] A [SEP] B [SEP]`."""
+
+from bertlayers.data.checkpoint_tokenizer import CheckpointTokenizer, register_checkpoint_tokenizer, spiece_tokenizer
+from bertlayers.data.input_layout import bert_layout
+
+
+def albert_checkpoint_tokenizer(folder, config, tokenizer_config):
+    tokenizer, special = spiece_tokenizer(
+        folder, "albert", tokenizer_config.get("do_lower_case", True), strip_accents=not tokenizer_config.get("keep_accents", False)
+    )
+    layout = bert_layout(special("[CLS]"), special("[SEP]"), special("<pad>"))
+    return CheckpointTokenizer(tokenizer, layout, len(tokenizer.pieces), "sentencepiece")
+
+
+register_checkpoint_tokenizer("albert", albert_checkpoint_tokenizer)

@@ -1,0 +1,72 @@
+"""RoBERTa's and XLM-R's Hugging Face checkpoints: transformers' `RobertaModel`,
+`RobertaForMaskedLM` and their XLM-R twins (one layout under the prefix "roberta.")."""
+
+from bertlayers.convert.huggingface import (
+    IGNORED_TENSORS,
+    add_lm_transform,
+    add_output_projection,
+    bert_config_fields,
+    config_from_fields,
+    map_encoder_weights,
+    output_bias_key,
+    read_huggingface_folder,
+    register_huggingface_family,
+    without_prefix,
+)
+from bertlayers.convert.weight_map import WeightMap
+from bertlayers.models.pretrainer import BertPretrainer
+from bertlayers.networks.bert_encoder import BertEncoder
+
+
+def _padding_id(hf_config):
+    return hf_config.get("pad_token_id", 1)
+
+
+def roberta_config_from_huggingface(hf_config, source):
+    """BERT's config names; RoBERTa counts positions from `pad_token_id + 1` (fairseq's
+    convention), so `max_position_embeddings` (514 in the releases) holds that many fewer
+    usable positions (512)."""
+    fields = bert_config_fields(hf_config, source)
+    if "max_position_embeddings" in hf_config:
+        fields["max_sequence_length"] = hf_config["max_position_embeddings"] - _padding_id(hf_config) - 1
+    return config_from_fields(fields, source)
+
+
+def load_huggingface_roberta(path, dtype=None):
+    """Build a RoBERTa (or XLM-R) model from a Hugging Face checkpoint folder.
+
+    Args:
+      path: a folder with `config.json` (`model_type` "roberta" or "xlm-roberta") and
+        `model.safetensors`: a `RobertaModel` or a `RobertaForMaskedLM` (tied or untied,
+        as `tie_word_embeddings` says), or the XLM-R classes.
+      dtype: dtype policy, e.g. "mixed_bfloat16"; weights stay float32.
+
+    Returns:
+      A `BertPretrainer` without a sentence head (`mlm` ↔ transformers' `logits` at the masked
+      positions) for a masked-LM folder, else its `BertEncoder` (`sequence_output` ↔
+      `last_hidden_state`; `pooled_output` ↔ `pooler_output` where the folder has a pooler).
+
+      transformers gives position `pad_token_id + 1 + i` to the i-th real token; the encoder
+      reads the table from that row on, so outputs agree wherever the padding is on the right.
+
+    Raises:
+      As `load_huggingface_bert`.
+    """
+    hf_config, config, tensors, weights_path = read_huggingface_folder(path, ("roberta", "xlm-roberta"))
+    tensors = without_prefix(tensors, "roberta.")
+    encoder = BertEncoder.from_encoder_config(config, dtype=dtype, name="encoder")
+    weights = WeightMap(tensors, weights_path)
+    first_position = _padding_id(hf_config) + 1
+    map_encoder_weights(encoder, config, weights, pooler="pooler.dense.weight" in tensors, positions=lambda table: table[first_position:])
+    model = encoder
+    if "lm_head.dense.weight" in tensors:
+        model = BertPretrainer(encoder, next_sentence=False, name="roberta_pretrainer")
+        add_lm_transform(weights, model.lm_head, "lm_head.dense", "lm_head.layer_norm", output_bias_key(tensors, "lm_head"))
+        add_output_projection(weights, encoder, "lm_head.decoder.weight", "embeddings.word_embeddings.weight")
+    # The LM head's other bias copy, and a task head, are not ours.
+    weights.apply(ignore=IGNORED_TENSORS + (r"^lm_head\.(decoder\.)?(weight|bias)$", r"^classifier\.", r"^qa_outputs\."))
+    return model
+
+
+register_huggingface_family("roberta", roberta_config_from_huggingface, load_huggingface_roberta)
+register_huggingface_family("xlm-roberta", roberta_config_from_huggingface, load_huggingface_roberta)
