@@ -17,13 +17,11 @@ import os
 import numpy as np
 
 from bertlayers.data.classification_data import LabelMap, encode_examples, read_text_examples, regression_targets
-from bertlayers.data.tokenizer import BertInputPacker, wordpiece_tokenizer
 from bertlayers.metrics import accuracy, classification_metrics, pearson, spearman
 from bertlayers.models import SequenceClassifier
 from bertlayers.runs.finetuning import (
     add_feature_based_arguments, add_finetuning_arguments, encoder_source, feature_based_options, finetune,
-    finetuning_config, start,
-    vocabulary_for, write_json,
+    finetuning_config, packer_for, start, write_json,
 )
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.utils.atomic_files import write_text
@@ -51,7 +49,7 @@ def main():
     if args.max_train_examples:
         print(f"Training on the first {args.max_train_examples} of {len(train)} examples of {args.train_file}")
         train = train[: args.max_train_examples]
-    packer = BertInputPacker(wordpiece_tokenizer(vocabulary_for(config)), args.sequence_length)
+    packer = packer_for(config, args.sequence_length)
     x_train, x_eval = encode_examples(packer, train, args.train_file), encode_examples(packer, evaluation, args.eval_file)
     if args.regression:
         y_train, y_eval = regression_targets(train), regression_targets(evaluation)

@@ -31,12 +31,12 @@ def test_forwarded_names_resolve_to_the_family_objects(namespace):
 
 def test_importing_the_families_registers_them():
     assert {"electra", "spanbert", "xlnet"} <= set(recipe_names())
-    assert {"bert", "electra", "xlnet"} <= set(HUGGINGFACE_FAMILIES)
+    assert {"albert", "bert", "distilbert", "electra", "roberta", "xlm-roberta", "xlnet"} <= set(HUGGINGFACE_FAMILIES)
     assert "xlnet" in ENCODERS and {"xlnet_base", "xlnet_large"} <= set(preset_names())
 
 
 def test_an_unknown_model_type_lists_the_registered_ones():
-    with pytest.raises(ValueError, match=r"model_type 'gpt2' is not supported; supported: bert, electra, xlnet"):
+    with pytest.raises(ValueError, match=r"model_type 'gpt2' is not supported; supported: albert, bert, distilbert, electra, roberta, xlm-roberta, xlnet"):
         encoder_config_from_huggingface({"model_type": "gpt2"})
 
 

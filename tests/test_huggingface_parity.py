@@ -140,7 +140,11 @@ def test_corrupt_weights_file(tmp_path):
 
 
 def test_unsupported_model_type(tmp_path):
-    with pytest.raises(ValueError, match="model_type 'roberta' is not supported"):
+    with pytest.raises(ValueError, match="model_type 'gpt2' is not supported"):
+        load_huggingface_bert(copy_checkpoint(tmp_path, config_changes={"model_type": "gpt2"}))
+    # A supported model_type of another family names the loader that reads it.
+    shutil.rmtree(tmp_path / "ckpt")
+    with pytest.raises(ValueError, match="model_type 'roberta' is not a bert checkpoint; use load_huggingface_roberta"):
         load_huggingface_bert(copy_checkpoint(tmp_path, config_changes={"model_type": "roberta"}))
 
 

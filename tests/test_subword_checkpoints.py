@@ -73,3 +73,87 @@ def test_untied_models_save_and_load_with_their_own_output_matrix(tmp_path):
     )
     embedding = loaded.encoder.token_embedding
     assert not embedding.tie_weights and embedding.reverse_embeddings.shape == (32, 2000)
+
+
+SERVE_IN_A_FRESH_PROCESS = """
+import json, sys
+import numpy as np, tensorflow as tf, tensorflow_text  # noqa: F401  (the tokenizers' kernels)
+texts = json.loads(sys.argv[1])
+answers = {}
+for name, path in json.loads(sys.argv[2]).items():
+    serve = tf.saved_model.load(path).signatures["serving_default"]
+    answers[name] = serve(text=tf.constant(texts))["logits"].numpy().tolist()
+print(json.dumps(answers))
+"""
+FINE_TUNED = ["roberta", "xlm-roberta", "albert", "distilbert", "xlnet"]
+
+
+def _checkpoint_folder(family, folder):
+    """The fixture model of `family` with tokenizer files of its vocabulary's size beside it."""
+    import shutil
+
+    from subword_files import write_tokenizer_folder
+
+    from bertlayers.data.assets import bert_uncased_vocabulary
+
+    shutil.copytree(_folder(family), folder)
+    if family == "distilbert":  # WordPiece: the real vocabulary's first 1,000 entries
+        with open(bert_uncased_vocabulary(), encoding="utf-8") as f:
+            lines = f.readlines()[:1000]
+        with open(os.path.join(folder, "vocab.txt"), "w", encoding="utf-8") as f:
+            f.writelines(lines)
+        return folder
+    files = write_tokenizer_folder(str(folder) + "_tokenizer", family)
+    for name in os.listdir(files):
+        if name != "config.json":
+            shutil.copy(os.path.join(files, name), folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def served_families(tmp_path_factory):
+    """Each family: a classifier fine-tuned a few steps on real Rotten Tomatoes snippets from its
+    checkpoint folder (its own tokenizer read from the folder), saved, loaded and exported."""
+    import keras
+
+    from bertlayers.convert import load_model_file, save_model
+    from bertlayers.convert.model_files import vocabulary_of
+    from bertlayers.data.checkpoint_tokenizer import text_packer
+    from bertlayers.data.assets import rotten_tomatoes_snippets
+    from bertlayers.export import export_for_serving
+    from bertlayers.models import SequenceClassifier
+
+    root = tmp_path_factory.mktemp("families")
+    snippets = rotten_tomatoes_snippets()
+    train, check = snippets[:32], [text for text, _ in snippets[1000:1008]]
+    results = {}
+    for family in FINE_TUNED:
+        folder = _checkpoint_folder(family, str(root / family))
+        packer = text_packer(vocabulary_of(folder), 48)
+        x = packer([text for text, _ in train])
+        y = np.array([label == "fresh" for _, label in train], "int32")
+        keras.utils.set_random_seed(0)
+        model = SequenceClassifier(load_encoder(folder), 2, label_names=["rotten", "fresh"])
+        model.compile(optimizer=keras.optimizers.Adam(1e-3))
+        history = model.fit(x, {"logits": y}, batch_size=16, epochs=4, verbose=0)
+        save_model(model, str(root / f"{family}.keras"))
+        loaded = load_model_file(str(root / f"{family}.keras"))
+        paths = export_for_serving(loaded, family.replace("-", "_"), base_dir=str(root / "savedmodels"), sequence_length=48,
+                                    truncate=True)  # as the packer cuts the long snippets
+        expected = loaded.predict(packer(check), verbose=0)["logits"]
+        results[family] = (paths[family.replace("-", "_") + "_text"], expected, history.history["loss"])
+    return check, results
+
+
+def test_each_family_fine_tunes_and_serves_text_from_its_own_folder(served_families):
+    import json
+
+    from processes import python, run
+
+    check, results = served_families
+    for family, (_, _, losses) in results.items():
+        assert np.isfinite(losses).all() and losses[-1] < losses[0], (family, losses)
+    paths = {family: path for family, (path, _, _) in results.items()}
+    answers = json.loads(run(python(SERVE_IN_A_FRESH_PROCESS) + [json.dumps(check), json.dumps(paths)]).stdout.splitlines()[-1])
+    for family, (_, expected, _) in results.items():
+        np.testing.assert_allclose(np.array(answers[family]), expected, atol=1e-4, err_msg=family)

@@ -87,3 +87,57 @@ def test_the_served_graph_gives_the_python_paths_ids(folders, family, tmp_path):
     want = ours.encode(texts[:30], texts[30:], sequence_length=64)
     for index, name in enumerate(("token_ids", "segment_ids", "padding_mask")):
         np.testing.assert_array_equal(got[f"output_{index}"].numpy(), want[name])
+
+
+def test_a_sentencepiece_tokenizer_outlives_a_seed_being_set(folders):
+    """Setting a seed drops eager TensorFlow's cached kernels; tensorflow-text's SentencePiece
+    model belonged to its kernel, so a tokenizer made before `keras.utils.set_random_seed` failed
+    after it ("Resource ... SentencepieceOp ... does not exist")."""
+    import keras
+
+    tokenizer = checkpoint_tokenizer(folders["albert"]).tokenizer
+    before = tokenizer.tokenize(tf.constant(["a seed is set"])).to_list()
+    keras.utils.set_random_seed(0)
+    assert tokenizer.tokenize(tf.constant(["a seed is set"])).to_list() == before
+
+
+def test_tokenizer_files_that_do_not_fit_are_named(folders, tmp_path):
+    import shutil
+
+    from bertlayers.convert import load_encoder
+
+    # Tokenizer files of another size than the config's vocab_size.
+    other = tmp_path / "other"
+    shutil.copytree(folders["albert"], other)
+    with open(other / "config.json", "w") as f:
+        json.dump({"model_type": "albert", "vocab_size": 1200}, f)
+    with pytest.raises(ValueError, match=r"has 1000 tokens but config.json says vocab_size 1200: the tokenizer files belong to another checkpoint"):
+        checkpoint_tokenizer(str(other))
+    # A folder with no tokenizer files.
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    shutil.copy(os.path.join(folders["roberta"], "config.json"), bare)
+    with pytest.raises(FileNotFoundError, match=r"has no vocab.json: a roberta checkpoint's tokenizer needs it"):
+        checkpoint_tokenizer(str(bare))
+    # A merges.txt that does not parse, and one that does not belong to its vocab.json.
+    broken = tmp_path / "broken"
+    shutil.copytree(folders["roberta"], broken)
+    with open(broken / "merges.txt", "a", encoding="utf-8") as f:
+        f.write("onlyonetoken\n")
+    with pytest.raises(ValueError, match=r"merges.txt:\d+: expected a merge 'left right', got 'onlyonetoken'"):
+        checkpoint_tokenizer(str(broken))
+    with open(broken / "merges.txt", "w", encoding="utf-8") as f:
+        f.write("#version: 0.2\nq z\n")
+    with pytest.raises(ValueError, match=r"merges into pieces .*vocab.json lacks \('qz'\): the files do not belong together"):
+        checkpoint_tokenizer(str(broken))
+    # A SentencePiece model file that is not one.
+    corrupt = tmp_path / "corrupt"
+    shutil.copytree(folders["xlnet"], corrupt)
+    (corrupt / "spiece.model").write_bytes(b"not a model")
+    with pytest.raises(ValueError, match=r"spiece.model is not a SentencePiece model"):
+        checkpoint_tokenizer(str(corrupt))
+    # An unsupported model_type names the supported ones.
+    with open(other / "config.json", "w") as f:
+        json.dump({"model_type": "gpt2", "vocab_size": 1000}, f)
+    with pytest.raises(ValueError, match=r"no tokenizer for model_type 'gpt2'; supported: albert, bert, distilbert, electra, roberta, xlm-roberta, xlnet"):
+        checkpoint_tokenizer(str(other))

@@ -3,8 +3,10 @@ model was trained with recorded inside it.
 
 A `.keras` archive holds the model's config and weights; Keras reads only its own members, so
 the vocabulary and its lower-casing travel as two more (`bertlayers/vocab.txt`,
-`bertlayers/text.json`). `save_model` writes them, `load_model_file` reads them back, and
-`export_for_serving` builds the text SavedModel's tokenizer from them:
+`bertlayers/text.json`), or, for a checkpoint with a byte-level BPE or SentencePiece tokenizer,
+its tokenizer files (`bertlayers/tokenizer/<name>`, its model_type in `bertlayers/text.json`).
+`save_model` writes them, `load_model_file` reads them back, and `export_for_serving` builds
+the text SavedModel's tokenizer from them:
 
     record_vocabulary(model, "vocab.txt", lowercase=True)   # once, for a model you composed
     save_model(model, "model.keras")                        # weights + config + vocabulary
@@ -17,19 +19,26 @@ import os
 import zipfile
 
 
+from bertlayers.data.checkpoint_tokenizer import TokenizerFiles
 from bertlayers.data.tokenizer import ModelVocabulary, check_vocabulary_fits
 from bertlayers.networks.input_limits import input_limits
 from bertlayers.utils import atomic_files
 
 VOCABULARY_MEMBER = "bertlayers/vocab.txt"
 TEXT_MEMBER = "bertlayers/text.json"
+TOKENIZER_FOLDER = "bertlayers/tokenizer/"
 _ATTRIBUTE = "_bertlayers_vocabulary"  # set with object.__setattr__: Keras does not track it
 
 
 def record_vocabulary(model, vocabulary, lowercase=True):
-    """Record on `model` the vocabulary it was trained with (a vocab.txt path, tokens or a
-    `ModelVocabulary`), after checking it has one token per row of the model's token embedding.
-    `save_model` stores it and `export_for_serving` uses it. Returns `model`."""
+    """Record on `model` the vocabulary it was trained with (a vocab.txt path, tokens, a
+    `ModelVocabulary`, or a checkpoint's `TokenizerFiles`), after checking it has one token per
+    row of the model's token embedding. `save_model` stores it and `export_for_serving` uses
+    it. Returns `model`."""
+    if isinstance(vocabulary, TokenizerFiles):
+        vocabulary.checkpoint_tokenizer(input_limits(model).vocabulary_size)
+        object.__setattr__(model, _ATTRIBUTE, vocabulary)
+        return model
     if isinstance(vocabulary, ModelVocabulary):
         vocabulary, lowercase = vocabulary.tokens, vocabulary.lowercase
     tokens = check_vocabulary_fits(vocabulary, input_limits(model).vocabulary_size)
@@ -38,8 +47,13 @@ def record_vocabulary(model, vocabulary, lowercase=True):
 
 
 def recorded_vocabulary(model):
-    """The `ModelVocabulary` recorded on `model`, or None."""
-    return getattr(model, _ATTRIBUTE, None)
+    """The `ModelVocabulary` or `TokenizerFiles` recorded on `model`, else on a layer inside it
+    (the encoder a task model or a user's own model was built on), or None."""
+    recorded = getattr(model, _ATTRIBUTE, None)
+    if recorded is None and hasattr(model, "_flatten_layers"):
+        recorded = next((getattr(layer, _ATTRIBUTE) for layer in model._flatten_layers(include_self=False)
+                         if getattr(layer, _ATTRIBUTE, None) is not None), None)
+    return recorded
 
 
 @contextlib.contextmanager
@@ -63,7 +77,10 @@ def save_model(model, path, include_optimizer=False):
     serving does not, and for Adam it is twice the weights)."""
     vocabulary = recorded_vocabulary(model)
     members = {}
-    if vocabulary is not None:
+    if isinstance(vocabulary, TokenizerFiles):
+        members[TEXT_MEMBER] = json.dumps({"tokenizer": "checkpoint", "model_type": vocabulary.model_type})
+        members.update({TOKENIZER_FOLDER + name: data for name, data in vocabulary.files})
+    elif vocabulary is not None:
         members[VOCABULARY_MEMBER] = "\n".join(vocabulary.tokens) + "\n"
         members[TEXT_MEMBER] = json.dumps({"tokenizer": "wordpiece", "lowercase": vocabulary.lowercase})
     if include_optimizer:
@@ -74,19 +91,23 @@ def save_model(model, path, include_optimizer=False):
 
 
 def read_recorded_vocabulary(archive):
-    """The `ModelVocabulary` inside an open `.keras` `zipfile.ZipFile`, or None."""
+    """The `ModelVocabulary` or `TokenizerFiles` inside an open `.keras` `zipfile.ZipFile`, or None."""
     names = set(archive.namelist())
+    settings = json.loads(archive.read(TEXT_MEMBER)) if TEXT_MEMBER in names else {}
+    if settings.get("tokenizer") == "checkpoint":
+        files = tuple((name[len(TOKENIZER_FOLDER):], archive.read(name)) for name in sorted(names) if name.startswith(TOKENIZER_FOLDER))
+        return TokenizerFiles(settings["model_type"], files)
     if VOCABULARY_MEMBER not in names:
         return None
-    settings = json.loads(archive.read(TEXT_MEMBER)) if TEXT_MEMBER in names else {}
     tokens = archive.read(VOCABULARY_MEMBER).decode("utf-8").splitlines()
     return ModelVocabulary(tuple(tokens), bool(settings.get("lowercase", True)))
 
 
 def vocabulary_of(source):
-    """The `ModelVocabulary` that goes with a model `source`, or None: the one recorded in a
-    `.keras` file; for a folder, a Hugging Face `vocab.txt` (lower-cased as its
-    `tokenizer_config.json` says) or the one recorded in its `encoder.keras`."""
+    """The `ModelVocabulary` (or `TokenizerFiles`) that goes with a model `source`, or None: the
+    one recorded in a `.keras` file; for a folder, a Hugging Face `vocab.txt` (lower-cased as its
+    `tokenizer_config.json` says), another checkpoint's tokenizer files (byte-level BPE,
+    SentencePiece), or the one recorded in its `encoder.keras`."""
     if os.path.isfile(source) and zipfile.is_zipfile(source):
         with zipfile.ZipFile(source) as archive:
             return read_recorded_vocabulary(archive)
@@ -103,6 +124,10 @@ def vocabulary_of(source):
             except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
                 raise ValueError(f"{settings} is not a JSON object of tokenizer settings.") from None
         return ModelVocabulary.from_file(vocabulary, lowercase)
+    if os.path.isfile(os.path.join(source, "config.json")):
+        files = TokenizerFiles.from_folder(source)
+        if any(name != "tokenizer_config.json" for name, _ in files.files):
+            return files
     return vocabulary_of(os.path.join(source, "encoder.keras"))
 
 

@@ -12,13 +12,14 @@ folder registers its own.
 import dataclasses
 import json
 import os
+import tempfile
 
 import numpy as np
 import tensorflow as tf
 
 from bertlayers.data.input_layout import InputLayout, bert_layout
 from bertlayers.data.sentencepiece_model import SentencePiece, read_sentencepiece_model
-from bertlayers.data.tokenizer import load_vocabulary
+from bertlayers.data.tokenizer import BertInputPacker, load_vocabulary, wordpiece_tokenizer
 from bertlayers.data.wordpiece import InGraphTokenizer
 
 
@@ -38,15 +39,103 @@ class CheckpointTokenizer:
     layout: InputLayout
     vocabulary_size: int
     kind: str
+    truncation: str = "longest_first"
 
-    def encode(self, first, second=None, sequence_length=512, truncation="longest_first"):
+    def tokenize(self, texts):
+        """Ids of a batch of strings `[batch]`, ragged int32 `[batch, (pieces)]` (graph ops)."""
+        return self.tokenizer.tokenize(texts)
+
+    def packer(self, sequence_length):
+        """A `CheckpointPacker`: `(first, second=None)` → model inputs at `sequence_length`."""
+        return CheckpointPacker(self, sequence_length)
+
+    def encode(self, first, second=None, sequence_length=512, truncation=None):
         """Model inputs of a text or a batch of texts (and their pair texts), as int32 numpy
         arrays `[batch, length]`: token_ids, segment_ids, padding_mask."""
         batched = not isinstance(first, str)
         as_batch = lambda texts: tf.constant(list(texts) if batched else [texts], tf.string)  # noqa: E731
         second_ids = None if second is None else self.tokenizer.tokenize(as_batch(second))
-        packed = self.layout.pack(self.tokenizer.tokenize(as_batch(first)), second_ids, sequence_length, truncation)
+        packed = self.layout.pack(self.tokenizer.tokenize(as_batch(first)), second_ids, sequence_length, truncation or self.truncation)
         return {name: np.asarray(x, "int32") for name, x in zip(("token_ids", "segment_ids", "padding_mask"), packed)}
+
+
+class CheckpointPacker:
+    """Texts → a checkpoint's model inputs at a fixed `sequence_length` (what the runners'
+    data preparation calls; `BertInputPacker` is its WordPiece twin).
+
+    Call args:
+      first: a string or a batch of strings; second: optional pair texts, same batch.
+
+    Returns:
+      dict of int32 `[batch, length]` numpy arrays: token_ids, segment_ids, padding_mask.
+    """
+
+    def __init__(self, checkpoint_tokenizer, sequence_length):
+        self.checkpoint_tokenizer = checkpoint_tokenizer
+        self.tokenizer = checkpoint_tokenizer.tokenize
+        self.sequence_length = int(sequence_length)
+
+    def special_tokens(self, pair):
+        return self.checkpoint_tokenizer.layout.special_tokens(pair)
+
+    def __call__(self, first, second=None):
+        return self.checkpoint_tokenizer.encode(first, second, self.sequence_length)
+
+
+# The files a checkpoint's tokenizer is read from (one family needs some of them).
+TOKENIZER_FILES = ("vocab.txt", "vocab.json", "merges.txt", "spiece.model", "sentencepiece.bpe.model", "tokenizer_config.json")
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenizerFiles:
+    """A checkpoint's tokenizer as its files: what a model records so that its text is
+    tokenized in training, in a saved `.keras` file and in a served graph alike.
+
+    Attributes:
+      model_type: the checkpoint's transformers model_type (it picks the reader and layout).
+      files: ((file name, bytes), ...) of the folder's `TOKENIZER_FILES`.
+    """
+
+    model_type: str
+    files: tuple
+
+    @classmethod
+    def from_folder(cls, folder):
+        """The tokenizer files of a checkpoint folder (its config.json names the model_type)."""
+        model_type = _json(os.path.join(folder, "config.json")).get("model_type", "bert")
+        files = []
+        for name in TOKENIZER_FILES:
+            path = os.path.join(folder, name)
+            if os.path.isfile(path):
+                with open(path, "rb") as f:
+                    files.append((name, f.read()))
+        return cls(model_type, tuple(files))
+
+    def checkpoint_tokenizer(self, vocabulary_size=None):
+        """The `CheckpointTokenizer` these files make; with `vocabulary_size` (a model's token
+        embedding rows), a ValueError unless the tokenizer has exactly that many tokens."""
+        with tempfile.TemporaryDirectory() as folder:
+            for name, data in self.files:
+                with open(os.path.join(folder, name), "wb") as f:
+                    f.write(data)
+            with open(os.path.join(folder, "config.json"), "w") as f:
+                json.dump({"model_type": self.model_type}, f)
+            tokenizer = checkpoint_tokenizer(folder)
+        if vocabulary_size is not None and tokenizer.vocabulary_size != vocabulary_size:
+            raise ValueError(
+                f"The {self.model_type} tokenizer has {tokenizer.vocabulary_size} tokens, but the model's token embedding "
+                f"has {vocabulary_size} rows: the tokenizer belongs to another model."
+            )
+        return tokenizer
+
+
+def text_packer(vocabulary, sequence_length):
+    """What turns texts into a model's inputs at `sequence_length`, for what a model records
+    (`bertlayers.convert.vocabulary_of`): a checkpoint's `TokenizerFiles` give its own tokenizer
+    and layout (`CheckpointPacker`), a WordPiece `ModelVocabulary` (or vocab.txt) a `BertInputPacker`."""
+    if isinstance(vocabulary, TokenizerFiles):
+        return vocabulary.checkpoint_tokenizer().packer(sequence_length)
+    return BertInputPacker(wordpiece_tokenizer(vocabulary), sequence_length)
 
 
 # model_type -> reader(folder, config dict, tokenizer_config dict) -> CheckpointTokenizer

@@ -178,9 +178,9 @@ def encode_examples(packer, examples, source):
     tokenizer = packer.tokenizer
     first = [e.text_a for e in examples]
     second = [e.text_b for e in examples] if examples[0].text_b is not None else None
-    lengths = np.array([len(t) for t in _token_lists(tokenizer, first)]) + 2
+    lengths = np.array([len(t) for t in _token_lists(tokenizer, first)]) + packer.special_tokens(second is not None)
     if second is not None:
-        lengths += np.array([len(t) for t in _token_lists(tokenizer, second)]) + 1
+        lengths += np.array([len(t) for t in _token_lists(tokenizer, second)])
     over = int(np.sum(lengths > packer.sequence_length))
     if over:
         # A report, not a warning: truncating long inputs is the expected, documented behaviour.

@@ -4,9 +4,26 @@ the text clean-up the checkpoints' tokenizers apply first, and the checkpoints' 
 Ids equal Hugging Face's fast tokenizers' (tests/test_subword_tokenizers.py).
 """
 
+import hashlib
+
 import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
+from tensorflow_text.python.ops import sentencepiece_tokenizer as tf_text_sentencepiece
+
+
+class _NamedModelResource(tf_text_sentencepiece._SentencepieceModelResource):
+    """tensorflow-text's SentencePiece model resource, under a name of its own.
+
+    Unnamed, the resource belongs to the op's kernel (tensorflow-text's TODO b/318839908), and
+    eager TensorFlow drops its cached kernels whenever a seed is set (`keras.utils.set_random_seed`):
+    every tokenizer made before then failed with "Resource ... SentencepieceOp ... does not
+    exist". Named after the model's bytes, it lives in the resource manager; one model, one
+    resource."""
+
+    def _create_resource(self):
+        name = "bertlayers_sentencepiece_" + hashlib.sha256(self._model).hexdigest()[:24]
+        return tf_text_sentencepiece.gen_sentencepiece_tokenizer.sentencepiece_op(model=self._model, shared_name=name)
 
 
 def read_sentencepiece_model(path):
@@ -47,6 +64,7 @@ class SentencePiece(tf.Module):
         self.lowercase, self.strip_accents, self.replace_quotes = bool(lowercase), bool(strip_accents), bool(replace_quotes)
         self._id_map = None if id_map is None else tf.constant(np.asarray(id_map, "int32"))
         self._model = tf_text.SentencepieceTokenizer(model=model, out_type=tf.int32)
+        self._model._model_resource = _NamedModelResource(model, None)
 
     def _clean(self, texts):
         if self.replace_quotes:

@@ -59,6 +59,11 @@ def wordpiece_tokenizer(vocabulary, lowercase=True, sequence_length=None):
     """
     if isinstance(vocabulary, ModelVocabulary):
         vocabulary, lowercase = list(vocabulary.tokens), vocabulary.lowercase
+    if hasattr(vocabulary, "model_type"):  # a checkpoint's TokenizerFiles
+        raise ValueError(
+            f"This {vocabulary.model_type} checkpoint's tokenizer is not WordPiece; this step takes WordPiece "
+            "checkpoints (BERT, ELECTRA, DistilBERT) only so far."
+        )
     if isinstance(vocabulary, str):
         vocabulary = load_vocabulary(vocabulary)
     return keras_hub.tokenizers.WordPieceTokenizer(
@@ -98,6 +103,10 @@ class BertInputPacker:
             pad_value=tokenizer.token_to_id("[PAD]"),
             truncate="waterfall",
         )
+
+    def special_tokens(self, pair):
+        """How many special tokens a single text (`pair` False) or a pair gets: [CLS] and [SEP]s."""
+        return 3 if pair else 2
 
     def __call__(self, first, second=None):
         batched = not isinstance(first, str)

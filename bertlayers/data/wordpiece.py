@@ -23,6 +23,9 @@ class InGraphTokenizer(tf.Module):
       lowercase: lower-case and strip accents first (uncased models).
     """
 
+    # How BertInputPacker (keras-hub's packer), this tokenizer's Python twin, cuts a long pair.
+    truncation = "waterfall"
+
     def __init__(self, vocabulary, lowercase=True):
         super().__init__()
         tokens = load_vocabulary(vocabulary) if isinstance(vocabulary, str) else list(vocabulary)

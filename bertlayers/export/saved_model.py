@@ -2,7 +2,8 @@
 
 For a model named NAME, two SavedModels:
   <base>/NAME/<version>/        token ids in (core TensorFlow ops only: loads in any TF Serving)
-  <base>/NAME_text/<version>/   strings in, WordPiece tokenization and packing in the graph
+  <base>/NAME_text/<version>/   strings in, the checkpoint's tokenizer (WordPiece, byte-level BPE, SentencePiece)
+                                and its layout in the graph
 and <base>/models.config (ModelServerConfig text format) naming every model under <base>.
 
 Each version folder is written beside its final place and renamed into it, so it appears
@@ -19,9 +20,10 @@ import uuid
 
 import tensorflow as tf
 
-from bertlayers.data.tokenizer import check_vocabulary_fits
-from bertlayers.export.request_checks import checked_id_request, checked_ranks, checked_text_request
+from bertlayers.data.checkpoint_tokenizer import CheckpointTokenizer, TokenizerFiles
+from bertlayers.data.tokenizer import ModelVocabulary, check_vocabulary_fits
 from bertlayers.data.wordpiece import InGraphTokenizer
+from bertlayers.export.request_checks import checked_id_request, checked_ranks, checked_text_request
 from bertlayers.export.serving_outputs import (
     ID_INPUTS,
     TaggerOutputs,
@@ -133,11 +135,11 @@ def _text_signatures(servable, tokenizer, sequence_length, truncate):
             question_ids = question_ids[:, : outputs_kind.max_query_length]
             context_ids, starts, ends, starts_word, ends_word = tokenizer.tokenize_with_offsets(context)
             token_ids, segment_ids, padding_mask = tokenizer.layout.pack(
-                question_ids, context_ids, sequence_length, truncation="waterfall", truncate=truncate
+                question_ids, context_ids, sequence_length, truncation=tokenizer.truncation, truncate=truncate
             )
             outputs = run_ids(token_ids, segment_ids, padding_mask)
-            # Context token k sits at position k + len(question) + 2.
-            offset = tf.cast(question_ids.row_lengths(), tf.int32) + 2
+            # Context token k sits after the special tokens and the question.
+            offset = tf.cast(question_ids.row_lengths(), tf.int32) + len(tokenizer.layout.start) + len(tokenizer.layout.between)
 
             def at_positions(flags):  # ragged [b, (context)] → [b, seq], False outside the context
                 before = tf.ragged.range(tf.zeros_like(offset), offset) < 0
@@ -168,7 +170,7 @@ def _text_signatures(servable, tokenizer, sequence_length, truncate):
 
     def run(first, second):
         token_ids, segment_ids, padding_mask = tokenizer.layout.pack(
-            first, second, sequence_length, truncation="waterfall", truncate=truncate
+            first, second, sequence_length, truncation=tokenizer.truncation, truncate=truncate
         )
         outputs = run_ids(token_ids, segment_ids, padding_mask)
         if isinstance(outputs_kind, TaggerOutputs):
@@ -321,7 +323,8 @@ def export_for_serving(
         outputs are a tensor or a dict of tensors with a batch axis: an encoder, a task model, or
         a functional model of your own.
       name: the model's name in TF Serving (letters, digits, `_`, `.`, `-`; a folder under `base_dir`).
-      vocabulary: the WordPiece vocab.txt (or tokens) the model was trained with. Default: the one
+      vocabulary: the WordPiece vocab.txt (or tokens, or a `ModelVocabulary`), or a checkpoint's
+        `TokenizerFiles` (byte-level BPE, SentencePiece), the model was trained with. Default: the one
         recorded with the model (`bertlayers.convert.record_vocabulary`; the runners and
         `load_encoder` record theirs, and `load_model_file` reads it back).
       lowercase: lower-case text first. Default: as recorded with the vocabulary, else True.
@@ -358,7 +361,7 @@ def export_for_serving(
     limits = input_limits(model)
     if sequence_length > limits.max_sequence_length:
         raise ValueError(f"sequence_length {sequence_length} exceeds the model's max_sequence_length {limits.max_sequence_length}.")
-    tokens = None
+    tokenizer = None
     if text:
         recorded = recorded_vocabulary(model)
         if vocabulary is None and recorded is None:
@@ -368,19 +371,27 @@ def export_for_serving(
                 "bertlayers.convert.record_vocabulary(model, path), or export the ids model alone (text=False)."
             )
         if vocabulary is None:
-            vocabulary = recorded.tokens
-            lowercase = recorded.lowercase if lowercase is None else lowercase
-        tokens = check_vocabulary_fits(vocabulary, limits.vocabulary_size)
-    lowercase = True if lowercase is None else lowercase
-    names = [name] + ([f"{name}_text"] if tokens else [])
+            vocabulary = recorded
+        if isinstance(vocabulary, TokenizerFiles):
+            tokenizer = vocabulary.checkpoint_tokenizer(limits.vocabulary_size)
+        else:
+            if isinstance(vocabulary, ModelVocabulary):
+                vocabulary, lowercase = vocabulary.tokens, vocabulary.lowercase if lowercase is None else lowercase
+            tokenizer = InGraphTokenizer(check_vocabulary_fits(vocabulary, limits.vocabulary_size), True if lowercase is None else lowercase)
+        if outputs.text_kind == "question_context" and not hasattr(tokenizer, "tokenize_with_offsets"):
+            raise ValueError(
+                f"A question-answering text model needs the tokenizer's character offsets, which only WordPiece gives "
+                f"so far; this model's is {tokenizer.kind}. Export the ids model alone (text=False)."
+            )
+    names = [name] + ([f"{name}_text"] if tokenizer else [])
     # One export at a time into a base: versions are numbered, staged, committed and listed in
     # models.config against what the folder holds, and a second writer would race all four.
     with atomic_files.locked(base_dir, "export into"):
-        return _export(model, outputs, input_names, limits, name, names, base_dir, tokens, lowercase, sequence_length, truncate,
+        return _export(model, outputs, input_names, limits, name, names, base_dir, tokenizer, sequence_length, truncate,
                        version, precision, verbose)
 
 
-def _export(model, outputs, input_names, limits, name, names, base_dir, tokens, lowercase, sequence_length, truncate, version,
+def _export(model, outputs, input_names, limits, name, names, base_dir, tokenizer, sequence_length, truncate, version,
             precision, verbose):
     recover_exports(base_dir)
     if version is None:
@@ -393,16 +404,15 @@ def _export(model, outputs, input_names, limits, name, names, base_dir, tokens, 
     model = in_precision(model, precision)
     servable = _Servable(model, outputs, input_names, limits)
     signatures = {name: _id_signatures(servable, sequence_length, truncate)}
-    if tokens:
-        tokenizer = InGraphTokenizer(tokens, lowercase=lowercase)
+    if tokenizer:
         signatures[f"{name}_text"] = _text_signatures(servable, tokenizer, sequence_length, truncate)
     staged = {}
     try:
         for n in names:
             os.makedirs(os.path.dirname(finals[n]), exist_ok=True)
             staging = os.path.join(base_dir, n, atomic_files.staging_name(str(version)))
-            if n.endswith("_text"):
-                servable.tokenizer = tokenizer
+            if n.endswith("_text"):  # the tokenizer's tables and files travel with the text model
+                servable.tokenizer = tokenizer.tokenizer if isinstance(tokenizer, CheckpointTokenizer) else tokenizer
             if verbose:
                 print(f"Writing {finals[n]} ({len(signatures[n])} signatures) ...", flush=True)
             staged[staging] = finals[n]

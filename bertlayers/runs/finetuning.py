@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from bertlayers.convert.loading import load_encoder
 from bertlayers.convert.model_files import record_vocabulary, save_model, vocabulary_of
+from bertlayers.data.checkpoint_tokenizer import TokenizerFiles, text_packer
 from bertlayers.data.tokenizer import ModelVocabulary, check_vocabulary_fits
 from bertlayers.networks import reinitialized
 from bertlayers.runs.pretraining import PRECISIONS
@@ -178,14 +179,21 @@ def encoder_source(config):
 
 
 def vocabulary_for(config):
-    """The `ModelVocabulary` a run tokenizes with: its `vocabulary` (lower-cased), else the one
-    recorded with (or beside) the encoder it starts from, else bert-base-uncased's."""
+    """The `ModelVocabulary` (or a checkpoint's `TokenizerFiles`) a run tokenizes with: its
+    `vocabulary` (lower-cased), else the one recorded with (or beside) the encoder it starts
+    from, else bert-base-uncased's."""
     from bertlayers.data.assets import bert_uncased_vocabulary
 
     if config.vocabulary:
         return ModelVocabulary.from_file(config.vocabulary)
     recorded = vocabulary_of(encoder_source(config))
     return recorded if recorded is not None else ModelVocabulary.from_file(bert_uncased_vocabulary())
+
+
+def packer_for(config, sequence_length):
+    """What turns a run's texts into its encoder's inputs: the starting checkpoint's own
+    tokenizer and layout (`CheckpointPacker`), or WordPiece (`BertInputPacker`)."""
+    return text_packer(vocabulary_for(config), sequence_length)
 
 
 def finetune(strategy, config, build_model, train, validation=None, num_examples=None):
@@ -215,7 +223,10 @@ def finetune(strategy, config, build_model, train, validation=None, num_examples
     with strategy.scope():
         encoder = load_encoder(encoder_source(config), dtype=config.precision)
         vocabulary = vocabulary_for(config)
-        check_vocabulary_fits(vocabulary.tokens, encoder.config.vocabulary_size, "the run's vocabulary")
+        if isinstance(vocabulary, TokenizerFiles):
+            vocabulary.checkpoint_tokenizer(encoder.config.vocabulary_size)  # fits, before any training
+        else:
+            check_vocabulary_fits(vocabulary.tokens, encoder.config.vocabulary_size, "the run's vocabulary")
         if config.random_init:
             encoder = reinitialized(encoder, seed=config.seed)
         model = build_model(encoder)

@@ -41,13 +41,17 @@ def per_token_outputs(model):
 
 
 def _trim_batch(x, y, sample_weight, token_outputs):
-    # [B, S] -> [B, L]: L = longest real length in the batch.
+    # [B, S] -> [B, L]: the columns holding any real token (padding on the right, or on the
+    # left as XLNet's layout puts it).
     full = x["padding_mask"].shape[1]
-    longest = tf.reduce_max(tf.reduce_sum(tf.cast(x["padding_mask"], tf.int32), axis=1))
-    length = padded_length(longest, full)
+    real = tf.reduce_any(tf.not_equal(x["padding_mask"], 0), axis=0)  # [S]
+    first = tf.argmax(tf.cast(real, tf.int32), output_type=tf.int32)
+    end = full - tf.argmax(tf.cast(real[::-1], tf.int32), output_type=tf.int32)
+    length = padded_length(end - first, full)
+    first = tf.minimum(first, full - length)
 
     def cut(t):
-        return t[:, :length] if t.shape.rank >= 2 and t.shape[1] == full else t
+        return t[:, first:first + length] if t.shape.rank >= 2 and t.shape[1] == full else t
 
     # Labels of a per-token output are cut only when they are per token too: SQuAD's are
     # positions, `[B]`, and stay inside the cut (an answer lies within the real tokens).
@@ -123,17 +127,21 @@ def predict_by_length(model, x, batch_size=32, verbose="auto"):
     results = {}
     for start in range(0, len(order), batch_size):
         rows = order[start:start + batch_size]
-        length = int(padded_length(int(lengths[rows].max()), full))
         batch = {name: np.asarray(value)[rows] for name, value in x.items()}
-        batch = {name: value[:, :length] if value.ndim >= 2 and value.shape[1] == full else value
+        # The columns holding any real token (right or left padding).
+        columns = np.flatnonzero(batch["padding_mask"].any(axis=0))
+        first, end = (int(columns[0]), int(columns[-1]) + 1) if len(columns) else (0, 1)
+        length = int(padded_length(end - first, full))
+        first = min(first, full - length)
+        batch = {name: value[:, first:first + length] if value.ndim >= 2 and value.shape[1] == full else value
                  for name, value in batch.items()}
         outputs = model.predict_on_batch(batch)
         outputs = outputs if isinstance(outputs, dict) else {model.output_names[0]: outputs}
         for name, value in outputs.items():
             value = np.asarray(value)
             if name in token_outputs:
-                # [b, L, ...] -> [b, S, ...]
-                value = np.pad(value, [(0, 0), (0, full - value.shape[1])] + [(0, 0)] * (value.ndim - 2))
+                # [b, L, ...] -> [b, S, ...], back in the columns it came from
+                value = np.pad(value, [(0, 0), (first, full - first - value.shape[1])] + [(0, 0)] * (value.ndim - 2))
             if name not in results:
                 results[name] = np.zeros((len(order),) + value.shape[1:], value.dtype)
             results[name][rows] = value
