@@ -12,8 +12,8 @@ TensorBoard logs to --output_dir.
 
 import os
 
+from bertlayers.data.checkpoint_tokenizer import text_tokenizer
 from bertlayers.data.ner_data import decode_tags, encode_sentences, read_conll, tag_vocabulary, write_conll
-from bertlayers.data.tokenizer import wordpiece_tokenizer
 from bertlayers.metrics import entity_scores
 from bertlayers.models import TokenClassifier
 from bertlayers.runs.finetuning import (
@@ -42,7 +42,7 @@ def main():
         print(f"Training on the first {args.max_train_examples} of {len(train)} sentences of {args.train_file}")
         train = train[: args.max_train_examples]
     tags = tag_vocabulary(train)
-    tokenizer = wordpiece_tokenizer(vocabulary_for(config))
+    tokenizer = text_tokenizer(vocabulary_for(config))
     x_train, y_train, w_train, _ = encode_sentences(train, tokenizer, args.sequence_length, tags, args.train_file)
     x_eval, y_eval, w_eval, starts = encode_sentences(evaluation, tokenizer, args.sequence_length, tags, args.eval_file)
     print(f"{len(train)} training and {len(evaluation)} evaluation sentences, {len(tags)} tags")

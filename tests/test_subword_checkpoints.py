@@ -157,3 +157,39 @@ def test_each_family_fine_tunes_and_serves_text_from_its_own_folder(served_famil
     answers = json.loads(run(python(SERVE_IN_A_FRESH_PROCESS) + [json.dumps(check), json.dumps(paths)]).stdout.splitlines()[-1])
     for family, (_, expected, _) in results.items():
         np.testing.assert_allclose(np.array(answers[family]), expected, atol=1e-4, err_msg=family)
+
+
+def test_the_runners_start_from_a_folder_with_its_own_tokenizer(tmp_path):
+    """`--init FOLDER` is all a runner needs: run_classifier from a RoBERTa folder (byte-level
+    BPE, `<s> A </s>`), run_ner from an XLNet one (SentencePiece, left padding); each records the
+    folder's tokenizer in its model.keras."""
+    import csv
+    import json
+
+    from processes import run_script
+
+    from bertlayers.convert import load_model_file
+    from bertlayers.convert.model_files import recorded_vocabulary
+    from bertlayers.data.assets import asset_path, rotten_tomatoes_snippets
+    from bertlayers.data.ner_data import read_conll, write_conll
+
+    snippets = rotten_tomatoes_snippets()
+    for name, rows in (("train.csv", snippets[:48]), ("eval.csv", snippets[2000:2016])):
+        with open(tmp_path / name, "w", newline="", encoding="utf-8") as f:
+            csv.writer(f).writerows([("text", "label"), *rows])
+    roberta = _checkpoint_folder("roberta", str(tmp_path / "roberta"))
+    common = ("--epochs", 1, "--batch_size", 16, "--sequence_length", 40, "--verbose", 0)
+    run_script("run_classifier.py", "--init", roberta, "--train_file", tmp_path / "train.csv",
+               "--eval_file", tmp_path / "eval.csv", "--output_dir", tmp_path / "sentiment", *common)
+    assert json.load(open(tmp_path / "sentiment" / "metrics.json"))["eval_examples"] == 16
+    assert recorded_vocabulary(load_model_file(str(tmp_path / "sentiment" / "model.keras"))).model_type == "roberta"
+
+    sentences = read_conll(asset_path("wnut16"))
+    write_conll(str(tmp_path / "train.conll"), sentences[:48])
+    write_conll(str(tmp_path / "eval.conll"), sentences[:16])  # the plumbing is under test: tags the training set knows
+    xlnet = _checkpoint_folder("xlnet", str(tmp_path / "xlnet"))
+    run_script("run_ner.py", "--init", xlnet, "--train_file", tmp_path / "train.conll", "--eval_file", tmp_path / "eval.conll",
+               "--output_dir", tmp_path / "tags", *common[:4], "--sequence_length", 64, "--verbose", 0)
+    metrics = json.load(open(tmp_path / "tags" / "metrics.json"))
+    assert metrics["eval_sentences"] == 16 and 0.0 <= metrics["f1"] <= 100.0
+    assert recorded_vocabulary(load_model_file(str(tmp_path / "tags" / "model.keras"))).model_type == "xlnet"

@@ -141,3 +141,36 @@ def test_tokenizer_files_that_do_not_fit_are_named(folders, tmp_path):
         json.dump({"model_type": "gpt2", "vocab_size": 1000}, f)
     with pytest.raises(ValueError, match=r"no tokenizer for model_type 'gpt2'; supported: albert, bert, distilbert, electra, roberta, xlm-roberta, xlnet"):
         checkpoint_tokenizer(str(other))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_ner_words_map_to_their_first_piece_as_transformers_aligns_them(folders, family):
+    """WNUT tweets as word lists: our pieces and each word's first piece equal transformers'
+    `is_split_into_words` encoding and its `word_ids()` (RoBERTa's words get their space, "Ġ";
+    SentencePiece's their "▁")."""
+    from subword_files import real_sentences
+
+    from bertlayers.data.ner_data import encode_sentences
+
+    ours = checkpoint_tokenizer(folders[family])
+    import transformers
+
+    reference = transformers.AutoTokenizer.from_pretrained(folders[family], add_prefix_space=True) if family == "roberta" \
+        else reference_tokenizer(folders[family])
+    sentences = [[(word, "O") for word in sentence.split(" ")] for sentence in real_sentences()["wnut"][:300]]
+    inputs, _, weights, starts = encode_sentences(sentences, ours, 192, ["O"], "wnut")
+    ties = 0
+    for row, sentence in enumerate(sentences):
+        encoded = reference([word for word, _ in sentence], is_split_into_words=True)
+        real = inputs["padding_mask"][row] == 1
+        got = inputs["token_ids"][row][real].tolist()
+        if got != encoded["input_ids"]:  # only a tie of equally likely segmentations may differ
+            assert _is_a_tie(reference, got, encoded["input_ids"]), (family, row)
+            ties += 1
+            continue
+        word_ids = encoded.word_ids()
+        first = [word_ids.index(k) for k in range(len(sentence))]
+        offset = int(np.argmax(real))  # XLNet's rows start after their left padding
+        assert starts[row] == [offset + i for i in first], (family, row)
+        assert weights[row].sum() == len(sentence)
+    assert ties <= 2, ties

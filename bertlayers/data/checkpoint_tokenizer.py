@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from bertlayers.data.input_layout import InputLayout, bert_layout
 from bertlayers.data.sentencepiece_model import SentencePiece, read_sentencepiece_model
-from bertlayers.data.tokenizer import BertInputPacker, load_vocabulary, wordpiece_tokenizer
+from bertlayers.data.tokenizer import BertInputPacker, ModelVocabulary, load_vocabulary, wordpiece_tokenizer
 from bertlayers.data.wordpiece import InGraphTokenizer
 
 
@@ -40,6 +40,7 @@ class CheckpointTokenizer:
     vocabulary_size: int
     kind: str
     truncation: str = "longest_first"
+    unknown_id: int = 0
 
     def tokenize(self, texts):
         """Ids of a batch of strings `[batch]`, ragged int32 `[batch, (pieces)]` (graph ops)."""
@@ -51,12 +52,23 @@ class CheckpointTokenizer:
 
     def encode(self, first, second=None, sequence_length=512, truncation=None):
         """Model inputs of a text or a batch of texts (and their pair texts), as int32 numpy
-        arrays `[batch, length]`: token_ids, segment_ids, padding_mask."""
+        arrays `[batch, sequence_length]`: token_ids, segment_ids, padding_mask."""
         batched = not isinstance(first, str)
         as_batch = lambda texts: tf.constant(list(texts) if batched else [texts], tf.string)  # noqa: E731
         second_ids = None if second is None else self.tokenizer.tokenize(as_batch(second))
         packed = self.layout.pack(self.tokenizer.tokenize(as_batch(first)), second_ids, sequence_length, truncation or self.truncation)
-        return {name: np.asarray(x, "int32") for name, x in zip(("token_ids", "segment_ids", "padding_mask"), packed)}
+        return self.padded(dict(zip(("token_ids", "segment_ids", "padding_mask"), packed)), sequence_length)
+
+    def padded(self, inputs, sequence_length):
+        """Packed inputs (cut to their batch's longest row) as int32 numpy arrays of the full
+        `sequence_length`, padded on the layout's side: what batches of any length concatenate to."""
+        result = {}
+        for name, x in inputs.items():
+            x = np.asarray(x, "int32")
+            room = sequence_length - x.shape[1]
+            fill = self.layout.pad_id if name == "token_ids" else 0
+            result[name] = np.pad(x, [(0, 0), (room, 0) if self.layout.pad_left else (0, room)], constant_values=fill)
+        return result
 
 
 class CheckpointPacker:
@@ -127,6 +139,19 @@ class TokenizerFiles:
                 f"has {vocabulary_size} rows: the tokenizer belongs to another model."
             )
         return tokenizer
+
+
+def text_tokenizer(vocabulary):
+    """The `CheckpointTokenizer` of what a model records: a checkpoint's `TokenizerFiles`, or a
+    WordPiece `ModelVocabulary` / vocab.txt (BERT's layout, keras-hub's waterfall truncation)."""
+    if isinstance(vocabulary, TokenizerFiles):
+        return vocabulary.checkpoint_tokenizer()
+    if isinstance(vocabulary, str):
+        vocabulary = ModelVocabulary.from_file(vocabulary)
+    tokenizer = InGraphTokenizer(list(vocabulary.tokens), lowercase=vocabulary.lowercase)
+    layout = bert_layout(tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
+    return CheckpointTokenizer(tokenizer, layout, len(vocabulary.tokens), "wordpiece", truncation=InGraphTokenizer.truncation,
+                               unknown_id=tokenizer.vocabulary.index("[UNK]"))
 
 
 def text_packer(vocabulary, sequence_length):
@@ -206,7 +231,7 @@ def wordpiece_checkpoint_tokenizer(folder, config, tokenizer_config, segments=Tr
     tokens = load_vocabulary(path)
     tokenizer = InGraphTokenizer(tokens, lowercase=tokenizer_config.get("do_lower_case", True))
     layout = bert_layout(tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id, segments=segments)
-    return CheckpointTokenizer(tokenizer, layout, len(tokens), "wordpiece")
+    return CheckpointTokenizer(tokenizer, layout, len(tokens), "wordpiece", unknown_id=tokens.index("[UNK]"))
 
 
 def spiece_tokenizer(folder, model_type, lowercase, strip_accents=True):

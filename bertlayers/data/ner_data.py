@@ -1,4 +1,4 @@
-"""Token classification data: CoNLL BIO files, labels aligned to the first WordPiece of each word."""
+"""Token classification data: CoNLL BIO files, labels aligned to the first piece of each word."""
 
 import warnings
 
@@ -43,41 +43,43 @@ def tag_vocabulary(sentences):
 def encode_sentences(sentences, tokenizer, sequence_length, tags, source):
     """Encoder inputs, label ids and weights for `sentences`.
 
-    Each word's label sits on its first WordPiece (weight 1); other pieces, [CLS], [SEP] and
-    padding have weight 0. Words beyond `sequence_length` are cut, with one warning that counts
-    the sentences affected; `word_starts` records where each kept word starts (-1 if cut).
+    Each word's label sits on its first piece (weight 1); other pieces, the special tokens and
+    padding have weight 0. Words are tokenized one at a time, as their family's tokenizer sees a
+    word inside a sentence: byte-level BPE with the space before it (RoBERTa's "Ġword"),
+    SentencePiece with its word-start "▁" (which it adds), WordPiece as it is. Words beyond
+    `sequence_length` are cut, with one warning that counts the sentences affected;
+    `word_starts` records where each kept word starts (-1 if cut).
+
+    Args:
+      tokenizer: a `CheckpointTokenizer` (`bertlayers.data.checkpoint_tokenizer.text_tokenizer`).
 
     Raises:
       ValueError naming the sentence for a tag the model does not know.
     """
     index = {tag: i for i, tag in enumerate(tags)}
     words = [word for sentence in sentences for word, _ in sentence]
-    pieces = tokenizer(tf.constant(words))
-    pieces = pieces.to_list() if hasattr(pieces, "to_list") else pieces
-    cls, sep, unk = (tokenizer.token_to_id(t) for t in ("[CLS]", "[SEP]", "[UNK]"))
+    if tokenizer.kind == "byte_level_bpe":
+        words = [" " + word for word in words]
+    pieces = tokenizer.tokenize(tf.constant(words, tf.string)).to_list() if words else []
+    layout = tokenizer.layout
+    room = sequence_length - layout.special_tokens(pair=False)
 
     n = len(sentences)
-    token_ids = np.zeros((n, sequence_length), "int32")
-    labels = np.zeros((n, sequence_length), "int32")
-    weights = np.zeros((n, sequence_length), "float32")
-    word_starts, cut, offset = [], 0, 0
+    rows, word_starts, cut, offset = [], [], 0, 0
     for row, sentence in enumerate(sentences):
-        ids, starts = [cls], []
+        ids, starts = [], []
         for position, (_, tag) in enumerate(sentence):
             if tag not in index:
                 raise ValueError(f"{source}: sentence {row + 1}, word {position + 1}: unknown tag {tag!r}; known: {tags}.")
-            word_pieces = list(pieces[offset + position]) or [unk]
-            if (starts and starts[-1] < 0) or len(ids) + len(word_pieces) > sequence_length - 1:
+            word_pieces = list(pieces[offset + position]) or [tokenizer.unknown_id]
+            if (starts and starts[-1] < 0) or len(ids) + len(word_pieces) > room:
                 starts.append(-1)  # this word and every later one no longer fit
                 continue
             starts.append(len(ids))
-            labels[row, len(ids)] = index[tag]
-            weights[row, len(ids)] = 1.0
             ids.extend(word_pieces)
         offset += len(sentence)
         cut += any(s < 0 for s in starts)
-        ids.append(sep)
-        token_ids[row, : len(ids)] = ids
+        rows.append(ids)
         word_starts.append(starts)
     if cut:
         warnings.warn(
@@ -85,11 +87,18 @@ def encode_sentences(sentences, tokenizer, sequence_length, tags, source):
             f"their last words were cut (and count as predicted 'O').",
             stacklevel=2,
         )
-    inputs = {
-        "token_ids": token_ids,
-        "segment_ids": np.zeros_like(token_ids),
-        "padding_mask": (token_ids != 0).astype("int32"),
-    }
+    ragged = tf.RaggedTensor.from_row_lengths(tf.constant([i for ids in rows for i in ids], tf.int32), [len(ids) for ids in rows])
+    inputs = tokenizer.padded(dict(zip(("token_ids", "segment_ids", "padding_mask"), layout.pack(ragged, None, sequence_length))),
+                              sequence_length)
+    # A word's position: after the padding (on the left in XLNet's layout) and the start tokens.
+    before = (sequence_length - inputs["padding_mask"].sum(axis=1) if layout.pad_left else np.zeros(n, "int64")) + len(layout.start)
+    word_starts = [[int(before[row]) + s if s >= 0 else -1 for s in starts] for row, starts in enumerate(word_starts)]
+    labels = np.zeros((n, sequence_length), "int32")
+    weights = np.zeros((n, sequence_length), "float32")
+    for row, (sentence, starts) in enumerate(zip(sentences, word_starts)):
+        for (_, tag), start in zip(sentence, starts):
+            if start >= 0:
+                labels[row, start], weights[row, start] = index[tag], 1.0
     return inputs, labels, weights, word_starts
 
 

@@ -10,7 +10,7 @@ def albert_checkpoint_tokenizer(folder, config, tokenizer_config):
         folder, "albert", tokenizer_config.get("do_lower_case", True), strip_accents=not tokenizer_config.get("keep_accents", False)
     )
     layout = bert_layout(special("[CLS]"), special("[SEP]"), special("<pad>"))
-    return CheckpointTokenizer(tokenizer, layout, len(tokenizer.pieces), "sentencepiece")
+    return CheckpointTokenizer(tokenizer, layout, len(tokenizer.pieces), "sentencepiece", unknown_id=special("<unk>"))
 
 
 register_checkpoint_tokenizer("albert", albert_checkpoint_tokenizer)

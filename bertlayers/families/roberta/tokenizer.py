@@ -17,7 +17,7 @@ def roberta_checkpoint_tokenizer(folder, config, tokenizer_config):
     tokenizer = ByteLevelBPE.from_files(vocab_json, required_file(folder, "merges.txt", "roberta"))
     special = lambda token: special_id(tokenizer.token_to_id, token, vocab_json)  # noqa: E731
     layout = roberta_input_layout(special("<s>"), special("</s>"), special("<pad>"))
-    return CheckpointTokenizer(tokenizer, layout, tokenizer.vocabulary_size, "byte_level_bpe")
+    return CheckpointTokenizer(tokenizer, layout, tokenizer.vocabulary_size, "byte_level_bpe", unknown_id=special("<unk>"))
 
 
 def xlm_roberta_checkpoint_tokenizer(folder, config, tokenizer_config):
@@ -29,7 +29,7 @@ def xlm_roberta_checkpoint_tokenizer(folder, config, tokenizer_config):
     pieces = sentencepiece.SentencePieceProcessor(model_proto=proto).get_piece_size()
     # SentencePiece's <unk>, <s>, </s> are its ids 0, 1, 2; fairseq's 3, 0, 2.
     tokenizer = SentencePiece(proto, id_map=[3, 0, 2, *range(4, pieces + 1)])
-    return CheckpointTokenizer(tokenizer, roberta_input_layout(0, 2, 1), pieces + 2, "sentencepiece")
+    return CheckpointTokenizer(tokenizer, roberta_input_layout(0, 2, 1), pieces + 2, "sentencepiece", unknown_id=3)
 
 
 register_checkpoint_tokenizer("roberta", roberta_checkpoint_tokenizer)

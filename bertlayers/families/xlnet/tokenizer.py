@@ -14,7 +14,7 @@ def xlnet_checkpoint_tokenizer(folder, config, tokenizer_config):
     """XLNet's SentencePiece (cased unless the checkpoint says otherwise) and layout."""
     tokenizer, special = spiece_tokenizer(folder, "xlnet", tokenizer_config.get("do_lower_case", False))
     layout = xlnet_input_layout(special("<sep>"), special("<cls>"), special("<pad>"))
-    return CheckpointTokenizer(tokenizer, layout, len(tokenizer.pieces), "sentencepiece")
+    return CheckpointTokenizer(tokenizer, layout, len(tokenizer.pieces), "sentencepiece", unknown_id=special("<unk>"))
 
 
 register_checkpoint_tokenizer("xlnet", xlnet_checkpoint_tokenizer)
