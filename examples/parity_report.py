@@ -1,5 +1,6 @@
 """Print how far bertlayers is from Hugging Face transformers: on the real MiniLM weights, and
-on the small random ELECTRA and XLNet checkpoints transformers wrote into tests/fixtures/.
+on the small random ELECTRA, XLNet, RoBERTa, XLM-R, ALBERT and DistilBERT checkpoints (tied and
+untied LM heads) transformers wrote into tests/fixtures/.
 
 Compares `load_huggingface_bert(all-MiniLM-L6-v2)` against the outputs transformers' BertModel
 recorded in tests/fixtures/minilm_reference.npz (see tests/fixtures/record_minilm_reference.py),
@@ -52,6 +53,7 @@ def main():
         delta = np.abs(np.asarray(model(inputs)[output]) - electra[f"{role}_{key}"])
         print(f"float32         electra {role:13s} {output:15s}: max|Δ| {delta[real].max():.2e} at real tokens")
     xlnet_report()
+    subword_families_report()
 
 
 def xlnet_report():
@@ -80,6 +82,39 @@ def xlnet_report():
     clamped.set_weights(encoder.get_weights())
     report("content stream, clamp_len 3", clamped(inputs)["sequence_output"], "clamped_content")
 
+
+def subword_families_report():
+    reference = np.load(os.path.join(FIXTURES, "subword_families.npz"))
+    print(f"reference: transformers {reference['transformers_version']} *ForMaskedLM / XLNetLMHeadModel "
+          "(H=32, padded; XLNet on the left), tests/fixtures/subword_families/; real tokens")
+    for name in sorted({key.split(".")[0] for key in reference.files if "." in key}):
+        folder = os.path.join(FIXTURES, "subword_families", name)
+        inputs = {key: reference[f"{name}.{key}"] for key in INPUTS}
+        real = inputs["padding_mask"].astype(bool)
+        model = load_checkpoint_model(folder)
+        encoder = model.encoder
+        content = encoder(inputs)["sequence_output"]
+        if hasattr(model, "generator_head"):  # ELECTRA's generator: every position
+            logits = model(inputs)["mlm"]
+        elif name.startswith("xlnet"):  # transformers projects the content stream through lm_loss
+            logits = model.lm_head(content)
+        else:
+            positions = np.tile(np.arange(inputs["token_ids"].shape[1], dtype="int32"), (len(real), 1))
+            logits = model({**inputs, "masked_positions": positions})["mlm"]
+        hidden = np.abs(np.asarray(content) - reference[f"{name}.hidden"])[real].max()
+        lm = np.abs(np.asarray(logits) - reference[f"{name}.logits"])[real].max()
+        tied = "tied" if encoder.config.tie_word_embeddings else "untied"
+        print(f"float32         {name:18s} ({tied:6s}) last_hidden_state max|Δ| {hidden:.2e}, LM logits {lm:.2e}")
+
+
+def load_checkpoint_model(folder):
+    """The folder's model through its model_type's registered loader."""
+    import json
+
+    from bertlayers.convert.huggingface import HUGGINGFACE_FAMILIES
+
+    with open(os.path.join(folder, "config.json")) as f:
+        return HUGGINGFACE_FAMILIES[json.load(f)["model_type"]].loader(folder)
 
 if __name__ == "__main__":
     run_script(main)

@@ -193,3 +193,20 @@ def test_the_runners_start_from_a_folder_with_its_own_tokenizer(tmp_path):
     metrics = json.load(open(tmp_path / "tags" / "metrics.json"))
     assert metrics["eval_sentences"] == 16 and 0.0 <= metrics["f1"] <= 100.0
     assert recorded_vocabulary(load_model_file(str(tmp_path / "tags" / "model.keras"))).model_type == "xlnet"
+
+
+@pytest.mark.parametrize("family", ["xlm-roberta", "albert"])
+def test_load_checkpoint_gives_model_encoder_and_tokenizer_in_one_call(family, tmp_path):
+    from bertlayers.convert import load_checkpoint
+    from bertlayers.convert.model_files import recorded_vocabulary
+
+    folder = _checkpoint_folder(family, str(tmp_path / family))
+    checkpoint = load_checkpoint(folder)
+    assert type(checkpoint.model).__name__ == "BertPretrainer" and checkpoint.model.encoder is checkpoint.encoder
+    assert recorded_vocabulary(checkpoint.encoder).model_type == family
+    inputs = checkpoint.tokenizer.encode(["A fine film.", "Dull."], ["Yes.", "No."], sequence_length=24)
+    outputs = checkpoint.encoder(inputs)
+    assert outputs["sequence_output"].shape == (2, 24, 32) and np.isfinite(outputs["sequence_output"]).all()
+    os.remove(os.path.join(folder, "sentencepiece.bpe.model" if family == "xlm-roberta" else "spiece.model"))
+    with pytest.raises(FileNotFoundError, match=r"has no (sentencepiece\.bpe|spiece)\.model: a .* checkpoint's tokenizer needs it"):
+        load_checkpoint(folder)

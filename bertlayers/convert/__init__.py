@@ -2,7 +2,7 @@
 
 from bertlayers.convert.google import load_google_albert, load_google_bert
 from bertlayers.convert.huggingface import encoder_config_from_huggingface, load_huggingface_bert
-from bertlayers.convert.loading import load_encoder, load_model_file
+from bertlayers.convert.loading import Checkpoint, load_checkpoint, load_encoder, load_model_file
 from bertlayers.convert.model_files import ModelVocabulary, record_vocabulary, recorded_vocabulary, save_model
 from bertlayers.convert.weight_map import CheckpointMismatchError
 
@@ -16,11 +16,13 @@ FROM_FAMILIES = {
 }
 
 __all__ = [
+    "Checkpoint",
     "CheckpointMismatchError",
     "ModelVocabulary",
     "encoder_config_from_huggingface",
     "load_google_albert",
     "load_google_bert",
+    "load_checkpoint",
     "load_huggingface_albert",
     "load_huggingface_bert",
     "load_huggingface_distilbert",

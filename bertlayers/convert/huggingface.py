@@ -83,10 +83,26 @@ def bert_config_fields(hf_config, source):
         raise ValueError(
             f"{source}: position_embedding_type {position_type!r} is not supported; expected 'absolute'."
         )
-    require_keys(hf_config, ("vocab_size", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size"), source)
-    fields = {field: hf_config[key] for key, field in BERT_CONFIG_KEYS.items() if key in hf_config}
+    return renamed_fields(hf_config, BERT_CONFIG_KEYS, source)
+
+
+def renamed_fields(hf_config, keys, source):
+    """EncoderConfig fields from a `config.json` dict whose names `keys` maps (config key ->
+    field; its first five, the sizes, are required), and the output projection's tie."""
+    require_keys(hf_config, list(keys)[:5], source)
+    fields = {field: hf_config[key] for key, field in keys.items() if key in hf_config}
     fields["tie_word_embeddings"] = tied_output(hf_config)
     return fields
+
+
+def start_loading(path, model_type, prefix, encoder_class, dtype, name="encoder"):
+    """What every loader begins with: the folder read and checked (`read_huggingface_folder`), the
+    base model's `prefix` taken off the tensor names, the encoder built from the config, and an
+    empty `WeightMap`. Returns (config.json dict, tensors, encoder, weights)."""
+    hf_config, config, tensors, weights_path = read_huggingface_folder(path, model_type)
+    tensors = without_prefix(tensors, prefix)
+    encoder = encoder_class.from_encoder_config(config, dtype=dtype, name=name)
+    return hf_config, tensors, encoder, WeightMap(tensors, weights_path)
 
 
 def tied_output(hf_config):
@@ -190,12 +206,8 @@ def load_huggingface_bert(path, dtype=None, name="bert_encoder"):
         size disagrees with the config, or (CheckpointMismatchError) tensors missing from the
         checkpoint or of the wrong shape, all listed.
     """
-    hf_config, config, tensors, weights_path = read_huggingface_folder(path, "bert")
-    tensors = without_prefix(tensors, "bert.")
-
-    encoder = BertEncoder.from_encoder_config(config, dtype=dtype, name=name)
-    weights = WeightMap(tensors, weights_path)
-    map_encoder_weights(encoder, config, weights)
+    _, _, encoder, weights = start_loading(path, "bert", "bert.", BertEncoder, dtype, name)
+    map_encoder_weights(encoder, encoder.config, weights)
     weights.apply(ignore=IGNORED_TENSORS)
     return encoder
 

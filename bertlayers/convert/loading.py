@@ -1,5 +1,6 @@
 """Load a model or a pretrained encoder from wherever a user keeps one."""
 
+import dataclasses
 import json
 import os
 import zipfile
@@ -10,6 +11,7 @@ import numpy as np
 from bertlayers.convert.huggingface import HUGGINGFACE_FAMILIES, load_huggingface_bert
 from bertlayers.convert.model_files import attach_recorded_vocabulary, record_vocabulary, recorded_vocabulary, vocabulary_of
 from bertlayers.convert.weight_map import describe_non_finite
+from bertlayers.data.checkpoint_tokenizer import CheckpointTokenizer, checkpoint_tokenizer
 from bertlayers.networks.encoder_base import EncoderBase
 
 
@@ -45,6 +47,49 @@ def load_encoder(source, dtype=None):
         encoder = rebuilt
     vocabulary = recorded_vocabulary(model)
     return record_vocabulary(encoder, vocabulary) if vocabulary is not None else encoder
+
+
+@dataclasses.dataclass(frozen=True)
+class Checkpoint:
+    """What a Hugging Face checkpoint folder holds, ready to use.
+
+    Attributes:
+      model: the folder's model: a pretrainer with its LM head (`BertPretrainer`,
+        `ElectraGenerator`, `XLNetPretrainer`, ...) where the folder has one, else the encoder.
+      encoder: its encoder (the tokenizer's files recorded on it, so task models built on it
+        save and export with them).
+      tokenizer: the folder's `CheckpointTokenizer`: `encode(texts, pairs, sequence_length)`
+        gives the model's inputs in the family's layout; `tokenize` and `layout` are the graph
+        ops the text SavedModel runs.
+    """
+
+    model: object
+    encoder: EncoderBase
+    tokenizer: CheckpointTokenizer
+
+
+def load_checkpoint(folder, dtype=None):
+    """The model, encoder and tokenizer of a Hugging Face checkpoint folder, in one call.
+
+    Args:
+      folder: config.json + model.safetensors of any registered model_type (BERT, RoBERTa,
+        XLM-R, ALBERT, DistilBERT, ELECTRA, XLNet), and its tokenizer files (vocab.txt;
+        vocab.json + merges.txt; spiece.model; sentencepiece.bpe.model).
+      dtype: dtype policy of the model, e.g. "mixed_bfloat16"; weights stay float32.
+
+    Raises:
+      FileNotFoundError: a missing weights, config or tokenizer file (named).
+      ValueError: an unsupported model_type (the supported ones listed), tokenizer files that do
+        not parse or whose vocabulary is not the config's size, weights that do not fit.
+    """
+    config_path = os.path.join(folder, "config.json")
+    if not os.path.isfile(config_path):
+        raise FileNotFoundError(f"{folder} has no config.json: not a Hugging Face checkpoint folder.")
+    tokenizer = checkpoint_tokenizer(folder)  # first: a folder without tokenizer files fails before the weights load
+    family = HUGGINGFACE_FAMILIES.get(_model_type(config_path))
+    model = (family.loader if family else load_huggingface_bert)(folder, dtype=dtype)
+    encoder = _with_folder_vocabulary(getattr(model, "encoder", model), folder)
+    return Checkpoint(model, encoder, tokenizer)
 
 
 def _with_folder_vocabulary(encoder, folder):

@@ -11,12 +11,10 @@ from bertlayers.convert.huggingface import (
     bert_config_fields,
     config_from_fields,
     output_bias_key,
-    read_huggingface_folder,
     register_huggingface_family,
+    start_loading,
     transposed,
-    without_prefix,
 )
-from bertlayers.convert.weight_map import WeightMap
 from bertlayers.models.pretrainer import BertPretrainer
 from bertlayers.networks.albert_encoder import AlbertEncoder
 
@@ -48,10 +46,8 @@ def load_huggingface_albert(path, dtype=None):
     Raises:
       As `load_huggingface_bert`.
     """
-    _, config, tensors, weights_path = read_huggingface_folder(path, "albert")
-    tensors = without_prefix(tensors, "albert.")
-    encoder = AlbertEncoder.from_encoder_config(config, dtype=dtype, name="encoder")
-    weights = WeightMap(tensors, weights_path)
+    _, tensors, encoder, weights = start_loading(path, "albert", "albert.", AlbertEncoder, dtype)
+    config = encoder.config
     add_embeddings(weights, encoder.embeddings)
     projection = encoder.embeddings.embedding_projection
     weights.add(projection.kernel, "encoder.embedding_hidden_mapping_in.weight", transposed)

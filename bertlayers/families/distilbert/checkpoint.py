@@ -9,13 +9,10 @@ from bertlayers.convert.huggingface import (
     add_norms_and_feed_forward,
     add_output_projection,
     config_from_fields,
-    read_huggingface_folder,
     register_huggingface_family,
-    require_keys,
-    tied_output,
-    without_prefix,
+    renamed_fields,
+    start_loading,
 )
-from bertlayers.convert.weight_map import WeightMap
 from bertlayers.models.pretrainer import BertPretrainer
 from bertlayers.networks.bert_encoder import BertEncoder
 
@@ -36,9 +33,8 @@ DISTILBERT_CONFIG_KEYS = {
 
 def distilbert_config_from_huggingface(hf_config, source):
     """An `EncoderConfig` with no segment embedding (`type_vocab_size` 0)."""
-    require_keys(hf_config, ("vocab_size", "n_layers", "dim", "n_heads", "hidden_dim"), source)
-    fields = {field: hf_config[key] for key, field in DISTILBERT_CONFIG_KEYS.items() if key in hf_config}
-    fields.update(type_vocab_size=0, tie_word_embeddings=tied_output(hf_config))
+    fields = renamed_fields(hf_config, DISTILBERT_CONFIG_KEYS, source)
+    fields["type_vocab_size"] = 0
     return config_from_fields(fields, source)
 
 
@@ -60,10 +56,8 @@ def load_huggingface_distilbert(path, dtype=None):
     Raises:
       As `load_huggingface_bert`.
     """
-    _, config, tensors, weights_path = read_huggingface_folder(path, "distilbert")
-    tensors = without_prefix(tensors, "distilbert.")
-    encoder = BertEncoder.from_encoder_config(config, dtype=dtype, name="encoder")
-    weights = WeightMap(tensors, weights_path)
+    _, tensors, encoder, weights = start_loading(path, "distilbert", "distilbert.", BertEncoder, dtype)
+    config = encoder.config
     add_embeddings(weights, encoder.embeddings)
     for index, block in enumerate(encoder.transformer_layers):
         prefix = f"transformer.layer.{index}."

@@ -9,11 +9,9 @@ from bertlayers.convert.huggingface import (
     config_from_fields,
     map_encoder_weights,
     output_bias_key,
-    read_huggingface_folder,
     register_huggingface_family,
-    without_prefix,
+    start_loading,
 )
-from bertlayers.convert.weight_map import WeightMap
 from bertlayers.models.pretrainer import BertPretrainer
 from bertlayers.networks.bert_encoder import BertEncoder
 
@@ -52,12 +50,9 @@ def load_huggingface_roberta(path, dtype=None):
     Raises:
       As `load_huggingface_bert`.
     """
-    hf_config, config, tensors, weights_path = read_huggingface_folder(path, ("roberta", "xlm-roberta"))
-    tensors = without_prefix(tensors, "roberta.")
-    encoder = BertEncoder.from_encoder_config(config, dtype=dtype, name="encoder")
-    weights = WeightMap(tensors, weights_path)
+    hf_config, tensors, encoder, weights = start_loading(path, ("roberta", "xlm-roberta"), "roberta.", BertEncoder, dtype)
     first_position = _padding_id(hf_config) + 1
-    map_encoder_weights(encoder, config, weights, pooler="pooler.dense.weight" in tensors, positions=lambda table: table[first_position:])
+    map_encoder_weights(encoder, encoder.config, weights, pooler="pooler.dense.weight" in tensors, positions=lambda table: table[first_position:])
     model = encoder
     if "lm_head.dense.weight" in tensors:
         model = BertPretrainer(encoder, next_sentence=False, name="roberta_pretrainer")

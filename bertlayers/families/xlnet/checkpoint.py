@@ -7,8 +7,8 @@ from bertlayers.convert.huggingface import (
     config_from_fields,
     read_huggingface_folder,
     register_huggingface_family,
+    renamed_fields,
     require_keys,
-    tied_output,
     transposed,
     without_prefix,
 )
@@ -32,14 +32,13 @@ XLNET_CONFIG_KEYS = {
 
 def xlnet_config_from_huggingface(hf_config, source):
     """An XLNet `EncoderConfig` from transformers' XLNet `config.json` dict."""
-    require_keys(hf_config, ("vocab_size", "n_layer", "d_model", "n_head", "d_inner"), source)
+    require_keys(hf_config, list(XLNET_CONFIG_KEYS)[:5], source)
     if hf_config.get("attn_type", "bi") != "bi":
         raise ValueError(f"{source}: attn_type {hf_config['attn_type']!r} is not supported; expected 'bi'.")
     if hf_config.get("d_head", hf_config["d_model"] // hf_config["n_head"]) * hf_config["n_head"] != hf_config["d_model"]:
         raise ValueError(f"{source}: d_head x n_head must equal d_model.")
-    fields = {field: hf_config[key] for key, field in XLNET_CONFIG_KEYS.items() if key in hf_config}
+    fields = renamed_fields(hf_config, XLNET_CONFIG_KEYS, source)
     fields["attention_dropout"] = fields.get("dropout", 0.1)
-    fields["tie_word_embeddings"] = tied_output(hf_config)
     # Segments 0 and 1, and 2 for XLNet's [CLS]; no position table, so the limit is ours.
     fields.update(architecture="xlnet", type_vocab_size=3)
     return config_from_fields(fields, source)
