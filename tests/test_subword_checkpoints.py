@@ -210,3 +210,26 @@ def test_load_checkpoint_gives_model_encoder_and_tokenizer_in_one_call(family, t
     os.remove(os.path.join(folder, "sentencepiece.bpe.model" if family == "xlm-roberta" else "spiece.model"))
     with pytest.raises(FileNotFoundError, match=r"has no (sentencepiece\.bpe|spiece)\.model: a .* checkpoint's tokenizer needs it"):
         load_checkpoint(folder)
+
+
+@pytest.mark.parametrize("family", ["bert", "roberta", "albert", "distilbert", "xlnet", "electra"])
+def test_sequence_classification_folders_load_as_classifiers(family):
+    """transformers' *ForSequenceClassification folders: the head's own summary layer (RoBERTa's
+    and ELECTRA's `classifier.dense`, DistilBERT's `pre_classifier`, XLNet's `sequence_summary`,
+    BERT's and ALBERT's pooler) as the encoder's pooler, its output layer as the classifier's,
+    its `id2label` as the label names."""
+    import json
+
+    from bertlayers.convert.huggingface import HUGGINGFACE_FAMILIES
+
+    name = f"{family}_classifier"
+    folder = _folder(name)
+    with open(os.path.join(folder, "config.json")) as f:
+        model_type = json.load(f)["model_type"]
+    classifier = HUGGINGFACE_FAMILIES[model_type].loader(folder)
+    assert type(classifier).__name__ == "SequenceClassifier"
+    assert classifier.label_names == ["negative", "neutral", "positive"]
+    inputs = _inputs(name)
+    logits = classifier(inputs)["logits"]
+    np.testing.assert_allclose(np.asarray(logits), REFERENCE[f"{name}.logits"], atol=1e-4, rtol=1e-4)
+    _close_at_real_tokens(classifier.encoder(inputs)["sequence_output"], REFERENCE[f"{name}.hidden"], inputs["padding_mask"])

@@ -198,7 +198,9 @@ def load_huggingface_bert(path, dtype=None, name="bert_encoder"):
 
     Returns:
       A `BertEncoder` whose outputs match transformers' `BertModel` (`sequence_output` ↔
-      `last_hidden_state`, `pooled_output` ↔ `pooler_output`).
+      `last_hidden_state`, `pooled_output` ↔ `pooler_output`); for a
+      `BertForSequenceClassification` folder, a `SequenceClassifier` over it (`logits` ↔
+      `logits`, the config's `id2label` as its `label_names`).
 
     Raises:
       FileNotFoundError: a required file is missing.
@@ -206,10 +208,11 @@ def load_huggingface_bert(path, dtype=None, name="bert_encoder"):
         size disagrees with the config, or (CheckpointMismatchError) tensors missing from the
         checkpoint or of the wrong shape, all listed.
     """
-    _, _, encoder, weights = start_loading(path, "bert", "bert.", BertEncoder, dtype, name)
+    hf_config, _, encoder, weights = start_loading(path, "bert", "bert.", BertEncoder, dtype, name)
     map_encoder_weights(encoder, encoder.config, weights)
+    model = with_sequence_classifier(encoder, hf_config, weights, "classifier")
     weights.apply(ignore=IGNORED_TENSORS)
-    return encoder
+    return model
 
 
 def add_norms_and_feed_forward(weights, block, attention_norm, inner, outer, output_norm):
@@ -261,6 +264,28 @@ def output_bias_key(tensors, head):
     transformers' forward uses, where the file has one (untied heads keep it apart from
     `head.bias`; tied ones hold the same values under both names)."""
     return f"{head}.decoder.bias" if f"{head}.decoder.bias" in tensors else f"{head}.bias"
+
+
+def with_sequence_classifier(model, hf_config, weights, output, pooler=None):
+    """`model` (an encoder) under a `SequenceClassifier` where the folder holds transformers'
+    sequence-classification head: its output layer `output` (a name without ".weight"), and,
+    where the head has its own dense layer over the summary token (`pooler`: RoBERTa's
+    `classifier.dense`, DistilBERT's `pre_classifier`), that layer as the encoder's pooler.
+    The labels are the config's `id2label`. Returns `model` unchanged otherwise."""
+    if output + ".weight" not in weights.tensors:
+        return model
+    from bertlayers.models.sequence_classifier import SequenceClassifier
+
+    labels = {int(i): str(name) for i, name in hf_config.get("id2label", {}).items()}
+    count = weights.tensors[output + ".weight"].shape[0]
+    names = [labels.get(i, f"LABEL_{i}") for i in range(count)] if count > 1 else None
+    classifier = SequenceClassifier(model, count, label_names=names)
+    if pooler is not None:
+        weights.add(model.pooler.dense.kernel, pooler + ".weight", transposed)
+        weights.add(model.pooler.dense.bias, pooler + ".bias")
+    weights.add(classifier.head.output_dense.kernel, output + ".weight", transposed)
+    weights.add(classifier.head.output_dense.bias, output + ".bias")
+    return classifier
 
 
 def without_prefix(tensors, prefix):

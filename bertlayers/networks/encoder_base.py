@@ -121,6 +121,7 @@ class EncoderBase(keras.Model):
             # Under causal attention the first token sees only itself: only the last real
             # token has read the whole sequence (GPT's choice for classification).
             position="last" if config.causal else self.pooling_position,
+            activation=config.pooler_activation,
             dtype=dtype,
             name="pooler",
         )

@@ -16,7 +16,7 @@ class EncoderConfig:
     paper's left-to-right ablation). `type_vocab_size` 0 means no segment embedding
     (DistilBERT). `tie_word_embeddings` False gives the output projection of the LM heads a
     matrix of its own instead of the token embedding's transpose (transformers' setting of
-    that name).
+    that name). `pooler_activation` is the pooler's (tanh in BERT).
     """
 
     vocabulary_size: int = 30522
@@ -37,6 +37,7 @@ class EncoderConfig:
     num_layer_groups: int = 1
     architecture: str = "bert"
     tie_word_embeddings: bool = True
+    pooler_activation: str = "tanh"
 
     def __post_init__(self):
         positive = (
@@ -76,10 +77,11 @@ class EncoderConfig:
         for field in ("layer_norm_epsilon", "initializer_range"):
             if not getattr(self, field) > 0:
                 raise ValueError(f"EncoderConfig.{field} must be > 0, got {getattr(self, field)!r}.")
-        try:
-            canonical_activation(self.activation)
-        except ValueError as error:
-            raise ValueError(f"EncoderConfig.activation: {error}") from None
+        for field in ("activation", "pooler_activation"):
+            try:
+                canonical_activation(getattr(self, field))
+            except ValueError as error:
+                raise ValueError(f"EncoderConfig.{field}: {error}") from None
         # Which names exist is known once the encoder classes are defined (build_encoder checks).
         if not isinstance(self.architecture, str) or not self.architecture:
             raise ValueError(f"EncoderConfig.architecture must be a name, got {self.architecture!r}.")

@@ -14,6 +14,7 @@ from bertlayers.convert.huggingface import (
     register_huggingface_family,
     start_loading,
     transposed,
+    with_sequence_classifier,
 )
 from bertlayers.models.pretrainer import BertPretrainer
 from bertlayers.networks.albert_encoder import AlbertEncoder
@@ -40,13 +41,14 @@ def load_huggingface_albert(path, dtype=None):
 
     Returns:
       A `BertPretrainer` (`mlm` ↔ transformers' `prediction_logits` / `logits` at the masked
-      positions; `nsp` ↔ `sop_logits` where the folder has the sentence-order head), else its
+      positions; `nsp` ↔ `sop_logits` where the folder has the sentence-order head), a
+      `SequenceClassifier` for an `AlbertForSequenceClassification` folder, else its
       `AlbertEncoder` (`sequence_output` ↔ `last_hidden_state`, `pooled_output` ↔ `pooler_output`).
 
     Raises:
       As `load_huggingface_bert`.
     """
-    _, tensors, encoder, weights = start_loading(path, "albert", "albert.", AlbertEncoder, dtype)
+    hf_config, tensors, encoder, weights = start_loading(path, "albert", "albert.", AlbertEncoder, dtype)
     config = encoder.config
     add_embeddings(weights, encoder.embeddings)
     projection = encoder.embeddings.embedding_projection
@@ -61,7 +63,7 @@ def load_huggingface_albert(path, dtype=None):
         weights.add(encoder.pooler.dense.kernel, "pooler.weight", transposed)
         weights.add(encoder.pooler.dense.bias, "pooler.bias")
 
-    model = encoder
+    model = with_sequence_classifier(encoder, hf_config, weights, "classifier")
     if "predictions.dense.weight" in tensors:
         sentence_order = "sop_classifier.classifier.weight" in tensors
         model = BertPretrainer(encoder, next_sentence=sentence_order, name="albert_pretrainer")
@@ -71,7 +73,7 @@ def load_huggingface_albert(path, dtype=None):
             weights.add(model.next_sentence_head.output_dense.kernel, "sop_classifier.classifier.weight", transposed)
             weights.add(model.next_sentence_head.output_dense.bias, "sop_classifier.classifier.bias")
     # The LM head's other bias copy, and a task head, are not ours.
-    weights.apply(ignore=IGNORED_TENSORS + (r"^predictions\.(decoder\.)?(weight|bias)$", r"^classifier\.", r"^qa_outputs\."))
+    weights.apply(ignore=IGNORED_TENSORS + (r"^predictions\.(decoder\.)?(weight|bias)$", r"^qa_outputs\."))
     return model
 
 

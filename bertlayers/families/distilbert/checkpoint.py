@@ -12,6 +12,7 @@ from bertlayers.convert.huggingface import (
     register_huggingface_family,
     renamed_fields,
     start_loading,
+    with_sequence_classifier,
 )
 from bertlayers.models.pretrainer import BertPretrainer
 from bertlayers.networks.bert_encoder import BertEncoder
@@ -34,7 +35,9 @@ DISTILBERT_CONFIG_KEYS = {
 def distilbert_config_from_huggingface(hf_config, source):
     """An `EncoderConfig` with no segment embedding (`type_vocab_size` 0)."""
     fields = renamed_fields(hf_config, DISTILBERT_CONFIG_KEYS, source)
-    fields["type_vocab_size"] = 0
+    # No segment embedding; no pretrained pooler: a fresh one reads [CLS] through ReLU, as
+    # transformers' DistilBertForSequenceClassification's `pre_classifier` does.
+    fields.update(type_vocab_size=0, pooler_activation="relu")
     return config_from_fields(fields, source)
 
 
@@ -49,14 +52,16 @@ def load_huggingface_distilbert(path, dtype=None):
 
     Returns:
       A `BertPretrainer` without a sentence head (`mlm` ↔ transformers' `logits` at the masked
-      positions) for a masked-LM folder, else its `BertEncoder` (`sequence_output` ↔
-      `last_hidden_state`). DistilBERT has no pooler: `pooled_output` comes from a freshly
-      initialized one, trained by fine-tuning like a task head.
+      positions) for a masked-LM folder, a `SequenceClassifier` (`pre_classifier` as the
+      encoder's pooler) for a sequence-classification folder, else its `BertEncoder`
+      (`sequence_output` ↔ `last_hidden_state`). DistilBERT has no pooler: elsewhere
+      `pooled_output` comes from a freshly initialized one (ReLU), trained by fine-tuning like a
+      task head.
 
     Raises:
       As `load_huggingface_bert`.
     """
-    _, tensors, encoder, weights = start_loading(path, "distilbert", "distilbert.", BertEncoder, dtype)
+    hf_config, tensors, encoder, weights = start_loading(path, "distilbert", "distilbert.", BertEncoder, dtype)
     config = encoder.config
     add_embeddings(weights, encoder.embeddings)
     for index, block in enumerate(encoder.transformer_layers):
@@ -64,12 +69,12 @@ def load_huggingface_distilbert(path, dtype=None):
         attention = prefix + "attention."
         add_attention(weights, block.attention_layer, config, attention + "q_lin", attention + "k_lin", attention + "v_lin", attention + "out_lin")
         add_norms_and_feed_forward(weights, block, prefix + "sa_layer_norm", prefix + "ffn.lin1", prefix + "ffn.lin2", prefix + "output_layer_norm")
-    model = encoder
+    model = with_sequence_classifier(encoder, hf_config, weights, "classifier", pooler="pre_classifier")
     if "vocab_transform.weight" in tensors:
         model = BertPretrainer(encoder, next_sentence=False, name="distilbert_pretrainer")
         add_lm_transform(weights, model.lm_head, "vocab_transform", "vocab_layer_norm", "vocab_projector.bias")
         add_output_projection(weights, encoder, "vocab_projector.weight", "embeddings.word_embeddings.weight")
-    weights.apply(ignore=IGNORED_TENSORS + (r"^vocab_projector\.weight$", r"^pre_classifier\.", r"^classifier\.", r"^qa_outputs\."))
+    weights.apply(ignore=IGNORED_TENSORS + (r"^vocab_projector\.weight$", r"^qa_outputs\."))
     return model
 
 

@@ -11,6 +11,7 @@ from bertlayers.convert.huggingface import (
     read_huggingface_folder,
     register_huggingface_family,
     transposed,
+    with_sequence_classifier,
     without_prefix,
 )
 from bertlayers.convert.weight_map import WeightMap
@@ -23,6 +24,9 @@ def electra_config_from_huggingface(hf_config, source):
     """BERT's config names, and an embedding width of its own (narrower than the hidden size in the small models)."""
     fields = bert_config_fields(hf_config, source)
     fields["embedding_size"] = hf_config.get("embedding_size", hf_config["hidden_size"])
+    # No pretrained pooler: a fresh one reads [CLS] through GELU, as transformers'
+    # ElectraForSequenceClassification's `classifier.dense` does.
+    fields["pooler_activation"] = "gelu"
     return config_from_fields(fields, source)
 
 
@@ -43,7 +47,7 @@ def load_huggingface_electra(path, dtype=None):
     Raises:
       As `load_huggingface_bert`.
     """
-    _, config, tensors, weights_path = read_huggingface_folder(path, "electra")
+    hf_config, config, tensors, weights_path = read_huggingface_folder(path, "electra")
     tensors = without_prefix(tensors, "electra.")
     encoder = electra_encoder(config, electra_embeddings(config, dtype), dtype=dtype, name="encoder")
     weights = WeightMap(tensors, weights_path)
@@ -64,7 +68,7 @@ def load_huggingface_electra(path, dtype=None):
         weights.add(head.prediction.kernel, "discriminator_predictions.dense_prediction.weight", transposed)
         weights.add(head.prediction.bias, "discriminator_predictions.dense_prediction.bias")
     else:
-        model = encoder
+        model = with_sequence_classifier(encoder, hf_config, weights, "classifier.out_proj", pooler="classifier.dense")
     # A tied generator's output matrix is its word embedding; a saved copy adds nothing.
     weights.apply(ignore=IGNORED_TENSORS + (r"^generator_lm_head\.weight$",))
     return model

@@ -11,6 +11,7 @@ from bertlayers.convert.huggingface import (
     output_bias_key,
     register_huggingface_family,
     start_loading,
+    with_sequence_classifier,
 )
 from bertlayers.models.pretrainer import BertPretrainer
 from bertlayers.networks.bert_encoder import BertEncoder
@@ -41,7 +42,9 @@ def load_huggingface_roberta(path, dtype=None):
 
     Returns:
       A `BertPretrainer` without a sentence head (`mlm` ↔ transformers' `logits` at the masked
-      positions) for a masked-LM folder, else its `BertEncoder` (`sequence_output` ↔
+      positions) for a masked-LM folder, a `SequenceClassifier` (its `classifier.dense` the
+      encoder's pooler, `out_proj` the output layer; `logits` ↔ `logits`) for a
+      sequence-classification folder, else its `BertEncoder` (`sequence_output` ↔
       `last_hidden_state`; `pooled_output` ↔ `pooler_output` where the folder has a pooler).
 
       transformers gives position `pad_token_id + 1 + i` to the i-th real token; the encoder
@@ -53,13 +56,13 @@ def load_huggingface_roberta(path, dtype=None):
     hf_config, tensors, encoder, weights = start_loading(path, ("roberta", "xlm-roberta"), "roberta.", BertEncoder, dtype)
     first_position = _padding_id(hf_config) + 1
     map_encoder_weights(encoder, encoder.config, weights, pooler="pooler.dense.weight" in tensors, positions=lambda table: table[first_position:])
-    model = encoder
+    model = with_sequence_classifier(encoder, hf_config, weights, "classifier.out_proj", pooler="classifier.dense")
     if "lm_head.dense.weight" in tensors:
         model = BertPretrainer(encoder, next_sentence=False, name="roberta_pretrainer")
         add_lm_transform(weights, model.lm_head, "lm_head.dense", "lm_head.layer_norm", output_bias_key(tensors, "lm_head"))
         add_output_projection(weights, encoder, "lm_head.decoder.weight", "embeddings.word_embeddings.weight")
     # The LM head's other bias copy, and a task head, are not ours.
-    weights.apply(ignore=IGNORED_TENSORS + (r"^lm_head\.(decoder\.)?(weight|bias)$", r"^classifier\.", r"^qa_outputs\."))
+    weights.apply(ignore=IGNORED_TENSORS + (r"^lm_head\.(decoder\.)?(weight|bias)$", r"^qa_outputs\."))
     return model
 
 

@@ -10,6 +10,7 @@ from bertlayers.convert.huggingface import (
     renamed_fields,
     require_keys,
     transposed,
+    with_sequence_classifier,
     without_prefix,
 )
 from bertlayers.convert.weight_map import WeightMap
@@ -99,13 +100,13 @@ def load_huggingface_xlnet(path, dtype=None):
         weights.add(encoder.pooler.dense.kernel, "sequence_summary.summary.weight", transposed)
         weights.add(encoder.pooler.dense.bias, "sequence_summary.summary.bias")
 
-    model = encoder
+    model = with_sequence_classifier(encoder, hf_config, weights, "logits_proj")
     if "lm_loss.bias" in tensors:
         model = XLNetPretrainer(encoder)
         weights.add(model.lm_head.output_bias, "lm_loss.bias")
         add_output_projection(weights, encoder, "lm_loss.weight", "word_embedding.weight")
     # A tied LM head's matrix is the word embedding; a task head's output layer is not ours.
-    weights.apply(ignore=IGNORED_TENSORS + (r"^lm_loss\.weight$", r"^logits_proj\.", r"^qa_outputs\.", r"^start_logits\.", r"^end_logits\.", r"^answer_class\."))
+    weights.apply(ignore=IGNORED_TENSORS + (r"^lm_loss\.weight$", r"^qa_outputs\.", r"^start_logits\.", r"^end_logits\.", r"^answer_class\."))
     return model
 
 
