@@ -12,6 +12,7 @@ Writes predictions.json, nbest_predictions.json, metrics.json, model.keras and T
 
 import os
 
+from bertlayers.data.checkpoint_tokenizer import TokenizerFiles, text_tokenizer
 from bertlayers.data.squad_data import decode_answers, make_windows, read_squad
 from bertlayers.data.tokenizer import wordpiece_tokenizer
 from bertlayers.metrics import squad_scores
@@ -53,7 +54,9 @@ def main():
             if not examples:
                 raise ValueError(f"{path} holds only unanswerable questions; SQuAD v1.1 mode leaves none "
                                  f"(use --version_2_with_negative).")
-    tokenizer = wordpiece_tokenizer(vocabulary_for(config))
+    vocabulary = vocabulary_for(config)
+    # WordPiece places each piece in the text; other checkpoints' pieces span their whole word.
+    tokenizer = text_tokenizer(vocabulary) if isinstance(vocabulary, TokenizerFiles) else wordpiece_tokenizer(vocabulary)
     window = dict(sequence_length=args.sequence_length, doc_stride=args.doc_stride, max_query_length=args.max_query_length)
     train_features = make_windows(train, tokenizer, **window)
     eval_features = make_windows(evaluation, tokenizer, **window)

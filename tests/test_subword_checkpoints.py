@@ -161,8 +161,8 @@ def test_each_family_fine_tunes_and_serves_text_from_its_own_folder(served_famil
 
 def test_the_runners_start_from_a_folder_with_its_own_tokenizer(tmp_path):
     """`--init FOLDER` is all a runner needs: run_classifier from a RoBERTa folder (byte-level
-    BPE, `<s> A </s>`), run_ner from an XLNet one (SentencePiece, left padding); each records the
-    folder's tokenizer in its model.keras."""
+    BPE, `<s> A </s>`), run_ner and run_squad from an XLNet one (SentencePiece, left padding,
+    `<cls>` last); each records the folder's tokenizer in its model.keras."""
     import csv
     import json
 
@@ -193,6 +193,12 @@ def test_the_runners_start_from_a_folder_with_its_own_tokenizer(tmp_path):
     metrics = json.load(open(tmp_path / "tags" / "metrics.json"))
     assert metrics["eval_sentences"] == 16 and 0.0 <= metrics["f1"] <= 100.0
     assert recorded_vocabulary(load_model_file(str(tmp_path / "tags" / "model.keras"))).model_type == "xlnet"
+
+    # SQuAD 2.0 from the XLNet folder: windows `Q <sep> C <sep> <cls>`, the null answer at <cls>.
+    run_script("run_squad.py", "--init", xlnet, "--output_dir", tmp_path / "squad", "--epochs", 1, "--batch_size", 8,
+               "--sequence_length", 160, "--verbose", 0, "--version_2_with_negative")
+    metrics = json.load(open(tmp_path / "squad" / "metrics.json"))
+    assert metrics["total"] == 12 and "no_answer_exact_match" in metrics
 
 
 @pytest.mark.parametrize("family", ["xlm-roberta", "albert"])

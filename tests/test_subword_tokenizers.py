@@ -174,3 +174,30 @@ def test_ner_words_map_to_their_first_piece_as_transformers_aligns_them(folders,
         assert starts[row] == [offset + i for i in first], (family, row)
         assert weights[row].sum() == len(sentence)
     assert ties <= 2, ties
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_squad_windows_in_the_family_layout_with_answers_on_word_spans(folders, family):
+    """The project's SQuAD file windowed for each family: a whole (question, context) window has
+    transformers' ids for the pair (the family's layout and segments), and every answer's target
+    covers the gold answer with whole words."""
+    from bertlayers.data.squad_data import make_windows, read_squad
+
+    examples = [e for e in read_squad(os.path.join(os.path.dirname(__file__), "..", "examples", "data", "squad_mini", "dev-v2.0.json"))
+                if not e.is_impossible]
+    ours = checkpoint_tokenizer(folders[family])
+    reference = reference_tokenizer(folders[family])
+    features = make_windows(examples, ours, sequence_length=384, doc_stride=128)
+    assert len(features.example_index) == len(examples)  # one window each at this length
+    for window, example in enumerate(examples):
+        real = features.inputs["padding_mask"][window] == 1
+        encoded = reference(example.question, example.context, return_token_type_ids=True)
+        got = features.inputs["token_ids"][window][real].tolist()
+        assert got == encoded["input_ids"] or _is_a_tie(reference, got, encoded["input_ids"]), (family, example.qid)
+        assert features.inputs["segment_ids"][window][real].tolist() == encoded["token_type_ids"], (family, example.qid)
+        start, end = features.start_positions[window], features.end_positions[window]
+        spans = features.token_spans[window]
+        covered = example.context[spans[start][0]:spans[end][1]]
+        text, first = example.answers[0]
+        assert text in covered and spans[start][0] <= first and first + len(text) <= spans[end][1], (family, example.qid)
+        assert not covered[0].isspace() and not covered[-1].isspace()

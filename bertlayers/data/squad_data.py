@@ -1,17 +1,22 @@
-"""SQuAD v1.1 / v2.0 data: reading, WordPieces with character offsets, windows, answer decoding.
+"""SQuAD v1.1 / v2.0 data: reading, pieces with character offsets, windows, answer decoding.
 
-Answers map back to the original context through each WordPiece's character span (computed
-here on the original text), never by joining WordPieces back into words.
+Answers map back to the original context through each piece's character span (computed here on
+the original text), never by joining pieces back into words. WordPieces get their own spans;
+a byte-level BPE or SentencePiece checkpoint's pieces get their whitespace-delimited word's
+(google-research/bert's `doc_tokens`), so its answers are whole words.
 """
 
 import collections
 import dataclasses
 import json
+import re
 import unicodedata
 
 import numpy as np
 import tensorflow as tf
 
+from bertlayers.data.checkpoint_tokenizer import CheckpointTokenizer
+from bertlayers.data.input_layout import bert_layout
 from bertlayers.data.text_files import read_text
 
 
@@ -138,7 +143,12 @@ def _basic_tokens(text, lowercase):
 
 def tokenize_with_offsets(texts, tokenizer, lowercase=True):
     """For each text, a list of (token id, start char, end char, word) over the original text;
-    `word` numbers the basic token (word or punctuation mark) the piece belongs to."""
+    `word` numbers the basic token (word or punctuation mark) the piece belongs to.
+
+    `tokenizer`: a keras-hub WordPiece tokenizer, or a `CheckpointTokenizer`, whose pieces
+    each span their whole whitespace-delimited word."""
+    if isinstance(tokenizer, CheckpointTokenizer):
+        return _word_spans(texts, tokenizer)
     basic = [_basic_tokens(text, lowercase) for text in texts]
     flat = [token for tokens in basic for token, _, _ in tokens]
     pieces = tokenizer(tf.constant(flat)) if flat else []
@@ -174,6 +184,31 @@ def tokenize_with_offsets(texts, tokenizer, lowercase=True):
     return results
 
 
+def _word_spans(texts, tokenizer):
+    """Each whitespace-delimited word tokenized as its family sees it inside a text (byte-level
+    BPE with the space before it, but for a text's first word), each piece carrying the word's
+    character span."""
+    words = [[(m.group(), m.start(), m.end()) for m in re.finditer(r"\S+", text)] for text in texts]
+    spaced = tokenizer.kind == "byte_level_bpe"
+    flat = [" " + w if spaced and start > 0 else w for text_words in words for w, start, _ in text_words]
+    pieces = tokenizer.tokenize(tf.constant(flat, tf.string)).to_list() if flat else []
+    results, offset = [], 0
+    for text_words in words:
+        result = []
+        for word, ((_, start, end), ids) in enumerate(zip(text_words, pieces[offset : offset + len(text_words)])):
+            result.extend((int(i), start, end, word) for i in (ids or [tokenizer.unknown_id]))
+        offset += len(text_words)
+        results.append(result)
+    return results
+
+
+def _layout(tokenizer):
+    """The layout windows are packed in: a `CheckpointTokenizer`'s, or BERT's for WordPiece."""
+    if isinstance(tokenizer, CheckpointTokenizer):
+        return tokenizer.layout
+    return bert_layout(tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]"), tokenizer.token_to_id("[PAD]"))
+
+
 # --- Windows ------------------------------------------------------------------------------
 
 
@@ -182,31 +217,36 @@ class SquadFeatures:
     """Encoder inputs and targets of every window, and what decoding needs."""
 
     inputs: dict  # token_ids, segment_ids, padding_mask, span_mask: int32 [windows, seq]
-    start_positions: np.ndarray  # [windows]; 0 ([CLS]) when the window has no answer
+    start_positions: np.ndarray  # [windows]; the null position when the window has no answer
     end_positions: np.ndarray
     example_index: np.ndarray  # [windows] → index into the examples
     token_spans: list  # per window: {position: (start char, end char)} of its context tokens
     word_edges: list  # per window: {position: (starts a word, ends a word)} of its context tokens
     max_context: list  # per window: {position: bool}, True where this window gives the token most context
+    null_positions: np.ndarray = None  # [windows]: the summary token ([CLS]: 0; XLNet's <cls>: after the context)
 
 
 def make_windows(examples, tokenizer, sequence_length=384, doc_stride=128, max_query_length=64, lowercase=True):
-    """Split each (question, context) into windows `[CLS] question [SEP] context-part [SEP]`.
+    """Split each (question, context) into windows `[CLS] question [SEP] context-part [SEP]`
+    (or the tokenizer's family's layout: RoBERTa's `<s> Q </s></s> C </s>`, XLNet's
+    `Q <sep> C <sep> <cls>`), padded on the right.
 
     Contexts longer than a window are covered by windows `doc_stride` tokens apart. A window
     whose context part holds the whole gold answer targets its first and last tokens; others
-    target [CLS] (no answer here). `span_mask` is 1 on the context tokens and on [CLS].
+    target the summary token (`[CLS]`, XLNet's `<cls>`: no answer here). `span_mask` is 1 on
+    the context tokens and on that token.
     """
     if not examples:
         raise ValueError("make_windows: no questions to window.")
-    cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+    layout = _layout(tokenizer)
+    end_segments = [layout.second_segment if s is None else s for s in (layout.end_segments or (None,) * len(layout.end))]
     questions = tokenize_with_offsets([e.question for e in examples], tokenizer, lowercase)
     contexts = tokenize_with_offsets([e.context for e in examples], tokenizer, lowercase)
     rows = collections.defaultdict(list)
     token_spans, word_edges, max_context = [], [], []
     for index, (example, question, context) in enumerate(zip(examples, questions, contexts)):
         query = [t for t, *_ in question][:max_query_length]
-        room = sequence_length - len(query) - 3
+        room = sequence_length - len(query) - layout.special_tokens(pair=True)
         if room <= 0:
             raise ValueError(f"Question {example.qid}: sequence_length {sequence_length} leaves no room for the context.")
         answer = None
@@ -224,8 +264,10 @@ def make_windows(examples, tokenizer, sequence_length=384, doc_stride=128, max_q
                 break
             start += min(length, doc_stride)
         for window_start, length in windows:
-            ids = [cls] + query + [sep] + [t for t, *_ in context[window_start : window_start + length]] + [sep]
-            offset = len(query) + 2
+            ids = [*layout.start, *query, *layout.between, *(t for t, *_ in context[window_start : window_start + length]), *layout.end]
+            offset = len(layout.start) + len(query) + len(layout.between)
+            # The summary token: the first ([CLS], <s>), or XLNet's <cls> at the end.
+            null = 0 if layout.start else len(ids) - 1
             spans, edges, best = {}, {}, {}
             words = [None] + [w for *_, w in context] + [None]
             for k in range(length):
@@ -234,14 +276,17 @@ def make_windows(examples, tokenizer, sequence_length=384, doc_stride=128, max_q
                 word = words[token + 1]
                 edges[offset + k] = (words[token] != word, words[token + 2] != word)
                 best[offset + k] = _has_max_context(windows, window_start, token)
-            target = (0, 0)
+            target = (null, null)
             if answer and window_start <= answer[0] and answer[1] < window_start + length:
                 target = (offset + answer[0] - window_start, offset + answer[1] - window_start)
             padding = sequence_length - len(ids)
-            rows["token_ids"].append(ids + [0] * padding)
-            rows["segment_ids"].append([0] * offset + [1] * (length + 1) + [0] * padding)
+            rows["token_ids"].append(ids + [layout.pad_id] * padding)
+            rows["segment_ids"].append([0] * offset + [layout.second_segment] * length + end_segments + [0] * padding)
             rows["padding_mask"].append([1] * len(ids) + [0] * padding)
-            rows["span_mask"].append([1] + [0] * (offset - 1) + [1] * length + [0] * (padding + 1))
+            span_mask = [0] * offset + [1] * length + [0] * (len(layout.end) + padding)
+            span_mask[null] = 1
+            rows["span_mask"].append(span_mask)
+            rows["null"].append(null)
             rows["start"].append(target[0])
             rows["end"].append(target[1])
             rows["example"].append(index)
@@ -251,7 +296,7 @@ def make_windows(examples, tokenizer, sequence_length=384, doc_stride=128, max_q
     inputs = {k: np.array(rows[k], "int32") for k in ("token_ids", "segment_ids", "padding_mask", "span_mask")}
     return SquadFeatures(
         inputs, np.array(rows["start"], "int32"), np.array(rows["end"], "int32"),
-        np.array(rows["example"], "int32"), token_spans, word_edges, max_context,
+        np.array(rows["example"], "int32"), token_spans, word_edges, max_context, np.array(rows["null"], "int32"),
     )
 
 
@@ -281,8 +326,8 @@ def decode_answers(
     Candidates are the n-best starts × n-best ends of each window with end ≥ start, length ≤
     `max_answer_length` tokens, both inside the context, the start on a word's first piece and
     the end on a word's last piece (no answer cut inside a word), and the start where its window
-    gives it the most context; a span scores start + end logit. For v2.0 the null answer ([CLS]) scores
-    the lowest [CLS] pair over the windows, and wins when it beats the best span by more than
+    gives it the most context; a span scores start + end logit. For v2.0 the null answer (the
+    summary token, [CLS]) scores the lowest such pair over the windows, and wins when it beats the best span by more than
     `null_score_diff_threshold`. The text is cut from the original context by character offsets.
 
     Returns:
@@ -298,7 +343,8 @@ def decode_answers(
         for window in by_example[index]:
             starts, ends = start_logits[window], end_logits[window]
             spans, best, edges = features.token_spans[window], features.max_context[window], features.word_edges[window]
-            score = float(starts[0] + ends[0])
+            null = 0 if features.null_positions is None else int(features.null_positions[window])
+            score = float(starts[null] + ends[null])
             null_score = score if null_score is None else min(null_score, score)
             for s in np.argsort(starts)[::-1][:n_best_size]:
                 if s not in spans or not best[s] or not edges[s][0]:
