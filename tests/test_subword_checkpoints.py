@@ -239,3 +239,39 @@ def test_sequence_classification_folders_load_as_classifiers(family):
     logits = classifier(inputs)["logits"]
     np.testing.assert_allclose(np.asarray(logits), REFERENCE[f"{name}.logits"], atol=1e-4, rtol=1e-4)
     _close_at_real_tokens(classifier.encoder(inputs)["sequence_output"], REFERENCE[f"{name}.hidden"], inputs["padding_mask"])
+
+
+@pytest.mark.parametrize("family", ["roberta", "albert"])
+def test_a_squad_text_model_answers_whole_words_as_the_python_decoder(family, tmp_path):
+    """A span predictor on a byte-level BPE or SentencePiece checkpoint, exported with text in:
+    the graph packs the family's layout, tokenizes each word as the Python windows do, and
+    decodes the answer the Python decoder picks, cut from the context on word boundaries."""
+    import tensorflow as tf
+
+    from bertlayers.convert.model_files import vocabulary_of
+    from bertlayers.data.squad_data import SquadExample, decode_answers, make_windows, read_squad
+    from bertlayers.export import export_for_serving
+    from bertlayers.models import SpanPredictor
+
+    folder = _checkpoint_folder(family, str(tmp_path / family))
+    model = SpanPredictor(load_encoder(folder))
+    paths = export_for_serving(model, "qa", base_dir=str(tmp_path / "savedmodels"), sequence_length=64)
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    examples = read_squad(os.path.join(repo, "examples", "data", "squad_mini", "dev-v2.0.json"))[:6]
+    contexts = [" ".join(e.context.split()[:12]) for e in examples]  # one window each
+    short = [SquadExample(e.qid, e.question, c, [], True) for e, c in zip(examples, contexts)]
+    served = tf.saved_model.load(paths["qa_text"]).signatures["serving_default"](
+        question=tf.constant([e.question for e in short]), context=tf.constant(contexts)
+    )
+    features = make_windows(short, vocabulary_of(folder).checkpoint_tokenizer(), sequence_length=64)
+    keras_logits = model.predict(features.inputs, verbose=0)["start_logits"]
+    width = served["start_logits"].shape[1]  # the served batch is cut to its longest request
+    real = features.inputs["span_mask"][:, :width] == 1
+    np.testing.assert_allclose(served["start_logits"].numpy()[real], keras_logits[:, :width][real], atol=1e-4)
+    predictions, _ = decode_answers(short, features, served["start_logits"].numpy(), served["end_logits"].numpy(), n_best_size=64)
+    for i, example in enumerate(short):
+        text = served["answer_text"].numpy()[i].decode("utf-8")
+        assert text == predictions[example.qid] and text, (family, example.qid)
+        start, end = served["answer_start"].numpy()[i], served["answer_end"].numpy()[i]
+        assert example.context[start:end] == text
+        assert (start == 0 or example.context[start - 1].isspace()) and (end == len(example.context) or example.context[end].isspace())

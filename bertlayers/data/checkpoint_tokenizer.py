@@ -16,11 +16,17 @@ import tempfile
 
 import numpy as np
 import tensorflow as tf
+import tensorflow_text as tf_text
 
 from bertlayers.data.input_layout import InputLayout, bert_layout
 from bertlayers.data.sentencepiece_model import SentencePiece, read_sentencepiece_model
 from bertlayers.data.tokenizer import BertInputPacker, ModelVocabulary, load_vocabulary, wordpiece_tokenizer
 from bertlayers.data.wordpiece import InGraphTokenizer
+
+
+# What separates words, in RE2 (graph) and Python `re`: Unicode's white space, as Python's \s.
+WORD_SEPARATOR = r"[\t\n\x0B\f\r\x1C-\x1F\x{85}\p{Z}]+"
+PYTHON_WORD_SEPARATOR = r"\s+"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +51,36 @@ class CheckpointTokenizer:
     def tokenize(self, texts):
         """Ids of a batch of strings `[batch]`, ragged int32 `[batch, (pieces)]` (graph ops)."""
         return self.tokenizer.tokenize(texts)
+
+    def tokenize_with_offsets(self, texts):
+        """Ragged `[batch, pieces]` (graph ops): ids, start and end byte offsets into `texts`,
+        and whether each piece starts and ends its word. WordPiece places each piece; the other
+        tokenizers' pieces span their whitespace-delimited word (tokenized as inside a text:
+        byte-level BPE with the space before it, but for a text's first word), so answers cut
+        by these offsets are whole words."""
+        if self.kind == "wordpiece":
+            return self.tokenizer.tokenize_with_offsets(texts)
+        words, starts, ends = tf_text.regex_split_with_offsets(texts, WORD_SEPARATOR)  # [batch, (words)]
+        flat = words.flat_values
+        if self.kind == "byte_level_bpe":
+            flat = tf.where(starts.flat_values > 0, tf.strings.join([" ", flat]), flat)
+        pieces = self.tokenizer.tokenize(flat)  # [words, (pieces)]
+        # A word no piece came out of (a lone zero-width character) gets the unknown id.
+        lengths = tf.maximum(pieces.row_lengths(), 1)
+        padded = tf.pad(pieces.to_tensor(self.unknown_id), [[0, 0], [0, 1]], constant_values=self.unknown_id)
+        pieces = tf.RaggedTensor.from_tensor(padded, lengths=lengths)  # [words, (pieces)]
+        index = tf.ragged.range(lengths)  # each piece's place in its word
+        spread = lambda x: tf.repeat(tf.cast(x.flat_values, tf.int64), lengths)  # noqa: E731  per word -> per piece
+        per_text = lambda values: tf.RaggedTensor.from_row_splits(  # noqa: E731
+            values, tf.gather(pieces.row_splits, words.row_splits)
+        )
+        return (
+            per_text(pieces.flat_values),
+            per_text(spread(starts)),
+            per_text(spread(ends)),
+            per_text(tf.equal(index.flat_values, 0)),
+            per_text(tf.equal(index.flat_values, tf.repeat(lengths - 1, lengths))),
+        )
 
     def packer(self, sequence_length):
         """A `CheckpointPacker`: `(first, second=None)` → model inputs at `sequence_length`."""

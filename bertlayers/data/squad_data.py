@@ -15,7 +15,7 @@ import unicodedata
 import numpy as np
 import tensorflow as tf
 
-from bertlayers.data.checkpoint_tokenizer import CheckpointTokenizer
+from bertlayers.data.checkpoint_tokenizer import PYTHON_WORD_SEPARATOR, CheckpointTokenizer
 from bertlayers.data.input_layout import bert_layout
 from bertlayers.data.text_files import read_text
 
@@ -188,7 +188,7 @@ def _word_spans(texts, tokenizer):
     """Each whitespace-delimited word tokenized as its family sees it inside a text (byte-level
     BPE with the space before it, but for a text's first word), each piece carrying the word's
     character span."""
-    words = [[(m.group(), m.start(), m.end()) for m in re.finditer(r"\S+", text)] for text in texts]
+    words = [[(text[a:b], a, b) for a, b in _word_bounds(text)] for text in texts]
     spaced = tokenizer.kind == "byte_level_bpe"
     flat = [" " + w if spaced and start > 0 else w for text_words in words for w, start, _ in text_words]
     pieces = tokenizer.tokenize(tf.constant(flat, tf.string)).to_list() if flat else []
@@ -200,6 +200,18 @@ def _word_spans(texts, tokenizer):
         offset += len(text_words)
         results.append(result)
     return results
+
+
+def _word_bounds(text):
+    """(start, end) characters of each whitespace-delimited word (as the served graph splits)."""
+    bounds, start = [], 0
+    for match in re.finditer(PYTHON_WORD_SEPARATOR, text):
+        if match.start() > start:
+            bounds.append((start, match.start()))
+        start = match.end()
+    if start < len(text):
+        bounds.append((start, len(text)))
+    return bounds
 
 
 def _layout(tokenizer):

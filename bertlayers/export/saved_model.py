@@ -121,9 +121,10 @@ def _text_signatures(servable, tokenizer, sequence_length, truncate):
     text = lambda name: tf.TensorSpec([None], tf.string, name=name)  # noqa: E731
     outputs_kind = servable.outputs
 
-    def run_ids(token_ids, segment_ids, padding_mask):
+    def run_ids(token_ids, segment_ids, padding_mask, span_mask=None):
         given = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
-        return servable.run({name: given[name] for name in servable.input_names})
+        extra = {} if span_mask is None else {"span_mask": span_mask}
+        return servable.run({**{name: given[name] for name in servable.input_names}, **extra})
 
     if outputs_kind.text_kind == "question_context":
 
@@ -137,13 +138,19 @@ def _text_signatures(servable, tokenizer, sequence_length, truncate):
             token_ids, segment_ids, padding_mask = tokenizer.layout.pack(
                 question_ids, context_ids, sequence_length, truncation=tokenizer.truncation, truncate=truncate
             )
-            outputs = run_ids(token_ids, segment_ids, padding_mask)
             # Context token k sits after the special tokens and the question.
             offset = tf.cast(question_ids.row_lengths(), tf.int32) + len(tokenizer.layout.start) + len(tokenizer.layout.between)
 
             def at_positions(flags):  # ragged [b, (context)] → [b, seq], False outside the context
                 before = tf.ragged.range(tf.zeros_like(offset), offset) < 0
                 return tf.concat([before, flags], axis=1).to_tensor(False, shape=tf.shape(token_ids))
+
+            # The context's kept pieces (before the closing special tokens) and the null answer at 0.
+            column = tf.range(tf.shape(token_ids)[1])[tf.newaxis, :]
+            closing = tf.reduce_sum(padding_mask, axis=1, keepdims=True) - len(tokenizer.layout.end)
+            context_mask = at_positions(tf.ones_like(starts_word)) & (column < closing)
+            span_mask = tf.cast(context_mask | (column == 0), tf.int32)
+            outputs = run_ids(token_ids, segment_ids, padding_mask, span_mask)
 
             start, end, score, null_score = best_span(
                 outputs["start_logits"], outputs["end_logits"], at_positions(starts_word), at_positions(ends_word),
@@ -378,10 +385,11 @@ def export_for_serving(
             if isinstance(vocabulary, ModelVocabulary):
                 vocabulary, lowercase = vocabulary.tokens, vocabulary.lowercase if lowercase is None else lowercase
             tokenizer = InGraphTokenizer(check_vocabulary_fits(vocabulary, limits.vocabulary_size), True if lowercase is None else lowercase)
-        if outputs.text_kind == "question_context" and not hasattr(tokenizer, "tokenize_with_offsets"):
+        if outputs.text_kind == "question_context" and not tokenizer.layout.start:
             raise ValueError(
-                f"A question-answering text model needs the tokenizer's character offsets, which only WordPiece gives "
-                f"so far; this model's is {tokenizer.kind}. Export the ids model alone (text=False)."
+                "A question-answering text model reads the null answer at the first token; this model's layout "
+                "puts its summary token last (XLNet's <cls>), which it does not support yet. Export the ids model "
+                "alone (text=False)."
             )
     names = [name] + ([f"{name}_text"] if tokenizer else [])
     # One export at a time into a base: versions are numbered, staged, committed and listed in

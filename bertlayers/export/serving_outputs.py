@@ -180,7 +180,9 @@ class TaggerOutputs(ModelOutputs):
 class SpanOutputs(ModelOutputs):
     """Answer spans (SQuAD): `start_logits` and `end_logits` [B, S]; the text model takes a
     question and a context and decodes the best span of at most `max_answer_length` pieces.
-    A model that takes a `span_mask` input is given the context pieces (and [CLS], the null answer)."""
+    A model that takes a `span_mask` input is given the context pieces (and [CLS], the null
+    answer): the text model's own packing says where they are; an ids request's second segment
+    does."""
 
     text_kind = "question_context"
     extra_inputs = ("span_mask",)
@@ -190,7 +192,11 @@ class SpanOutputs(ModelOutputs):
         self.max_query_length = max_query_length
 
     def __call__(self, model, inputs):
-        if "span_mask" in model_input_names(model):
+        inputs = dict(inputs)
+        given = inputs.pop("span_mask", None)
+        if "span_mask" in model_input_names(model) and given is not None:
+            inputs["span_mask"] = given
+        elif "span_mask" in model_input_names(model):
             segment_ids, padding_mask = inputs["segment_ids"], inputs["padding_mask"]
             # Answers start and end in the second segment (the context), or at [CLS] for "no answer".
             context = tf.logical_and(tf.equal(segment_ids, 1), tf.equal(padding_mask, 1))
