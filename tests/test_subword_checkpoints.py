@@ -159,6 +159,24 @@ def test_each_family_fine_tunes_and_serves_text_from_its_own_folder(served_famil
         np.testing.assert_allclose(np.array(answers[family]), expected, atol=1e-4, err_msg=family)
 
 
+# tensorflow-text ops in TF Serving's `ops_lib` (regex_split_ops, normalize_ops,
+# sentencepiece_tokenizer, fast_wordpiece_tokenizer, fast_bert_normalizer), bundled since 2.12.
+SERVING_TF_TEXT_OPS = {"RegexSplitWithOffsets", "NormalizeUTF8", "SentencepieceOp", "SentencepieceTokenizeOp",
+                       "FastBertNormalize", "FastWordpieceTokenizeWithOffsets"}
+
+
+def test_every_family_text_model_uses_only_ops_tf_serving_links(served_families):
+    import tensorflow as tf
+    from test_export import FORBIDDEN, graph_ops
+
+    _, results = served_families
+    core = set(dir(tf.raw_ops))
+    for family, (path, _, _) in results.items():
+        ops = graph_ops(path)
+        assert not ops & FORBIDDEN, family
+        assert not ops - core - SERVING_TF_TEXT_OPS, (family, sorted(ops - core - SERVING_TF_TEXT_OPS))
+
+
 def test_the_runners_start_from_a_folder_with_its_own_tokenizer(tmp_path):
     """`--init FOLDER` is all a runner needs: run_classifier from a RoBERTa folder (byte-level
     BPE, `<s> A </s>`), run_ner and run_squad from an XLNet one (SentencePiece, left padding,
