@@ -77,8 +77,9 @@ def write_tokenizer_folder(folder, family, vocab_size=1000):
     return folder
 
 
-def reference_tokenizer(folder):
+def reference_tokenizer(folder, **options):
     """transformers' fast tokenizer of the folder (its from_pretrained reads these files)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local folder: never the hub
     import transformers
 
-    return transformers.AutoTokenizer.from_pretrained(folder)
+    return transformers.AutoTokenizer.from_pretrained(folder, **options)

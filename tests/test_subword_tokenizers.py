@@ -153,9 +153,7 @@ def test_ner_words_map_to_their_first_piece_as_transformers_aligns_them(folders,
     from bertlayers.data.ner_data import encode_sentences
 
     ours = checkpoint_tokenizer(folders[family])
-    import transformers
-
-    reference = transformers.AutoTokenizer.from_pretrained(folders[family], add_prefix_space=True) if family == "roberta" \
+    reference = reference_tokenizer(folders[family], add_prefix_space=True) if family == "roberta" \
         else reference_tokenizer(folders[family])
     sentences = [[(word, "O") for word in sentence.split(" ")] for sentence in real_sentences()["wnut"][:300]]
     inputs, _, weights, starts = encode_sentences(sentences, ours, 192, ["O"], "wnut")
