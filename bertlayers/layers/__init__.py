@@ -7,6 +7,7 @@ named here too: `import bertlayers` sets them once every family is imported (`FR
 from bertlayers.layers.bert_embeddings import BertEmbeddings
 from bertlayers.layers.bidirectional_lstm import BidirectionalLSTM
 from bertlayers.layers.classification_head import ClassificationHead, NextSentenceHead
+from bertlayers.layers.crf import LinearChainCRF
 from bertlayers.layers.factorized_embedding import FactorizedEmbedding
 from bertlayers.layers.gated_feed_forward import GatedFeedForward
 from bertlayers.layers.mask_embedding import MaskEmbedding
@@ -40,6 +41,7 @@ __all__ = [
     "FactorizedEmbedding",
     "GatedFeedForward",
     "GeneratorCorruption",
+    "LinearChainCRF",
     "MaskEmbedding",
     "MaskedLMHead",
     "MultiHeadAttention",

@@ -1,0 +1,98 @@
+"""The linear-chain CRF against brute force: every tag path of small random cases enumerated."""
+
+import itertools
+
+import keras
+import numpy as np
+import pytest
+
+from bertlayers.layers.crf import LinearChainCRF
+
+
+def _crf(num_tags, seed):
+    crf = LinearChainCRF(num_tags)
+    crf.build()
+    rng = np.random.default_rng(seed)
+    crf.transitions.assign(rng.normal(size=(num_tags, num_tags)).astype("float32"))
+    crf.start_transitions.assign(rng.normal(size=num_tags).astype("float32"))
+    crf.end_transitions.assign(rng.normal(size=num_tags).astype("float32"))
+    return crf
+
+
+def _brute_force(crf, emissions, mask):
+    """(log Σ exp score, best path, its score) of one row, over its real positions only."""
+    transitions, start, end = (np.asarray(w) for w in (crf.transitions, crf.start_transitions, crf.end_transitions))
+    real = np.flatnonzero(mask)
+    if not len(real):
+        return 0.0, [0] * len(mask), 0.0
+    scores = {}
+    for path in itertools.product(range(crf.num_tags), repeat=len(real)):
+        score = start[path[0]] + end[path[-1]] + sum(emissions[t, y] for t, y in zip(real, path))
+        score += sum(transitions[a, b] for a, b in zip(path, path[1:]))
+        scores[path] = score
+    values = np.array(list(scores.values()))
+    best = max(scores, key=scores.get)
+    full = [0] * len(mask)
+    for t, y in zip(real, best):
+        full[t] = y
+    return float(np.log(np.exp(values - values.max()).sum()) + values.max()), full, float(scores[best])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_log_likelihood_and_viterbi_equal_brute_force(seed):
+    rng = np.random.default_rng(100 + seed)
+    num_tags, length = 3, 5
+    crf = _crf(num_tags, seed)
+    emissions = rng.normal(size=(5, length, num_tags)).astype("float32")
+    mask = np.ones((5, length), "int32")
+    mask[1, 3:] = 0  # right padding
+    mask[2, :2] = 0  # left padding
+    mask[3, 1:] = 0  # a sequence of one token
+    mask[4, [1, 3]] = 0  # holes: only real tokens count, wherever the padding is
+    tags = rng.integers(0, num_tags, size=(5, length)).astype("int32")
+    log_z = np.asarray(crf.log_partition(emissions, mask))
+    path_scores = np.asarray(crf.path_score(emissions, tags, mask))
+    decoded, best_scores = (np.asarray(x) for x in crf.decode(emissions, mask))
+    for row in range(5):
+        want_z, want_path, want_best = _brute_force(crf, emissions[row], mask[row])
+        np.testing.assert_allclose(log_z[row], want_z, rtol=1e-5, atol=1e-5)
+        assert decoded[row].tolist() == want_path, row
+        np.testing.assert_allclose(best_scores[row], want_best, rtol=1e-5, atol=1e-5)
+        real = np.flatnonzero(mask[row])
+        transitions, start, end = (np.asarray(w) for w in (crf.transitions, crf.start_transitions, crf.end_transitions))
+        path = tags[row, real]
+        score = start[path[0]] + end[path[-1]] + emissions[row, real, path].sum() + sum(transitions[a, b] for a, b in zip(path, path[1:]))
+        np.testing.assert_allclose(path_scores[row], score, rtol=1e-5, atol=1e-5)
+    # Probabilities of all paths of a row sum to one.
+    likelihood = np.asarray(crf.log_likelihood(emissions, tags, mask))
+    assert (likelihood <= 1e-6).all()
+
+
+def test_an_empty_row_and_a_trained_step():
+    crf = _crf(2, 0)
+    emissions = np.random.default_rng(0).normal(size=(2, 3, 2)).astype("float32")
+    mask = np.array([[0, 0, 0], [1, 1, 1]], "int32")
+    assert np.asarray(crf.log_partition(emissions, mask))[0] == 0.0
+    assert np.asarray(crf(emissions, mask))[0].tolist() == [0, 0, 0]
+    # The negative log-likelihood trains the transitions (finite gradients through padding).
+    import tensorflow as tf
+
+    tags = np.array([[0, 0, 0], [1, 0, 1]], "int32")
+    with tf.GradientTape() as tape:
+        loss = -tf.reduce_mean(crf.log_likelihood(tf.constant(emissions), tags, mask))
+    gradients = tape.gradient(loss, crf.trainable_variables)
+    assert all(np.isfinite(np.asarray(g)).all() for g in gradients) and np.abs(np.asarray(gradients[0])).sum() > 0
+
+
+def test_config_round_trip_and_saving(tmp_path):
+    crf = _crf(4, 1)
+    emissions = np.random.default_rng(1).normal(size=(2, 6, 4)).astype("float32")
+    inputs = keras.Input((None, 4))
+    model = keras.Model(inputs, crf(inputs))
+    path = str(tmp_path / "crf.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path, safe_mode=True)
+    np.testing.assert_array_equal(np.asarray(loaded(emissions)), np.asarray(model(emissions)))
+    assert LinearChainCRF.from_config(crf.get_config()).get_config() == crf.get_config()
+    with pytest.raises(ValueError, match="num_tags >= 1"):
+        LinearChainCRF(0)
