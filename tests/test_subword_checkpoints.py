@@ -10,8 +10,6 @@ import pytest
 import bertlayers
 from bertlayers.convert import load_encoder
 
-pytestmark = pytest.mark.slow
-
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 REFERENCE = np.load(os.path.join(FIXTURES, "subword_families.npz"))
 
@@ -29,6 +27,7 @@ def _close_at_real_tokens(ours, theirs, mask, atol=1e-4):
     np.testing.assert_allclose(np.asarray(ours)[real], theirs[real], atol=atol, rtol=1e-4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["roberta", "roberta_untied", "xlm-roberta", "albert", "albert_untied", "distilbert", "distilbert_untied"])
 def test_masked_lm_folders_give_transformers_outputs(name):
     model = load_encoder(_folder(name))  # the encoder, through the model_type's registered loader
@@ -46,6 +45,7 @@ def test_masked_lm_folders_give_transformers_outputs(name):
     _close_at_real_tokens(logits, REFERENCE[f"{name}.logits"], inputs["padding_mask"])
 
 
+@pytest.mark.slow
 def test_an_untied_electra_generator_and_xlnet_head_give_transformers_logits():
     from bertlayers.convert import load_huggingface_electra, load_huggingface_xlnet
 
@@ -61,6 +61,7 @@ def test_an_untied_electra_generator_and_xlnet_head_give_transformers_logits():
     _close_at_real_tokens(xlnet.lm_head(content), REFERENCE["xlnet_untied.logits"], inputs["padding_mask"])
 
 
+@pytest.mark.slow
 def test_untied_models_save_and_load_with_their_own_output_matrix(tmp_path):
     pretrainer = bertlayers.convert.load_huggingface_roberta(_folder("roberta_untied"))
     inputs = _inputs("roberta_untied")
@@ -145,6 +146,7 @@ def served_families(tmp_path_factory):
     return check, results
 
 
+@pytest.mark.slow
 def test_each_family_fine_tunes_and_serves_text_from_its_own_folder(served_families):
     import json
 
@@ -165,6 +167,7 @@ SERVING_TF_TEXT_OPS = {"RegexSplitWithOffsets", "NormalizeUTF8", "SentencepieceO
                        "FastBertNormalize", "FastWordpieceTokenizeWithOffsets"}
 
 
+@pytest.mark.slow
 def test_every_family_text_model_uses_only_ops_tf_serving_links(served_families):
     import tensorflow as tf
     from test_export import FORBIDDEN, graph_ops
@@ -177,6 +180,7 @@ def test_every_family_text_model_uses_only_ops_tf_serving_links(served_families)
         assert not ops - core - SERVING_TF_TEXT_OPS, (family, sorted(ops - core - SERVING_TF_TEXT_OPS))
 
 
+@pytest.mark.slow
 def test_the_runners_start_from_a_folder_with_its_own_tokenizer(tmp_path):
     """`--init FOLDER` is all a runner needs: run_classifier from a RoBERTa folder (byte-level
     BPE, `<s> A </s>`), run_ner and run_squad from an XLNet one (SentencePiece, left padding,
@@ -219,6 +223,7 @@ def test_the_runners_start_from_a_folder_with_its_own_tokenizer(tmp_path):
     assert metrics["total"] == 12 and "no_answer_exact_match" in metrics
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["xlm-roberta", "albert"])
 def test_load_checkpoint_gives_model_encoder_and_tokenizer_in_one_call(family, tmp_path):
     from bertlayers.convert import load_checkpoint
@@ -236,6 +241,7 @@ def test_load_checkpoint_gives_model_encoder_and_tokenizer_in_one_call(family, t
         load_checkpoint(folder)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["bert", "roberta", "albert", "distilbert", "xlnet", "electra"])
 def test_sequence_classification_folders_load_as_classifiers(family):
     """transformers' *ForSequenceClassification folders: the head's own summary layer (RoBERTa's
@@ -259,6 +265,7 @@ def test_sequence_classification_folders_load_as_classifiers(family):
     _close_at_real_tokens(classifier.encoder(inputs)["sequence_output"], REFERENCE[f"{name}.hidden"], inputs["padding_mask"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["roberta", "albert"])
 def test_a_squad_text_model_answers_whole_words_as_the_python_decoder(family, tmp_path):
     """A span predictor on a byte-level BPE or SentencePiece checkpoint, exported with text in:
@@ -293,3 +300,21 @@ def test_a_squad_text_model_answers_whole_words_as_the_python_decoder(family, tm
         start, end = served["answer_start"].numpy()[i], served["answer_end"].numpy()[i]
         assert example.context[start:end] == text
         assert (start == 0 or example.context[start - 1].isspace()) and (end == len(example.context) or example.context[end].isspace())
+
+
+def test_config_readers_name_what_they_cannot_read():
+    from bertlayers.convert.huggingface import encoder_config_from_huggingface
+
+    import bertlayers.families  # noqa: F401  (registers the model_types)
+
+    roberta = encoder_config_from_huggingface({"model_type": "roberta", "vocab_size": 50265, "num_hidden_layers": 12,
+                                                "hidden_size": 768, "num_attention_heads": 12, "intermediate_size": 3072,
+                                                "max_position_embeddings": 514, "pad_token_id": 1, "type_vocab_size": 1})
+    assert roberta.max_sequence_length == 512 and roberta.type_vocab_size == 1  # positions start after the padding id
+    distilbert = encoder_config_from_huggingface({"model_type": "distilbert", "vocab_size": 30522, "n_layers": 6, "dim": 768,
+                                                   "n_heads": 12, "hidden_dim": 3072, "tie_word_embeddings": False})
+    assert distilbert.type_vocab_size == 0 and not distilbert.tie_word_embeddings and distilbert.pooler_activation == "relu"
+    with pytest.raises(ValueError, match=r"lacks required keys: hidden_dim"):
+        encoder_config_from_huggingface({"model_type": "distilbert", "vocab_size": 1, "n_layers": 1, "dim": 8, "n_heads": 2})
+    with pytest.raises(ValueError, match=r"inner_group_num 2 is not supported"):
+        encoder_config_from_huggingface({"model_type": "albert", "inner_group_num": 2})

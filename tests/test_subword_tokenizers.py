@@ -11,8 +11,6 @@ import tensorflow as tf
 from bertlayers.data.checkpoint_tokenizer import checkpoint_tokenizer
 from subword_files import FAMILIES, check_sentences, reference_tokenizer, write_tokenizer_folder
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory):
@@ -32,6 +30,7 @@ def _is_a_tie(reference, ours, theirs):
     return type(model).__name__ == "Unigram" and pieces(ours) == pieces(theirs) and np.isclose(score(ours), score(theirs))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_ids_equal_transformers_on_real_sentences(folders, family):
     texts = check_sentences()
@@ -47,6 +46,7 @@ def test_ids_equal_transformers_on_real_sentences(folders, family):
     assert len(differ) <= len(texts) // 200, len(differ)  # rare: 0 to 6 of 2,515 here
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_pairs_layout_and_truncation_equal_transformers(folders, family):
     texts = check_sentences()
@@ -69,6 +69,7 @@ def test_pairs_layout_and_truncation_equal_transformers(folders, family):
         assert [t[m == 1].tolist() for t, m in zip(single["token_ids"], single["padding_mask"])] == want
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_the_served_graph_gives_the_python_paths_ids(folders, family, tmp_path):
     """Tokenize and pack inside a SavedModel, loaded back in this process: the same arrays."""
@@ -89,6 +90,7 @@ def test_the_served_graph_gives_the_python_paths_ids(folders, family, tmp_path):
         np.testing.assert_array_equal(got[f"output_{index}"].numpy(), want[name])
 
 
+@pytest.mark.slow
 def test_a_sentencepiece_tokenizer_outlives_a_seed_being_set(folders):
     """Setting a seed drops eager TensorFlow's cached kernels; tensorflow-text's SentencePiece
     model belonged to its kernel, so a tokenizer made before `keras.utils.set_random_seed` failed
@@ -101,6 +103,7 @@ def test_a_sentencepiece_tokenizer_outlives_a_seed_being_set(folders):
     assert tokenizer.tokenize(tf.constant(["a seed is set"])).to_list() == before
 
 
+@pytest.mark.slow
 def test_tokenizer_files_that_do_not_fit_are_named(folders, tmp_path):
     import shutil
 
@@ -143,6 +146,7 @@ def test_tokenizer_files_that_do_not_fit_are_named(folders, tmp_path):
         checkpoint_tokenizer(str(other))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_ner_words_map_to_their_first_piece_as_transformers_aligns_them(folders, family):
     """WNUT tweets as word lists: our pieces and each word's first piece equal transformers'
@@ -174,6 +178,7 @@ def test_ner_words_map_to_their_first_piece_as_transformers_aligns_them(folders,
     assert ties <= 2, ties
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_squad_windows_in_the_family_layout_with_answers_on_word_spans(folders, family):
     """The project's SQuAD file windowed for each family: a whole (question, context) window has
@@ -201,6 +206,7 @@ def test_squad_windows_in_the_family_layout_with_answers_on_word_spans(folders, 
         assert not covered[0].isspace() and not covered[-1].isspace()
 
 
+@pytest.mark.slow
 def test_keras_hubs_byte_pair_tokenizer_is_not_the_reference_ours_matches(folders):
     """Why byte-level BPE is ours and not keras-hub's `BytePairTokenizer`: keras-hub 0.32
     approximates GPT-2's lookahead and splits some real text otherwise than transformers (a
@@ -217,3 +223,41 @@ def test_keras_hubs_byte_pair_tokenizer_is_not_the_reference_ours_matches(folder
     want = reference(text, add_special_tokens=False)["input_ids"]
     assert ours.tokenize(tf.constant([text])).to_list()[0] == want
     assert [int(i) for i in keras_hubs(tf.constant([text]))[0]] != want
+
+
+def test_layouts_pack_special_tokens_segments_padding_and_truncation():
+    """The layouts on hand-made ids: RoBERTa's `<s> A </s></s> B </s>` in one segment, XLNet's
+    `A <sep> B <sep> <cls>` padded on the left, and transformers' longest-first truncation
+    (the shorter text keeps up to half the room, the first on a tie)."""
+    from bertlayers.families.roberta.tokenizer import roberta_input_layout
+    from bertlayers.families.xlnet.tokenizer import xlnet_input_layout
+
+    first = tf.ragged.constant([[10, 11, 12], [20]], tf.int32)
+    second = tf.ragged.constant([[30], [40, 41]], tf.int32)
+    token_ids, segment_ids, mask = roberta_input_layout(0, 2, 1).pack(first, second, 16)
+    assert token_ids.numpy().tolist() == [[0, 10, 11, 12, 2, 2, 30, 2], [0, 20, 2, 2, 40, 41, 2, 1]]
+    assert segment_ids.numpy().sum() == 0 and mask.numpy().tolist()[1] == [1] * 7 + [0]
+    token_ids, segment_ids, mask = xlnet_input_layout(4, 3, 5).pack(first, second, 16)
+    assert token_ids.numpy().tolist() == [[10, 11, 12, 4, 30, 4, 3], [5, 20, 4, 40, 41, 4, 3]]
+    assert segment_ids.numpy().tolist() == [[0, 0, 0, 0, 1, 1, 2], [0, 0, 0, 1, 1, 1, 2]]
+    assert mask.numpy().tolist()[1] == [0] + [1] * 6
+    # Room 7 for a pair of 6 and 6 pieces: the first keeps 3, the second 4.
+    long = tf.ragged.constant([[1, 2, 3, 4, 5, 6]], tf.int32)
+    token_ids, _, _ = roberta_input_layout(0, 2, 1).pack(long, long + 10, 11)
+    assert token_ids.numpy().tolist() == [[0, 1, 2, 3, 2, 2, 11, 12, 13, 14, 2]]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="more tokens than the exported sequence_length 11"):
+        roberta_input_layout(0, 2, 1).pack(long, long, 11, truncate=False)
+
+
+def test_byte_level_bpe_files_are_checked_by_name(tmp_path):
+    from bertlayers.data.byte_level_bpe import ByteLevelBPE, bytes_to_unicode
+
+    vocab = {char: i for i, char in enumerate(bytes_to_unicode().values())}
+    vocab.update({"ab": 256, "Ġab": 257, "Ġ": 258})
+    (tmp_path / "vocab.json").write_text(json.dumps(vocab))
+    (tmp_path / "merges.txt").write_text("#version: 0.2\na b\nĠ ab\n")
+    bpe = ByteLevelBPE.from_files(str(tmp_path / "vocab.json"), str(tmp_path / "merges.txt"))
+    assert bpe.tokenize(tf.constant(["ab ab"])).to_list() == [[256, 257]]
+    (tmp_path / "vocab.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match="is not a byte-level BPE vocabulary"):
+        ByteLevelBPE.from_files(str(tmp_path / "vocab.json"), str(tmp_path / "merges.txt"))
