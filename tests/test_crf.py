@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from bertlayers.layers.crf import LinearChainCRF
+from layer_test_helper import run_layer_test
 
 
 def _crf(num_tags, seed):
@@ -96,3 +97,14 @@ def test_config_round_trip_and_saving(tmp_path):
     assert LinearChainCRF.from_config(crf.get_config()).get_config() == crf.get_config()
     with pytest.raises(ValueError, match="num_tags >= 1"):
         LinearChainCRF(0)
+
+
+def test_the_shared_layer_checks():
+    """Config, symbolic and eager calls, save and load, a fit step on the negative
+    log-likelihood (the call with gold tags), and mixed precision (sums stay float32)."""
+    rng = np.random.default_rng(2)
+    mask = np.ones((2, 5), "int32")
+    mask[1, 3:] = 0
+    inputs = {"emissions": rng.normal(size=(2, 5, 3)).astype("float32"), "padding_mask": mask,
+              "tags": rng.integers(0, 3, size=(2, 5)).astype("int32")}
+    run_layer_test(LinearChainCRF, {"num_tags": 3}, inputs, (2,), mixed_output_dtype="float32")

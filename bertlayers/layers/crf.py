@@ -42,9 +42,11 @@ class LinearChainCRF(keras.layers.Layer):
     Call args:
       emissions: float `[B, S, T]` per-token tag scores (a tagger's logits).
       padding_mask: int `[B, S]`, nonzero at real tokens; all real when omitted.
+      tags: int `[B, S]` gold tags, for training: the call then returns their negative
+        log-likelihood.
 
     Returns:
-      int32 `[B, S]`: the Viterbi tags (0 at padding).
+      int32 `[B, S]`: the Viterbi tags (0 at padding); with `tags`, float32 `[B]`: −log p(tags).
     """
 
     def __init__(self, num_tags, initializer=None, **kwargs):
@@ -54,7 +56,7 @@ class LinearChainCRF(keras.layers.Layer):
             raise ValueError(f"LinearChainCRF needs num_tags >= 1, got {num_tags!r}.")
         self.initializer = keras.initializers.get(initializer or bert_initializer())
 
-    def build(self, emissions_shape=None, padding_mask_shape=None):
+    def build(self, emissions_shape=None, padding_mask_shape=None, tags_shape=None):
         tags = self.num_tags
         self.transitions = self.add_weight(name="transitions", shape=(tags, tags), initializer=clone_initializer(self.initializer))
         self.start_transitions = self.add_weight(name="start_transitions", shape=(tags,), initializer="zeros")
@@ -114,7 +116,9 @@ class LinearChainCRF(keras.layers.Layer):
         """log p(tags | emissions) per row: float32 `[B]` (its negation is the training loss)."""
         return self.path_score(emissions, tags, padding_mask) - self.log_partition(emissions, padding_mask)
 
-    def call(self, emissions, padding_mask=None):
+    def call(self, emissions, padding_mask=None, tags=None):
+        if tags is not None:
+            return -self.log_likelihood(emissions, tags, padding_mask)
         return self.decode(emissions, padding_mask)[0]
 
     def decode(self, emissions, padding_mask=None):
@@ -152,10 +156,12 @@ class LinearChainCRF(keras.layers.Layer):
         _, path = ops.scan(backward, ops.cast(last, "float32"), (pointers, mask), reverse=True)  # [S, B]
         return ops.cast(ops.transpose(path, (1, 0)), "int32"), score
 
-    def compute_output_shape(self, emissions_shape, padding_mask_shape=None):
-        return tuple(emissions_shape[:2])
+    def compute_output_shape(self, emissions_shape, padding_mask_shape=None, tags_shape=None):
+        return tuple(emissions_shape[:1]) if tags_shape is not None else tuple(emissions_shape[:2])
 
-    def compute_output_spec(self, emissions, padding_mask=None):
+    def compute_output_spec(self, emissions, padding_mask=None, tags=None):
+        if tags is not None:
+            return keras.KerasTensor(tuple(emissions.shape[:1]), dtype="float32")
         return keras.KerasTensor(tuple(emissions.shape[:2]), dtype="int32")
 
     def get_config(self):
