@@ -23,7 +23,6 @@ from bertlayers.data.sentencepiece_model import SentencePiece, read_sentencepiec
 from bertlayers.data.tokenizer import BertInputPacker, ModelVocabulary, load_vocabulary, wordpiece_tokenizer
 from bertlayers.data.wordpiece import InGraphTokenizer
 
-
 # What separates words, in RE2 (graph) and Python `re`: Unicode's white space, as Python's \s.
 WORD_SEPARATOR = r"[\t\n\x0B\f\r\x1C-\x1F\x{85}\p{Z}]+"
 PYTHON_WORD_SEPARATOR = r"\s+"
@@ -35,10 +34,13 @@ class CheckpointTokenizer:
     packed in: what turns text into a checkpoint's inputs, in training and in a served graph.
 
     Attributes:
-      tokenizer: a `WordPiece`-, `ByteLevelBPE`- or `SentencePiece`-style module.
+      tokenizer: an `InGraphTokenizer` (WordPiece), `ByteLevelBPE` or `SentencePiece` module.
       layout: the family's `InputLayout`.
       vocabulary_size: how many ids the tokenizer can give (the model's embedding rows).
       kind: "wordpiece", "byte_level_bpe" or "sentencepiece".
+      truncation: how a long pair is cut ("longest_first" as transformers; "waterfall" for
+        WordPiece models trained with `BertInputPacker`).
+      unknown_id: the id of a word no piece came out of.
     """
 
     tokenizer: object
