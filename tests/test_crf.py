@@ -64,9 +64,14 @@ def test_log_likelihood_and_viterbi_equal_brute_force(seed):
         path = tags[row, real]
         score = start[path[0]] + end[path[-1]] + emissions[row, real, path].sum() + sum(transitions[a, b] for a, b in zip(path, path[1:]))
         np.testing.assert_allclose(path_scores[row], score, rtol=1e-5, atol=1e-5)
-    # Probabilities of all paths of a row sum to one.
-    likelihood = np.asarray(crf.log_likelihood(emissions, tags, mask))
-    assert (likelihood <= 1e-6).all()
+    # The probabilities of every tag path of a padded row sum to one.
+    row = 1
+    paths = np.array(list(itertools.product(range(num_tags), repeat=length)), "int32")  # [T^S, S]
+    copies = np.repeat(emissions[row : row + 1], len(paths), axis=0)
+    likelihood = np.asarray(crf.log_likelihood(copies, paths, np.repeat(mask[row : row + 1], len(paths), axis=0)))
+    # Paths that differ only at padding are one path: count each real-token path once.
+    distinct = {tuple(p[mask[row] == 1]): l for p, l in zip(paths, likelihood)}
+    np.testing.assert_allclose(np.exp(list(distinct.values())).sum(), 1.0, rtol=1e-5)
 
 
 def test_an_empty_row_and_a_trained_step():

@@ -43,7 +43,7 @@ def test_ids_equal_transformers_on_real_sentences(folders, family):
     # segmentations ("0" "00" against "00" "0") each their own way; nothing else may differ.
     untied = [i for i in differ if not _is_a_tie(reference, ours[i], theirs[i])]
     assert not untied, [(texts[i], ours[i], theirs[i]) for i in untied[:3]]
-    assert len(differ) <= len(texts) // 200, len(differ)  # rare: 0 to 6 of 2,515 here
+    assert len(differ) <= len(texts) // 200, len(differ)
 
 
 @pytest.mark.slow

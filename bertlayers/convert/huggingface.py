@@ -83,13 +83,14 @@ def bert_config_fields(hf_config, source):
         raise ValueError(
             f"{source}: position_embedding_type {position_type!r} is not supported; expected 'absolute'."
         )
-    return renamed_fields(hf_config, BERT_CONFIG_KEYS, source)
+    required = ("vocab_size", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size")
+    return renamed_fields(hf_config, BERT_CONFIG_KEYS, required, source)
 
 
-def renamed_fields(hf_config, keys, source):
+def renamed_fields(hf_config, keys, required, source):
     """EncoderConfig fields from a `config.json` dict whose names `keys` maps (config key ->
-    field; its first five, the sizes, are required), and the output projection's tie."""
-    require_keys(hf_config, list(keys)[:5], source)
+    field), the `required` keys checked present, and the output projection's tie."""
+    require_keys(hf_config, required, source)
     fields = {field: hf_config[key] for key, field in keys.items() if key in hf_config}
     fields["tie_word_embeddings"] = tied_output(hf_config)
     return fields

@@ -131,8 +131,10 @@ class ByteLevelBPE(tf.Module):
             left, right = symbols[:, :-1], symbols[:, 1:]
             ranks = self._ranks.lookup(tf.strings.join([left, right], separator=" "))
             ranks = tf.where(right == "", self._no_merge, ranks)  # [words, length - 1]
-            best = tf.argmin(tf.pad(ranks, [[0, 0], [0, 1]], constant_values=self._no_merge), axis=1, output_type=tf.int32)
-            merges = tf.reduce_min(tf.pad(ranks, [[0, 0], [0, 1]], constant_values=self._no_merge), axis=1) < self._no_merge
+            # One more column, never a merge: a one-symbol word has a row to take the minimum of.
+            ranks = tf.pad(ranks, [[0, 0], [0, 1]], constant_values=self._no_merge)  # [words, length]
+            best = tf.argmin(ranks, axis=1, output_type=tf.int32)
+            merges = tf.reduce_min(ranks, axis=1) < self._no_merge
             column = tf.range(tf.shape(symbols)[1])[tf.newaxis, :]  # [1, length]
             at = best[:, tf.newaxis]  # [words, 1]
             joined = tf.strings.join([symbols, tf.roll(symbols, -1, axis=1)])

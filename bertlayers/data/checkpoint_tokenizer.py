@@ -10,6 +10,7 @@ folder registers its own.
 """
 
 import dataclasses
+import functools
 import json
 import os
 import tempfile
@@ -23,9 +24,8 @@ from bertlayers.data.sentencepiece_model import SentencePiece, read_sentencepiec
 from bertlayers.data.tokenizer import BertInputPacker, ModelVocabulary, load_vocabulary, wordpiece_tokenizer
 from bertlayers.data.wordpiece import InGraphTokenizer
 
-# What separates words, in RE2 (graph) and Python `re`: Unicode's white space, as Python's \s.
+# What separates words (RE2): Unicode's white space, as Python's str.split() sees it.
 WORD_SEPARATOR = r"[\t\n\x0B\f\r\x1C-\x1F\x{85}\p{Z}]+"
-PYTHON_WORD_SEPARATOR = r"\s+"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,19 +164,26 @@ class TokenizerFiles:
     def checkpoint_tokenizer(self, vocabulary_size=None):
         """The `CheckpointTokenizer` these files make; with `vocabulary_size` (a model's token
         embedding rows), a ValueError unless the tokenizer has exactly that many tokens."""
-        with tempfile.TemporaryDirectory() as folder:
-            for name, data in self.files:
-                with open(os.path.join(folder, name), "wb") as f:
-                    f.write(data)
-            with open(os.path.join(folder, "config.json"), "w") as f:
-                json.dump({"model_type": self.model_type}, f)
-            tokenizer = checkpoint_tokenizer(folder)
+        tokenizer = _built(self)
         if vocabulary_size is not None and tokenizer.vocabulary_size != vocabulary_size:
             raise ValueError(
                 f"The {self.model_type} tokenizer has {tokenizer.vocabulary_size} tokens, but the model's token embedding "
                 f"has {vocabulary_size} rows: the tokenizer belongs to another model."
             )
         return tokenizer
+
+
+@functools.lru_cache(maxsize=8)
+def _built(files):
+    """The tokenizer of `files`, built once: loading, recording, training and export each ask
+    for it, and a real vocabulary's tables (50k BPE merges) take a while to build."""
+    with tempfile.TemporaryDirectory() as folder:
+        for name, data in files.files:
+            with open(os.path.join(folder, name), "wb") as f:
+                f.write(data)
+        with open(os.path.join(folder, "config.json"), "w") as f:
+            json.dump({"model_type": files.model_type}, f)
+        return checkpoint_tokenizer(folder)
 
 
 def text_tokenizer(vocabulary):

@@ -9,13 +9,12 @@ a byte-level BPE or SentencePiece checkpoint's pieces get their whitespace-delim
 import collections
 import dataclasses
 import json
-import re
 import unicodedata
 
 import numpy as np
 import tensorflow as tf
 
-from bertlayers.data.checkpoint_tokenizer import PYTHON_WORD_SEPARATOR, CheckpointTokenizer
+from bertlayers.data.checkpoint_tokenizer import CheckpointTokenizer
 from bertlayers.data.input_layout import bert_layout
 from bertlayers.data.text_files import read_text
 
@@ -185,33 +184,19 @@ def tokenize_with_offsets(texts, tokenizer, lowercase=True):
 
 
 def _word_spans(texts, tokenizer):
-    """Each whitespace-delimited word tokenized as its family sees it inside a text (byte-level
-    BPE with the space before it, but for a text's first word), each piece carrying the word's
-    character span."""
-    words = [[(text[a:b], a, b) for a, b in _word_bounds(text)] for text in texts]
-    spaced = tokenizer.kind == "byte_level_bpe"
-    flat = [" " + w if spaced and start > 0 else w for text_words in words for w, start, _ in text_words]
-    pieces = tokenizer.tokenize(tf.constant(flat, tf.string)).to_list() if flat else []
-    results, offset = [], 0
-    for text_words in words:
-        result = []
-        for word, ((_, start, end), ids) in enumerate(zip(text_words, pieces[offset : offset + len(text_words)])):
-            result.extend((int(i), start, end, word) for i in (ids or [tokenizer.unknown_id]))
-        offset += len(text_words)
-        results.append(result)
+    """The pieces the served graph makes (`CheckpointTokenizer.tokenize_with_offsets`: each
+    whitespace-delimited word tokenized as inside a text, its byte span on every piece), with
+    the byte spans turned into character spans of the original text."""
+    if not texts:
+        return []
+    ids, starts, ends, starts_word, _ = (x.to_list() for x in tokenizer.tokenize_with_offsets(tf.constant(texts, tf.string)))
+    results = []
+    for text, row in zip(texts, zip(ids, starts, ends, starts_word)):
+        # Byte b of the UTF-8 text lies in character char_at[b]; one more entry for the end.
+        char_at = [index for index, char in enumerate(text) for _ in char.encode("utf-8")] + [len(text)]
+        words = np.cumsum(row[3]) - 1  # each piece's word number
+        results.append([(int(i), char_at[s], char_at[e], int(w)) for i, s, e, w in zip(row[0], row[1], row[2], words)])
     return results
-
-
-def _word_bounds(text):
-    """(start, end) characters of each whitespace-delimited word (as the served graph splits)."""
-    bounds, start = [], 0
-    for match in re.finditer(PYTHON_WORD_SEPARATOR, text):
-        if match.start() > start:
-            bounds.append((start, match.start()))
-        start = match.end()
-    if start < len(text):
-        bounds.append((start, len(text)))
-    return bounds
 
 
 def _layout(tokenizer):

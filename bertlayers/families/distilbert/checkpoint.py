@@ -34,7 +34,7 @@ DISTILBERT_CONFIG_KEYS = {
 
 def distilbert_config_from_huggingface(hf_config, source):
     """An `EncoderConfig` with no segment embedding (`type_vocab_size` 0)."""
-    fields = renamed_fields(hf_config, DISTILBERT_CONFIG_KEYS, source)
+    fields = renamed_fields(hf_config, DISTILBERT_CONFIG_KEYS, ("vocab_size", "n_layers", "dim", "n_heads", "hidden_dim"), source)
     # No segment embedding; no pretrained pooler: a fresh one reads [CLS] through ReLU, as
     # transformers' DistilBertForSequenceClassification's `pre_classifier` does.
     fields.update(type_vocab_size=0, pooler_activation="relu")

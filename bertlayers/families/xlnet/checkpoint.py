@@ -31,14 +31,17 @@ XLNET_CONFIG_KEYS = {
 }
 
 
+XLNET_REQUIRED_KEYS = ("vocab_size", "n_layer", "d_model", "n_head", "d_inner")
+
+
 def xlnet_config_from_huggingface(hf_config, source):
     """An XLNet `EncoderConfig` from transformers' XLNet `config.json` dict."""
-    require_keys(hf_config, list(XLNET_CONFIG_KEYS)[:5], source)
+    require_keys(hf_config, XLNET_REQUIRED_KEYS, source)
     if hf_config.get("attn_type", "bi") != "bi":
         raise ValueError(f"{source}: attn_type {hf_config['attn_type']!r} is not supported; expected 'bi'.")
     if hf_config.get("d_head", hf_config["d_model"] // hf_config["n_head"]) * hf_config["n_head"] != hf_config["d_model"]:
         raise ValueError(f"{source}: d_head x n_head must equal d_model.")
-    fields = renamed_fields(hf_config, XLNET_CONFIG_KEYS, source)
+    fields = renamed_fields(hf_config, XLNET_CONFIG_KEYS, XLNET_REQUIRED_KEYS, source)
     fields["attention_dropout"] = fields.get("dropout", 0.1)
     # Segments 0 and 1, and 2 for XLNet's [CLS]; no position table, so the limit is ours.
     fields.update(architecture="xlnet", type_vocab_size=3)
