@@ -13,9 +13,12 @@ SLOW_FIXTURES = {"corpus", "electra_run", "xlnet_run", "spanbert_run", "exported
 
 
 def pytest_collection_modifyitems(items):
+    not_here = pytest.mark.skip(reason=f"checks TensorFlow itself; the backend is {keras.backend.backend()}")
     for item in items:
         if SLOW_FIXTURES & set(item.fixturenames):
             item.add_marker(pytest.mark.slow)
+        if keras.backend.backend() != "tensorflow" and item.get_closest_marker("tensorflow_only"):
+            item.add_marker(not_here)
 
 
 @pytest.fixture(autouse=True)

@@ -153,6 +153,7 @@ def _executed_calls(fn, inputs, block):
     return calls
 
 
+@pytest.mark.tensorflow_only
 def test_a_pooled_only_graph_runs_the_last_block_on_the_first_row_alone():
     """`pooled_output` comes from the last block run on [CLS] alone, a second call of that block
     in the encoder's graph: a graph that returns only `pooled_output` (a classifier's) executes
@@ -174,6 +175,7 @@ def test_a_pooled_only_graph_runs_the_last_block_on_the_first_row_alone():
     )
 
 
+@pytest.mark.tensorflow_only
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_pretrainer_heads_read_the_last_layer_at_their_rows_only(norm_first):
     """The pretrainer's masked-LM and next-sentence heads read the last layer's rows at the
@@ -307,6 +309,7 @@ def test_bad_inputs_are_named():
     np.testing.assert_array_equal(encoder(extra)["sequence_output"], encoder(inputs)["sequence_output"])
 
 
+@pytest.mark.tensorflow_only
 def test_over_long_sequence_is_rejected_inside_a_graph_with_unknown_length():
     import tensorflow as tf
 

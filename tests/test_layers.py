@@ -370,6 +370,7 @@ def test_scalar_mix_starts_as_the_mean_and_learns_a_weighting():
     np.testing.assert_allclose(mix(stack), 2.0 * stack[2], atol=1e-4)
 
 
+@pytest.mark.tensorflow_only
 @pytest.mark.parametrize("norm_first", [False, True], ids=["post_norm", "pre_norm"])
 def test_the_position_wise_half_runs_on_real_tokens_only(norm_first):
     """With a padding mask, everything after attention (LayerNorms, feed-forward network,
@@ -392,6 +393,7 @@ def test_the_position_wise_half_runs_on_real_tokens_only(norm_first):
         assert not out[b, n:].any()
 
 
+@pytest.mark.tensorflow_only
 def test_skipping_padding_compiles_under_xla():
     """The real tokens' rows have a data-dependent count; XLA (`jit_compile`, an option of the
     pretraining and fine-tuning runners) compiles it as a bounded dynamic shape."""

@@ -3,14 +3,15 @@
 import json
 import os
 
-import tensorflow as tf
-
 from bertlayers.convert.huggingface import BERT_CONFIG_KEYS
 from bertlayers.convert.weight_map import WeightMap
 from bertlayers.models.pretrainer import BertPretrainer
 from bertlayers.networks.albert_encoder import AlbertEncoder
 from bertlayers.networks.bert_encoder import BertEncoder
 from bertlayers.networks.encoder_config import EncoderConfig
+from bertlayers.startup import require_tensorflow
+
+tf = require_tensorflow(__name__)
 
 # bert_config.json's keys, and albert_config.json's two more.
 _CONFIG_KEYS = {**BERT_CONFIG_KEYS, "embedding_size": "embedding_size", "num_hidden_groups": "num_layer_groups"}

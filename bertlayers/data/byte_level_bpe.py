@@ -10,8 +10,10 @@ since 2.12 links.
 
 import json
 
-import tensorflow as tf
-import tensorflow_text as tf_text
+from bertlayers.startup import require_tensorflow
+
+tf = require_tensorflow(__name__)
+import tensorflow_text as tf_text  # noqa: E402  (after the check above, which names what is missing)
 
 # Oniguruma's (Hugging Face tokenizers') \s in Unicode mode; RE2's \s is ASCII-only.
 _SPACE = r"\t\n\x0B\f\r\x{85}\p{Z}"

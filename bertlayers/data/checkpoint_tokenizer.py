@@ -16,13 +16,15 @@ import os
 import tempfile
 
 import numpy as np
-import tensorflow as tf
-import tensorflow_text as tf_text
 
 from bertlayers.data.input_layout import InputLayout, bert_layout
 from bertlayers.data.sentencepiece_model import SentencePiece, read_sentencepiece_model
 from bertlayers.data.tokenizer import BertInputPacker, ModelVocabulary, load_vocabulary, wordpiece_tokenizer
 from bertlayers.data.wordpiece import InGraphTokenizer
+from bertlayers.startup import require_tensorflow
+
+tf = require_tensorflow(__name__)
+import tensorflow_text as tf_text  # noqa: E402  (after the check above, which names what is missing)
 
 # What separates words (RE2): Unicode's white space, as Python's str.split() sees it.
 WORD_SEPARATOR = r"[\t\n\x0B\f\r\x1C-\x1F\x{85}\p{Z}]+"

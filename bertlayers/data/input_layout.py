@@ -12,9 +12,10 @@ a training batch eagerly and a request inside a SavedModel.
 
 import dataclasses
 
-import tensorflow as tf
-
 from bertlayers.data.padding import padded_length
+from bertlayers.startup import require_tensorflow
+
+tf = require_tensorflow(__name__)
 
 TRUNCATIONS = ("longest_first", "waterfall")
 

@@ -3,10 +3,12 @@
 import warnings
 
 import numpy as np
-import tensorflow as tf
 
 from bertlayers.data.text_files import numbered_lines
 from bertlayers.utils.atomic_files import write_text
+from bertlayers.startup import require_tensorflow
+
+tf = require_tensorflow(__name__)
 
 
 def read_conll(path):

@@ -1,6 +1,8 @@
 """How long a batch is padded: one rule for training, prediction and the served graphs."""
+from bertlayers.startup import require_tensorflow
 
-import tensorflow as tf
+tf = require_tensorflow(__name__)
+
 
 
 def padded_length(longest, sequence_length, multiple=1):

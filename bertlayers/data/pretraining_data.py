@@ -7,7 +7,6 @@ from typing import Callable, Optional
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from bertlayers.data.mlm_masking import MaskingConfig, mask_example
 from bertlayers.data.pretraining_examples import create_examples
@@ -15,6 +14,9 @@ from bertlayers.data.tfrecords import parse_records, serialize_example
 from bertlayers.data.tokenizer import wordpiece_tokenizer
 from bertlayers.data.vocabulary import VocabularyInfo
 from bertlayers.utils.atomic_files import atomic_path
+from bertlayers.startup import require_tensorflow
+
+tf = require_tensorflow(__name__)
 
 @dataclasses.dataclass(frozen=True)
 class BatchContext:

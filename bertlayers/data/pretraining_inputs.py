@@ -7,8 +7,6 @@ import json
 import os
 from typing import Optional
 
-import tensorflow as tf
-
 from bertlayers.data.assets import bert_uncased_vocabulary
 from bertlayers.data.corpus import read_corpus, wikipedia_excerpt_path
 from bertlayers.data.mlm_masking import MaskingConfig
@@ -16,6 +14,9 @@ from bertlayers.data.pretraining_data import pretraining_dataset, write_pretrain
 from bertlayers.data.tfrecords import check_tfrecords
 from bertlayers.data.vocabulary import VocabularyInfo, build_wordpiece_vocabulary
 from bertlayers.utils.atomic_files import atomic_path, write_json
+from bertlayers.startup import require_tensorflow
+
+tf = require_tensorflow(__name__)
 
 
 @dataclasses.dataclass

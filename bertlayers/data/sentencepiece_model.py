@@ -7,9 +7,11 @@ Ids equal Hugging Face's fast tokenizers' (tests/test_subword_tokenizers.py).
 import hashlib
 
 import numpy as np
-import tensorflow as tf
-import tensorflow_text as tf_text
 from tensorflow_text.python.ops import sentencepiece_tokenizer as tf_text_sentencepiece
+from bertlayers.startup import require_tensorflow
+
+tf = require_tensorflow(__name__)
+import tensorflow_text as tf_text  # noqa: E402  (after the check above, which names what is missing)
 
 
 class _NamedModelResource(tf_text_sentencepiece._SentencepieceModelResource):

@@ -12,11 +12,13 @@ import json
 import unicodedata
 
 import numpy as np
-import tensorflow as tf
 
 from bertlayers.data.checkpoint_tokenizer import CheckpointTokenizer
 from bertlayers.data.input_layout import bert_layout
 from bertlayers.data.text_files import read_text
+from bertlayers.startup import require_tensorflow
+
+tf = require_tensorflow(__name__)
 
 
 @dataclasses.dataclass

@@ -15,7 +15,9 @@ keep their names and meaning, so such records still train every other recipe.
 import os
 
 import numpy as np
-import tensorflow as tf
+from bertlayers.startup import require_tensorflow
+
+tf = require_tensorflow(__name__)
 
 INT_FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids", "next_sentence_labels")
 FLOAT_FEATURES = ("masked_lm_weights",)

@@ -4,9 +4,11 @@ import dataclasses
 
 import keras_hub
 import numpy as np
-import tensorflow as tf
 
 from bertlayers.data.text_files import numbered_lines
+from bertlayers.startup import require_tensorflow
+
+tf = require_tensorflow(__name__)
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 

@@ -4,11 +4,12 @@ Only core TensorFlow ops and tensorflow-text ops present in TF Serving's bundled
 (FastBertNormalize, FastWordpieceTokenizeWithOffsets); packing is `bertlayers.data.input_layout`. Ids equal keras-hub's WordPieceTokenizer's (tests/test_tokenizer.py).
 """
 
-import tensorflow as tf
-import tensorflow_text as tf_text
-
 from bertlayers.data.input_layout import bert_layout
 from bertlayers.data.tokenizer import load_vocabulary
+from bertlayers.startup import require_tensorflow
+
+tf = require_tensorflow(__name__)
+import tensorflow_text as tf_text  # noqa: E402  (after the check above, which names what is missing)
 
 
 class InGraphTokenizer(tf.Module):

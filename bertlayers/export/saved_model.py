@@ -18,8 +18,6 @@ import re
 import shutil
 import uuid
 
-import tensorflow as tf
-
 from bertlayers.data.checkpoint_tokenizer import CheckpointTokenizer, TokenizerFiles
 from bertlayers.data.tokenizer import ModelVocabulary, check_vocabulary_fits
 from bertlayers.data.wordpiece import InGraphTokenizer
@@ -35,6 +33,9 @@ from bertlayers.layers.masking import mask_logits
 from bertlayers.networks.encoder_base import EncoderBase
 from bertlayers.networks.input_limits import input_limits
 from bertlayers.utils import atomic_files
+from bertlayers.startup import require_tensorflow
+
+tf = require_tensorflow(__name__)
 
 class _Servable(tf.Module):
     """The model's computation with named, batch-first outputs; variables tracked once."""

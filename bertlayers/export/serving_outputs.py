@@ -15,12 +15,13 @@ The library's models get theirs by default (`default_outputs`); a model a user c
 `outputs=ClassifierOutputs(label_names=[...])`.
 """
 
-import tensorflow as tf
-
 from bertlayers.models.sequence_classifier import SequenceClassifier
 from bertlayers.models.span_predictor import SpanPredictor
 from bertlayers.models.token_classifier import TokenClassifier
 from bertlayers.networks.encoder_base import EncoderBase
+from bertlayers.startup import require_tensorflow
+
+tf = require_tensorflow(__name__)
 
 ID_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 

@@ -7,4 +7,8 @@ Importing a family registers it: its recipes (`bertlayers.families.recipes`), pr
 (docs/adding-a-family.md).
 """
 
-from bertlayers.families import albert, bert, distilbert, electra, roberta, spanbert, xlnet  # noqa: F401
+from bertlayers.families import albert, distilbert, electra, roberta, spanbert, xlnet  # noqa: F401
+from bertlayers.startup import tensorflow_available
+
+if tensorflow_available():  # BERT's recipes are tf.data objectives
+    from bertlayers.families import bert  # noqa: F401

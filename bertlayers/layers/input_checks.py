@@ -1,8 +1,39 @@
-"""Checks that turn bad inputs into clear errors at the layer boundary, not deep in a graph."""
+"""Checks that turn bad inputs into clear errors at the layer boundary, not deep in a graph.
+
+Values known when the layer is called (NumPy, eager tensors, concrete JAX arrays) are checked
+at once. A TensorFlow graph gets assertions that run with it. Inside a JAX trace (`jax.jit`,
+every `fit` step) values are unknown and JAX has no in-graph assertion short of `checkify`,
+which would rewrite every step: there only shapes are checked, and an id past the table reads
+as NaN (JAX's gathers fill out-of-range rows), so call the model once eagerly on suspect data.
+"""
+
+import sys
 
 import keras
 import numpy as np
-import tensorflow as tf
+
+
+def _known_values(tensor):
+    """`tensor` as a NumPy array if its values are known now, else None (symbolic, or traced)."""
+    if isinstance(tensor, keras.KerasTensor):
+        return None
+    if isinstance(tensor, np.ndarray):
+        return tensor
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        return np.asarray(tensor) if sys.modules["tensorflow"].executing_eagerly() else None
+    if backend == "jax":
+        import jax
+
+        return None if isinstance(tensor, jax.core.Tracer) else np.asarray(tensor)
+    return keras.ops.convert_to_numpy(tensor)
+
+
+def _graph_tensorflow():
+    """TensorFlow when building a TensorFlow graph (where assertions can be added), else None."""
+    if keras.backend.backend() != "tensorflow":
+        return None
+    return sys.modules["tensorflow"]
 
 
 def check_integer_ids(tensor, name):
@@ -37,7 +68,8 @@ def check_same_shape(tensors):
             a is not None and b is not None and a != b for a, b in zip(shape, first_shape)
         ):
             raise ValueError(f"{message}; got {shape} and {first_shape}.")
-        if None in shape + first_shape and not tf.executing_eagerly() and not isinstance(tensor, keras.KerasTensor):
+        tf = _graph_tensorflow()
+        if None in shape + first_shape and tf and not tf.executing_eagerly() and not isinstance(tensor, keras.KerasTensor):
             check = tf.debugging.Assert(
                 tf.reduce_all(tf.equal(tf.shape(tensor), tf.shape(first))),
                 [message + "; got", tf.shape(tensor), tf.shape(first)],
@@ -56,11 +88,14 @@ def check_id_range(ids, limit, name, what):
     """
     if isinstance(ids, keras.KerasTensor):
         return ids
-    if tf.executing_eagerly() or isinstance(ids, np.ndarray):
-        values = np.asarray(ids)
+    values = _known_values(ids)
+    if values is not None:
         if values.size and (values.min() < 0 or values.max() >= limit):
             bad = values.min() if values.min() < 0 else values.max()
             raise ValueError(f"{name} holds {bad}, outside [0, {limit}) ({what}).")
+        return ids
+    tf = _graph_tensorflow()
+    if tf is None:
         return ids
     low, high = tf.reduce_min(ids), tf.reduce_max(ids)
     check = tf.debugging.Assert(
@@ -86,7 +121,8 @@ def check_sequence_length(tensor, max_length, name):
                 f"{max_length} this model supports (max_sequence_length)."
             )
         return tensor
-    if keras.backend.backend() != "tensorflow":
+    tf = _graph_tensorflow()
+    if tf is None:
         return tensor
     check = tf.debugging.assert_less_equal(
         tf.shape(tensor)[1],
@@ -112,8 +148,8 @@ def check_padding_mask(mask, name="padding_mask"):
         return mask
     if len(mask.shape) == 2 and mask.shape[1] == 0:
         raise ValueError(f"{name} has sequence length 0: every sequence needs at least one token.")
-    if tf.executing_eagerly() or isinstance(mask, np.ndarray):
-        values = np.asarray(mask)
+    values = _known_values(mask)
+    if values is not None:
         if values.dtype != bool and values.size and not np.isin(values, (0, 1)).all():
             bad = values[~np.isin(values, (0, 1))].flat[0]
             raise ValueError(f"{name} holds {bad}: it must be 1 at real tokens and 0 at padding.")
@@ -123,6 +159,9 @@ def check_padding_mask(mask, name="padding_mask"):
                 raise ValueError(
                     f"{name} row {empty[0]} has no real token (all 0): every sequence needs at least one."
                 )
+        return mask
+    tf = _graph_tensorflow()
+    if tf is None:
         return mask
     values = tf.cast(mask, tf.int32)
     checks = [

@@ -98,6 +98,11 @@ class MultiHeadAttention(keras.layers.Layer):
         key = self.key_dense(value)
         value = self.value_dense(value)
 
+        if self._fused(return_attention_scores, training):
+            mask = None if attention_mask is None else ops.expand_dims(ops.not_equal(attention_mask, 0), 1)
+            # [batch, query_len, N, D]; logits and softmax in float32 inside, as below.
+            context = ops.dot_product_attention(query, key, value, mask=mask, scale=1.0)
+            return self.output_dense(context)
         scores = ops.einsum("bqnh,bknh->bnqk", query, key)
         # Softmax in float32: masked logits and exp() overflow or lose the small
         # probabilities in float16/bfloat16.
@@ -112,6 +117,18 @@ class MultiHeadAttention(keras.layers.Layer):
         if return_attention_scores:
             return output, probabilities
         return output
+
+    def _fused(self, return_attention_scores, training):
+        """Whether to call the backend's fused attention (`ops.dot_product_attention`: cuDNN's
+        flash attention on a GPU where JAX has it, one XLA fusion elsewhere). Under JAX only:
+        TensorFlow's form is the same einsums as below, which its own graph optimizer already
+        fuses. Not when the probabilities are asked for, nor under attention dropout, which the
+        fused kernels do not apply."""
+        return (
+            keras.backend.backend() == "jax"
+            and not return_attention_scores
+            and not (training and self.dropout > 0)
+        )
 
     def get_config(self):
         config = super().get_config()

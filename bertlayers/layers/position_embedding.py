@@ -40,7 +40,8 @@ class PositionEmbedding(keras.layers.Layer):
     def call(self, inputs):
         inputs = check_sequence_length(inputs, self.max_sequence_length, "the input sequence")
         seq_length = ops.shape(inputs)[1]
-        positions = ops.slice(self.embeddings, (0, 0), (seq_length, ops.shape(self.embeddings)[1]))
+        table = ops.convert_to_tensor(self.embeddings)  # JAX slices arrays, not Keras variables
+        positions = ops.slice(table, (0, 0), (seq_length, ops.shape(table)[1]))
         return ops.broadcast_to(ops.cast(positions, self.compute_dtype), ops.shape(inputs))
 
     def compute_output_shape(self, inputs_shape):

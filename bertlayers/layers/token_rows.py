@@ -1,5 +1,6 @@
 """Position-wise layers applied to a sequence seen as one matrix of token rows."""
 
+import keras
 from keras import ops
 
 
@@ -17,11 +18,19 @@ def on_token_rows(fn, x, padding_mask=None):
     padded to its longest member: a batch of 32 review snippets is about half padding, and a
     position-wise network computes nothing there that any later step reads (attention masks
     padding keys out; heads read real tokens).
+
+    Under JAX, whose compiled steps need static shapes, `fn` runs on every row and the padding
+    rows are zeroed: the same result, without the saving. There the padding is cut before the
+    model, by batching sequences of like length (`bertlayers.training.length_batches`), which
+    also keeps the number of compiled shapes small.
     """
     shape = ops.shape(x)
     rows = ops.reshape(x, (-1, shape[-1]))  # [tokens, width]
     if padding_mask is None:
         out = fn(rows)  # [tokens, width_out]
+    elif keras.backend.backend() != "tensorflow":
+        out = fn(rows)  # [tokens, width_out]
+        out = out * ops.cast(ops.not_equal(ops.reshape(padding_mask, (-1, 1)), 0), out.dtype)
     else:
         real = ops.nonzero(ops.reshape(padding_mask, (-1,)))[0]  # [real]
         out_real = fn(ops.take(rows, real, axis=0))  # [real, width_out]

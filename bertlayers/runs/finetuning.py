@@ -7,7 +7,6 @@ import os
 from typing import Optional
 
 import keras
-import tensorflow as tf
 
 from bertlayers.convert.loading import load_encoder
 from bertlayers.convert.model_files import record_vocabulary, save_model, vocabulary_of
@@ -23,6 +22,9 @@ from bertlayers.utils import atomic_files
 from bertlayers.utils.validation import (
     NON_NEGATIVE_FLOAT, POSITIVE_FLOAT, POSITIVE_INT, PROBABILITY, Range, check_fields,
 )
+from bertlayers.startup import require_tensorflow
+
+tf = require_tensorflow(__name__)
 
 
 def add_finetuning_arguments(parser, sequence_length=128, epochs=3, batch_size=32, learning_rate=5e-5):

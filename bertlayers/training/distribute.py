@@ -11,7 +11,9 @@ import json
 import os
 
 import keras
-import tensorflow as tf
+from bertlayers.startup import require_tensorflow
+
+tf = require_tensorflow(__name__)
 
 STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
 _PATCHED_KERAS = "3.15."

@@ -20,9 +20,11 @@ import math
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from bertlayers.data.padding import padded_length
+from bertlayers.startup import require_tensorflow
+
+tf = require_tensorflow(__name__)
 
 # Batches per sorted group. Larger groups pad less but make consecutive batches more alike.
 GROUP_SIZE = 50

@@ -1,7 +1,8 @@
 """BERT's optimizer: AdamW (or LAMB), linear warmup then linear decay, global-norm clipping."""
 
+import sys
+
 import keras
-import tensorflow as tf
 from keras import ops
 
 # Variables BERT exempts from weight decay: LayerNorm scales and offsets, and every bias.
@@ -55,7 +56,8 @@ class SumThenClip:
     _FIXED_IN = "3.15."
 
     def _clip_gradients(self, grads):
-        context = tf.distribute.get_replica_context()
+        tf = sys.modules.get("tensorflow") if keras.backend.backend() == "tensorflow" else None
+        context = tf.distribute.get_replica_context() if tf else None
         clips = self.clipnorm or self.global_clipnorm or self.clipvalue
         if (
             clips
@@ -111,6 +113,7 @@ class FusedAdamStep:
     β1); v += (g² − v)(1 − β2); w −= α·m / (√v + ε), α = lr·√(1 − β2^t) / (1 − β1^t)) in one
     pass. Other backends, AMSGrad and non-float32 variables keep Keras's step. The global norm
     for clipping is likewise TensorFlow's one-pass `global_norm` (same value up to rounding).
+    (Under TensorFlow, which Keras has then imported: `sys.modules` holds it.)
     """
 
     def _fused(self, variable):
@@ -123,6 +126,7 @@ class FusedAdamStep:
     def update_step(self, gradient, variable, learning_rate):
         if not self._fused(variable):
             return super().update_step(gradient, variable, learning_rate)
+        tf = sys.modules["tensorflow"]
         index = self._get_variable_index(variable)
         step = tf.cast(self.iterations + 1, tf.float32)
         beta_1, beta_2 = tf.constant(self.beta_1, tf.float32), tf.constant(self.beta_2, tf.float32)
@@ -141,6 +145,7 @@ class FusedAdamStep:
 
     def _clip_gradients(self, grads):
         if keras.backend.backend() == "tensorflow" and self.global_clipnorm and not self.clipnorm:
+            tf = sys.modules["tensorflow"]
             # tf.clip_by_global_norm skips None entries and keeps the list's positions.
             return tf.clip_by_global_norm(grads, self.global_clipnorm)[0]
         return super()._clip_gradients(grads)

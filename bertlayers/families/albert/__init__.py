@@ -6,7 +6,10 @@ objective the recipe "albert" in `bertlayers.families.bert`, Google's TF1 checkp
 Importing it registers transformers' model_type "albert" (loader and tokenizer).
 """
 
-from bertlayers.families.albert.checkpoint import albert_config_from_huggingface, load_huggingface_albert
-from bertlayers.families.albert.tokenizer import albert_checkpoint_tokenizer
+from bertlayers.startup import tensorflow_available
+
+if tensorflow_available():  # checkpoint folders come with their tokenizer
+    from bertlayers.families.albert.checkpoint import albert_config_from_huggingface, load_huggingface_albert
+    from bertlayers.families.albert.tokenizer import albert_checkpoint_tokenizer
 
 __all__ = ["albert_checkpoint_tokenizer", "albert_config_from_huggingface", "load_huggingface_albert"]

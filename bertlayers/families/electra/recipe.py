@@ -1,12 +1,13 @@
 """ELECTRA's pretraining recipe: masked records for the generator, a sample seed per batch."""
 
-import tensorflow as tf
-
 from bertlayers.data.pretraining_data import DataObjective, masked_lm_batch
 from bertlayers.families.electra.encoders import GENERATOR_FRACTION, electra_encoders
 from bertlayers.families.electra.pretrainer import ElectraPretrainer
 from bertlayers.families.recipes import Option, Recipe, register_recipe
 from bertlayers.utils.validation import POSITIVE_FLOAT
+from bertlayers.startup import require_tensorflow
+
+tf = require_tensorflow(__name__)
 
 
 def _electra_batch(features, seed, context):

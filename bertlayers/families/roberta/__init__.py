@@ -7,8 +7,11 @@ Importing it registers transformers' model_types "roberta" and "xlm-roberta" (lo
 tokenizers).
 """
 
-from bertlayers.families.roberta.checkpoint import load_huggingface_roberta, roberta_config_from_huggingface
-from bertlayers.families.roberta.tokenizer import roberta_checkpoint_tokenizer, xlm_roberta_checkpoint_tokenizer
+from bertlayers.startup import tensorflow_available
+
+if tensorflow_available():  # checkpoint folders come with their tokenizer
+    from bertlayers.families.roberta.checkpoint import load_huggingface_roberta, roberta_config_from_huggingface
+    from bertlayers.families.roberta.tokenizer import roberta_checkpoint_tokenizer, xlm_roberta_checkpoint_tokenizer
 
 __all__ = [
     "load_huggingface_roberta",

@@ -5,8 +5,12 @@ Importing it registers the recipe "spanbert".
 """
 
 from bertlayers.families.spanbert.pretrainer import BOUNDARY_INPUTS, SpanBertPretrainer
-from bertlayers.families.spanbert.recipe import OBJECTIVE, RECIPE
 from bertlayers.families.spanbert.span_boundaries import span_boundaries
 from bertlayers.families.spanbert.span_boundary_head import SpanBoundaryHead
+
+from bertlayers.startup import tensorflow_available
+
+if tensorflow_available():  # the recipe's tf.data objective
+    from bertlayers.families.spanbert.recipe import OBJECTIVE, RECIPE
 
 __all__ = ["BOUNDARY_INPUTS", "OBJECTIVE", "RECIPE", "SpanBertPretrainer", "SpanBoundaryHead", "span_boundaries"]

@@ -1,13 +1,14 @@
 """SpanBERT's pretraining recipe: span-masked records that carry each span's boundaries."""
 
-import tensorflow as tf
-
 from bertlayers.data.pretraining_data import DataObjective, masked_lm_batch, normalized_weights
 from bertlayers.families.recipes import Option, Recipe, register_recipe
 from bertlayers.families.spanbert.pretrainer import BOUNDARY_INPUTS, SpanBertPretrainer
 from bertlayers.families.spanbert.span_boundaries import span_boundaries
 from bertlayers.networks import build_encoder
 from bertlayers.utils.validation import POSITIVE_INT
+from bertlayers.startup import require_tensorflow
+
+tf = require_tensorflow(__name__)
 
 
 def _boundary_features(sequence_length, max_predictions_per_seq):

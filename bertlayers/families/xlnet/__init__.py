@@ -5,17 +5,20 @@ Importing it registers the encoder (architecture "xlnet"), the presets `xlnet_ba
 `xlnet_large`, the recipe "xlnet" and transformers' model_type "xlnet".
 """
 
-from bertlayers.families.xlnet.checkpoint import load_huggingface_xlnet, xlnet_config_from_huggingface
 from bertlayers.families.xlnet.encoder import QueryStream, XLNetEncoder, relative_stack
-from bertlayers.families.xlnet.permutation_lm import choose_plm_targets, factorization_masks, xlnet_layout
 from bertlayers.families.xlnet import presets  # noqa: F401  (registers xlnet_base, xlnet_large)
 from bertlayers.families.xlnet.pretrainer import XLNetPretrainer
-from bertlayers.families.xlnet.recipe import RECIPE, TARGET_FEATURE, plm_objective, xlnet_config
 from bertlayers.families.xlnet.relative_attention import RelativeAttention, relative_shift
 from bertlayers.families.xlnet.relative_encoder_block import RelativeEncoderBlock
 from bertlayers.families.xlnet.relative_position_encoding import RelativePositionEncoding
-from bertlayers.families.xlnet.tokenizer import xlnet_checkpoint_tokenizer, xlnet_input_layout
 from bertlayers.families.xlnet.two_stream_masks import TwoStreamMasks
+from bertlayers.startup import tensorflow_available
+
+if tensorflow_available():  # checkpoints with their tokenizer; tf.data objective
+    from bertlayers.families.xlnet.checkpoint import load_huggingface_xlnet, xlnet_config_from_huggingface
+    from bertlayers.families.xlnet.permutation_lm import choose_plm_targets, factorization_masks, xlnet_layout
+    from bertlayers.families.xlnet.recipe import RECIPE, TARGET_FEATURE, plm_objective, xlnet_config
+    from bertlayers.families.xlnet.tokenizer import xlnet_checkpoint_tokenizer, xlnet_input_layout
 
 __all__ = [
     "QueryStream",

@@ -20,9 +20,11 @@ uninterrupted one would.
 """
 
 import numpy as np
-import tensorflow as tf
 
 from bertlayers.data.mlm_masking import word_groups
+from bertlayers.startup import require_tensorflow
+
+tf = require_tensorflow(__name__)
 
 MAX_GRAM = 5
 CONTEXT_PER_TARGET = 6  # XLNet's mask_alpha / mask_beta

@@ -2,14 +2,15 @@
 
 import functools
 
-import tensorflow as tf
-
 from bertlayers.data.pretraining_data import DataObjective, normalized_weights
 from bertlayers.families.recipes import Option, Recipe, register_recipe
 from bertlayers.families.xlnet.encoder import XLNetEncoder
 from bertlayers.families.xlnet.permutation_lm import choose_plm_targets, factorization_masks, xlnet_layout
 from bertlayers.families.xlnet.pretrainer import XLNetPretrainer
 from bertlayers.utils.validation import NON_NEGATIVE_INT, Range
+from bertlayers.startup import require_tensorflow
+
+tf = require_tensorflow(__name__)
 
 TARGET_FEATURE = "plm_targets"  # 0/1 per position of the record: XLNet's `is_masked`
 
