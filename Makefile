@@ -29,9 +29,13 @@ demo: $(STAMP)
 # module fixtures are made once, and docs pages run their blocks in order): most tests wait on
 # a single-threaded Python (tracing, a child's start-up), so two share the 2 cores well.
 PYTEST := $(PY) -m pytest -q -n 2 --dist loadfile
+# The layer, network and model tests again under Keras's JAX backend (CPU JAX): the model code is
+# one keras.ops implementation for every backend. Tests marked tensorflow_only skip themselves there.
+PORTABLE_TESTS := tests/test_layers.py tests/test_crf.py tests/test_encoders.py tests/test_block_seams.py
 
 test: $(STAMP)
 	$(PYTEST) --durations=30 tests
+	KERAS_BACKEND=jax $(PYTEST) $(PORTABLE_TESTS)
 
 test-fast: $(STAMP)
 	$(PYTEST) -m "not slow" tests

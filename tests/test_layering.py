@@ -9,9 +9,10 @@ import os
 # Bottom to top: a package may import only the packages before it.
 TIERS = ("utils", "metrics", "layers", "networks", "models", "data", "convert", "families", "export", "training", "runs")
 ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bertlayers")
-# The package's own __init__ (it imports everything to register the serializable classes) and the
-# start-up module it runs first stand outside the tiers.
+# The package's own __init__ (it imports everything to register the serializable classes) stands
+# outside the tiers; the start-up module (loading TensorFlow where it is needed) is below them all.
 OUTSIDE = {"__init__", "startup"}
+BELOW_ALL = "startup"
 
 
 def package_imports():
@@ -48,9 +49,19 @@ def test_imports_point_down_the_tiers_and_make_no_cycle():
     upward = [
         f"{source} -> {target} ({', '.join(places)})"
         for (source, target), places in sorted(package_imports().items())
-        if target in OUTSIDE or TIERS.index(target) > TIERS.index(source)
+        if target != BELOW_ALL and (target in OUTSIDE or TIERS.index(target) > TIERS.index(source))
     ]
     assert not upward, "imports up the tiers (a cycle in the making):\n" + "\n".join(upward)
+
+
+def test_the_start_up_module_imports_nothing_of_ours():
+    tree = ast.parse(open(os.path.join(ROOT, f"{BELOW_ALL}.py"), encoding="utf-8").read())
+    ours = [
+        node.lineno for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("bertlayers")
+        or isinstance(node, ast.Import) and any(a.name.startswith("bertlayers") for a in node.names)
+    ]
+    assert not ours, f"{BELOW_ALL}.py imports bertlayers at lines {ours}: it must stay below every tier"
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
 """How long a batch is padded: one rule for training, prediction and the served graphs."""
+
 from bertlayers.startup import require_tensorflow
 
 tf = require_tensorflow(__name__)

@@ -1,7 +1,4 @@
 """Checks on what a server feeds a signature, run in the graph before any model or tokenizer op.
-from bertlayers.startup import require_tensorflow
-
-tf = require_tensorflow(__name__)
 
 A server does not check fed tensors against a signature's declared shapes (TF Serving feeds
 `Session::Run` directly, and Python's loaded signatures fall back to a flat call), so a request
@@ -15,6 +12,9 @@ which would delete a check written with them; the quantities here are computed f
 tensor's runtime shape vector so that nothing about them is static.
 """
 
+from bertlayers.startup import require_tensorflow
+
+tf = require_tensorflow(__name__)
 
 
 def _runtime_rank(tensor):

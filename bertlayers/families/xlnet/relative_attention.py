@@ -39,7 +39,12 @@ def relative_shift(scores, key_length):
     x = ops.reshape(scores, (batch, heads, distances, length))  # [B, N, R, S]
     x = x[:, :, 1:, :]  # [B, N, R - 1, S]
     x = ops.reshape(x, (batch, heads, length, distances - 1))  # [B, N, S, R - 1]
-    return x[:, :, :, :key_length]  # [B, N, S, K]
+    if keras.backend.backend() == "jax" and not isinstance(distances, int):
+        # Inferring a functional model's shapes, JAX gives every unknown size one symbol, so
+        # R (= K + S) reads as K and R - 1 < K; one column of padding makes the slice below
+        # valid there. Real calls have concrete sizes and never come here.
+        x = ops.pad(x, ((0, 0), (0, 0), (0, 0), (0, 1)))
+    return ops.slice(x, (0, 0, 0, 0), (batch, heads, length, key_length))  # [B, N, S, K]
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
