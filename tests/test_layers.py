@@ -203,6 +203,23 @@ def test_attention_ignores_masked_keys():
     np.testing.assert_allclose(out[1, :4], out2[1, :4], atol=1e-6)
 
 
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
+def test_fused_attention_equals_the_plain_form(policy):
+    """Under JAX, attention without probabilities asked for is the backend's fused kernel
+    (`ops.dot_product_attention`); with them, the einsums and float32 softmax written out. Both
+    give the same output, with a padding mask and with a full [batch, query, key] mask."""
+    attention = layers.MultiHeadAttention(num_heads=HEADS, key_dim=HIDDEN // HEADS, dtype=policy)
+    x = hidden_states()
+    tolerance = 1e-5 if policy == "float32" else 2e-2
+    full = np.tril(np.ones((SEQ, SEQ), "int32"))[None] * PADDING[:, None, :]
+    for mask in (PADDING[:, None, :], full):
+        fused = attention(x, attention_mask=mask)
+        plain, _ = attention(x, attention_mask=mask, return_attention_scores=True)
+        np.testing.assert_allclose(
+            ops.convert_to_numpy(ops.cast(fused, "float32")), ops.convert_to_numpy(ops.cast(plain, "float32")), atol=tolerance
+        )
+
+
 @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
 def test_attention_fully_masked_rows_stay_finite_in_half_precision(policy):
     attention = layers.MultiHeadAttention(num_heads=HEADS, key_dim=HIDDEN // HEADS, dtype=policy)

@@ -1,0 +1,476 @@
+"""bertlayers on Keras's JAX backend beside keras-hub (JAX) and Hugging Face transformers (eager and
+`torch.compile`), on the accelerator work of issue 34's table, in one run on one machine.
+
+Every (library, work) runs in its own process, one after another: peak memory is each run's own.
+The table gives medians after warm-up, the ratio of bertlayers to the fastest peer (above 1:
+bertlayers is faster), peak device memory (peak RSS where the device is the CPU), and for MLM
+pretraining the MFU against a bfloat16 matmul peak measured in the same run. The work, in bfloat16
+mixed precision (inference: bfloat16 weights), AdamW for training:
+
+  mlm            BERT-base MLM training step, sequence 128, 20 masked positions, batch 256.
+                 transformers' `BertForMaskedLM` computes its loss over every position (its API);
+                 the Keras models project only the 20 masked ones.
+  finetune       MiniLM-size classifier (L6 H384 A12) training step, sequence 64, batch 32.
+  finetune_real  The same classifier over the first 2,048 real Rotten Tomatoes snippets, one pass
+                 at batch 32: bertlayers and transformers in batches of like length cut to their
+                 longest (rounded up to 16: few compiled shapes), keras-hub at its preprocessor's
+                 fixed length 64. Tokenized beforehand (--prepare), for every library alike.
+  infer          BERT-base classifier forward, sequence 128: batch-1 latency (p50) and batch-32
+                 throughput (`predict_on_batch` for Keras; eager and compiled torch).
+
+Training throughput is timed over whole `fit` calls (Keras) or step loops ending in a device sync
+(torch) after warm-up calls that compile every shape; inputs start on the host each step, as in
+training. Weights are random (the same arithmetic as pretrained ones).
+
+It needs JAX and PyTorch (with transformers), not TensorFlow: keras, keras-hub and this repository
+on the path (the GPU machines: wheels installed with `pip install --no-index --no-deps --target DIR`
+and `PYTHONPATH=DIR`). The real-length inputs come from `--prepare`, run once where bertlayers' data
+tools (TensorFlow) run; the file travels with the repository's working tree.
+
+    python benchmarks/accelerator.py --prepare                 # writes benchmarks/accelerator_inputs.npz
+    python benchmarks/accelerator.py --output benchmarks/accelerator.json     # the run, on the GPU
+    python benchmarks/accelerator.py --quick --torch_python /path/to/torch/venv/bin/python   # CPU smoke run
+    python benchmarks/accelerator.py --table benchmarks/accelerator.json       # the table again
+"""
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+INPUTS = os.path.join(HERE, "accelerator_inputs.npz")
+LIBRARIES = ("bertlayers", "keras_hub", "transformers", "transformers_compile")
+WORKS = ("mlm", "finetune", "finetune_real", "infer")
+VOCABULARY_SIZE, MASKED = 30522, 20
+BASE = dict(num_layers=12, hidden_size=768, num_heads=12, intermediate_size=3072)
+MINILM = dict(num_layers=6, hidden_size=384, num_heads=12, intermediate_size=1536)
+TINY = dict(num_layers=2, hidden_size=64, num_heads=2, intermediate_size=128)
+# Per work: model size, sequence length, batch size, timed steps (the --quick sizes beside).
+FULL = {"mlm": (BASE, 128, 256, 20), "finetune": (MINILM, 64, 32, 50), "finetune_real": (MINILM, None, 32, None),
+        "infer": (BASE, 128, 32, 50)}
+QUICK = {"mlm": (TINY, 128, 8, 4), "finetune": (TINY, 64, 8, 4), "finetune_real": (TINY, None, 8, None),
+         "infer": (TINY, 128, 8, 5)}
+REAL_EXAMPLES, REAL_LENGTH, LENGTH_MULTIPLE = 2048, 64, 16
+TARGET = 1.3  # issue 34: bertlayers at least this much faster than the fastest peer, each work
+
+
+# --- shared by every worker (numpy only) -----------------------------------------------------
+
+
+def sizes(work, quick):
+    model, sequence, batch, steps = (QUICK if quick else FULL)[work]
+    return dict(model), sequence, batch, steps
+
+
+def mlm_flops_per_sequence(model, sequence, masked=MASKED, vocabulary=VOCABULARY_SIZE):
+    """Training FLOPs of one MLM sequence: 3x the forward's matmuls (forward + two backward)."""
+    h, i, layers = model["hidden_size"], model["intermediate_size"], model["num_layers"]
+    per_token_layer = 8 * h * h + 4 * h * i + 4 * sequence * h  # projections, FFN, scores + context
+    head = masked * (2 * h * h + 2 * h * vocabulary)  # transform + decoder at the masked rows
+    return 3 * (sequence * layers * per_token_layer + head)
+
+
+def random_batch(rng, rows, sequence, masked=0, vocabulary=VOCABULARY_SIZE):
+    """Random ids, each row half to wholly real, two segments; with `masked`, that many distinct
+    real positions to predict and their target ids."""
+    import numpy as np
+
+    lengths = rng.integers(sequence // 2, sequence + 1, rows)
+    positions = np.arange(sequence)
+    mask = (positions < lengths[:, None]).astype("int32")
+    batch = {"token_ids": rng.integers(1000, vocabulary, (rows, sequence)).astype("int32") * mask,
+             "segment_ids": ((positions >= lengths[:, None] // 2) * mask).astype("int32"), "padding_mask": mask}
+    if masked:
+        batch["masked_positions"] = (rng.random((rows, sequence // 2 - 1)).argsort(-1)[:, :masked] + 1).astype("int32")
+        batch["masked_ids"] = rng.integers(1000, vocabulary, (rows, masked)).astype("int32")
+    return batch
+
+
+def real_batches(quick, by_length):
+    """The prepared snippets as batches: (token_ids, padding_mask, labels) each.
+
+    by_length: sorted into batches of like length (the order of batches shuffled), each cut to its
+    longest rounded up to LENGTH_MULTIPLE; otherwise in file order at the fixed REAL_LENGTH."""
+    import numpy as np
+
+    if not os.path.exists(INPUTS):
+        raise SystemExit(f"error: {INPUTS} is missing: run `python benchmarks/accelerator.py --prepare` first")
+    data = np.load(INPUTS)
+    ids, labels = data["token_ids"], data["labels"]
+    count = 256 if quick else REAL_EXAMPLES
+    ids, labels = ids[:count], labels[:count]
+    lengths = (ids != 0).sum(1)
+    batch = sizes("finetune_real", quick)[2]
+    order = np.argsort(lengths, kind="stable") if by_length else np.arange(len(ids))
+    chunks = [order[i : i + batch] for i in range(0, len(order), batch)]
+    if by_length:
+        chunks = [chunks[i] for i in np.random.default_rng(0).permutation(len(chunks))]
+    batches = []
+    for rows in chunks:
+        width = -(-lengths[rows].max() // LENGTH_MULTIPLE) * LENGTH_MULTIPLE if by_length else REAL_LENGTH
+        token_ids = ids[rows, :width]
+        batches.append((token_ids, (token_ids != 0).astype("int32"), labels[rows]))
+    return batches, int(lengths.sum())
+
+
+def host_peak_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def median_rate(times, items):
+    return items / statistics.median(times)
+
+
+# --- Keras (bertlayers and keras-hub), on the JAX backend -----------------------------------
+
+
+def keras_device_peak_mb():
+    import jax
+
+    stats = jax.local_devices()[0].memory_stats() or {}
+    return stats["peak_bytes_in_use"] / 2**20 if "peak_bytes_in_use" in stats else host_peak_mb()
+
+
+def keras_encoder_inputs(keras, names=("token_ids", "segment_ids", "padding_mask")):
+    return {name: keras.Input((None,), dtype="int32", name=name) for name in names}
+
+
+def keras_model(library, work, model_size, sequence):
+    """The Keras model for `work`: MLM pretrainer or classifier, from bertlayers or keras-hub."""
+    import keras
+
+    if library == "bertlayers":
+        from bertlayers.models import BertPretrainer, SequenceClassifier
+        from bertlayers.networks import BertEncoder
+
+        encoder = BertEncoder(vocabulary_size=VOCABULARY_SIZE, max_sequence_length=512, **model_size)
+        if work == "mlm":
+            return BertPretrainer(encoder, next_sentence=False)
+        return SequenceClassifier(encoder, 2)
+    import keras_hub
+
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=VOCABULARY_SIZE, num_layers=model_size["num_layers"], num_heads=model_size["num_heads"],
+        hidden_dim=model_size["hidden_size"], intermediate_dim=model_size["intermediate_size"], max_sequence_length=512,
+    )
+    inputs = keras_encoder_inputs(keras)
+    outputs = backbone(inputs)
+    if work == "mlm":
+        inputs["masked_positions"] = keras.Input((MASKED,), dtype="int32", name="masked_positions")
+        head = keras_hub.layers.MaskedLMHead(token_embedding=backbone.token_embedding, intermediate_activation="gelu")
+        return keras.Model(inputs, {"mlm": head(outputs["sequence_output"], mask_positions=inputs["masked_positions"])})
+    dropped = keras.layers.Dropout(0.1)(outputs["pooled_output"])
+    return keras.Model(inputs, {"logits": keras.layers.Dense(2, name="logits")(dropped)})
+
+
+def keras_worker(library, work, quick):
+    import keras
+    import numpy as np
+
+    model_size, sequence, batch, steps = sizes(work, quick)
+    rng = np.random.default_rng(0)
+    keras.config.set_dtype_policy("bfloat16" if work == "infer" else "mixed_bfloat16")
+    model = keras_model(library, work, model_size, sequence)
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    result = {"device": str(keras.backend.backend()) + ":" + _jax_device()}
+    if work == "infer":
+        single, full = (random_batch(rng, rows, sequence) for rows in (1, batch))
+        for inputs in (single, full) * 3:
+            model.predict_on_batch(inputs)  # compile both shapes
+        latencies, batch_times = [], []
+        for _ in range(steps):
+            for inputs, times in ((single, latencies), (full, batch_times)):
+                start = time.perf_counter()
+                model.predict_on_batch(inputs)  # returns NumPy: the device has finished
+                times.append(time.perf_counter() - start)
+        result.update(p50_ms=1000 * statistics.median(latencies), seq_per_s=median_rate(batch_times, batch))
+    else:
+        if library == "bertlayers":
+            from bertlayers.training import create_optimizer
+
+            optimizer = create_optimizer(1e-4, 10_000, 100, weight_decay=0.01)
+        else:
+            optimizer = keras.optimizers.AdamW(1e-4, weight_decay=0.01, global_clipnorm=1.0)
+        model.compile(optimizer=optimizer, loss={"mlm" if work == "mlm" else "logits": loss})
+        if work == "finetune_real":
+            batches, real_tokens = real_batches(quick, by_length=library == "bertlayers")
+            dataset = _KerasBatches(batches)
+            model.fit(dataset, epochs=1, verbose=0)  # compiles every length
+            start = time.perf_counter()
+            model.fit(dataset, epochs=1, verbose=0)
+            elapsed = time.perf_counter() - start
+            examples = sum(len(b[2]) for b in batches)
+            result.update(seq_per_s=examples / elapsed, real_tokens_per_s=real_tokens / elapsed)
+        else:
+            data = random_batch(rng, batch * steps, sequence, masked=MASKED if work == "mlm" else 0)
+            targets = {"mlm": data.pop("masked_ids")} if work == "mlm" else {"logits": rng.integers(0, 2, batch * steps)}
+            warm = {k: v[: batch * 2] for k, v in data.items()}
+            model.fit(warm, {k: v[: batch * 2] for k, v in targets.items()}, batch_size=batch, verbose=0)
+            times = []
+            for _ in range(3):
+                start = time.perf_counter()
+                model.fit(data, targets, batch_size=batch, epochs=1, shuffle=False, verbose=0)
+                times.append((time.perf_counter() - start) / steps)
+            result.update(seq_per_s=median_rate(times, batch))
+    result["peak_memory_mb"] = keras_device_peak_mb()
+    return result
+
+
+def _jax_device():
+    import jax
+
+    return jax.devices()[0].platform
+
+
+def _keras_batches_class():
+    import keras
+
+    class KerasBatches(keras.utils.PyDataset):
+        def __init__(self, batches):
+            super().__init__()
+            self.batches = batches
+
+        def __len__(self):
+            return len(self.batches)
+
+        def __getitem__(self, index):
+            token_ids, mask, labels = self.batches[index]
+            inputs = {"token_ids": token_ids, "segment_ids": 0 * token_ids, "padding_mask": mask}
+            return inputs, {"logits": labels}
+
+    return KerasBatches
+
+
+def _KerasBatches(batches):  # noqa: N802  (a class made on first use: keras is imported in workers only)
+    return _keras_batches_class()(batches)
+
+
+# --- transformers (torch), eager and compiled ------------------------------------------------
+
+
+def torch_worker(compiled, work, quick):
+    import numpy as np
+    import torch
+    import transformers
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model_size, sequence, batch, steps = sizes(work, quick)
+    config = transformers.BertConfig(
+        vocab_size=VOCABULARY_SIZE, num_hidden_layers=model_size["num_layers"], hidden_size=model_size["hidden_size"],
+        num_attention_heads=model_size["num_heads"], intermediate_size=model_size["intermediate_size"],
+        num_labels=2, attn_implementation="sdpa",
+    )
+    cls = transformers.BertForMaskedLM if work == "mlm" else transformers.BertForSequenceClassification
+    model = cls(config).to(device)
+    rng = np.random.default_rng(0)
+    result = {"device": device}
+    if work == "infer":
+        model = model.to(torch.bfloat16).eval()
+        run = torch.compile(model) if compiled else model
+
+        def call(inputs):
+            with torch.inference_mode():
+                return run(**_torch_inputs(inputs, device)).logits.float().cpu()
+
+        single, full = (random_batch(rng, rows, sequence) for rows in (1, batch))
+        for inputs in (single, full) * 3:
+            call(inputs)
+        latencies, batch_times = [], []
+        for _ in range(steps):
+            for inputs, times in ((single, latencies), (full, batch_times)):
+                start = time.perf_counter()
+                call(inputs)
+                times.append(time.perf_counter() - start)
+        result.update(p50_ms=1000 * statistics.median(latencies), seq_per_s=median_rate(batch_times, batch))
+    else:
+        model.train()
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01, fused=device == "cuda")
+        run = torch.compile(model) if compiled else model
+
+        def step(inputs, labels):
+            with torch.autocast(device, dtype=torch.bfloat16):
+                loss = run(**_torch_inputs(inputs, device), labels=labels.to(device, non_blocking=True)).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+
+        def sync():
+            if device == "cuda":
+                torch.cuda.synchronize()
+
+        if work == "finetune_real":
+            batches, real_tokens = real_batches(quick, by_length=True)
+            prepared = [({"token_ids": t, "segment_ids": 0 * t, "padding_mask": m}, torch.from_numpy(y).long()) for t, m, y in batches]
+            for inputs, labels in prepared:  # warm-up pass: every length (compiled: every shape)
+                step(inputs, labels)
+            sync()
+            start = time.perf_counter()
+            for inputs, labels in prepared:
+                step(inputs, labels)
+            sync()
+            elapsed = time.perf_counter() - start
+            result.update(seq_per_s=sum(len(b[2]) for b in batches) / elapsed, real_tokens_per_s=real_tokens / elapsed)
+        else:
+            data = random_batch(rng, batch, sequence, masked=MASKED if work == "mlm" else 0)
+            if work == "mlm":  # -100: not predicted
+                labels = np.full((batch, sequence), -100, "int64")
+                np.put_along_axis(labels, data.pop("masked_positions"), data.pop("masked_ids"), axis=1)
+            else:
+                labels = rng.integers(0, 2, batch)
+            labels = torch.from_numpy(labels).long()
+            for _ in range(3):
+                step(data, labels)
+            sync()
+            times = []
+            for _ in range(3):
+                start = time.perf_counter()
+                for _ in range(steps):
+                    step(data, labels)
+                sync()
+                times.append((time.perf_counter() - start) / steps)
+            result.update(seq_per_s=median_rate(times, batch))
+    result["peak_memory_mb"] = torch.cuda.max_memory_allocated() / 2**20 if device == "cuda" else host_peak_mb()
+    return result
+
+
+def _torch_inputs(inputs, device):
+    import torch
+
+    def moved(name):
+        return torch.from_numpy(inputs[name]).long().to(device, non_blocking=True)
+
+    return {"input_ids": moved("token_ids"), "token_type_ids": moved("segment_ids"), "attention_mask": moved("padding_mask")}
+
+
+# --- the matmul peak and the driver ----------------------------------------------------------
+
+
+def matmul_peak(quick):
+    """bfloat16 matmul TFLOP/s on JAX's first device (n^3 products, the median of 10)."""
+    import jax
+    import jax.numpy as jnp
+
+    n = 1024 if quick else 8192
+    a = jnp.ones((n, n), jnp.bfloat16)
+    product = jax.jit(lambda x: x @ x)
+    product(a).block_until_ready()
+    times = []
+    for _ in range(10):
+        start = time.perf_counter()
+        product(a).block_until_ready()
+        times.append(time.perf_counter() - start)
+    return {"tflops": 2 * n**3 / statistics.median(times) / 1e12, "device": jax.devices()[0].platform}
+
+
+def worker(library, work, quick):
+    if library == "peak":
+        return matmul_peak(quick)
+    if library.startswith("transformers"):
+        return torch_worker(library == "transformers_compile", work, quick)
+    return keras_worker(library, work, quick)
+
+
+def run_worker(library, work, arguments):
+    python = arguments.torch_python if library.startswith("transformers") and arguments.torch_python else sys.executable
+    command = [python, os.path.abspath(__file__), "--worker", library, work] + (["--quick"] if arguments.quick else [])
+    env = dict(os.environ, KERAS_BACKEND="jax", PYTHONPATH=os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")])))
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=arguments.timeout)
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        print(f"  {library} {work}: failed: {' | '.join(tail)}", flush=True)
+        return {"error": " | ".join(tail)}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def table(results):
+    peak = results.get("peak", {}).get("tflops")
+    lines = [f"matmul peak (bfloat16, measured in the run): {peak:.3g} TFLOP/s on {results['peak']['device']}" if peak else "",
+             "", "| work | library | result | ratio: bertlayers / fastest peer | peak memory MB | MFU |", "|---|---|---|---|---|---|"]
+    for work in WORKS:
+        rows = results["works"].get(work, {})
+        measures = ("p50_ms", "seq_per_s") if work == "infer" else ("seq_per_s",)
+        ratios = []
+        for measure in measures:
+            ours = rows.get("bertlayers", {}).get(measure)
+            peers = [r[measure] for lib, r in rows.items() if lib != "bertlayers" and measure in r]
+            if ours and peers:
+                ratios.append(min(peers) / ours if measure == "p50_ms" else ours / max(peers))
+        for library in LIBRARIES:
+            row = rows.get(library)
+            if row is None:
+                continue
+            if "error" in row:
+                lines.append(f"| {work} | {library} | failed: {row['error'][:80]} | | | |")
+                continue
+            shown = [f"{row['p50_ms']:.2f} ms batch 1"] if "p50_ms" in row else []
+            shown.append(f"{row['seq_per_s']:,.0f} seq/s")
+            if "real_tokens_per_s" in row:
+                shown.append(f"{row['real_tokens_per_s']:,.0f} real tokens/s")
+            ratio = " / ".join(f"{r:.2f}x" for r in ratios) if library == "bertlayers" and ratios else ""
+            mfu = ""
+            if work == "mlm" and peak:
+                model_size, sequence = sizes("mlm", results["quick"])[:2]
+                mfu = f"{row['seq_per_s'] * mlm_flops_per_sequence(model_size, sequence) / (peak * 1e12):.2f}"
+            lines.append(f"| {work} | {library} | {', '.join(shown)} | {ratio} | {row['peak_memory_mb']:,.0f} | {mfu} |")
+    return "\n".join(lines)
+
+
+def prepare():
+    """Tokenize the first snippets with the real bert-base-uncased vocabulary (bertlayers' packer)."""
+    import numpy as np
+
+    sys.path.insert(0, REPO)
+    from bertlayers.data import BertInputPacker, bert_uncased_vocabulary, wordpiece_tokenizer
+    from bertlayers.data.assets import rotten_tomatoes_snippets
+
+    snippets = rotten_tomatoes_snippets()[:REAL_EXAMPLES]
+    packer = BertInputPacker(wordpiece_tokenizer(bert_uncased_vocabulary()), sequence_length=REAL_LENGTH)
+    token_ids = np.asarray(packer([text for text, _ in snippets])["token_ids"], "int32")
+    labels = np.array([label == "fresh" for _, label in snippets], "int32")
+    np.savez_compressed(INPUTS, token_ids=token_ids, labels=labels)
+    print(f"{INPUTS}: {len(labels)} snippets, {int((token_ids != 0).sum())} real tokens at length {REAL_LENGTH}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--work", nargs="+", choices=WORKS, default=list(WORKS), help="which works to run")
+    parser.add_argument("--library", nargs="+", choices=LIBRARIES, default=list(LIBRARIES), help="which libraries")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes and few steps: a smoke run (CPU)")
+    parser.add_argument("--torch_python", help="the Python that has torch and transformers (default: this one)")
+    parser.add_argument("--output", help="write the results (JSON) here")
+    parser.add_argument("--table", metavar="RESULTS", help="print the table of a results file and stop")
+    parser.add_argument("--prepare", action="store_true", help=f"write {os.path.relpath(INPUTS, REPO)} and stop")
+    parser.add_argument("--timeout", type=int, default=1200, help="seconds one library's run may take")
+    parser.add_argument("--worker", nargs=2, metavar=("LIBRARY", "WORK"), help=argparse.SUPPRESS)
+    arguments = parser.parse_args()
+    if arguments.worker:
+        sys.path.insert(0, REPO)
+        print(json.dumps(worker(*arguments.worker, arguments.quick)))
+        return
+    if arguments.prepare:
+        return prepare()
+    if arguments.table:
+        with open(arguments.table) as file:
+            return print(table(json.load(file)))
+    results = {"quick": arguments.quick, "works": {}}
+    print("matmul peak ...", flush=True)
+    results["peak"] = run_worker("peak", "mlm", arguments)
+    for work in arguments.work:
+        for library in arguments.library:
+            print(f"{work}: {library} ...", flush=True)
+            results["works"].setdefault(work, {})[library] = run_worker(library, work, arguments)
+    print(table(results))
+    if arguments.output:
+        with open(arguments.output, "w") as file:
+            json.dump(results, file, indent=1)
+
+
+if __name__ == "__main__":
+    main()
