@@ -45,6 +45,7 @@ def backend_name():
 
 
 def backend_is_tensorflow():
+    """Whether Keras runs on TensorFlow (read without importing Keras)."""
     return backend_name() == "tensorflow"
 
 

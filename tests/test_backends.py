@@ -10,7 +10,6 @@ once per process):
 The layer, network and model tests themselves also run under JAX (`make test`'s second run).
 """
 
-import functools
 import json
 
 import keras
@@ -121,17 +120,13 @@ print(json.dumps(report))
 """
 
 
-@functools.cache
-def _jax_only_report(folder):
-    env = environment(KERAS_BACKEND="jax", XLA_FLAGS="--xla_force_host_platform_device_count=2")
-    done = run(python(_JAX_ONLY % {"tiny": repr(TINY)}) + [folder], env=env, timeout=600)
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 @pytest.fixture(scope="module")
 def jax_only(tmp_path_factory):
+    """The JAX-only child's folder (the file it saved) and its report, made once for the module."""
     folder = str(tmp_path_factory.mktemp("jax_only"))
-    return folder, _jax_only_report(folder)
+    env = environment(KERAS_BACKEND="jax", XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    done = run(python(_JAX_ONLY % {"tiny": repr(TINY)}) + [folder], env=env, timeout=600)
+    return folder, json.loads(done.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.slow

@@ -14,7 +14,7 @@ from bertlayers.data.squad_data import SquadExample, decode_answers, make_window
 from bertlayers.convert import load_encoder
 from bertlayers.models import BertPretrainer, SequenceClassifier, SpanPredictor, TokenClassifier
 from bertlayers.networks import BertEncoder
-from processes import REPO, run_script
+from processes import REPO, run, run_script, script
 
 SQUAD = os.path.join(REPO, "examples", "data", "squad_mini")
 TINY = dict(vocabulary_size=30522, num_layers=1, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=128)
@@ -207,25 +207,35 @@ def test_load_encoder_from_every_source(tmp_path):
         load_encoder(str(tmp_path / "nothing"))
 
 
-def test_layerwise_decay_scales_each_layers_step():
-    from bertlayers.training.optimization import create_optimizer, layerwise_decay_multipliers
+def _moved(model, x, y, epochs=2):
+    """{layer name: whether any of its weights moved} after `fit` (encoder layers by their own name)."""
+    owners = {layer.name: layer for layer in [*model.encoder.layers, model.head] if layer.weights}
+    before = {name: [np.array(w) for w in layer.weights] for name, layer in owners.items()}
+    model.fit(x, y, epochs=epochs, verbose=0)
+    return {name: any(not np.array_equal(b, np.array(w)) for b, w in zip(before[name], layer.weights))
+            for name, layer in owners.items()}
 
-    model = SequenceClassifier(BertEncoder(**{**TINY, "num_layers": 2}), 2)
-    multipliers = layerwise_decay_multipliers(model, 0.5)
-    by_layer = {}
-    for v in model.trainable_variables:
-        by_layer.setdefault(v.path.split("/")[0], set()).add(multipliers[id(v)])
-    assert by_layer == {
-        "embeddings": {0.125}, "transformer_layer_0": {0.25}, "transformer_layer_1": {0.5},
-        "pooler": {1.0}, "head": {1.0},
-    }
-    optimizer = create_optimizer(1e-2, 10, 0, weight_decay=0.0, clip_global_norm=None, layerwise_decay=0.5, model=model)
-    variables = model.trainable_variables
-    before = [np.asarray(v).copy() for v in variables]
-    # Adam's first step moves every weight by lr · sign(gradient): here lr · multiplier.
-    optimizer.apply([np.ones(v.shape, "float32") for v in variables], variables)
-    for v, old in zip(variables, before):
-        np.testing.assert_allclose(old - np.asarray(v), 1e-2 * multipliers[id(v)], rtol=1e-3)
+
+def test_freezing_the_embeddings_and_the_lower_layers():
+    encoder = BertEncoder(**{**TINY, "num_layers": 3})
+    model = SequenceClassifier(encoder, 2)
+    encoder.freeze_lower_layers(2)
+    model.compile(optimizer=keras.optimizers.Adam(1e-2), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    x = {"token_ids": np.arange(1, 25, dtype="int32").reshape(4, 6), "segment_ids": np.zeros((4, 6), "int32"),
+         "padding_mask": np.ones((4, 6), "int32")}
+    moved = _moved(model, x, np.array([0, 1, 0, 1]))
+    assert moved == {"embeddings": False, "transformer_layer_0": False, "transformer_layer_1": False,
+                     "transformer_layer_2": True, "pooler": True, "head": True}, moved
+    with pytest.raises(ValueError, match=r"integer in \[0, 3\].*got 4"):
+        encoder.freeze_lower_layers(4)
+
+    from bertlayers.networks import AlbertEncoder
+
+    albert = AlbertEncoder(**{**TINY, "num_layers": 2, "embedding_size": 8})
+    with pytest.raises(ValueError, match="their block is shared with the layers above"):
+        albert.freeze_lower_layers(1)
+    albert.freeze_lower_layers(2)  # every layer: the one shared block
+    assert not albert.transformer_layers[0].trainable and not albert.embeddings.trainable
 
 
 # --- The runners, end to end ---------------------------------------------------------------------
@@ -249,6 +259,23 @@ def test_run_classifier_end_to_end(tmp_path, tiny_encoder):
     assert {"accuracy", "f1", "matthews_correlation"} <= set(metrics)
     assert len(open(out / "predictions.jsonl").readlines()) == 24
     assert (out / "model.keras").exists() and os.listdir(out / "logs")
+
+
+@pytest.mark.slow
+def test_run_classifier_freezes_the_layers_asked_for(tmp_path, tiny_encoder):
+    data = tmp_path / "texts.csv"
+    data.write_text("text,label\n" + "".join(f"sentence {i},{'yes' if i % 2 else 'no'}\n" for i in range(16)))
+    out = tmp_path / "out"
+    run_script("run_classifier.py", "--train_file", str(data), "--eval_file", str(data), "--init", tiny_encoder,
+               "--freeze_layers", "1", "--output_dir", str(out), "--epochs", "1", "--batch_size", "8", "--verbose", "0")
+    start, trained = load_encoder(tiny_encoder), keras.saving.load_model(str(out / "model.keras")).encoder
+    for name, layer in (("embeddings", trained.embeddings), ("transformer_layer_0", trained.transformer_layers[0])):
+        original = start.embeddings if name == "embeddings" else start.transformer_layers[0]
+        assert all(np.array_equal(a, b) for a, b in zip(original.get_weights(), layer.get_weights())), name
+    assert not all(np.array_equal(a, b) for a, b in zip(start.pooler.get_weights(), trained.pooler.get_weights()))
+    done = run(script("run_classifier.py", "--train_file", str(data), "--eval_file", str(data), "--init", tiny_encoder,
+                      "--freeze_layers", "2", "--output_dir", str(tmp_path / "bad"), "--verbose", "0"), expect=2)
+    assert "integer in [0, 1]" in done.stderr and "got 2" in done.stderr
 
 
 @pytest.mark.slow
@@ -348,6 +375,8 @@ def test_the_fine_tuning_config_is_typed_and_range_checked(capsys):
         ({"precision": "float8"}, "precision must be one of float32, mixed_bfloat16, mixed_float16"),
         ({"strategy": "gpu"}, "strategy must be one of"),
         ({"epochs": 2.5}, "epochs must be an int"),
+        ({"freeze_layers": -1}, "freeze_layers must be an int with 0 <= value, got -1"),
+        ({"feature_based": True, "freeze_layers": 1}, "feature_based freezes the whole encoder already"),
     ):
         with pytest.raises(ValueError, match=message):
             FinetuningConfig("out", **change)

@@ -260,6 +260,32 @@ class EncoderBase(keras.Model):
                 inputs["padding_mask"] = check_padding_mask(inputs["padding_mask"])
         return super().call(inputs, training=training, mask=mask)
 
+    def freeze_lower_layers(self, num_layers):
+        """Freeze the embeddings and the first `num_layers` layers; the layers above, the pooler
+        and any head built on the encoder keep training (fine-tuning "only certain layers").
+
+        Lower layers carry the most general features and the fewest task-specific ones, so
+        freezing them costs little accuracy on small data and saves their gradients' work.
+        With ALBERT's cross-layer sharing one block serves many depths: freezing a block that
+        also serves a layer above `num_layers` would freeze that layer too, so it is refused.
+        Call it before `compile` (Keras reads `trainable` there).
+        """
+        total = self.config.num_layers
+        if isinstance(num_layers, bool) or not isinstance(num_layers, int) or not 0 <= num_layers <= total:
+            raise ValueError(f"num_layers to freeze must be an integer in [0, {total}] (this encoder's layers), got {num_layers!r}.")
+        frozen = {self._block_index(self.config, depth) for depth in range(num_layers)}
+        training = {self._block_index(self.config, depth) for depth in range(num_layers, total)}
+        if frozen & training:
+            raise ValueError(
+                f"Cannot freeze {num_layers} of {total} layers: their block is shared with the layers above "
+                f"(cross-layer sharing, {len(self.transformer_layers)} distinct block(s)); freeze 0 or all {total}."
+            )
+        self.embeddings.trainable = False
+        if self.embedding_projection is not None:
+            self.embedding_projection.trainable = False
+        for index in sorted(frozen):
+            self.transformer_layers[index].trainable = False
+
     def sequence_output_at(self, outputs, positions, padding_mask):
         """`sequence_output` at `positions` `[B, P]`: `[B, P, H]`, computing only those rows
         of the last layer.

@@ -20,7 +20,7 @@ from bertlayers.training.length_batching import length_batches, per_token_output
 from bertlayers.training.optimization import create_optimizer
 from bertlayers.utils import atomic_files
 from bertlayers.utils.validation import (
-    NON_NEGATIVE_FLOAT, POSITIVE_FLOAT, POSITIVE_INT, PROBABILITY, Range, check_fields,
+    NON_NEGATIVE_FLOAT, NON_NEGATIVE_INT, POSITIVE_FLOAT, POSITIVE_INT, PROBABILITY, Range, check_fields,
 )
 from bertlayers.startup import require_tensorflow
 
@@ -42,6 +42,8 @@ def add_finetuning_arguments(parser, sequence_length=128, epochs=3, batch_size=3
     group.add_argument("--warmup_proportion", type=float, default=0.1, help="share of the steps with linear warmup")
     group.add_argument("--weight_decay", type=float, default=0.01, help="decoupled weight decay (not on LayerNorm or biases)")
     group.add_argument("--layerwise_decay", type=float, default=None, help="e.g. 0.9: lower layers learn slower")
+    group.add_argument("--freeze_layers", type=int, default=None, metavar="K",
+                       help="freeze the embeddings and the encoder's first K layers (0: the embeddings only)")
     group.add_argument("--precision", default="float32", choices=["float32", "mixed_bfloat16", "mixed_float16"], help="compute dtype policy (variables stay float32)")
     group.add_argument("--strategy", default="default", choices=list(STRATEGIES), help="tf.distribute strategy")
     group.add_argument("--tpu", default=None, help="TPU name or address, for --strategy tpu")
@@ -92,6 +94,7 @@ class FinetuningConfig:
     warmup_proportion: float = 0.1
     weight_decay: float = 0.01
     layerwise_decay: Optional[float] = None
+    freeze_layers: Optional[int] = None  # the embeddings and the first K layers stay as loaded
     precision: str = "float32"
     strategy: str = "default"
     tpu: Optional[str] = None
@@ -111,6 +114,7 @@ class FinetuningConfig:
         "warmup_proportion": PROBABILITY,
         "weight_decay": NON_NEGATIVE_FLOAT,
         "layerwise_decay": Range(float, 0, 1, low_open=True),
+        "freeze_layers": NON_NEGATIVE_INT,
         "num_cpu_devices": POSITIVE_INT,
         "lstm_units": POSITIVE_INT,
         "seed": Range(int),
@@ -128,6 +132,8 @@ class FinetuningConfig:
             raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}.")
         if self.group_by_length and self.pad_to_sequence_length:
             raise ValueError("group_by_length and pad_to_sequence_length exclude each other.")
+        if self.feature_based and self.freeze_layers is not None:
+            raise ValueError("feature_based freezes the whole encoder already; freeze_layers cannot be combined with it.")
 
     @classmethod
     def from_args(cls, args):
@@ -232,6 +238,8 @@ def finetune(strategy, config, build_model, train, validation=None, num_examples
         if config.random_init:
             encoder = reinitialized(encoder, seed=config.seed)
         model = build_model(encoder)
+        if config.freeze_layers is not None:
+            encoder.freeze_lower_layers(config.freeze_layers)
         optimizer = create_optimizer(
             config.learning_rate,
             steps,
