@@ -8,7 +8,6 @@ Importing it registers the recipe "electra" and transformers' model_type "electr
 from bertlayers.families.electra.encoders import electra_embeddings, electra_encoder, electra_encoders, generator_config
 from bertlayers.families.electra.pretrainer import ElectraDiscriminator, ElectraGenerator, ElectraPretrainer
 from bertlayers.families.electra.replaced_token_detection import GeneratorCorruption, ReplacedTokenDetectionHead
-
 from bertlayers.startup import tensorflow_available
 
 if tensorflow_available():  # checkpoints with their tokenizer; tf.data objective

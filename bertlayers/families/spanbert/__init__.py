@@ -7,7 +7,6 @@ Importing it registers the recipe "spanbert".
 from bertlayers.families.spanbert.pretrainer import BOUNDARY_INPUTS, SpanBertPretrainer
 from bertlayers.families.spanbert.span_boundaries import span_boundaries
 from bertlayers.families.spanbert.span_boundary_head import SpanBoundaryHead
-
 from bertlayers.startup import tensorflow_available
 
 if tensorflow_available():  # the recipe's tf.data objective
