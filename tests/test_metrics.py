@@ -80,3 +80,34 @@ def test_conlleval_entity_rules():
     assert scores["per_type"]["PER"]["f1"] == 0.0  # a partial entity earns nothing
     with pytest.raises(ValueError, match="Not a BIO tag"):
         entity_spans(["X-PER"])
+
+
+def test_ranking_metrics_by_hand():
+    from bertlayers.metrics import mrr_at_k, ndcg_at_k, ranking_metrics, recall_at_k
+
+    # Three queries over five documents. Ranked by score (ties: lower index first):
+    #   q0: d2 d0 d1 d3 d4   relevant {0}      first hit at rank 2
+    #   q1: d4 d3 d1 d0 d2   relevant {1, 2}   hits at ranks 3 and 5
+    #   q2: d0 d1 d2 d3 d4   relevant {}       (all tied: index order) left out of every mean
+    scores = [[0.5, 0.1, 0.9, 0.0, -1.0], [0.2, 0.3, 0.1, 0.8, 0.9], [1.0, 1.0, 1.0, 1.0, 1.0]]
+    relevant = [{0}, {1, 2}, set()]
+    assert mrr_at_k(scores, relevant, 10) == pytest.approx((1 / 2 + 1 / 3) / 2)
+    assert mrr_at_k(scores, relevant, 2) == pytest.approx((1 / 2 + 0) / 2)  # q1's first hit is past k
+    log2 = math.log2
+    q0 = (1 / log2(3)) / 1.0
+    q1 = (1 / log2(4) + 1 / log2(6)) / (1 / log2(2) + 1 / log2(3))
+    assert ndcg_at_k(scores, relevant, 10) == pytest.approx((q0 + q1) / 2)
+    assert ndcg_at_k(scores, relevant, 3) == pytest.approx(((1 / log2(3)) + (1 / log2(4)) / (1 + 1 / log2(3))) / 2)
+    assert recall_at_k(scores, relevant, 1) == 0.0
+    assert recall_at_k(scores, relevant, 3) == pytest.approx((1 + 1 / 2) / 2)
+    assert recall_at_k(scores, relevant, 5) == 1.0
+    assert ranking_metrics(scores, relevant, ks=(1, 3)) == pytest.approx(
+        {"mrr@10": (1 / 2 + 1 / 3) / 2, "ndcg@10": (q0 + q1) / 2, "recall@1": 0.0, "recall@3": 0.75}
+    )
+    # A perfect ranking scores 1 everywhere; ties never depend on the sort.
+    assert ranking_metrics([[3, 2, 1]], [{0, 1}], ks=(2,)) == {"mrr@10": 1.0, "ndcg@10": 1.0, "recall@2": 1.0}
+    assert mrr_at_k([[1, 1, 1]], [{2}], 10) == pytest.approx(1 / 3)
+    with pytest.raises(ValueError, match="one set of documents per query"):
+        mrr_at_k(scores, relevant[:2])
+    with pytest.raises(ValueError, match=r"scores must be \[queries, documents\]"):
+        mrr_at_k([1, 2, 3], [{0}])
