@@ -36,25 +36,24 @@ tools (TensorFlow) run; the file travels with the repository's working tree.
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
+# compare.py's shared pieces import nothing beyond the standard library at module level.
+from compare import HERE, MLM_PREDICTIONS as MASKED, MLM_SEQUENCE, REPO, VOCABULARY_SIZE, mlm_flops_per_example, peak_rss_mb
+
 INPUTS = os.path.join(HERE, "accelerator_inputs.npz")
 LIBRARIES = ("bertlayers", "keras_hub", "transformers", "transformers_compile")
 WORKS = ("mlm", "finetune", "finetune_real", "infer")
-VOCABULARY_SIZE, MASKED = 30522, 20
 BASE = dict(num_layers=12, hidden_size=768, num_heads=12, intermediate_size=3072)
 MINILM = dict(num_layers=6, hidden_size=384, num_heads=12, intermediate_size=1536)
 TINY = dict(num_layers=2, hidden_size=64, num_heads=2, intermediate_size=128)
 # Per work: model size, sequence length, batch size, timed steps (the --quick sizes beside).
-FULL = {"mlm": (BASE, 128, 256, 20), "finetune": (MINILM, 64, 32, 50), "finetune_real": (MINILM, None, 32, None),
+FULL = {"mlm": (BASE, MLM_SEQUENCE, 256, 20), "finetune": (MINILM, 64, 32, 50), "finetune_real": (MINILM, None, 32, None),
         "infer": (BASE, 128, 32, 50)}
-QUICK = {"mlm": (TINY, 128, 8, 4), "finetune": (TINY, 64, 8, 4), "finetune_real": (TINY, None, 8, None),
+QUICK = {"mlm": (TINY, MLM_SEQUENCE, 8, 4), "finetune": (TINY, 64, 8, 4), "finetune_real": (TINY, None, 8, None),
          "infer": (TINY, 128, 8, 5)}
 REAL_EXAMPLES, REAL_LENGTH, LENGTH_MULTIPLE = 2048, 64, 16
 TARGET = 1.3  # issue 34: bertlayers at least this much faster than the fastest peer, each work
@@ -66,14 +65,6 @@ TARGET = 1.3  # issue 34: bertlayers at least this much faster than the fastest 
 def sizes(work, quick):
     model, sequence, batch, steps = (QUICK if quick else FULL)[work]
     return dict(model), sequence, batch, steps
-
-
-def mlm_flops_per_sequence(model, sequence, masked=MASKED, vocabulary=VOCABULARY_SIZE):
-    """Training FLOPs of one MLM sequence: 3x the forward's matmuls (forward + two backward)."""
-    h, i, layers = model["hidden_size"], model["intermediate_size"], model["num_layers"]
-    per_token_layer = 8 * h * h + 4 * h * i + 4 * sequence * h  # projections, FFN, scores + context
-    head = masked * (2 * h * h + 2 * h * vocabulary)  # transform + decoder at the masked rows
-    return 3 * (sequence * layers * per_token_layer + head)
 
 
 def random_batch(rng, rows, sequence, masked=0, vocabulary=VOCABULARY_SIZE):
@@ -119,10 +110,6 @@ def real_batches(quick, by_length):
     return batches, int(lengths.sum())
 
 
-def host_peak_mb():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def median_rate(times, items):
     return items / statistics.median(times)
 
@@ -134,7 +121,7 @@ def keras_device_peak_mb():
     import jax
 
     stats = jax.local_devices()[0].memory_stats() or {}
-    return stats["peak_bytes_in_use"] / 2**20 if "peak_bytes_in_use" in stats else host_peak_mb()
+    return stats["peak_bytes_in_use"] / 2**20 if "peak_bytes_in_use" in stats else peak_rss_mb()
 
 
 def keras_encoder_inputs(keras, names=("token_ids", "segment_ids", "padding_mask")):
@@ -200,7 +187,7 @@ def keras_worker(library, work, quick):
         model.compile(optimizer=optimizer, loss={"mlm" if work == "mlm" else "logits": loss})
         if work == "finetune_real":
             batches, real_tokens = real_batches(quick, by_length=library == "bertlayers")
-            dataset = _KerasBatches(batches)
+            dataset = keras_batches(batches)
             model.fit(dataset, epochs=1, verbose=0)  # compiles every length
             start = time.perf_counter()
             model.fit(dataset, epochs=1, verbose=0)
@@ -228,27 +215,22 @@ def _jax_device():
     return jax.devices()[0].platform
 
 
-def _keras_batches_class():
+def keras_batches(batches):
+    """The prepared batches as a `keras.utils.PyDataset` (Keras is imported in the workers only)."""
     import keras
 
-    class KerasBatches(keras.utils.PyDataset):
-        def __init__(self, batches):
+    class Batches(keras.utils.PyDataset):
+        def __init__(self):
             super().__init__()
-            self.batches = batches
 
         def __len__(self):
-            return len(self.batches)
+            return len(batches)
 
         def __getitem__(self, index):
-            token_ids, mask, labels = self.batches[index]
-            inputs = {"token_ids": token_ids, "segment_ids": 0 * token_ids, "padding_mask": mask}
-            return inputs, {"logits": labels}
+            token_ids, mask, labels = batches[index]
+            return {"token_ids": token_ids, "segment_ids": 0 * token_ids, "padding_mask": mask}, {"logits": labels}
 
-    return KerasBatches
-
-
-def _KerasBatches(batches):  # noqa: N802  (a class made on first use: keras is imported in workers only)
-    return _keras_batches_class()(batches)
+    return Batches()
 
 
 # --- transformers (torch), eager and compiled ------------------------------------------------
@@ -336,7 +318,7 @@ def torch_worker(compiled, work, quick):
                 sync()
                 times.append((time.perf_counter() - start) / steps)
             result.update(seq_per_s=median_rate(times, batch))
-    result["peak_memory_mb"] = torch.cuda.max_memory_allocated() / 2**20 if device == "cuda" else host_peak_mb()
+    result["peak_memory_mb"] = torch.cuda.max_memory_allocated() / 2**20 if device == "cuda" else peak_rss_mb()
     return result
 
 
@@ -416,8 +398,8 @@ def table(results):
             ratio = " / ".join(f"{r:.2f}x" for r in ratios) if library == "bertlayers" and ratios else ""
             mfu = ""
             if work == "mlm" and peak:
-                model_size, sequence = sizes("mlm", results["quick"])[:2]
-                mfu = f"{row['seq_per_s'] * mlm_flops_per_sequence(model_size, sequence) / (peak * 1e12):.2f}"
+                model_size = sizes("mlm", results["quick"])[0]
+                mfu = f"{row['seq_per_s'] * mlm_flops_per_example(model_size) / (peak * 1e12):.2f}"
             lines.append(f"| {work} | {library} | {', '.join(shown)} | {ratio} | {row['peak_memory_mb']:,.0f} | {mfu} |")
     return "\n".join(lines)
 

@@ -29,8 +29,8 @@ def _known_values(tensor):
     return keras.ops.convert_to_numpy(tensor)
 
 
-def _graph_tensorflow():
-    """TensorFlow when building a TensorFlow graph (where assertions can be added), else None."""
+def _tensorflow_backend():
+    """TensorFlow under its backend (whose graphs take assertions), else None."""
     if keras.backend.backend() != "tensorflow":
         return None
     return sys.modules["tensorflow"]
@@ -68,7 +68,7 @@ def check_same_shape(tensors):
             a is not None and b is not None and a != b for a, b in zip(shape, first_shape)
         ):
             raise ValueError(f"{message}; got {shape} and {first_shape}.")
-        tf = _graph_tensorflow()
+        tf = _tensorflow_backend()
         if None in shape + first_shape and tf and not tf.executing_eagerly() and not isinstance(tensor, keras.KerasTensor):
             check = tf.debugging.Assert(
                 tf.reduce_all(tf.equal(tf.shape(tensor), tf.shape(first))),
@@ -94,7 +94,7 @@ def check_id_range(ids, limit, name, what):
             bad = values.min() if values.min() < 0 else values.max()
             raise ValueError(f"{name} holds {bad}, outside [0, {limit}) ({what}).")
         return ids
-    tf = _graph_tensorflow()
+    tf = _tensorflow_backend()
     if tf is None:
         return ids
     low, high = tf.reduce_min(ids), tf.reduce_max(ids)
@@ -121,7 +121,7 @@ def check_sequence_length(tensor, max_length, name):
                 f"{max_length} this model supports (max_sequence_length)."
             )
         return tensor
-    tf = _graph_tensorflow()
+    tf = _tensorflow_backend()
     if tf is None:
         return tensor
     check = tf.debugging.assert_less_equal(
@@ -160,7 +160,7 @@ def check_padding_mask(mask, name="padding_mask"):
                     f"{name} row {empty[0]} has no real token (all 0): every sequence needs at least one."
                 )
         return mask
-    tf = _graph_tensorflow()
+    tf = _tensorflow_backend()
     if tf is None:
         return mask
     values = tf.cast(mask, tf.int32)
