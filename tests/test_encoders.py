@@ -345,3 +345,21 @@ def test_a_causal_encoder_pools_its_last_real_token():
     assert np.all(np.abs(np.asarray(pooled) - np.asarray(pooled_changed)).max(axis=-1) > 1e-6)
     # Still independent of how far the batch is padded.
     np.testing.assert_allclose(encoder(padded(inputs, 7))["pooled_output"], pooled, atol=1e-5)
+
+
+def test_the_compiled_predictor_equals_predict_and_follows_training():
+    from bertlayers.models import SequenceClassifier, compiled_predictor
+
+    model = SequenceClassifier(BertEncoder(**TINY), 3)
+    predict = compiled_predictor(model)
+    for lengths, seq in (([6, 2], 6), ([3], 4)):  # two shapes: each compiles once
+        data = encoder_inputs(lengths, seq)
+        outputs = predict(data)
+        assert isinstance(outputs["logits"], np.ndarray)
+        np.testing.assert_allclose(outputs["logits"], model.predict_on_batch(data)["logits"], atol=1e-5)
+    # The weights are read at each call: after a training step it answers with the new ones.
+    model.compile(keras.optimizers.Adam(1e-1), {"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)})
+    model.fit(data, {"logits": np.array([2])}, verbose=0)
+    np.testing.assert_allclose(predict(data)["logits"], model.predict_on_batch(data)["logits"], atol=1e-5)
+    with pytest.raises(TypeError, match="compiled_predictor needs a keras.Model, got Dense"):
+        compiled_predictor(keras.layers.Dense(2))

@@ -2,6 +2,7 @@
 
 from bertlayers.models.distiller import Distiller
 from bertlayers.models.encoder_model import EncoderModel
+from bertlayers.models.predictor import compiled_predictor
 from bertlayers.models.pretrainer import BertPretrainer, CausalLMPretrainer
 from bertlayers.models.sequence_classifier import SequenceClassifier
 from bertlayers.models.span_predictor import SpanPredictor
@@ -15,4 +16,5 @@ __all__ = [
     "SequenceClassifier",
     "SpanPredictor",
     "TokenClassifier",
+    "compiled_predictor",
 ]

@@ -1,0 +1,50 @@
+"""A model's inference as one compiled function per input shape: NumPy in, NumPy out.
+
+`model.predict_on_batch` pays Keras's per-call work each time: under JAX it gathers the model's
+state, lays out the batch for a distribution and writes the state back, about 10 ms a call on an
+H100 whatever the batch (benchmarks/README.md, "On accelerators"), which is most of the time a
+BERT-base forward takes there. `compiled_predictor(model)` compiles the forward pass once per input
+shape (`jax.jit` of `model.stateless_call`; under TensorFlow a `tf.function` that does not retrace
+for new lengths) and hands it the weights as they are at each call, so it stays right after more
+training. It works on any Keras model, ours or not.
+"""
+
+import keras
+import numpy as np
+
+from bertlayers.startup import backend_name
+
+
+def compiled_predictor(model):
+    """`predict(inputs) -> outputs` for `model` in inference mode (dropout off), outputs as NumPy.
+
+    `inputs` is what the model takes (a dict of `[batch, seq]` int arrays for our encoders); each new
+    shape compiles once, so batches of a few fixed lengths (`bertlayers.data.padding`) keep it fast.
+    """
+    if not isinstance(model, keras.Model):
+        raise TypeError(f"compiled_predictor needs a keras.Model, got {type(model).__name__}")
+    backend = backend_name()
+    if backend == "jax":
+        import jax
+
+        @jax.jit
+        def forward(trainable, non_trainable, inputs):
+            outputs, _ = model.stateless_call(trainable, non_trainable, inputs, training=False)
+            return outputs
+
+        def run(inputs):
+            trainable = [variable.value for variable in model.trainable_variables]
+            non_trainable = [variable.value for variable in model.non_trainable_variables]
+            return forward(trainable, non_trainable, inputs)
+
+    elif backend == "tensorflow":
+        import tensorflow as tf
+
+        run = tf.function(lambda inputs: model(inputs, training=False), reduce_retracing=True)
+    else:
+        return model.predict_on_batch
+
+    def predict(inputs):
+        return keras.tree.map_structure(np.asarray, run(inputs))
+
+    return predict
