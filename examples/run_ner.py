@@ -8,12 +8,16 @@ TensorBoard logs to --output_dir.
     python examples/run_ner.py --train_file data/wnut16/train.conll --eval_file data/wnut16/test.conll \\
         --output_dir runs/ner
     python examples/run_ner.py ... --feature_based     # frozen encoder, scalar mix + BiLSTM (ELMo style)
+    python examples/run_ner.py ... --crf               # a linear-chain CRF over the tags, Viterbi decoding
+
+With --crf every real piece is on the CRF's chain and labelled (a word's later pieces continue its
+entity, the special tokens are "O"); words are still scored by their first piece's tag.
 """
 
 import os
 
 from bertlayers.data.checkpoint_tokenizer import text_tokenizer
-from bertlayers.data.ner_data import decode_tags, encode_sentences, read_conll, tag_vocabulary, write_conll
+from bertlayers.data.ner_data import decode_tags, encode_sentences, read_conll, tag_vocabulary, word_tags, write_conll
 from bertlayers.metrics import entity_scores
 from bertlayers.models import TokenClassifier
 from bertlayers.runs.finetuning import (
@@ -32,6 +36,8 @@ def main():
     parser.add_argument("--eval_file", required=True, help="CoNLL file of evaluation sentences")
     parser.add_argument("--vocabulary", default=None, help="vocab.txt (default: the one recorded with the encoder, else bert-base-uncased)")
     parser.add_argument("--max_train_examples", type=flag(POSITIVE_INT), default=None, help="train on the file's first N sentences")
+    parser.add_argument("--crf", action="store_true", help="a linear-chain CRF on the logits: trained on the "
+                        "tag path's log-likelihood, decoded (and served) by Viterbi")
     add_feature_based_arguments(parser)
     args = add_finetuning_arguments(parser, sequence_length=48, epochs=4, batch_size=16, learning_rate=5e-4).parse_args()
     config = finetuning_config(parser, args)
@@ -43,20 +49,24 @@ def main():
         train = train[: args.max_train_examples]
     tags = tag_vocabulary(train)
     tokenizer = text_tokenizer(vocabulary_for(config))
-    x_train, y_train, w_train, _ = encode_sentences(train, tokenizer, args.sequence_length, tags, args.train_file)
-    x_eval, y_eval, w_eval, starts = encode_sentences(evaluation, tokenizer, args.sequence_length, tags, args.eval_file)
+    x_train, y_train, w_train, _ = encode_sentences(train, tokenizer, args.sequence_length, tags, args.train_file, every_piece=args.crf)
+    x_eval, y_eval, w_eval, starts = encode_sentences(evaluation, tokenizer, args.sequence_length, tags, args.eval_file,
+                                                      every_piece=args.crf)
     print(f"{len(train)} training and {len(evaluation)} evaluation sentences, {len(tags)} tags")
 
+    # The CRF's loss reads every real token's tag; the softmax head's, the first pieces' (weights).
+    train_data = (x_train, {"tags": y_train}, None) if args.crf else (x_train, {"logits": y_train}, {"logits": w_train})
+    eval_data = (x_eval, {"tags": y_eval}, None) if args.crf else (x_eval, {"logits": y_eval}, {"logits": w_eval})
     model = finetune(
-        strategy, config, lambda encoder: TokenClassifier(encoder, len(tags), **feature_based_options(config)),
-        (x_train, {"logits": y_train}, {"logits": w_train}),
-        validation=(x_eval, {"logits": y_eval}, {"logits": w_eval}),
+        strategy, config, lambda encoder: TokenClassifier(encoder, len(tags), crf=args.crf, **feature_based_options(config)),
+        train_data, validation=eval_data,
     )
-    logits = predict_by_length(model, x_eval, batch_size=args.batch_size, verbose=args.verbose)["logits"]
-    predicted = decode_tags(logits, starts, tags)
+    outputs = predict_by_length(model, x_eval, batch_size=args.batch_size, verbose=args.verbose)
+    predicted = word_tags(outputs["tags"], starts, tags) if args.crf else decode_tags(outputs["logits"], starts, tags)
     gold = [[tag for _, tag in sentence] for sentence in evaluation]
     metrics = entity_scores(gold, predicted)
-    metrics.update({"eval_sentences": len(evaluation), "init": "random" if args.random_init else encoder_source(config)})
+    metrics.update({"eval_sentences": len(evaluation), "init": "random" if args.random_init else encoder_source(config),
+                    "decoder": "crf" if args.crf else "softmax"})
     write_json(os.path.join(args.output_dir, "metrics.json"), metrics)
     write_json(os.path.join(args.output_dir, "tags.json"), tags)  # what the served `tags` indices mean
     write_conll(

@@ -116,3 +116,21 @@ def test_the_shared_layer_checks():
     inputs = {"emissions": rng.normal(size=(2, 5, 3)).astype("float32"), "padding_mask": mask,
               "tags": rng.integers(0, 3, size=(2, 5)).astype("int32")}
     run_layer_test(LinearChainCRF, {"num_tags": 3}, inputs, (2,), mixed_output_dtype="float32")
+
+
+@pytest.mark.tensorflow_only
+def test_a_graph_of_unknown_batch_and_length():
+    """Served models and length-cut batches trace with `[None, None]` inputs (TensorFlow's scan
+    once failed on several inputs of unknown length)."""
+    import tensorflow as tf
+
+    crf = _crf(3, 3)
+    rng = np.random.default_rng(3)
+    emissions = rng.normal(size=(2, 4, 3)).astype("float32")
+    mask = np.array([[1, 1, 1, 0], [1, 1, 1, 1]], "int32")
+    tags = rng.integers(0, 3, size=(2, 4)).astype("int32")
+    specs = [tf.TensorSpec([None, None, 3]), tf.TensorSpec([None, None], tf.int32)]
+    decode = tf.function(lambda e, m: crf.decode(e, m)[0], input_signature=specs)
+    likelihood = tf.function(lambda e, t, m: crf.log_likelihood(e, t, m), input_signature=[specs[0], specs[1], specs[1]])
+    np.testing.assert_array_equal(decode(emissions, mask).numpy(), np.asarray(crf.decode(emissions, mask)[0]))
+    np.testing.assert_allclose(likelihood(emissions, tags, mask).numpy(), np.asarray(crf.log_likelihood(emissions, tags, mask)), rtol=1e-6)

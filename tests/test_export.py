@@ -37,7 +37,11 @@ def exported(tmp_path_factory):
         "classifier": SequenceClassifier(encoder, 3),
         "squad": SpanPredictor(encoder),
         "tagger": TokenClassifier(encoder, 5),
+        "crf_tagger": TokenClassifier(encoder, 5, crf=True),
     }
+    # Transitions strong enough that the Viterbi path differs from each token's best tag.
+    crf = models["crf_tagger"].crf
+    crf.transitions.assign(3 * np.random.default_rng(5).normal(size=(5, 5)).astype("float32"))
     paths = {}
     for name, model in models.items():
         paths.update(export_for_serving(model, name, base_dir=str(base), vocabulary=bert_uncased_vocabulary(), sequence_length=SEQ))
@@ -87,7 +91,7 @@ def keras_outputs(model, inputs):
 
 
 @pytest.mark.parametrize("length", [SEQ, 21])  # 21: shorter than exported: the model runs at its length
-@pytest.mark.parametrize("name", ["encoder", "classifier", "tagger", "squad"])
+@pytest.mark.parametrize("name", ["encoder", "classifier", "tagger", "crf_tagger", "squad"])
 def test_ids_model_loads_without_keras_and_matches(exported, tmp_path, name, length):
     base, models, paths = exported
     inputs = id_inputs(length=length)
@@ -110,6 +114,10 @@ def test_ids_model_loads_without_keras_and_matches(exported, tmp_path, name, len
         np.testing.assert_allclose(served["probabilities"].sum(-1), 1.0, atol=1e-5)
     if name == "tagger":
         np.testing.assert_array_equal(served["tags"], expected["logits"].argmax(-1))
+    if name == "crf_tagger":  # the served tags are the Viterbi path, not each token's best tag
+        real = inputs["padding_mask"] == 1
+        np.testing.assert_array_equal(served["tags"], expected["tags"])
+        assert (served["tags"][real] != expected["logits"].argmax(-1)[real]).any()
 
 
 def served_span_mask(inputs):

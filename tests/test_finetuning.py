@@ -289,7 +289,7 @@ def test_run_classifier_regression(tmp_path, tiny_encoder):
 
 
 @pytest.mark.parametrize("flags", [[], ["--group_by_length"], ["--pad_to_sequence_length"],
-                                   ["--feature_based", "--lstm_units", "8"]])
+                                   ["--feature_based", "--lstm_units", "8"], ["--crf"]])
 @pytest.mark.slow
 def test_run_ner_end_to_end(tmp_path, tiny_encoder, flags):
     data = tmp_path / "tiny.conll"
@@ -299,6 +299,26 @@ def test_run_ner_end_to_end(tmp_path, tiny_encoder, flags):
                 "--output_dir", str(out), "--epochs", "1", "--batch_size", "4", "--verbose", "0", *flags)
     assert {"precision", "recall", "f1", "per_type"} <= set(json.load(open(out / "metrics.json")))
     assert (out / "predictions.conll").read_text().count("\n\n") == 8
+    if "--crf" in flags:
+        assert json.load(open(out / "metrics.json"))["decoder"] == "crf"
+        assert keras.saving.load_model(str(out / "model.keras")).crf is not None
+
+
+def test_crf_labels_continue_a_words_entity_and_need_an_o_tag():
+    from bertlayers.data.checkpoint_tokenizer import text_tokenizer
+
+    tokenizer = text_tokenizer(bert_uncased_vocabulary())
+    sentence = [("Anna", "B-person"), ("Zwolinski", "I-person"), ("visits", "O"), ("Oslo", "B-geo-loc")]
+    tags = ["O", "B-geo-loc", "B-person", "I-person"]
+    x, labels, weights, starts = encode_sentences([sentence], tokenizer, 16, tags, "test", every_piece=True)
+    pieces = x["padding_mask"][0].sum()
+    named = [tags[i] for i in labels[0, :pieces]]
+    # [CLS] anna z ##wo ##lin ##ski visits oslo [SEP]: a word's later pieces continue its tag ("B-" -> "I-").
+    assert named[0] == named[-1] == "O" and named[starts[0][0]] == "B-person"
+    assert set(named[starts[0][1] : starts[0][2]]) == {"I-person"} and starts[0][2] - starts[0][1] > 1
+    assert weights[0].sum() == 4 and named[starts[0][3]] == "B-geo-loc"
+    with pytest.raises(ValueError, match="every_piece labels the special tokens 'O'"):
+        encode_sentences([[("Anna", "B-person")]], tokenizer, 16, ["B-person"], "test", every_piece=True)
 
 
 @pytest.mark.slow

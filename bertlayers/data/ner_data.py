@@ -42,11 +42,14 @@ def tag_vocabulary(sentences):
     return ["O"] + sorted(tags - {"O"})
 
 
-def encode_sentences(sentences, tokenizer, sequence_length, tags, source):
+def encode_sentences(sentences, tokenizer, sequence_length, tags, source, every_piece=False):
     """Encoder inputs, label ids and weights for `sentences`.
 
     Each word's label sits on its first piece (weight 1); other pieces, the special tokens and
-    padding have weight 0. Words are tokenized one at a time, as their family's tokenizer sees a
+    padding have weight 0. With `every_piece` (a CRF tagger's chain runs over every real token)
+    a word's later pieces are labelled too, continuing its entity ("B-x" → "I-x" where the tag set
+    has it), and the special tokens are "O" (which the tag set must then have); the weights still
+    mark the first pieces. Words are tokenized one at a time, as their family's tokenizer sees a
     word inside a sentence: byte-level BPE with the space before it (RoBERTa's "Ġword"),
     SentencePiece with its word-start "▁" (which it adds), WordPiece as it is. Words beyond
     `sequence_length` are cut, with one warning that counts the sentences affected;
@@ -67,9 +70,9 @@ def encode_sentences(sentences, tokenizer, sequence_length, tags, source):
     room = sequence_length - layout.special_tokens(pair=False)
 
     n = len(sentences)
-    rows, word_starts, cut, offset = [], [], 0, 0
+    rows, word_starts, word_lengths, cut, offset = [], [], [], 0, 0
     for row, sentence in enumerate(sentences):
-        ids, starts = [], []
+        ids, starts, lengths = [], [], []
         for position, (_, tag) in enumerate(sentence):
             if tag not in index:
                 raise ValueError(f"{source}: sentence {row + 1}, word {position + 1}: unknown tag {tag!r}; known: {tags}.")
@@ -78,11 +81,13 @@ def encode_sentences(sentences, tokenizer, sequence_length, tags, source):
                 starts.append(-1)  # this word and every later one no longer fit
                 continue
             starts.append(len(ids))
+            lengths.append(len(word_pieces))
             ids.extend(word_pieces)
         offset += len(sentence)
         cut += any(s < 0 for s in starts)
         rows.append(ids)
         word_starts.append(starts)
+        word_lengths.append(lengths + [0] * (len(starts) - len(lengths)))
     if cut:
         warnings.warn(
             f"{cut} of {n} sentences in {source} do not fit in sequence_length {sequence_length}; "
@@ -97,14 +102,26 @@ def encode_sentences(sentences, tokenizer, sequence_length, tags, source):
     word_starts = [[int(before[row]) + s if s >= 0 else -1 for s in starts] for row, starts in enumerate(word_starts)]
     labels = np.zeros((n, sequence_length), "int32")
     weights = np.zeros((n, sequence_length), "float32")
-    for row, (sentence, starts) in enumerate(zip(sentences, word_starts)):
-        for (_, tag), start in zip(sentence, starts):
+    if every_piece:
+        if "O" not in index:
+            raise ValueError(f"every_piece labels the special tokens 'O', which the tags {tags} lack.")
+        labels[:] = index["O"]
+    for row, (sentence, starts, lengths) in enumerate(zip(sentences, word_starts, word_lengths)):
+        for (_, tag), start, length in zip(sentence, starts, lengths):
             if start >= 0:
                 labels[row, start], weights[row, start] = index[tag], 1.0
+                if every_piece and length > 1:
+                    inside = "I-" + tag[2:] if tag.startswith("B-") and "I-" + tag[2:] in index else tag
+                    labels[row, start + 1 : start + length] = index[inside]
     return inputs, labels, weights, word_starts
 
 
 def decode_tags(logits, word_starts, tags):
     """Per-word predicted tags from token logits `[n, seq, tags]` (cut words get "O")."""
-    best = np.asarray(logits).argmax(-1)
-    return [[tags[best[row, s]] if s >= 0 else "O" for s in starts] for row, starts in enumerate(word_starts)]
+    return word_tags(np.asarray(logits).argmax(-1), word_starts, tags)
+
+
+def word_tags(tag_ids, word_starts, tags):
+    """Per-word tags from per-token tag ids `[n, seq]` (a CRF's Viterbi path; cut words get "O")."""
+    tag_ids = np.asarray(tag_ids)
+    return [[tags[tag_ids[row, s]] if s >= 0 else "O" for s in starts] for row, starts in enumerate(word_starts)]

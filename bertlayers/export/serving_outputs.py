@@ -168,14 +168,18 @@ class ClassifierOutputs(ModelOutputs):
 
 
 class TaggerOutputs(ModelOutputs):
-    """A tagger's `logits` [B, S, C] and `tags` [B, S]; the text model adds the `token_ids` it tagged."""
+    """A tagger's `logits` [B, S, C] and `tags` [B, S]: the model's own `tags` output where it has
+    one (a CRF's Viterbi path), else each token's best tag; the text model adds the `token_ids` it
+    tagged."""
 
     def __init__(self, output="logits"):
         self.output = output
 
     def __call__(self, model, inputs):
-        logits = call_model(model, inputs)[self.output]
-        return {"logits": logits, "tags": tf.argmax(logits, axis=-1, output_type=tf.int32)}
+        outputs = call_model(model, inputs)
+        logits = outputs[self.output]
+        tags = outputs["tags"] if "tags" in outputs else tf.argmax(logits, axis=-1, output_type=tf.int32)
+        return {"logits": logits, "tags": tf.cast(tags, tf.int32)}
 
 
 class SpanOutputs(ModelOutputs):

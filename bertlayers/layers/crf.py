@@ -26,6 +26,14 @@ def _unpacked(carry):
     return carry[:, :-1], ops.not_equal(carry[:, -1], 0)
 
 
+# The scanned inputs are one float tensor too: the TensorFlow backend's scan fails on several
+# inputs whose length is unknown when traced (a sequence axis of None: served models, length-cut
+# batches). Per step: [B, T] scores and a last column, the token's realness (or its tag).
+def _columns(*parts):  # [S, B, T] and [S, B] parts -> [S, B, T + ...]
+    parts = [ops.cast(part, "float32") for part in parts]
+    return ops.concatenate([part if len(part.shape) == 3 else part[..., None] for part in parts], axis=-1)
+
+
 def _start(emissions):  # [S, B, T] -> zeros [B, T + 1]: no row started
     shape = ops.shape(emissions)
     return ops.zeros((shape[1], shape[2] + 1), "float32")
@@ -79,13 +87,13 @@ class LinearChainCRF(keras.layers.Layer):
 
         def step(carry, inputs):
             alpha, started = _unpacked(carry)  # [B, T], [B]: whether a real token came before
-            emission, real = inputs  # [B, T], [B]
+            emission, real = _unpacked(inputs)  # [B, T], [B]
             # A row's first real token starts the chain; later ones extend it.
             extended = ops.logsumexp(alpha[:, :, None] + transitions, axis=1) + emission  # [B, T]
             new = ops.where(started[:, None], extended, start[None, :] + emission)
             return _packed(ops.where(real[:, None], new, alpha), started | real), None
 
-        alpha, _ = _unpacked(ops.scan(step, _start(emissions), (emissions, mask))[0])
+        alpha, _ = _unpacked(ops.scan(step, _start(emissions), _columns(emissions, mask))[0])
         final = alpha + ops.cast(self.end_transitions, "float32")[None, :]
         # A row without real tokens has one (empty) path: log 1.
         return ops.where(ops.any(mask, axis=0), ops.logsumexp(final, axis=1), 0.0)
@@ -99,7 +107,7 @@ class LinearChainCRF(keras.layers.Layer):
 
         def step(carry, inputs):
             score, previous = carry[:, 0], ops.cast(carry[:, 1], "int32")  # [B], [B] (-1: no real token yet)
-            emission, tag, real = inputs
+            emission, tag, real = inputs[:, :-2], ops.cast(inputs[:, -2], "int32"), ops.not_equal(inputs[:, -1], 0)
             emitted = ops.take_along_axis(emission, tag[:, None], axis=1)[:, 0]
             from_previous = ops.take_along_axis(ops.take(transitions, ops.maximum(previous, 0), axis=0), tag[:, None], axis=1)[:, 0]
             moved = ops.where(previous >= 0, from_previous, ops.take(start, tag))
@@ -108,7 +116,7 @@ class LinearChainCRF(keras.layers.Layer):
 
         batch = ops.shape(emissions)[1]
         initial = ops.stack([ops.zeros((batch,), "float32"), ops.full((batch,), -1.0, "float32")], axis=1)  # [B, 2]
-        carry, _ = ops.scan(step, initial, (emissions, tags, mask))
+        carry, _ = ops.scan(step, initial, _columns(emissions, tags, mask))
         score, last = carry[:, 0], ops.cast(carry[:, 1], "int32")
         return score + ops.where(last >= 0, ops.take(end, ops.maximum(last, 0)), 0.0)
 
@@ -130,7 +138,7 @@ class LinearChainCRF(keras.layers.Layer):
 
         def forward(carry, inputs):
             delta, started = _unpacked(carry)  # [B, T] best score ending in each tag, [B]
-            emission, real = inputs
+            emission, real = _unpacked(inputs)
             candidates = delta[:, :, None] + transitions  # [B, from, to]
             best_from = ops.cast(ops.argmax(candidates, axis=1), "int32")  # [B, T]
             new = ops.where(started[:, None], ops.max(candidates, axis=1) + emission, start[None, :] + emission)
@@ -140,20 +148,20 @@ class LinearChainCRF(keras.layers.Layer):
             # Stacked in the carry's form: the TensorFlow backend's scan writes its outputs so.
             return _packed(ops.where(real[:, None], new, delta), started | real), _packed(pointer, started)
 
-        carry, pointers = ops.scan(forward, _start(emissions), (emissions, mask))  # [B, T + 1], [S, B, T + 1]
+        carry, pointers = ops.scan(forward, _start(emissions), _columns(emissions, mask))  # [B, T + 1], [S, B, T + 1]
         delta = _unpacked(carry)[0]
-        pointers = ops.cast(pointers[..., :-1], "int32")  # [S, B, T]
+        pointers = pointers[..., :-1]  # [S, B, T] previous tags (float32, as scanned)
         final = delta + ops.cast(self.end_transitions, "float32")[None, :]
         last = ops.cast(ops.argmax(final, axis=1), "int32")  # [B]
         score = ops.where(ops.any(mask, axis=0), ops.max(final, axis=1), 0.0)
 
         def backward(tag, inputs):  # from the last step to the first; tags as float32, as the carry
-            pointer, real = inputs
-            tag = ops.cast(tag, "int32")
+            pointer, real = _unpacked(inputs)
+            pointer, tag = ops.cast(pointer, "int32"), ops.cast(tag, "int32")
             previous = ops.take_along_axis(pointer, tag[:, None], axis=1)[:, 0]
             return ops.cast(previous, "float32"), ops.cast(ops.where(real, tag, 0), "float32")
 
-        _, path = ops.scan(backward, ops.cast(last, "float32"), (pointers, mask), reverse=True)  # [S, B]
+        _, path = ops.scan(backward, ops.cast(last, "float32"), _columns(pointers, mask), reverse=True)  # [S, B]
         return ops.cast(ops.transpose(path, (1, 0)), "int32"), score
 
     def compute_output_shape(self, emissions_shape, padding_mask_shape=None, tags_shape=None):

@@ -15,6 +15,9 @@ class LogitsModel(EncoderModel):
     see `bertlayers.models.feature_based`): per token where the encoder output read is the
     sequence, the BiLSTM's final states where it is the pooled output.
 
+    A `decoder` layer, called on the logits and the padding mask, adds its result as the output
+    `tags` (`TokenClassifier(crf=True)`'s Viterbi path).
+
     Subclasses name the encoder output they classify (`encoder_output`) and the head layer
     class (`head_class`, taking num_classes, dropout, kernel_initializer).
     """
@@ -23,7 +26,8 @@ class LogitsModel(EncoderModel):
     head_class = None
 
     def __init__(
-        self, encoder, num_classes, dropout=0.1, feature_based=False, lstm_units=256, name=None, trainable=True, **kwargs
+        self, encoder, num_classes, dropout=0.1, feature_based=False, lstm_units=256, decoder=None, name=None,
+        trainable=True, **kwargs
     ):
         inputs = encoder_inputs()
         head = self.head_class(
@@ -39,6 +43,8 @@ class LogitsModel(EncoderModel):
         else:
             features = encoder(inputs)[self.encoder_output]
         outputs = {"logits": head(features)}
+        if decoder is not None:  # a layer reading the logits and the padding mask: a tagger's CRF
+            outputs["tags"] = decoder(outputs["logits"], inputs["padding_mask"])
         super().__init__(inputs=inputs, outputs=outputs, name=name, trainable=trainable, **kwargs)
         self.encoder = encoder
         self.uses_pooled_output = not per_token and not feature_based

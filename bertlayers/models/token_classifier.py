@@ -1,9 +1,20 @@
-"""Token classification (named entities, tagging)."""
+"""Token classification (named entities, tagging), each token's softmax or a CRF over the tags."""
 
 import keras
+from keras import ops
 
+from bertlayers.layers.crf import LinearChainCRF
+from bertlayers.layers.initializers import bert_initializer
 from bertlayers.layers.token_classification_head import TokenClassificationHead
 from bertlayers.models.logits_model import LogitsModel
+
+
+class _PerExample(keras.losses.Loss):
+    """Reduces per-example losses computed elsewhere the way Keras reduces its own (the mean over
+    the batch, scaled for the replicas of a distribution strategy)."""
+
+    def call(self, y_true, y_pred):
+        return y_pred
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
@@ -14,6 +25,13 @@ class TokenClassifier(LogitsModel):
     sample weights that are 1 on the tokens that carry a label (the first WordPiece of each
     word, as in BERT's NER) and 0 elsewhere.
 
+    With `crf=True` a linear-chain CRF (`bertlayers.layers.LinearChainCRF`) sits on the logits:
+    the model also outputs `tags`, int32 `[batch, seq]`, the best tag path over the real tokens
+    (Viterbi), and trains on the negative log-likelihood of the gold path, averaged over the
+    sequences (`compile` needs no loss). Every real token is on the chain, so label every one,
+    `{"tags": [batch, seq]}` (`bertlayers.data.ner_data.encode_sentences(every_piece=True)`:
+    a word's later pieces continue its entity, the special tokens are "O").
+
     With `feature_based=True` the encoder is frozen and each token's logits read a BiLSTM
     (`lstm_units` per direction) over a learned scalar mix of all its hidden states (ELMo's
     tagger; see `LogitsModel`).
@@ -22,5 +40,32 @@ class TokenClassifier(LogitsModel):
     encoder_output = "sequence_output"
     head_class = TokenClassificationHead
 
-    def __init__(self, encoder, num_classes, dropout=0.1, name="token_classifier", **kwargs):
-        super().__init__(encoder, num_classes, dropout=dropout, name=name, **kwargs)
+    def __init__(self, encoder, num_classes, dropout=0.1, crf=False, name="token_classifier", **kwargs):
+        decoder = None
+        if crf:
+            decoder = LinearChainCRF(num_classes, initializer=bert_initializer(encoder.config.initializer_range),
+                                     dtype=encoder.layer_dtype_policy, name="crf")
+        super().__init__(encoder, num_classes, dropout=dropout, decoder=decoder, name=name, **kwargs)
+        self.crf = decoder
+        self._per_example = _PerExample(name="crf_negative_log_likelihood")
+
+    def _constructor_args(self):
+        return {**super()._constructor_args(), "crf": self.crf is not None}
+
+    def default_losses(self):
+        return None if self.crf is not None else super().default_losses()
+
+    def default_metrics(self):
+        return None if self.crf is not None else super().default_metrics()
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        if self.crf is None:
+            return super().compute_loss(x, y, y_pred, sample_weight, training=training)
+        gold = y["tags"] if isinstance(y, dict) else y
+        if gold is None:
+            raise ValueError("A CRF tagger trains on gold tags: y={'tags': int [batch, seq]}.")
+        negative_log_likelihood = self.crf(y_pred["logits"], x["padding_mask"], tags=gold)  # [B]
+        loss = self._per_example(ops.zeros_like(negative_log_likelihood), negative_log_likelihood)
+        for extra in self.losses:
+            loss = loss + self._aggregate_additional_loss(extra)
+        return loss
