@@ -18,7 +18,7 @@ import numpy as np
 
 from bertlayers.data.multiple_choice_data import encode_choices, read_choices
 from bertlayers.metrics import accuracy
-from bertlayers.models import MultipleChoice
+from bertlayers.models import MultipleChoice, SentenceEmbedder
 from bertlayers.runs.finetuning import (
     add_finetuning_arguments, encoder_source, finetune, finetuning_config, packer_for, start, write_json,
 )
@@ -28,16 +28,11 @@ from bertlayers.utils.validation import POSITIVE_INT, flag
 
 def untuned_accuracy(config, packer, examples, batch_size):
     """Accuracy of the starting encoder's mean-pooled cosine between context and choices."""
-    import keras
-
     from bertlayers.convert import load_encoder
-    from bertlayers.layers import SequencePooling
 
-    encoder = load_encoder(encoder_source(config))
-    inputs = {name: keras.Input((None,), dtype="int32", name=name) for name in ("token_ids", "segment_ids", "padding_mask")}
-    embed = keras.Model(inputs, SequencePooling("mean", normalize=True)(encoder(inputs)["sequence_output"], inputs["padding_mask"]))
+    embedder = SentenceEmbedder(load_encoder(encoder_source(config)))
     texts = [e.context for e in examples] + [c for e in examples for c in e.choices]
-    vectors = embed.predict(packer(texts), batch_size=batch_size, verbose=0)  # [N + N·C, H], unit length
+    vectors = embedder.predict(packer(texts), batch_size=batch_size, verbose=0)["embedding"]  # [N + N·C, H], unit length
     contexts, choices = vectors[: len(examples)], vectors[len(examples) :].reshape(len(examples), len(examples[0].choices), -1)
     predicted = np.einsum("nh,nch->nc", contexts, choices).argmax(-1)
     return accuracy(np.array([e.label for e in examples]), predicted)

@@ -5,6 +5,7 @@ from bertlayers.models.encoder_model import EncoderModel
 from bertlayers.models.multiple_choice import MultipleChoice
 from bertlayers.models.predictor import compiled_predictor
 from bertlayers.models.pretrainer import BertPretrainer, CausalLMPretrainer
+from bertlayers.models.sentence_embedder import SentenceEmbedder
 from bertlayers.models.sequence_classifier import SequenceClassifier
 from bertlayers.models.span_predictor import SpanPredictor
 from bertlayers.models.token_classifier import TokenClassifier
@@ -15,6 +16,7 @@ __all__ = [
     "Distiller",
     "EncoderModel",
     "MultipleChoice",
+    "SentenceEmbedder",
     "SequenceClassifier",
     "SpanPredictor",
     "TokenClassifier",
