@@ -1,6 +1,7 @@
 """Models: encoders with heads, for pretraining and for tasks."""
 
 from bertlayers.models.distiller import Distiller
+from bertlayers.models.dual_encoder import DualEncoder
 from bertlayers.models.encoder_model import EncoderModel
 from bertlayers.models.multiple_choice import MultipleChoice
 from bertlayers.models.predictor import compiled_predictor
@@ -14,6 +15,7 @@ __all__ = [
     "BertPretrainer",
     "CausalLMPretrainer",
     "Distiller",
+    "DualEncoder",
     "EncoderModel",
     "MultipleChoice",
     "SentenceEmbedder",

@@ -2,8 +2,20 @@
 rebuilds them over the deserialized encoder, and default losses per head."""
 
 import keras
+from keras import ops
 
 from bertlayers.networks.encoder_base import INPUT_NAMES
+
+
+class _PerExample(keras.losses.Loss):
+    """Per-example losses computed by a model, reduced as Keras reduces its own losses (the mean
+    over the batch, scaled for the replicas of a distribution strategy)."""
+
+    def call(self, y_true, y_pred):
+        return y_pred
+
+
+_PER_EXAMPLE = _PerExample(name="per_example")
 
 
 def encoder_inputs():
@@ -50,6 +62,14 @@ class EncoderModel(keras.Model):
 
     def _constructor_args(self):
         return {}
+
+    def reduced_loss(self, per_example):
+        """The training loss of float32 `[B]` per-example losses a model computes itself (in its
+        `compute_loss`): their mean as Keras takes it, plus the losses its layers added."""
+        loss = _PER_EXAMPLE(ops.zeros_like(per_example), per_example)
+        for extra in self.losses:
+            loss = loss + self._aggregate_additional_loss(extra)
+        return loss
 
     def default_losses(self):
         """{output name: loss} used when `compile` gets no loss."""

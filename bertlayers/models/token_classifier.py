@@ -1,20 +1,11 @@
 """Token classification (named entities, tagging), each token's softmax or a CRF over the tags."""
 
 import keras
-from keras import ops
 
 from bertlayers.layers.crf import LinearChainCRF
 from bertlayers.layers.initializers import bert_initializer
 from bertlayers.layers.token_classification_head import TokenClassificationHead
 from bertlayers.models.logits_model import LogitsModel
-
-
-class _PerExample(keras.losses.Loss):
-    """Reduces per-example losses computed elsewhere the way Keras reduces its own (the mean over
-    the batch, scaled for the replicas of a distribution strategy)."""
-
-    def call(self, y_true, y_pred):
-        return y_pred
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
@@ -47,7 +38,6 @@ class TokenClassifier(LogitsModel):
                                      dtype=encoder.layer_dtype_policy, name="crf")
         super().__init__(encoder, num_classes, dropout=dropout, decoder=decoder, name=name, **kwargs)
         self.crf = decoder
-        self._per_example = _PerExample(name="crf_negative_log_likelihood")
 
     def _constructor_args(self):
         return {**super()._constructor_args(), "crf": self.crf is not None}
@@ -64,8 +54,4 @@ class TokenClassifier(LogitsModel):
         gold = y["tags"] if isinstance(y, dict) else y
         if gold is None:
             raise ValueError("A CRF tagger trains on gold tags: y={'tags': int [batch, seq]}.")
-        negative_log_likelihood = self.crf(y_pred["logits"], x["padding_mask"], tags=gold)  # [B]
-        loss = self._per_example(ops.zeros_like(negative_log_likelihood), negative_log_likelihood)
-        for extra in self.losses:
-            loss = loss + self._aggregate_additional_loss(extra)
-        return loss
+        return self.reduced_loss(self.crf(y_pred["logits"], x["padding_mask"], tags=gold))  # −log p(gold) [B]
