@@ -134,3 +134,26 @@ def test_a_graph_of_unknown_batch_and_length():
     likelihood = tf.function(lambda e, t, m: crf.log_likelihood(e, t, m), input_signature=[specs[0], specs[1], specs[1]])
     np.testing.assert_array_equal(decode(emissions, mask).numpy(), np.asarray(crf.decode(emissions, mask)[0]))
     np.testing.assert_allclose(likelihood(emissions, tags, mask).numpy(), np.asarray(crf.log_likelihood(emissions, tags, mask)), rtol=1e-6)
+
+
+def test_a_crf_tagger_trains_on_every_real_tokens_tag_and_outputs_its_viterbi_path(tmp_path):
+    from bertlayers.models import TokenClassifier
+    from bertlayers.networks import BertEncoder
+
+    encoder = BertEncoder(vocabulary_size=50, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32, max_sequence_length=16)
+    model = TokenClassifier(encoder, 3, crf=True)
+    ids = np.random.default_rng(0).integers(1, 50, (8, 6)).astype("int32")
+    ids[:, 4:], ids[0, 1:] = 0, 0  # padding, and a one-token row
+    x = {"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": (ids != 0).astype("int32")}
+    tags = (ids % 3).astype("int32")
+    model.compile(keras.optimizers.Adam(1e-2))
+    history = model.fit(x, {"tags": tags}, epochs=30, batch_size=8, verbose=0)
+    assert history.history["loss"][-1] < 0.1 * history.history["loss"][0]
+    outputs = model.predict_on_batch(x)
+    np.testing.assert_array_equal(outputs["tags"], np.asarray(model.crf.decode(outputs["logits"], x["padding_mask"])[0]))
+    real = x["padding_mask"] == 1
+    assert (outputs["tags"][real] == tags[real]).mean() > 0.9
+    model.save(str(tmp_path / "tagger.keras"))
+    np.testing.assert_array_equal(keras.saving.load_model(str(tmp_path / "tagger.keras")).predict_on_batch(x)["tags"], outputs["tags"])
+    with pytest.raises(ValueError, match=r"A CRF tagger trains on gold tags: y=\{'tags'"):
+        model.fit(x, {"logits": tags}, verbose=0)

@@ -51,7 +51,7 @@ class TokenClassifier(LogitsModel):
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         if self.crf is None:
             return super().compute_loss(x, y, y_pred, sample_weight, training=training)
-        gold = y["tags"] if isinstance(y, dict) else y
+        gold = y.get("tags") if isinstance(y, dict) else y
         if gold is None:
             raise ValueError("A CRF tagger trains on gold tags: y={'tags': int [batch, seq]}.")
         return self.reduced_loss(self.crf(y_pred["logits"], x["padding_mask"], tags=gold))  # −log p(gold) [B]
