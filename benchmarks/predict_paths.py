@@ -4,8 +4,8 @@ For the bertlayers and keras-hub BERT-base classifiers (bfloat16, sequence 128, 
 `accelerator.py`'s models and batches) it times, in milliseconds per call (medians):
 
   predict_on_batch          Keras's own call (gathers and writes back the state each call)
-  jit_stateless_numpy_out   `jax.jit(model.stateless_call)` (what `compiled_predictor` does), NumPy out
-  jit_stateless_device_io   the same with the inputs already on the device, outputs left there
+  compiled_predictor        `bertlayers.models.compiled_predictor`: NumPy in and out
+  jit_stateless_device_io   its compiled `stateless_call` with the inputs already on the device, outputs left there
   jit_queued_per_call       20 calls queued, one sync at the end: the device's own time per call
 
 Needs JAX (a GPU machine: see accelerator.py's docstring), not TensorFlow.
@@ -42,8 +42,9 @@ def milliseconds(function, inputs, calls=30):
 
 def paths(library, quick):
     import jax
-    import keras
     import numpy as np
+
+    from bertlayers.models import compiled_predictor
 
     model = keras_model(library, "infer", sizes("infer", quick)[0], 128)
     rng = np.random.default_rng(0)
@@ -62,7 +63,7 @@ def paths(library, quick):
     on_device = [jax.device_put(batch) for batch in batches]
     return {
         "predict_on_batch": [milliseconds(model.predict_on_batch, b) for b in batches],
-        "jit_stateless_numpy_out": [milliseconds(lambda x: jax.tree_util.tree_map(np.asarray, forward(x)), b) for b in batches],
+        "compiled_predictor": [milliseconds(compiled_predictor(model), b) for b in batches],
         "jit_stateless_device_io": [milliseconds(lambda x: jax.block_until_ready(forward(x)), b) for b in on_device],
         "jit_queued_per_call": [milliseconds(queued, b, calls=5) / 20 for b in on_device],
     }
