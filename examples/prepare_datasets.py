@@ -7,6 +7,10 @@
   data/wiki_next_sentence/{train,dev,test}.jsonl   multiple choice from the Wikipedia excerpt (gensim's):
                                              a sentence, its true next sentence among 4, distractors
                                              from the same article; split by article
+  data/wiki_retrieval/{train,dev,test}.jsonl       query → passage pairs from the same excerpt's paragraphs:
+                                             "heading: first sentence" → the paragraph's other
+                                             sentences; split by article
+  data/squad_retrieval/all.jsonl             the bundled SQuAD-format questions → their contexts
 """
 
 import csv
@@ -15,9 +19,10 @@ import os
 import numpy as np
 
 from bertlayers.data.assets import rotten_tomatoes_snippets, asset_path
-from bertlayers.data.corpus import read_wikipedia_dump, wikipedia_excerpt_path
+from bertlayers.data.corpus import read_wikipedia_dump, read_wikipedia_paragraphs, wikipedia_excerpt_path
 from bertlayers.data.multiple_choice_data import next_sentence_choices, write_choices
 from bertlayers.data.ner_data import read_conll, write_conll
+from bertlayers.data.retrieval_data import inverse_cloze_pairs, squad_question_pairs, write_pairs
 from bertlayers.utils.cli import argument_parser, run_script
 
 
@@ -56,6 +61,20 @@ def main():
         examples = next_sentence_choices(articles, num_choices=4, seed=args.seed)
         write_choices(os.path.join(folder, f"{name}.jsonl"), examples)
         print(f"{folder}/{name}.jsonl: {len(examples)} examples from {len(articles)} articles")
+
+    folder = os.path.join(args.output_dir, "wiki_retrieval")
+    os.makedirs(folder, exist_ok=True)
+    for name, articles in zip(("train", "dev", "test"), split(read_wikipedia_paragraphs(wikipedia_excerpt_path()), args.seed, 0.15, 0.15)):
+        pairs = inverse_cloze_pairs(articles)
+        write_pairs(os.path.join(folder, f"{name}.jsonl"), pairs)
+        print(f"{folder}/{name}.jsonl: {len(pairs)} pairs from {len(articles)} articles")
+
+    folder = os.path.join(args.output_dir, "squad_retrieval")
+    os.makedirs(folder, exist_ok=True)
+    squad = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "squad_mini")
+    pairs = [p for part in ("train", "dev") for p in squad_question_pairs(os.path.join(squad, f"{part}-v2.0.json"))]
+    write_pairs(os.path.join(folder, "all.jsonl"), pairs)
+    print(f"{folder}/all.jsonl: {len(pairs)} questions over {len(set(p.passage for p in pairs))} contexts")
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ def bad_inputs(tmp):
     out = tmp / "out"
     no_label = _write(tmp / "no_label.csv", "text,score\ngood film,1\nbad film,0\n")
     bad_conll = _write(tmp / "bad.conll", "Paris B-LOC\nis\n")
+    bad_pairs = _write(tmp / "bad_pairs.jsonl", '{"query": "Where is Paris?"}\n')
     bad_choice = _write(tmp / "bad.jsonl", '{"context": "It rained.", "choices": ["It stopped.", "Cats."], "label": 2}\n')
     return {
         "ablation.py": (["--output_dir", out, "--objectives", "no_such_objective"], out),
@@ -58,6 +59,7 @@ def bad_inputs(tmp):
         "pretrain.py": (["--corpus", tmp / "missing.txt", "--output_dir", out, "--num_train_steps", "10", "--checkpoint_every", "5"], out),
         "run_classifier.py": (["--train_file", no_label, "--eval_file", no_label, "--output_dir", out], out),
         "run_multiple_choice.py": (["--train_file", bad_choice, "--eval_file", bad_choice, "--output_dir", out], out),
+        "run_retrieval.py": (["--train_file", bad_pairs, "--eval_file", bad_pairs, "--output_dir", out], out),
         "run_ner.py": (["--train_file", bad_conll, "--eval_file", bad_conll, "--output_dir", out], out),
         "run_squad.py": (["--train_file", tmp / "missing.json", "--output_dir", out], out),
         "serving_requests.py": (["--name", "nothing", "--base_dir", tmp], None),

@@ -210,6 +210,13 @@ def text_packer(vocabulary, sequence_length):
     return BertInputPacker(wordpiece_tokenizer(vocabulary), sequence_length)
 
 
+def pack_in_chunks(packer, *columns, chunk=512):
+    """`packer(*columns)` (texts, or first and second segments) over many rows, `chunk` rows a call
+    (each call is one tokenizer graph run over a list): int32 numpy arrays `[rows, seq]`."""
+    parts = [packer(*(c[i : i + chunk] for c in columns)) for i in range(0, len(columns[0]), chunk)]
+    return {key: np.concatenate([np.asarray(p[key]) for p in parts]).astype("int32") for key in parts[0]}
+
+
 # model_type -> reader(folder, config dict, tokenizer_config dict) -> CheckpointTokenizer
 CHECKPOINT_TOKENIZERS = {}
 

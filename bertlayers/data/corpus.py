@@ -9,6 +9,7 @@ Formats:
 """
 
 import bz2
+import dataclasses
 import json
 import os
 import re
@@ -94,22 +95,56 @@ def clean_wikitext(text):
     return _WIKI_MARKUP.sub("", "\n".join(lines))
 
 
-def read_wikipedia_dump(path, min_sentences=2):
-    """Documents (one per article) of a MediaWiki XML dump; redirects and stubs are skipped."""
+def _wikipedia_pages(path):
+    """(title, wikitext passed through gensim's `filter_wiki`) of each article of a MediaWiki XML
+    dump; redirects are skipped."""
     try:
         from gensim.corpora.wikicorpus import extract_pages, filter_wiki
     except ImportError:
         raise ImportError("Reading a Wikipedia dump needs gensim: pip install gensim==4.4.0") from None
     opener = bz2.BZ2File if path.endswith(".bz2") else open
-    documents = []
     with opener(path, "rb") as f:
-        for _title, text, _page_id in extract_pages(f):
-            if text.lstrip().upper().startswith("#REDIRECT"):
-                continue
-            sentences = text_to_sentences(clean_wikitext(filter_wiki(text)))
-            if len(sentences) >= min_sentences:
-                documents.append(sentences)
+        for title, text, _page_id in extract_pages(f):
+            if not text.lstrip().upper().startswith("#REDIRECT"):
+                yield title, filter_wiki(text)
+
+
+def read_wikipedia_dump(path, min_sentences=2):
+    """Documents (one per article) of a MediaWiki XML dump; redirects and stubs are skipped."""
+    documents = []
+    for _title, text in _wikipedia_pages(path):
+        sentences = text_to_sentences(clean_wikitext(text))
+        if len(sentences) >= min_sentences:
+            documents.append(sentences)
     return documents
+
+
+@dataclasses.dataclass(frozen=True)
+class WikipediaParagraph:
+    title: str  # the article's
+    section: str  # the heading the paragraph is under; "" in the lead
+    sentences: tuple
+
+
+def read_wikipedia_paragraphs(path):
+    """The articles of a MediaWiki XML dump as lists of `WikipediaParagraph`s (articles without a
+    paragraph are left out)."""
+    articles = []
+    for title, text in _wikipedia_pages(path):
+        paragraphs, section = [], ""
+        for block in re.split(r"\n\s*\n", text):
+            lines = []
+            for line in block.splitlines():
+                if _HEADING.match(line):
+                    section = line.strip().strip("=").strip()
+                else:
+                    lines.append(line)
+            sentences = text_to_sentences(_WIKI_MARKUP.sub("", "\n".join(lines)))
+            if sentences:
+                paragraphs.append(WikipediaParagraph(title, section, tuple(sentences)))
+        if paragraphs:
+            articles.append(paragraphs)
+    return articles
 
 
 def wikipedia_excerpt_path():

@@ -79,10 +79,10 @@ def read_choices(path):
 def encode_choices(packer, examples):
     """Encoder inputs `[N, choices, seq]` (each choice packed after its context as a sentence pair)
     and the labels `[N]`."""
+    from bertlayers.data.checkpoint_tokenizer import pack_in_chunks
+
     choices = len(examples[0].choices)
     first = [e.context for e in examples for _ in e.choices]
     second = [c for e in examples for c in e.choices]
-    features = [packer(first[i : i + 512], second[i : i + 512]) for i in range(0, len(first), 512)]
-    inputs = {key: np.concatenate([np.asarray(f[key]) for f in features]) for key in features[0]}
-    inputs = {key: value.reshape(len(examples), choices, -1).astype("int32") for key, value in inputs.items()}
+    inputs = {key: value.reshape(len(examples), choices, -1) for key, value in pack_in_chunks(packer, first, second).items()}
     return inputs, np.array([e.label for e in examples], "int32")

@@ -30,7 +30,7 @@ from bertlayers.export.serving_outputs import (
 )
 from bertlayers.convert.model_files import recorded_vocabulary
 from bertlayers.layers.masking import mask_logits
-from bertlayers.models.multiple_choice import MultipleChoice
+from bertlayers.models.encoder_model import EncoderModel
 from bertlayers.networks.encoder_base import EncoderBase
 from bertlayers.networks.input_limits import input_limits
 from bertlayers.utils import atomic_files
@@ -330,8 +330,10 @@ def export_for_serving(
       model: any Keras model built from the library's layers whose inputs are named from
         `token_ids`, `segment_ids`, `padding_mask` (a subset; `token_ids` at least), and whose
         outputs are a tensor or a dict of tensors with a batch axis: an encoder, a task model, or
-        a functional model of your own. A `MultipleChoice` model is served as its pair scorer:
-        one (context, choice) pair a row in, its `score` out.
+        a functional model of your own. A model served through a part of it is exported as that part
+        (`EncoderModel.serving_model`): a `MultipleChoice` as its pair scorer (one (context, choice)
+        pair a row in, its `score` out), a `DualEncoder` as its `SentenceEmbedder` (text in,
+        `embedding` out).
       name: the model's name in TF Serving (letters, digits, `_`, `.`, `-`; a folder under `base_dir`).
       vocabulary: the WordPiece vocab.txt (or tokens, or a `ModelVocabulary`), or a checkpoint's
         `TokenizerFiles` (byte-level BPE, SentencePiece), the model was trained with. Default: the one
@@ -362,11 +364,10 @@ def export_for_serving(
         model; `sequence_length` exceeds the model's limit.
     """
     check_model_name(name)
-    if isinstance(model, MultipleChoice):
-        # Served one (context, choice) pair a row (`text_pair`: context, choice), returning its `score`:
-        # the client compares a question's choices; the scores equal the model's logits.
+    served = model.serving_model() if isinstance(model, EncoderModel) else model
+    if served is not model:  # a part of it, whose vocabulary is recorded with the whole
         vocabulary = recorded_vocabulary(model) if vocabulary is None else vocabulary
-        model = model.scorer
+        model = served
     if outputs is None:
         outputs = default_outputs(model, label_names, max_answer_length, max_query_length)
     elif label_names is not None:

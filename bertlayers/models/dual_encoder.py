@@ -10,8 +10,8 @@ Dimensions: B batch, H hidden.
 
 This is sentence-transformers' MultipleNegativesRankingLoss (scale 20: a temperature of 0.05);
 the symmetric form is CLIP's. The towers share one encoder unless `passage_encoder` is given.
-Serving embeds texts: export `model.query_embedder` and `model.passage_embedder`
-(`SentenceEmbedder`s holding the trained weights).
+Serving embeds texts: `export_for_serving` serves a shared tower's `SentenceEmbedder`; with two
+towers, export `model.query_embedder` and `model.passage_embedder` apart.
 """
 
 import keras
@@ -94,6 +94,12 @@ class DualEncoder(EncoderModel):
         if config.get("passage_encoder") is not None:
             config["passage_encoder"] = keras.saving.deserialize_keras_object(config["passage_encoder"])
         return super().from_config(config)
+
+    def serving_model(self):
+        if self.passage_encoder is not None:
+            raise ValueError("A DualEncoder with two encoders serves two models: export model.query_embedder "
+                             "and model.passage_embedder, each under its own name.")
+        return self.query_embedder  # text in, its unit-length embedding out (queries and passages alike)
 
     def default_losses(self):
         return None  # compute_loss: in-batch softmax

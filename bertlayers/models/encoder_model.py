@@ -71,6 +71,11 @@ class EncoderModel(keras.Model):
             loss = loss + self._aggregate_additional_loss(extra)
         return loss
 
+    def serving_model(self):
+        """The model `export_for_serving` serves for this one: itself, unless the task is served
+        through a part of it (a multiple-choice model's pair scorer, a dual encoder's embedder)."""
+        return self
+
     def default_losses(self):
         """{output name: loss} used when `compile` gets no loss."""
         raise NotImplementedError

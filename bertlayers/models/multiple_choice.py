@@ -71,6 +71,10 @@ class MultipleChoice(EncoderModel):
     def _constructor_args(self):
         return {"dropout": self.dropout}
 
+    def serving_model(self):
+        # One (context, choice) pair a row: the client compares a question's choices.
+        return self.scorer
+
     def default_losses(self):
         return {"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)}
 

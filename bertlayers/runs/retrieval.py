@@ -1,0 +1,93 @@
+"""Retrieval with an encoder: first-stage scores (BM25, or a dual encoder's embeddings), re-ranking
+of each query's top k by a cross-encoder, and the training examples a re-ranker learns from.
+
+Every function returns a score matrix `[queries, passages]` (higher is better), which
+`bertlayers.metrics.ranking_metrics` turns into MRR@10, nDCG@10 and recall@k.
+"""
+
+import re
+
+import numpy as np
+
+from bertlayers.data.checkpoint_tokenizer import pack_in_chunks
+from bertlayers.data.multiple_choice_data import ChoiceExample
+from bertlayers.metrics.ranking import ranked
+
+_WORD = re.compile(r"\w+")
+
+
+def bm25_scores(queries, passages, k1=1.5, b=0.75):
+    """Okapi BM25 (`rank_bm25.BM25Okapi`) over lower-cased word tokens: float `[queries, passages]`."""
+    try:
+        from rank_bm25 import BM25Okapi
+    except ImportError:
+        raise ImportError("The BM25 baseline needs rank-bm25: pip install rank-bm25==0.2.2") from None
+    index = BM25Okapi([_WORD.findall(p.lower()) for p in passages], k1=k1, b=b)
+    return np.stack([index.get_scores(_WORD.findall(q.lower())) for q in queries])
+
+
+def embed(embedder, packer, texts, batch_size=64, verbose=0):
+    """A `SentenceEmbedder`'s embeddings of `texts`: float `[len(texts), hidden]`."""
+    from bertlayers.training.length_batching import predict_by_length
+
+    return predict_by_length(embedder, pack_in_chunks(packer, texts), batch_size=batch_size, verbose=verbose)["embedding"]
+
+
+def embedding_scores(query_embedder, passage_embedder, query_packer, passage_packer, queries, passages,
+                     batch_size=64, verbose=0):
+    """Dot products of the queries' and passages' embeddings (cosines, as a `SentenceEmbedder`
+    normalizes): float `[queries, passages]`."""
+    q = embed(query_embedder, query_packer, queries, batch_size, verbose)  # [Q, H]
+    p = embed(passage_embedder, passage_packer, passages, batch_size, verbose)  # [P, H]
+    return q @ p.T
+
+
+def rerank(scores, scorer, pair_packer, queries, passages, top_k=10, batch_size=64, verbose=0):
+    """Re-rank each query's `top_k` first-stage passages by a cross-encoder.
+
+    Args:
+      scores: first-stage scores `[queries, passages]`.
+      scorer: a model scoring packed (query, passage) pairs with one logit (`MultipleChoice.scorer`,
+        a one-output `SequenceClassifier`).
+      pair_packer: packs (queries, passages) as sentence pairs.
+
+    Returns:
+      Scores `[queries, passages]` ranking the top k by the cross-encoder and, below them, the rest
+      in their first-stage order.
+    """
+    from bertlayers.training.length_batching import predict_by_length
+
+    scores = np.asarray(scores)
+    top = ranked(scores, top_k)  # [Q, k]
+    first = [queries[q] for q in range(len(top)) for _ in top[q]]
+    second = [passages[d] for row in top for d in row]
+    cross = predict_by_length(scorer, pack_in_chunks(pair_packer, first, second), batch_size=batch_size, verbose=verbose)["logits"][:, 0].reshape(top.shape)
+    # Below every re-ranked passage, the rest keep their first-stage order.
+    rest = ranked(scores, scores.shape[1])[:, top.shape[1] :]  # [Q, P - k]
+    result = np.empty(scores.shape, "float64")
+    rows = np.arange(len(top))[:, None]
+    result[rows, top] = cross
+    result[rows, rest] = cross.min() - 1.0 - np.arange(rest.shape[1])
+    return result
+
+
+def reranker_examples(pairs, first_stage_scores, negatives=3, seed=0):
+    """Training examples for a listwise cross-encoder (`MultipleChoice` over a query's passages):
+    each query's own passage among `negatives` hard negatives, the highest-scored other passages
+    of the first stage, in a random order. `first_stage_scores` `[pairs, passages]` ranks the
+    pairs' distinct passages (in `retrieval_set(pairs)`'s order)."""
+    from bertlayers.data.retrieval_data import retrieval_set
+
+    collection = retrieval_set(pairs)
+    if len(collection.passages) <= negatives:
+        raise ValueError(f"{negatives} negatives a query need more than {negatives} distinct passages; "
+                         f"the pairs have {len(collection.passages)}.")
+    rng = np.random.default_rng(seed)
+    top = ranked(first_stage_scores, negatives + 1)  # the own passage can be among them
+    examples = []
+    for query, relevant, row in zip(collection.queries, collection.relevant, top):
+        hard = [collection.passages[d] for d in row if d not in relevant][:negatives]
+        label = int(rng.integers(negatives + 1))
+        own = collection.passages[next(iter(relevant))]
+        examples.append(ChoiceExample(query, tuple(hard[:label] + [own] + hard[label:]), label))
+    return examples

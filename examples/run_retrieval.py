@@ -1,0 +1,103 @@
+"""Train a dual encoder for retrieval (in-batch negatives) and a cross-encoder that re-ranks its top
+k; report MRR@10, nDCG@10 and recall@k for BM25, the starting encoder untuned, the trained dual
+encoder, and the dual encoder re-ranked. Files are JSON lines of {"query", "passage"}; an evaluation
+file's distinct passages are the collection its queries search.
+
+    python examples/prepare_datasets.py      # data/wiki_retrieval (Wikipedia), data/squad_retrieval
+    python examples/run_retrieval.py --train_file data/wiki_retrieval/train.jsonl \\
+        --eval_file data/wiki_retrieval/dev.jsonl --eval_file data/squad_retrieval/all.jsonl \\
+        --output_dir runs/retrieval
+
+Writes metrics.json, TensorBoard logs, dual_encoder/model.keras (exported by
+examples/export_savedmodel.py as text in, unit-length embedding out) and reranker/model.keras
+(exported as its pair scorer: query and passage in, score out) to --output_dir.
+"""
+
+import dataclasses
+import os
+
+from bertlayers.data.multiple_choice_data import encode_choices
+from bertlayers.data.retrieval_data import read_pairs, retrieval_set
+from bertlayers.metrics import ranking_metrics
+from bertlayers.models import DualEncoder, MultipleChoice, SentenceEmbedder
+from bertlayers.runs.finetuning import (
+    add_finetuning_arguments, encoder_source, finetune, finetuning_config, packer_for, start, write_json,
+)
+from bertlayers.runs.retrieval import bm25_scores, embedding_scores, reranker_examples, rerank
+from bertlayers.data.checkpoint_tokenizer import pack_in_chunks
+from bertlayers.utils.cli import argument_parser, run_script
+from bertlayers.utils.validation import NON_NEGATIVE_INT, POSITIVE_INT, flag
+
+
+def main():
+    parser = argument_parser(__doc__)
+    parser.add_argument("--train_file", required=True, help="JSON lines of {query, passage} training pairs")
+    parser.add_argument("--eval_file", required=True, action="append", help="JSON lines of evaluation pairs (repeatable)")
+    parser.add_argument("--max_train_examples", type=flag(POSITIVE_INT), default=None, help="train on the file's first N pairs")
+    parser.add_argument("--query_length", type=flag(POSITIVE_INT), default=64, help="pieces a query (--sequence_length: a passage)")
+    parser.add_argument("--symmetric", action="store_true", help="also train each passage to find its query (CLIP's loss)")
+    parser.add_argument("--rerank_top_k", type=flag(NON_NEGATIVE_INT), default=10, help="passages the cross-encoder re-ranks a query (0: no re-ranker)")
+    parser.add_argument("--negatives", type=flag(POSITIVE_INT), default=3, help="BM25 hard negatives beside each query's passage in the re-ranker's training")
+    parser.add_argument("--max_rerank_train_examples", type=flag(POSITIVE_INT), default=None, help="train the re-ranker on the first N pairs")
+    args = add_finetuning_arguments(parser, sequence_length=256, epochs=1, batch_size=32, learning_rate=5e-5).parse_args()
+    if args.group_by_length:
+        parser.error("--group_by_length: retrieval batches are fixed-length (queries and passages apart).")
+    args.pad_to_sequence_length = True
+    config = finetuning_config(parser, args)
+    strategy = start(config)
+
+    pairs = read_pairs(args.train_file)[: args.max_train_examples]
+    evaluations = {os.path.basename(os.path.dirname(os.path.abspath(path))) + "/" + os.path.basename(path): retrieval_set(read_pairs(path))
+                   for path in args.eval_file}
+    query_packer, passage_packer = packer_for(config, args.query_length), packer_for(config, args.sequence_length)
+    pair_packer = packer_for(config, args.query_length + args.sequence_length)
+    print(f"{len(pairs)} training pairs; " + "; ".join(f"{name}: {len(s.queries)} queries over {len(s.passages)} passages"
+                                                         for name, s in evaluations.items()))
+
+    results = {name: {} for name in evaluations}
+    for name, collection in evaluations.items():
+        results[name]["bm25"] = ranking_metrics(bm25_scores(collection.queries, collection.passages), collection.relevant)
+
+    from bertlayers.convert import load_encoder
+
+    untuned = SentenceEmbedder(load_encoder(encoder_source(config)))
+    for name, collection in evaluations.items():
+        scores = embedding_scores(untuned, untuned, query_packer, passage_packer, collection.queries, collection.passages,
+                                  verbose=args.verbose)
+        results[name]["untuned"] = ranking_metrics(scores, collection.relevant)
+
+    x = {**{"query_" + k: v for k, v in pack_in_chunks(query_packer, [p.query for p in pairs]).items()},
+         **{"passage_" + k: v for k, v in pack_in_chunks(passage_packer, [p.passage for p in pairs]).items()}}
+    dual = finetune(strategy, dataclasses.replace(config, output_dir=os.path.join(args.output_dir, "dual_encoder")),
+                    lambda encoder: DualEncoder(encoder, symmetric=args.symmetric), (x, None, None))
+    first_stage = {}
+    for name, collection in evaluations.items():
+        first_stage[name] = embedding_scores(dual.query_embedder, dual.passage_embedder, query_packer, passage_packer,
+                                             collection.queries, collection.passages, verbose=args.verbose)
+        results[name]["dual_encoder"] = ranking_metrics(first_stage[name], collection.relevant)
+
+    if args.rerank_top_k:
+        rerank_pairs = pairs[: args.max_rerank_train_examples]
+        train = retrieval_set(rerank_pairs)
+        examples = reranker_examples(rerank_pairs, bm25_scores(train.queries, train.passages), args.negatives, args.seed)
+        inputs, labels = encode_choices(pair_packer, examples)
+        reranker = finetune(strategy, dataclasses.replace(config, output_dir=os.path.join(args.output_dir, "reranker"),
+                                                          sequence_length=args.query_length + args.sequence_length),
+                            lambda encoder: MultipleChoice(encoder), (inputs, {"logits": labels}, None))
+        for name, collection in evaluations.items():
+            scores = rerank(first_stage[name], reranker.scorer, pair_packer, collection.queries, collection.passages,
+                            top_k=args.rerank_top_k, verbose=args.verbose)
+            results[name][f"dual_encoder_reranked_top{args.rerank_top_k}"] = ranking_metrics(scores, collection.relevant)
+
+    write_json(os.path.join(args.output_dir, "metrics.json"), {
+        "results": results, "train_pairs": len(pairs), "init": "random" if args.random_init else encoder_source(config),
+        "eval_sets": {name: {"queries": len(s.queries), "passages": len(s.passages)} for name, s in evaluations.items()},
+    })
+    for name, rows in results.items():
+        print(name)
+        for system, metrics in rows.items():
+            print(f"  {system:32s} " + "  ".join(f"{k} {v:.3f}" for k, v in metrics.items()))
+
+
+if __name__ == "__main__":
+    run_script(main)
