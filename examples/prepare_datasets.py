@@ -3,6 +3,7 @@
     python examples/prepare_datasets.py [--output_dir data]
 
   data/rotten_tomatoes/{train,dev,test}.csv   text,label (fresh/rotten), unique snippets
+  data/bbc_news/{train,dev,test}.csv          text,label (5 topics), the articles' headline and body
   data/wnut16/{train,dev,test}.conll         WNUT-2016 NER, CoNLL BIO (the package has the train split only)
   data/wiki_next_sentence/{train,dev,test}.jsonl   multiple choice from the Wikipedia excerpt (gensim's):
                                              a sentence, its true next sentence among 4, distractors
@@ -18,7 +19,7 @@ import os
 
 import numpy as np
 
-from bertlayers.data.assets import rotten_tomatoes_snippets, asset_path
+from bertlayers.data.assets import asset_path, bbc_news_articles, rotten_tomatoes_snippets
 from bertlayers.data.corpus import read_wikipedia_dump, read_wikipedia_paragraphs, wikipedia_excerpt_path
 from bertlayers.data.multiple_choice_data import next_sentence_choices, write_choices
 from bertlayers.data.ner_data import read_conll, write_conll
@@ -39,14 +40,15 @@ def main():
     parser.add_argument("--seed", type=int, default=13, help="seed of the fixed dev splits")
     args = parser.parse_args()
 
-    folder = os.path.join(args.output_dir, "rotten_tomatoes")
-    os.makedirs(folder, exist_ok=True)
-    for name, rows in zip(("train", "dev", "test"), split(rotten_tomatoes_snippets(), args.seed, 0.1, 0.2)):
-        with open(os.path.join(folder, f"{name}.csv"), "w", encoding="utf-8", newline="") as f:
-            writer = csv.writer(f)
-            writer.writerow(["text", "label"])
-            writer.writerows(rows)
-        print(f"{folder}/{name}.csv: {len(rows)} snippets")
+    for folder, rows in (("rotten_tomatoes", rotten_tomatoes_snippets()), ("bbc_news", bbc_news_articles())):
+        folder = os.path.join(args.output_dir, folder)
+        os.makedirs(folder, exist_ok=True)
+        for name, part in zip(("train", "dev", "test"), split(rows, args.seed, 0.1, 0.2)):
+            with open(os.path.join(folder, f"{name}.csv"), "w", encoding="utf-8", newline="") as f:
+                writer = csv.writer(f)
+                writer.writerow(["text", "label"])
+                writer.writerows(part)
+            print(f"{folder}/{name}.csv: {len(part)} examples")
 
     folder = os.path.join(args.output_dir, "wnut16")
     os.makedirs(folder, exist_ok=True)

@@ -60,6 +60,7 @@ def bad_inputs(tmp):
         "run_classifier.py": (["--train_file", no_label, "--eval_file", no_label, "--output_dir", out], out),
         "run_multiple_choice.py": (["--train_file", bad_choice, "--eval_file", bad_choice, "--output_dir", out], out),
         "run_retrieval.py": (["--train_file", bad_pairs, "--eval_file", bad_pairs, "--output_dir", out], out),
+        "run_multi_task.py": (["--classification", f"sentiment={no_label},{no_label}", "--output_dir", out], out),
         "run_ner.py": (["--train_file", bad_conll, "--eval_file", bad_conll, "--output_dir", out], out),
         "run_squad.py": (["--train_file", tmp / "missing.json", "--output_dir", out], out),
         "serving_requests.py": (["--name", "nothing", "--base_dir", tmp], None),

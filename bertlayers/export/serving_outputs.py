@@ -9,12 +9,14 @@
     TaggerOutputs()          logits [B, S, C] and tags [B, S]; the text model adds token_ids
     SpanOutputs()            start_logits, end_logits; the text model takes (question, context)
                              and returns the best answer span as text and character offsets
+    MultiTaskOutputs()       every head of a MultiTask model, as above, prefixed by its task
 
 The library's models get theirs by default (`default_outputs`); a model a user composed gets
 `ModelOutputs` unless given another: a head that returns logits serves as a classifier with
 `outputs=ClassifierOutputs(label_names=[...])`.
 """
 
+from bertlayers.models.multi_task import MultiTask
 from bertlayers.models.sequence_classifier import SequenceClassifier
 from bertlayers.models.span_predictor import SpanPredictor
 from bertlayers.models.token_classifier import TokenClassifier
@@ -109,6 +111,7 @@ class ModelOutputs:
 
     text_kind = "text"  # text in: one text (`serving_default`) or a pair (`text_pair`)
     extra_inputs = ()  # inputs besides the ids that the outputs derive themselves
+    returns_pieces = False  # the text model adds the `token_ids` its per-token outputs refer to
 
     def bind(self, model):
         """Settings read from the model being exported; returns self."""
@@ -154,6 +157,10 @@ class ClassifierOutputs(ModelOutputs):
         outputs = call_model(model, inputs)
         if self.output not in outputs:
             raise ValueError(f"ClassifierOutputs reads output {self.output!r}; {model.name!r} returns {sorted(outputs)}.")
+        return self.read(outputs)
+
+    def read(self, outputs):
+        """The served outputs of the model's outputs."""
         logits = outputs[self.output]
         if logits.shape[-1] == 1:
             return {"score": logits[:, 0]}
@@ -172,14 +179,39 @@ class TaggerOutputs(ModelOutputs):
     one (a CRF's Viterbi path), else each token's best tag; the text model adds the `token_ids` it
     tagged."""
 
-    def __init__(self, output="logits"):
+    returns_pieces = True
+
+    def __init__(self, output="logits", decoded="tags"):
         self.output = output
+        self.decoded = decoded  # the model's output of decoded tags, where it has one
+
+    def __call__(self, model, inputs):
+        return self.read(call_model(model, inputs))
+
+    def read(self, outputs):
+        """The served outputs of the model's outputs."""
+        logits = outputs[self.output]
+        tags = outputs[self.decoded] if self.decoded in outputs else tf.argmax(logits, axis=-1, output_type=tf.int32)
+        return {"logits": logits, "tags": tf.cast(tags, tf.int32)}
+
+
+class MultiTaskOutputs(ModelOutputs):
+    """Every head of a `MultiTask` model, each under its task's name: a classification task's
+    `<task>_logits`, `_probabilities`, `_label` (and `_label_name`), a tagging task's `<task>_logits`
+    and `<task>_tags`; the model runs once for them all."""
+
+    def bind(self, model):
+        self.readers = {
+            task: ClassifierOutputs(spec.label_names, output=task).bind(model) if spec.kind == "classification"
+            else TaggerOutputs(output=task, decoded=None)
+            for task, spec in model.tasks.items()
+        }
+        self.returns_pieces = any(isinstance(r, TaggerOutputs) for r in self.readers.values())
+        return self
 
     def __call__(self, model, inputs):
         outputs = call_model(model, inputs)
-        logits = outputs[self.output]
-        tags = outputs["tags"] if "tags" in outputs else tf.argmax(logits, axis=-1, output_type=tf.int32)
-        return {"logits": logits, "tags": tf.cast(tags, tf.int32)}
+        return {f"{task}_{name}": value for task, reader in self.readers.items() for name, value in reader.read(outputs).items()}
 
 
 class SpanOutputs(ModelOutputs):
@@ -215,7 +247,9 @@ class SpanOutputs(ModelOutputs):
 
 def default_outputs(model, label_names=None, max_answer_length=30, max_query_length=64):
     """The outputs a library model serves by its class; `ModelOutputs` for any other model."""
-    if isinstance(model, SequenceClassifier) or (label_names is not None and not isinstance(model, (EncoderBase, TokenClassifier, SpanPredictor))):
+    if isinstance(model, SequenceClassifier) or (
+        label_names is not None and not isinstance(model, (EncoderBase, TokenClassifier, SpanPredictor, MultiTask))
+    ):
         return ClassifierOutputs(label_names)
     if label_names is not None:
         raise ValueError(f"label_names needs a classifier's logits; {model.name!r} is a {type(model).__name__}.")
@@ -225,4 +259,6 @@ def default_outputs(model, label_names=None, max_answer_length=30, max_query_len
         return TaggerOutputs()
     if isinstance(model, SpanPredictor):
         return SpanOutputs(max_answer_length, max_query_length)
+    if isinstance(model, MultiTask):
+        return MultiTaskOutputs()
     return ModelOutputs()

@@ -3,6 +3,7 @@
 from bertlayers.models.distiller import Distiller
 from bertlayers.models.dual_encoder import DualEncoder
 from bertlayers.models.encoder_model import EncoderModel
+from bertlayers.models.multi_task import MultiTask, Task
 from bertlayers.models.multiple_choice import MultipleChoice
 from bertlayers.models.predictor import compiled_predictor
 from bertlayers.models.pretrainer import BertPretrainer, CausalLMPretrainer
@@ -17,10 +18,12 @@ __all__ = [
     "Distiller",
     "DualEncoder",
     "EncoderModel",
+    "MultiTask",
     "MultipleChoice",
     "SentenceEmbedder",
     "SequenceClassifier",
     "SpanPredictor",
+    "Task",
     "TokenClassifier",
     "compiled_predictor",
 ]
