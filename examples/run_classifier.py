@@ -9,6 +9,7 @@ Writes predictions.jsonl, metrics.json, model.keras and TensorBoard logs to --ou
         --eval_file data/rotten_tomatoes/test.csv --output_dir runs/sentiment
     python examples/run_classifier.py ... --random_init  # the same encoder size, no pretraining
     python examples/run_classifier.py ... --feature_based  # frozen encoder, scalar mix + BiLSTM (ELMo style)
+    python examples/run_classifier.py ... --restarts 3 --dev_file data/rotten_tomatoes/dev.csv  # the best of 3 seeds on dev
 """
 
 import json
@@ -20,8 +21,8 @@ from bertlayers.data.classification_data import LabelMap, encode_examples, read_
 from bertlayers.metrics import accuracy, classification_metrics, pearson, spearman
 from bertlayers.models import SequenceClassifier
 from bertlayers.runs.finetuning import (
-    add_feature_based_arguments, add_finetuning_arguments, encoder_source, feature_based_options, finetune,
-    finetuning_config, packer_for, start, write_json,
+    add_feature_based_arguments, add_finetuning_arguments, add_restart_arguments, check_restart_arguments, encoder_source,
+    feature_based_options, finetune_restarts, finetuning_config, packer_for, start, write_json,
 )
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.utils.atomic_files import write_text
@@ -40,7 +41,9 @@ def main():
     parser.add_argument("--vocabulary", default=None, help="vocab.txt (default: the encoder folder's, or bert-base-uncased)")
     parser.add_argument("--max_train_examples", type=flag(POSITIVE_INT), default=None, help="train on the file's first N examples")
     add_feature_based_arguments(parser)
+    add_restart_arguments(parser)
     args = add_finetuning_arguments(parser, sequence_length=64, epochs=2).parse_args()
+    check_restart_arguments(parser, args)
     config = finetuning_config(parser, args)
     strategy = start(config)
 
@@ -60,11 +63,21 @@ def main():
         num_classes = len(labels.labels)
     print(f"{len(train)} training and {len(evaluation)} evaluation examples" + (f", labels {labels.labels}" if labels else ""))
 
-    model = finetune(
+    dev_score = None
+    if args.dev_file:
+        dev = read(args.dev_file)
+        x_dev = encode_examples(packer, dev, args.dev_file)
+        y_dev = regression_targets(dev)[:, 0] if args.regression else labels.encode(dev)
+
+        def dev_score(model):  # Pearson for regression, else accuracy
+            logits = predict_by_length(model, x_dev, batch_size=args.batch_size, verbose=0)["logits"]
+            return pearson(y_dev, logits[:, 0]) if args.regression else accuracy(y_dev, logits.argmax(-1))
+
+    model, restarts = finetune_restarts(
         strategy, config, lambda encoder: SequenceClassifier(
             encoder, num_classes, label_names=labels.labels if labels else None, **feature_based_options(config)
         ),
-        (x_train, {"logits": y_train}, None),
+        (x_train, {"logits": y_train}, None), dev_score, args.restarts,
     )  # the evaluation set is predicted once, below, after training
     logits = predict_by_length(model, x_eval, batch_size=args.batch_size, verbose=args.verbose)["logits"]
     if args.regression:
@@ -77,7 +90,7 @@ def main():
         # The score of always answering the training data's most frequent label: what "learned" must beat.
         metrics["majority_class_accuracy"] = accuracy(y_eval, np.full_like(y_eval, np.bincount(y_train).argmax()))
         predictions = [{"id": e.where, "label": labels.labels[p]} for e, p in zip(evaluation, predicted)]
-    metrics.update({"eval_examples": len(evaluation), "init": "random" if args.random_init else encoder_source(config)})
+    metrics.update({"eval_examples": len(evaluation), "init": "random" if args.random_init else encoder_source(config), **restarts})
     write_json(os.path.join(args.output_dir, "metrics.json"), metrics)
     write_text(os.path.join(args.output_dir, "predictions.jsonl"), "".join(json.dumps(p) + "\n" for p in predictions))
     print({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items() if k != "per_class_f1"})

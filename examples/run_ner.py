@@ -21,9 +21,8 @@ from bertlayers.data.ner_data import decode_tags, encode_sentences, read_conll, 
 from bertlayers.metrics import entity_scores
 from bertlayers.models import TokenClassifier
 from bertlayers.runs.finetuning import (
-    add_feature_based_arguments, add_finetuning_arguments, encoder_source, feature_based_options, finetune,
-    finetuning_config, start,
-    vocabulary_for, write_json,
+    add_feature_based_arguments, add_finetuning_arguments, add_restart_arguments, check_restart_arguments, encoder_source,
+    feature_based_options, finetune_restarts, finetuning_config, start, vocabulary_for, write_json,
 )
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.utils.cli import argument_parser, run_script
@@ -39,7 +38,9 @@ def main():
     parser.add_argument("--crf", action="store_true", help="a linear-chain CRF on the logits: trained on the "
                         "tag path's log-likelihood, decoded (and served) by Viterbi")
     add_feature_based_arguments(parser)
+    add_restart_arguments(parser)
     args = add_finetuning_arguments(parser, sequence_length=48, epochs=4, batch_size=16, learning_rate=5e-4).parse_args()
+    check_restart_arguments(parser, args)
     config = finetuning_config(parser, args)
     strategy = start(config)
 
@@ -57,16 +58,28 @@ def main():
     # The CRF's loss reads every real token's tag; the softmax head's, the first pieces' (weights).
     train_data = (x_train, {"tags": y_train}, None) if args.crf else (x_train, {"logits": y_train}, {"logits": w_train})
     eval_data = (x_eval, {"tags": y_eval}, None) if args.crf else (x_eval, {"logits": y_eval}, {"logits": w_eval})
-    model = finetune(
+
+    def predicted_tags(model, x, starts):
+        outputs = predict_by_length(model, x, batch_size=args.batch_size, verbose=args.verbose)
+        return word_tags(outputs["tags"], starts, tags) if args.crf else decode_tags(outputs["logits"], starts, tags)
+
+    dev_score = None
+    if args.dev_file:
+        dev = read_conll(args.dev_file)
+        x_dev, _, _, dev_starts = encode_sentences(dev, tokenizer, args.sequence_length, tags, args.dev_file, every_piece=args.crf)
+
+        def dev_score(model):  # entity-level F1
+            return entity_scores([[tag for _, tag in s] for s in dev], predicted_tags(model, x_dev, dev_starts))["f1"]
+
+    model, restarts = finetune_restarts(
         strategy, config, lambda encoder: TokenClassifier(encoder, len(tags), crf=args.crf, **feature_based_options(config)),
-        train_data, validation=eval_data,
+        train_data, dev_score, args.restarts, validation=eval_data,
     )
-    outputs = predict_by_length(model, x_eval, batch_size=args.batch_size, verbose=args.verbose)
-    predicted = word_tags(outputs["tags"], starts, tags) if args.crf else decode_tags(outputs["logits"], starts, tags)
+    predicted = predicted_tags(model, x_eval, starts)
     gold = [[tag for _, tag in sentence] for sentence in evaluation]
     metrics = entity_scores(gold, predicted)
     metrics.update({"eval_sentences": len(evaluation), "init": "random" if args.random_init else encoder_source(config),
-                    "decoder": "crf" if args.crf else "softmax"})
+                    "decoder": "crf" if args.crf else "softmax", **restarts})
     write_json(os.path.join(args.output_dir, "metrics.json"), metrics)
     write_json(os.path.join(args.output_dir, "tags.json"), tags)  # what the served `tags` indices mean
     write_conll(

@@ -279,6 +279,30 @@ def test_run_classifier_freezes_the_layers_asked_for(tmp_path, tiny_encoder):
 
 
 @pytest.mark.slow
+def test_restarts_keep_the_model_best_on_the_dev_file(tmp_path, tiny_encoder):
+    data, dev = tmp_path / "texts.csv", tmp_path / "dev.csv"
+    data.write_text("text,label\n" + "".join(f"sentence {i},{'yes' if i % 2 else 'no'}\n" for i in range(16)))
+    dev.write_text("text,label\n" + "".join(f"line {i},{'yes' if i % 3 else 'no'}\n" for i in range(12)))
+    out = tmp_path / "out"
+    run_script("run_classifier.py", "--train_file", str(data), "--eval_file", str(data), "--dev_file", str(dev),
+               "--restarts", "2", "--seed", "5", "--init", tiny_encoder, "--output_dir", str(out), "--epochs", "1",
+               "--batch_size", "8", "--verbose", "0")
+    metrics = json.load(open(out / "metrics.json"))
+    scores = metrics["dev_scores"]
+    assert len(scores) == 2 and metrics["best_restart"] == int(np.argmax(scores)) and metrics["best_seed"] == 5 + metrics["best_restart"]
+    # Each restart's own model, and the best one kept as the run's model: its dev accuracy is the best score.
+    best = keras.saving.load_model(str(out / "model.keras"))
+    chosen = keras.saving.load_model(str(out / f"restart_{metrics['best_restart']}" / "model.keras"))
+    assert all(np.array_equal(a, b) for a, b in zip(best.get_weights(), chosen.get_weights()))
+    other = keras.saving.load_model(str(out / f"restart_{1 - metrics['best_restart']}" / "model.keras"))
+    assert not all(np.array_equal(a, b) for a, b in zip(best.get_weights(), other.get_weights()))  # seeds differ
+    for arguments, message in ((["--restarts", "2"], "give --dev_file"), (["--restarts", "2", "--dev_file", str(data)], "--dev_file is --eval_file")):
+        done = run(script("run_classifier.py", "--train_file", str(data), "--eval_file", str(data), *arguments,
+                          "--output_dir", str(tmp_path / "bad"), "--verbose", "0"), expect=2)
+        assert message in done.stderr and not (tmp_path / "bad").exists()
+
+
+@pytest.mark.slow
 def test_run_classifier_regression(tmp_path, tiny_encoder):
     data = tmp_path / "scores.jsonl"
     data.write_text("".join(json.dumps({"text": f"item {i}", "label": i / 10}) + "\n" for i in range(16)))

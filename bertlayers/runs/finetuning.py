@@ -273,6 +273,53 @@ def finetune(strategy, config, build_model, train, validation=None, num_examples
     return model
 
 
+def add_restart_arguments(parser):
+    """`--restarts N` and the `--dev_file` that picks among them, for the runners that take them."""
+    group = parser.add_argument_group("random restarts (BERT's choice for small data: several seeds, the best on dev)")
+    group.add_argument("--restarts", type=int, default=1, help="fine-tune N times, seeds --seed, --seed + 1, ...; keep "
+                       "the model best on --dev_file")
+    group.add_argument("--dev_file", default=None, help="what picks the best restart (never --eval_file, which "
+                       "would then no longer be held out)")
+    return parser
+
+
+def check_restart_arguments(parser, args):
+    """A run of several restarts names its dev file, and the dev file is not the evaluation file."""
+    if args.restarts < 1:
+        parser.error(f"--restarts must be at least 1, got {args.restarts}")
+    if args.restarts > 1 and not args.dev_file:
+        parser.error("--restarts N > 1 keeps the best model on a dev set: give --dev_file")
+    if args.dev_file and os.path.abspath(args.dev_file) == os.path.abspath(args.eval_file):
+        parser.error("--dev_file is --eval_file: the best restart on it would not be scored on held-out data")
+
+
+def finetune_restarts(strategy, config, build_model, train, dev_score, restarts, validation=None):
+    """`finetune` `restarts` times with seeds `config.seed`, `config.seed + 1`, ... (head, dropout
+    and data order differ), and keep the model whose `dev_score(model)` is highest (BERT's random
+    restarts). Restart k writes to `<output_dir>/restart_<k>/`; the best is saved again as
+    `<output_dir>/model.keras`.
+
+    Returns:
+      The best model and {"dev_scores": one a restart, "best_restart", "best_seed"}.
+    """
+    if restarts == 1:
+        return finetune(strategy, config, build_model, train, validation), {}
+    best, scores = None, []
+    for k in range(restarts):
+        seed = config.seed + k
+        keras.utils.set_random_seed(seed)
+        run = dataclasses.replace(config, seed=seed, output_dir=os.path.join(config.output_dir, f"restart_{k}"))
+        model = finetune(strategy, run, build_model, train, validation)
+        scores.append(float(dev_score(model)))
+        print(f"restart {k} (seed {seed}): dev score {scores[-1]:.4f}", flush=True)
+        if best is None or scores[-1] > max(scores[:-1]):
+            best = model
+        del model  # only the best stays in memory
+    chosen = int(max(range(restarts), key=scores.__getitem__))
+    save_model(best, os.path.join(config.output_dir, "model.keras"))  # its vocabulary was recorded by finetune
+    return best, {"dev_scores": scores, "best_restart": chosen, "best_seed": config.seed + chosen}
+
+
 def write_json(path, value):
     """Write `value` as indented JSON to `path`, atomically."""
     atomic_files.write_json(path, value, indent=1)
