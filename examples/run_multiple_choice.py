@@ -20,7 +20,7 @@ from bertlayers.data.multiple_choice_data import encode_choices, read_choices
 from bertlayers.metrics import accuracy
 from bertlayers.models import MultipleChoice, SentenceEmbedder
 from bertlayers.runs.finetuning import (
-    add_finetuning_arguments, encoder_source, finetune, finetuning_config, packer_for, start, write_json,
+    add_finetuning_arguments, encoder_source, finetune, fixed_length_config, packer_for, start, write_json,
 )
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import POSITIVE_INT, flag
@@ -45,10 +45,7 @@ def main():
     parser.add_argument("--max_train_examples", type=flag(POSITIVE_INT), default=None, help="train on the file's first N examples")
     parser.add_argument("--max_eval_examples", type=flag(POSITIVE_INT), default=None, help="evaluate on the file's first N examples")
     args = add_finetuning_arguments(parser, sequence_length=96, epochs=1, batch_size=8, learning_rate=3e-5).parse_args()
-    if args.group_by_length:
-        parser.error("--group_by_length: multiple-choice batches are fixed-length ([batch, choices, seq] is not cut).")
-    args.pad_to_sequence_length = True
-    config = finetuning_config(parser, args)
+    config = fixed_length_config(parser, args, "multiple-choice batches are fixed-length ([batch, choices, seq] is not cut).")
     strategy = start(config)
 
     train, evaluation = read_choices(args.train_file), read_choices(args.eval_file)

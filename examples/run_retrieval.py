@@ -16,15 +16,15 @@ examples/export_savedmodel.py as text in, unit-length embedding out) and reranke
 import dataclasses
 import os
 
+from bertlayers.data.checkpoint_tokenizer import pack_in_chunks
 from bertlayers.data.multiple_choice_data import encode_choices
 from bertlayers.data.retrieval_data import read_pairs, retrieval_set
 from bertlayers.metrics import ranking_metrics
 from bertlayers.models import DualEncoder, MultipleChoice, SentenceEmbedder
 from bertlayers.runs.finetuning import (
-    add_finetuning_arguments, encoder_source, finetune, finetuning_config, packer_for, start, write_json,
+    add_finetuning_arguments, encoder_source, finetune, fixed_length_config, packer_for, start, write_json,
 )
 from bertlayers.runs.retrieval import bm25_scores, embedding_scores, reranker_examples, rerank
-from bertlayers.data.checkpoint_tokenizer import pack_in_chunks
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import NON_NEGATIVE_INT, POSITIVE_INT, flag
 
@@ -40,10 +40,7 @@ def main():
     parser.add_argument("--negatives", type=flag(POSITIVE_INT), default=3, help="BM25 hard negatives beside each query's passage in the re-ranker's training")
     parser.add_argument("--max_rerank_train_examples", type=flag(POSITIVE_INT), default=None, help="train the re-ranker on the first N pairs")
     args = add_finetuning_arguments(parser, sequence_length=256, epochs=1, batch_size=32, learning_rate=5e-5).parse_args()
-    if args.group_by_length:
-        parser.error("--group_by_length: retrieval batches are fixed-length (queries and passages apart).")
-    args.pad_to_sequence_length = True
-    config = finetuning_config(parser, args)
+    config = fixed_length_config(parser, args, "retrieval batches are fixed-length (queries and passages apart).")
     strategy = start(config)
 
     pairs = read_pairs(args.train_file)[: args.max_train_examples]

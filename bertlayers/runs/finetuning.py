@@ -155,6 +155,15 @@ def finetuning_config(parser, args):
         parser.error(str(error))
 
 
+def fixed_length_config(parser, args, why):
+    """`finetuning_config` for a runner whose training batches keep --sequence_length (inputs
+    that length batching does not cut, `why`): --group_by_length is refused."""
+    if args.group_by_length:
+        parser.error(f"--group_by_length: {why}")
+    args.pad_to_sequence_length = True
+    return finetuning_config(parser, args)
+
+
 def feature_based_options(config):
     """The model keywords of the feature-based settings."""
     return {"feature_based": config.feature_based, "lstm_units": config.lstm_units}
