@@ -1,6 +1,6 @@
 """Multi-task fine-tuning: one encoder run for every head, each example training its own task only
-(its loss and metrics by hand), loss weights, saving, the export serving every head (equal to
-Keras), and the runner end to end."""
+(its loss and metrics by hand), loss weights, saving (under both backends), the export serving
+every head (equal to Keras), and the runner end to end."""
 
 import json
 
@@ -103,21 +103,28 @@ def test_bad_tasks_are_named(tasks, message):
         MultiTask(BertEncoder(**TINY), tasks)
 
 
+def test_saved_and_loaded_the_heads_and_tasks_are_the_same(tmp_path):
+    model = MultiTask(BertEncoder(**TINY), TASKS)
+    model.save(str(tmp_path / "model.keras"))
+    loaded = keras.saving.load_model(str(tmp_path / "model.keras"))
+    assert loaded.tasks == model.tasks
+    x = inputs(3)
+    expected = model.predict_on_batch(x)
+    for task in TASKS:
+        np.testing.assert_allclose(loaded.predict_on_batch(x)[task], expected[task], atol=1e-6)
+
+
+@pytest.mark.tensorflow_only
 @pytest.mark.slow
-def test_saved_and_exported_every_head_equals_keras(tmp_path):
+def test_the_export_serves_every_head_equal_to_keras(tmp_path):
     import tensorflow as tf
 
     from bertlayers.export import export_for_serving
 
     model = MultiTask(BertEncoder(**TINY), TASKS)
-    model.save(str(tmp_path / "model.keras"))
-    loaded = keras.saving.load_model(str(tmp_path / "model.keras"))
-    assert loaded.tasks == model.tasks
     texts = ["a fine film about london", "shares fell in tokyo"]
     packed = text_packer(bert_uncased_vocabulary(), 16)(texts)
     expected = model.predict_on_batch(packed)
-    for task in TASKS:
-        np.testing.assert_allclose(loaded.predict_on_batch(packed)[task], expected[task], atol=1e-6)
     paths = export_for_serving(model, "multi", base_dir=str(tmp_path), vocabulary=bert_uncased_vocabulary(), sequence_length=16)
     served = tf.saved_model.load(paths["multi_text"]).signatures["serving_default"](text=tf.constant(texts))
     served = {k: v.numpy() for k, v in served.items()}
@@ -130,6 +137,7 @@ def test_saved_and_exported_every_head_equals_keras(tmp_path):
     np.testing.assert_allclose(served["tags_logits"], expected["tags"][:, :length], atol=1e-5)
 
 
+@pytest.mark.tensorflow_only
 @pytest.mark.slow
 def test_run_multi_task_end_to_end(tmp_path):
     encoder = tmp_path / "encoder.keras"
