@@ -52,8 +52,13 @@ def main():
                                                          for name, s in evaluations.items()))
 
     results = {name: {} for name in evaluations}
+
+    def report(name, system, metrics):
+        results[name][system] = metrics
+        print(f"{name}  {system:28s} " + "  ".join(f"{k} {v:.3f}" for k, v in metrics.items()), flush=True)
+
     for name, collection in evaluations.items():
-        results[name]["bm25"] = ranking_metrics(bm25_scores(collection.queries, collection.passages), collection.relevant)
+        report(name, "bm25", ranking_metrics(bm25_scores(collection.queries, collection.passages), collection.relevant))
 
     from bertlayers.convert import load_encoder
 
@@ -61,7 +66,7 @@ def main():
     for name, collection in evaluations.items():
         scores = embedding_scores(untuned, untuned, query_packer, passage_packer, collection.queries, collection.passages,
                                   verbose=args.verbose)
-        results[name]["untuned"] = ranking_metrics(scores, collection.relevant)
+        report(name, "untuned", ranking_metrics(scores, collection.relevant))
 
     x = {**{"query_" + k: v for k, v in pack_in_chunks(query_packer, [p.query for p in pairs]).items()},
          **{"passage_" + k: v for k, v in pack_in_chunks(passage_packer, [p.passage for p in pairs]).items()}}
@@ -71,7 +76,7 @@ def main():
     for name, collection in evaluations.items():
         first_stage[name] = embedding_scores(dual.query_embedder, dual.passage_embedder, query_packer, passage_packer,
                                              collection.queries, collection.passages, verbose=args.verbose)
-        results[name]["dual_encoder"] = ranking_metrics(first_stage[name], collection.relevant)
+        report(name, "dual_encoder", ranking_metrics(first_stage[name], collection.relevant))
 
     if args.rerank_top_k:
         rerank_pairs = pairs[: args.max_rerank_train_examples]
@@ -84,16 +89,12 @@ def main():
         for name, collection in evaluations.items():
             scores = rerank(first_stage[name], reranker.scorer, pair_packer, collection.queries, collection.passages,
                             top_k=args.rerank_top_k, verbose=args.verbose)
-            results[name][f"dual_encoder_reranked_top{args.rerank_top_k}"] = ranking_metrics(scores, collection.relevant)
+            report(name, f"dual_encoder_reranked_top{args.rerank_top_k}", ranking_metrics(scores, collection.relevant))
 
     write_json(os.path.join(args.output_dir, "metrics.json"), {
         "results": results, "train_pairs": len(pairs), "init": "random" if args.random_init else encoder_source(config),
         "eval_sets": {name: {"queries": len(s.queries), "passages": len(s.passages)} for name, s in evaluations.items()},
     })
-    for name, rows in results.items():
-        print(name)
-        for system, metrics in rows.items():
-            print(f"  {system:32s} " + "  ".join(f"{k} {v:.3f}" for k, v in metrics.items()))
 
 
 if __name__ == "__main__":
