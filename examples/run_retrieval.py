@@ -16,6 +16,7 @@ examples/export_savedmodel.py as text in, unit-length embedding out) and reranke
 import dataclasses
 import os
 
+from bertlayers.convert import load_encoder, load_model_file
 from bertlayers.data.checkpoint_tokenizer import pack_in_chunks
 from bertlayers.data.multiple_choice_data import encode_choices
 from bertlayers.data.retrieval_data import read_pairs, retrieval_set
@@ -39,9 +40,16 @@ def main():
     parser.add_argument("--rerank_top_k", type=flag(NON_NEGATIVE_INT), default=10, help="passages the cross-encoder re-ranks a query (0: no re-ranker)")
     parser.add_argument("--negatives", type=flag(POSITIVE_INT), default=3, help="BM25 hard negatives beside each query's passage in the re-ranker's training")
     parser.add_argument("--max_rerank_train_examples", type=flag(POSITIVE_INT), default=None, help="train the re-ranker on the first N pairs")
+    parser.add_argument("--rerank_batch_size", type=flag(POSITIVE_INT), default=8, help="re-ranker training examples a step "
+                        "(each is 1 + --negatives pairs)")
+    parser.add_argument("--first_stage", default=None, help="a trained DualEncoder .keras file (a run's dual_encoder/model.keras) "
+                        "to retrieve with instead of training one")
     args = add_finetuning_arguments(parser, sequence_length=256, epochs=1, batch_size=32, learning_rate=5e-5).parse_args()
     config = fixed_length_config(parser, args, "retrieval batches are fixed-length (queries and passages apart).")
     strategy = start(config)
+    dual = load_model_file(args.first_stage) if args.first_stage else None
+    if dual is not None and not isinstance(dual, DualEncoder):
+        raise ValueError(f"--first_stage {args.first_stage} holds a {type(dual).__name__}, not a DualEncoder.")
 
     pairs = read_pairs(args.train_file)[: args.max_train_examples]
     evaluations = {os.path.basename(os.path.dirname(os.path.abspath(path))) + "/" + os.path.basename(path): retrieval_set(read_pairs(path))
@@ -60,18 +68,17 @@ def main():
     for name, collection in evaluations.items():
         report(name, "bm25", ranking_metrics(bm25_scores(collection.queries, collection.passages), collection.relevant))
 
-    from bertlayers.convert import load_encoder
-
     untuned = SentenceEmbedder(load_encoder(encoder_source(config)))
     for name, collection in evaluations.items():
         scores = embedding_scores(untuned, untuned, query_packer, passage_packer, collection.queries, collection.passages,
                                   verbose=args.verbose)
         report(name, "untuned", ranking_metrics(scores, collection.relevant))
 
-    x = {**{"query_" + k: v for k, v in pack_in_chunks(query_packer, [p.query for p in pairs]).items()},
+    x = None if dual is not None else {**{"query_" + k: v for k, v in pack_in_chunks(query_packer, [p.query for p in pairs]).items()},
          **{"passage_" + k: v for k, v in pack_in_chunks(passage_packer, [p.passage for p in pairs]).items()}}
-    dual = finetune(strategy, dataclasses.replace(config, output_dir=os.path.join(args.output_dir, "dual_encoder")),
-                    lambda encoder: DualEncoder(encoder, symmetric=args.symmetric), (x, None, None))
+    if dual is None:
+        dual = finetune(strategy, dataclasses.replace(config, output_dir=os.path.join(args.output_dir, "dual_encoder")),
+                        lambda encoder: DualEncoder(encoder, symmetric=args.symmetric), (x, None, None))
     first_stage = {}
     for name, collection in evaluations.items():
         first_stage[name] = embedding_scores(dual.query_embedder, dual.passage_embedder, query_packer, passage_packer,
@@ -84,7 +91,8 @@ def main():
         examples = reranker_examples(rerank_pairs, bm25_scores(train.queries, train.passages), args.negatives, args.seed)
         inputs, labels = encode_choices(pair_packer, examples)
         reranker = finetune(strategy, dataclasses.replace(config, output_dir=os.path.join(args.output_dir, "reranker"),
-                                                          sequence_length=args.query_length + args.sequence_length),
+                                                          sequence_length=args.query_length + args.sequence_length,
+                                                          batch_size=args.rerank_batch_size),
                             lambda encoder: MultipleChoice(encoder), (inputs, {"logits": labels}, None))
         for name, collection in evaluations.items():
             scores = rerank(first_stage[name], reranker.scorer, pair_packer, collection.queries, collection.passages,

@@ -19,7 +19,7 @@ from bertlayers.data.retrieval_data import (
 from bertlayers.models import DualEncoder
 from bertlayers.networks import BertEncoder
 from bertlayers.runs.retrieval import bm25_scores, rerank, reranker_examples
-from processes import run_script
+from processes import run, run_script, script
 
 TINY = dict(vocabulary_size=30522, num_layers=1, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=64)
 SQUAD = os.path.join(os.path.dirname(__file__), "..", "examples", "data", "squad_mini", "dev-v2.0.json")
@@ -154,3 +154,13 @@ def test_run_retrieval_end_to_end(tmp_path):
     assert isinstance(keras.saving.load_model(str(out / "dual_encoder" / "model.keras")), DualEncoder)
     assert keras.saving.load_model(str(out / "reranker" / "model.keras")).scorer is not None
     assert "12 training pairs" in output
+    # A trained first stage reused: the same dual-encoder figures, no training of it.
+    again = tmp_path / "again"
+    run_script("run_retrieval.py", "--train_file", str(tmp_path / "pairs.jsonl"), "--eval_file", str(tmp_path / "pairs.jsonl"),
+               "--init", str(encoder), "--output_dir", str(again), "--sequence_length", "24", "--query_length", "12",
+               "--first_stage", str(out / "dual_encoder" / "model.keras"), "--rerank_top_k", "0", "--verbose", "0")
+    reused = json.load(open(again / "metrics.json"))["results"][f"{tmp_path.name}/pairs.jsonl"]
+    assert reused["dual_encoder"] == pytest.approx(systems["dual_encoder"]) and not (again / "dual_encoder").exists()
+    done = run(script("run_retrieval.py", "--train_file", str(tmp_path / "pairs.jsonl"), "--eval_file", str(tmp_path / "pairs.jsonl"),
+                      "--first_stage", str(out / "reranker" / "model.keras"), "--output_dir", str(tmp_path / "bad")), expect=2)
+    assert "holds a MultipleChoice, not a DualEncoder" in done.stderr and not (tmp_path / "bad").exists()
