@@ -201,6 +201,8 @@ class MultiTaskOutputs(ModelOutputs):
     and `<task>_tags`; the model runs once for them all."""
 
     def bind(self, model):
+        if not isinstance(model, MultiTask):
+            raise ValueError(f"MultiTaskOutputs serves a MultiTask model's heads; {model.name!r} is a {type(model).__name__}.")
         self.readers = {
             task: ClassifierOutputs(spec.label_names, output=task).bind(model) if spec.kind == "classification"
             else TaggerOutputs(output=task, decoded=None)
