@@ -28,7 +28,10 @@ demo: $(STAMP)
 # every test module represented) for iterating. Two workers, each taking whole files (a file's
 # module fixtures are made once, and docs pages run their blocks in order): most tests wait on
 # a single-threaded Python (tracing, a child's start-up), so two share the 2 cores well.
-PYTEST := $(PY) -m pytest -q -n 2 --dist loadfile
+# A worker that dies ends the run at once, naming its test: xdist's replacement worker waits
+# forever under --dist loadfile (pytest-xdist#784). Output is captured at the Python level only,
+# so what native code prints as it aborts (a TensorFlow check) reaches the log.
+PYTEST := $(PY) -m pytest -q -n 2 --dist loadfile --max-worker-restart 0 --capture sys
 # The layer, network and model tests again under Keras's JAX backend (CPU JAX): the model code is
 # one keras.ops implementation for every backend. Tests marked tensorflow_only skip themselves there.
 PORTABLE_TESTS := tests/test_layers.py tests/test_crf.py tests/test_encoders.py tests/test_block_seams.py tests/test_optimization.py tests/test_dual_encoder.py tests/test_multi_task.py
