@@ -21,8 +21,9 @@ from bertlayers.data.classification_data import LabelMap, encode_examples, read_
 from bertlayers.metrics import accuracy, classification_metrics, pearson, spearman
 from bertlayers.models import SequenceClassifier
 from bertlayers.runs.finetuning import (
-    add_feature_based_arguments, add_finetuning_arguments, add_restart_arguments, check_restart_arguments, encoder_source,
-    feature_based_options, finetune_restarts, finetuning_config, packer_for, start, write_json,
+    add_feature_based_arguments, add_finetuning_arguments, add_pooling_argument, add_restart_arguments,
+    check_restart_arguments, encoder_source, feature_based_options, finetune_restarts, finetuning_config, packer_for, start,
+    write_json,
 )
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.utils.atomic_files import write_text
@@ -41,9 +42,12 @@ def main():
     parser.add_argument("--vocabulary", default=None, help="vocab.txt (default: the encoder folder's, or bert-base-uncased)")
     parser.add_argument("--max_train_examples", type=flag(POSITIVE_INT), default=None, help="train on the file's first N examples")
     add_feature_based_arguments(parser)
+    add_pooling_argument(parser)
     add_restart_arguments(parser)
     args = add_finetuning_arguments(parser, sequence_length=64, epochs=2).parse_args()
     check_restart_arguments(parser, args)
+    if args.feature_based and args.pooling != "pooler":
+        parser.error("--pooling: a feature-based classifier reads its BiLSTM's final states")
     config = finetuning_config(parser, args)
     strategy = start(config)
 
@@ -75,7 +79,8 @@ def main():
 
     model, restarts = finetune_restarts(
         strategy, config, lambda encoder: SequenceClassifier(
-            encoder, num_classes, label_names=labels.labels if labels else None, **feature_based_options(config)
+            encoder, num_classes, label_names=labels.labels if labels else None, pooling=args.pooling,
+            **feature_based_options(config)
         ),
         (x_train, {"logits": y_train}, None), dev_score, args.restarts,
     )  # the evaluation set is predicted once, below, after training

@@ -20,7 +20,7 @@ from bertlayers.data.multiple_choice_data import encode_choices, read_choices
 from bertlayers.metrics import accuracy
 from bertlayers.models import MultipleChoice, SentenceEmbedder
 from bertlayers.runs.finetuning import (
-    add_finetuning_arguments, encoder_source, finetune, fixed_length_config, packer_for, start, write_json,
+    add_finetuning_arguments, add_pooling_argument, encoder_source, finetune, fixed_length_config, packer_for, start, write_json,
 )
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import POSITIVE_INT, flag
@@ -43,6 +43,7 @@ def main():
     parser.add_argument("--train_file", required=True, help="JSON lines of training examples")
     parser.add_argument("--eval_file", required=True, help="JSON lines of evaluation examples (evaluated after training)")
     parser.add_argument("--max_train_examples", type=flag(POSITIVE_INT), default=None, help="train on the file's first N examples")
+    add_pooling_argument(parser)
     parser.add_argument("--max_eval_examples", type=flag(POSITIVE_INT), default=None, help="evaluate on the file's first N examples")
     args = add_finetuning_arguments(parser, sequence_length=96, epochs=1, batch_size=8, learning_rate=3e-5).parse_args()
     config = fixed_length_config(parser, args, "multiple-choice batches are fixed-length ([batch, choices, seq] is not cut).")
@@ -58,7 +59,7 @@ def main():
     print(f"{len(train)} training and {len(evaluation)} evaluation examples, {choices} choices each")
     untuned = untuned_accuracy(config, packer, evaluation, 4 * args.batch_size)
 
-    model = finetune(strategy, config, lambda encoder: MultipleChoice(encoder), (x_train, {"logits": y_train}, None))
+    model = finetune(strategy, config, lambda encoder: MultipleChoice(encoder, pooling=args.pooling), (x_train, {"logits": y_train}, None))
     logits = model.predict(x_eval, batch_size=args.batch_size, verbose=args.verbose)["logits"]
     metrics = {
         "accuracy": accuracy(y_eval, logits.argmax(-1)),

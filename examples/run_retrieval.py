@@ -23,7 +23,7 @@ from bertlayers.data.retrieval_data import read_pairs, retrieval_set
 from bertlayers.metrics import ranking_metrics
 from bertlayers.models import DualEncoder, MultipleChoice, SentenceEmbedder
 from bertlayers.runs.finetuning import (
-    add_finetuning_arguments, encoder_source, finetune, fixed_length_config, packer_for, start, write_json,
+    add_finetuning_arguments, add_pooling_argument, encoder_source, finetune, fixed_length_config, packer_for, start, write_json,
 )
 from bertlayers.runs.retrieval import bm25_scores, embedding_scores, reranker_examples, rerank
 from bertlayers.utils.cli import argument_parser, run_script
@@ -42,6 +42,7 @@ def main():
     parser.add_argument("--max_rerank_train_examples", type=flag(POSITIVE_INT), default=None, help="train the re-ranker on the first N pairs")
     parser.add_argument("--rerank_batch_size", type=flag(POSITIVE_INT), default=8, help="re-ranker training examples a step "
                         "(each is 1 + --negatives pairs)")
+    add_pooling_argument(parser)  # the re-ranker's
     parser.add_argument("--first_stage", default=None, help="a trained DualEncoder .keras file (a run's dual_encoder/model.keras) "
                         "to retrieve with instead of training one")
     args = add_finetuning_arguments(parser, sequence_length=256, epochs=1, batch_size=32, learning_rate=5e-5).parse_args()
@@ -93,7 +94,7 @@ def main():
         reranker = finetune(strategy, dataclasses.replace(config, output_dir=os.path.join(args.output_dir, "reranker"),
                                                           sequence_length=args.query_length + args.sequence_length,
                                                           batch_size=args.rerank_batch_size),
-                            lambda encoder: MultipleChoice(encoder), (inputs, {"logits": labels}, None))
+                            lambda encoder: MultipleChoice(encoder, pooling=args.pooling), (inputs, {"logits": labels}, None))
         for name, collection in evaluations.items():
             scores = rerank(first_stage[name], reranker.scorer, pair_packer, collection.queries, collection.passages,
                             top_k=args.rerank_top_k, verbose=args.verbose)

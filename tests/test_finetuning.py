@@ -147,6 +147,7 @@ def test_ner_labels_sit_on_the_first_wordpiece():
     "build, extra",
     [
         (lambda e: SequenceClassifier(e, 3), {}),
+        (lambda e: SequenceClassifier(e, 3, pooling="mean"), {}),
         (SpanPredictor, {"span_mask": np.ones((2, 6), "int32")}),
         (lambda e: TokenClassifier(e, 4), {}),
         (lambda e: SequenceClassifier(e, 3, feature_based=True, lstm_units=8), {}),
@@ -161,6 +162,24 @@ def test_task_models_save_and_load(tmp_path, build, extra):
     loaded = keras.saving.load_model(str(tmp_path / "m.keras"), safe_mode=True)
     for key in expected:
         np.testing.assert_allclose(loaded(x)[key], expected[key], atol=1e-6)
+
+
+def test_a_mean_pooled_classifier_reads_the_real_tokens_mean_and_leaves_the_pooler_out():
+    model = SequenceClassifier(BertEncoder(**TINY), 3, pooling="mean", dropout=0.0)
+    x = {"token_ids": np.arange(1, 13, dtype="int32").reshape(2, 6), "segment_ids": np.zeros((2, 6), "int32"),
+         "padding_mask": np.array([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0]], "int32")}
+    sequence = np.asarray(model.encoder(x)["sequence_output"])  # [2, 6, H]
+    real = x["padding_mask"][:, :, None]
+    mean = (sequence * real).sum(1) / real.sum(1)  # [2, H]: padding rows count for nothing
+    kernel, bias = model.head.get_weights()
+    np.testing.assert_allclose(model.predict_on_batch(x)["logits"], mean @ kernel + bias, atol=1e-5)
+    pooler = {id(w) for w in model.encoder.pooler.weights}
+    assert pooler and not pooler & {id(w) for w in model.trainable_weights}  # it gets no gradient
+    for build, message in ((lambda e: SequenceClassifier(e, 2, pooling="avg"), "pooling must be one of pooler, mean, first, max"),
+                           (lambda e: TokenClassifier(e, 2, pooling="mean"), "a per-token head"),
+                           (lambda e: SequenceClassifier(e, 2, pooling="max", feature_based=True), "feature_based")):
+        with pytest.raises(ValueError, match=message):
+            build(BertEncoder(**TINY))
 
 
 @pytest.mark.parametrize("model_class", [SequenceClassifier, TokenClassifier])
@@ -254,11 +273,16 @@ def test_run_classifier_end_to_end(tmp_path, tiny_encoder):
     data.write_text("a,b,label\n" + "".join(f"sentence {i},other {i},{'yes' if i % 2 else 'no'}\n" for i in range(24)))
     out = tmp_path / "out"
     run_script("run_classifier.py", "--train_file", str(data), "--eval_file", str(data), "--text_a", "a", "--text_b", "b",
-                "--init", tiny_encoder, "--output_dir", str(out), "--epochs", "1", "--batch_size", "8", "--verbose", "0")
+                "--init", tiny_encoder, "--output_dir", str(out), "--epochs", "1", "--batch_size", "8", "--verbose", "0",
+                "--pooling", "mean")
     metrics = json.load(open(out / "metrics.json"))
     assert {"accuracy", "f1", "matthews_correlation"} <= set(metrics)
     assert len(open(out / "predictions.jsonl").readlines()) == 24
     assert (out / "model.keras").exists() and os.listdir(out / "logs")
+    assert keras.saving.load_model(str(out / "model.keras")).pooling == "mean"
+    done = run(script("run_classifier.py", "--train_file", str(data), "--eval_file", str(data), "--feature_based",
+                      "--pooling", "mean", "--output_dir", str(tmp_path / "bad"), "--verbose", "0"), expect=2)
+    assert "--pooling: a feature-based classifier" in done.stderr and not (tmp_path / "bad").exists()
 
 
 @pytest.mark.slow

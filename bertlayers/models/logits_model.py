@@ -3,6 +3,7 @@
 import keras
 
 from bertlayers.layers.initializers import bert_initializer
+from bertlayers.layers.sequence_pooling import POOLING_MODES, SequencePooling
 from bertlayers.models.encoder_model import EncoderModel, encoder_inputs
 from bertlayers.models.feature_based import feature_based_features
 
@@ -15,6 +16,12 @@ class LogitsModel(EncoderModel):
     see `bertlayers.models.feature_based`): per token where the encoder output read is the
     sequence, the BiLSTM's final states where it is the pooled output.
 
+    `pooling` picks what a sentence-level head reads: "pooler" (the encoder's `pooled_output`,
+    tanh(W · [CLS]), as BERT fine-tunes) or a `SequencePooling` mode over the sequence output:
+    "mean" of the real tokens (what sentence-transformers checkpoints such as all-MiniLM-L6-v2 were
+    trained to produce; their pooler never was), "first" ([CLS] without the pooler's dense + tanh)
+    or "max".
+
     A `decoder` layer, called on the logits and the padding mask, adds its result as the output
     `tags` (`TokenClassifier(crf=True)`'s Viterbi path).
 
@@ -24,11 +31,17 @@ class LogitsModel(EncoderModel):
 
     encoder_output = None
     head_class = None
+    POOLINGS = ("pooler",) + POOLING_MODES
 
     def __init__(
-        self, encoder, num_classes, dropout=0.1, feature_based=False, lstm_units=256, decoder=None, name=None,
-        trainable=True, **kwargs
+        self, encoder, num_classes, dropout=0.1, feature_based=False, lstm_units=256, decoder=None, pooling="pooler",
+        name=None, trainable=True, **kwargs
     ):
+        if pooling not in self.POOLINGS:
+            raise ValueError(f"pooling must be one of {', '.join(self.POOLINGS)}; got {pooling!r}.")
+        if pooling != "pooler" and (self.encoder_output != "pooled_output" or feature_based):
+            raise ValueError(f"pooling={pooling!r} pools the sequence for a sentence-level head; a per-token head "
+                             "or feature_based=True (a BiLSTM's final states) reads no pooled vector.")
         inputs = encoder_inputs()
         head = self.head_class(
             num_classes,
@@ -40,6 +53,10 @@ class LogitsModel(EncoderModel):
         per_token = self.encoder_output == "sequence_output"
         if feature_based:
             features = feature_based_features(encoder, inputs, lstm_units, return_sequences=per_token)
+        elif pooling != "pooler":
+            sequence = encoder(inputs)["sequence_output"]  # [B, S, H]
+            features = SequencePooling(pooling, dtype=encoder.layer_dtype_policy, name="pooling")(
+                sequence, inputs["padding_mask"])  # [B, H]
         else:
             features = encoder(inputs)[self.encoder_output]
         outputs = {"logits": head(features)}
@@ -47,7 +64,8 @@ class LogitsModel(EncoderModel):
             outputs["tags"] = decoder(outputs["logits"], inputs["padding_mask"])
         super().__init__(inputs=inputs, outputs=outputs, name=name, trainable=trainable, **kwargs)
         self.encoder = encoder
-        self.uses_pooled_output = not per_token and not feature_based
+        self.uses_pooled_output = not per_token and not feature_based and pooling == "pooler"
+        self.pooling = pooling
         self.feature_based = bool(feature_based)
         self.lstm_units = int(lstm_units)
         self.head = head

@@ -55,10 +55,11 @@ class MultipleChoice(EncoderModel):
     Args:
       encoder: a pretrained encoder.
       dropout: dropout before the scoring layer (0.1 in BERT).
+      pooling: what the scorer reads of each pair (`SequenceClassifier`'s `pooling`).
     """
 
-    def __init__(self, encoder, dropout=0.1, name="multiple_choice", **kwargs):
-        scorer = SequenceClassifier(encoder, 1, dropout=dropout, name="choice_scorer")
+    def __init__(self, encoder, dropout=0.1, pooling="pooler", name="multiple_choice", **kwargs):
+        scorer = SequenceClassifier(encoder, 1, dropout=dropout, pooling=pooling, name="choice_scorer")
         inputs = {name: keras.Input((None, None), dtype="int32", name=name) for name in INPUT_NAMES}  # [B, C, S]
         pairs = FoldChoices(name="fold_choices")(inputs)  # [B·C, S]
         scores = scorer(pairs)["logits"]  # [B·C, 1]
@@ -67,9 +68,11 @@ class MultipleChoice(EncoderModel):
         self.encoder = encoder
         self.scorer = scorer
         self.dropout = float(dropout)
+        self.pooling = pooling
+        self.uses_pooled_output = scorer.uses_pooled_output
 
     def _constructor_args(self):
-        return {"dropout": self.dropout}
+        return {"dropout": self.dropout, "pooling": self.pooling}
 
     def serving_model(self):
         # One (context, choice) pair a row: the client compares a question's choices.

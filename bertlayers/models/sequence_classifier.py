@@ -19,6 +19,9 @@ class SequenceClassifier(LogitsModel):
       dropout: dropout before the output layer (0.1 in BERT).
       label_names: the label strings by class id (saved with the model; an export serves
         them as `label_name`). `num_classes` may then be left out.
+      pooling: what the head reads: "pooler" (the encoder's pooled output) or "mean" / "first" /
+        "max" over the sequence output (see `LogitsModel`); "mean" for a sentence-embedding
+        checkpoint, whose pooler was never trained.
       feature_based: freeze the encoder and classify the final states of a BiLSTM
         (`lstm_units` per direction) over a learned scalar mix of all its hidden states
         (ELMo style; see `LogitsModel`).
@@ -27,7 +30,8 @@ class SequenceClassifier(LogitsModel):
     encoder_output = "pooled_output"
     head_class = ClassificationHead
 
-    def __init__(self, encoder, num_classes=None, dropout=0.1, label_names=None, name="sequence_classifier", **kwargs):
+    def __init__(self, encoder, num_classes=None, dropout=0.1, label_names=None, pooling="pooler", name="sequence_classifier",
+                 **kwargs):
         if label_names is not None:
             label_names = [str(name) for name in label_names]
             if num_classes is None:
@@ -39,11 +43,11 @@ class SequenceClassifier(LogitsModel):
                 )
         if num_classes is None:
             raise ValueError("SequenceClassifier needs num_classes or label_names.")
-        super().__init__(encoder, num_classes, dropout=dropout, name=name, **kwargs)
+        super().__init__(encoder, num_classes, dropout=dropout, pooling=pooling, name=name, **kwargs)
         self.label_names = label_names
 
     def _constructor_args(self):
-        return {**super()._constructor_args(), "label_names": self.label_names}
+        return {**super()._constructor_args(), "label_names": self.label_names, "pooling": self.pooling}
 
     def default_losses(self):
         if self.num_classes == 1:

@@ -76,6 +76,18 @@ def add_feature_based_arguments(parser):
     return parser
 
 
+def add_pooling_argument(parser):
+    """`--pooling`, for the runners whose heads read one vector a sequence (`SequenceClassifier`
+    and the models built on it)."""
+    from bertlayers.models.logits_model import LogitsModel
+
+    parser.add_argument("--pooling", choices=LogitsModel.POOLINGS, default="pooler", help="what the head reads: the "
+                        "encoder's pooler (BERT's tanh dense on [CLS]), or the mean / first / max of its sequence output "
+                        "('mean' for a sentence-embedding checkpoint such as the default all-MiniLM-L6-v2, whose pooler "
+                        "was never trained)")
+    return parser
+
+
 @dataclasses.dataclass
 class FinetuningConfig:
     """A fine-tuning run: where it starts and writes, and how it trains. Every field is typed and
