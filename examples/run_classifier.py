@@ -46,8 +46,6 @@ def main():
     add_restart_arguments(parser)
     args = add_finetuning_arguments(parser, sequence_length=64, epochs=2).parse_args()
     check_restart_arguments(parser, args)
-    if args.feature_based and args.pooling != "pooler":
-        parser.error("--pooling: a feature-based classifier reads its BiLSTM's final states")
     config = finetuning_config(parser, args)
     strategy = start(config)
 

@@ -280,9 +280,10 @@ def test_run_classifier_end_to_end(tmp_path, tiny_encoder):
     assert len(open(out / "predictions.jsonl").readlines()) == 24
     assert (out / "model.keras").exists() and os.listdir(out / "logs")
     assert keras.saving.load_model(str(out / "model.keras")).pooling == "mean"
-    done = run(script("run_classifier.py", "--train_file", str(data), "--eval_file", str(data), "--feature_based",
-                      "--pooling", "mean", "--output_dir", str(tmp_path / "bad"), "--verbose", "0"), expect=2)
-    assert "--pooling: a feature-based classifier" in done.stderr and not (tmp_path / "bad").exists()
+    done = run(script("run_classifier.py", "--train_file", str(data), "--eval_file", str(data), "--text_a", "a", "--text_b", "b",
+                      "--feature_based", "--pooling", "mean", "--init", tiny_encoder, "--output_dir", str(tmp_path / "bad"), "--verbose", "0"),
+               expect=2)
+    assert "pooling='mean' pools the sequence" in done.stderr and not (tmp_path / "bad").exists()
 
 
 @pytest.mark.slow

@@ -73,29 +73,18 @@ def test_each_choice_is_scored_as_its_own_sentence_pair(choice_model):
         model({name: value[:, 0] for name, value in inputs.items()})
 
 
-def test_the_served_pair_scores_equal_the_models_logits(choice_model, tmp_path):
+@pytest.mark.parametrize("pooling", ["pooler", "mean"])
+def test_the_served_pair_scores_equal_the_models_logits(choice_model, tmp_path, pooling):
     import tensorflow as tf
 
     from bertlayers.export import export_for_serving
 
     model, examples, inputs, _ = choice_model
+    if pooling != "pooler":  # the scorer reads the pair's mean over its real tokens, not the pooler
+        model = MultipleChoice(BertEncoder(**TINY), pooling=pooling)
+        assert not model.uses_pooled_output and model.scorer.pooling == pooling
     paths = export_for_serving(model, "choice", base_dir=str(tmp_path), vocabulary=bert_uncased_vocabulary(), sequence_length=32)
     served = tf.saved_model.load(paths["choice_text"]).signatures["text_pair"](
-        text_a=tf.constant([e.context for e in examples for _ in e.choices]),
-        text_b=tf.constant([c for e in examples for c in e.choices]))
-    np.testing.assert_allclose(served["score"].numpy().reshape(9, 4), model.predict_on_batch(inputs)["logits"], atol=1e-5)
-
-
-def test_a_mean_pooled_scorer_is_served_equal(choice_model, tmp_path):
-    import tensorflow as tf
-
-    from bertlayers.export import export_for_serving
-
-    _, examples, inputs, _ = choice_model
-    model = MultipleChoice(BertEncoder(**TINY), pooling="mean")
-    assert not model.uses_pooled_output and model.scorer.pooling == "mean"
-    paths = export_for_serving(model, "choice_mean", base_dir=str(tmp_path), vocabulary=bert_uncased_vocabulary(), sequence_length=32)
-    served = tf.saved_model.load(paths["choice_mean_text"]).signatures["text_pair"](
         text_a=tf.constant([e.context for e in examples for _ in e.choices]),
         text_b=tf.constant([c for e in examples for c in e.choices]))
     np.testing.assert_allclose(served["score"].numpy().reshape(9, 4), model.predict_on_batch(inputs)["logits"], atol=1e-5)

@@ -12,6 +12,7 @@ from bertlayers.convert.loading import load_encoder
 from bertlayers.convert.model_files import record_vocabulary, save_model, vocabulary_of
 from bertlayers.data.checkpoint_tokenizer import TokenizerFiles, text_packer
 from bertlayers.data.tokenizer import ModelVocabulary, check_vocabulary_fits
+from bertlayers.models.logits_model import LogitsModel
 from bertlayers.networks import reinitialized
 from bertlayers.runs.pretraining import PRECISIONS
 from bertlayers.training.callbacks import JsonHistory
@@ -79,8 +80,6 @@ def add_feature_based_arguments(parser):
 def add_pooling_argument(parser):
     """`--pooling`, for the runners whose heads read one vector a sequence (`SequenceClassifier`
     and the models built on it)."""
-    from bertlayers.models.logits_model import LogitsModel
-
     parser.add_argument("--pooling", choices=LogitsModel.POOLINGS, default="pooler", help="what the head reads: the "
                         "encoder's pooler (BERT's tanh dense on [CLS]), or the mean / first / max of its sequence output "
                         "('mean' for a sentence-embedding checkpoint such as the default all-MiniLM-L6-v2, whose pooler "
