@@ -73,7 +73,7 @@ def main():
             "run_classifier.py", "--train_file", os.path.join(reviews, "train.csv"),
             "--eval_file", os.path.join(reviews, "dev.csv"), "--output_dir", sentiment_dir,
             "--max_train_examples", args.train_examples, "--epochs", 1, "--sequence_length", 48,
-            "--batch_size", 16, "--learning_rate", 1e-4,
+            "--batch_size", 16, "--learning_rate", 1e-4, "--overwrite",  # an interrupted run starts again
         )
     with open(metrics_path, encoding="utf-8") as f:
         metrics = json.load(f)

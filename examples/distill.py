@@ -34,11 +34,11 @@ from bertlayers.metrics import accuracy
 from bertlayers.models import Distiller, SequenceClassifier
 from bertlayers.networks import BertEncoder, reinitialized
 from bertlayers.runs.finetuning import write_json
+from bertlayers.runs.output_folder import take_output_folder
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.training.optimization import create_optimizer
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import NON_NEGATIVE_INT, POSITIVE_FLOAT, POSITIVE_INT, Range, flag
-from bertlayers.utils import atomic_files
 
 import keras  # noqa: E402
 
@@ -61,6 +61,7 @@ def parse_args():
     parser.add_argument("--learning_rate", type=flag(POSITIVE_FLOAT), default=5e-4, help="the student's peak learning rate")
     parser.add_argument("--latency_requests", type=flag(NON_NEGATIVE_INT), default=200, help="single requests timed per model (0: none)")
     parser.add_argument("--output_dir", required=True, help="where the students, metrics and exports go")
+    parser.add_argument("--overwrite", action="store_true", help="replace the run already in --output_dir")
     parser.add_argument("--seed", type=int, default=0, help="seed of the data order and the students' weights")
     parser.add_argument("--verbose", type=flag(Range(int, 0, 2)), default=2, help="0 silent, 1 progress bar, 2 one line per epoch")
     return parser.parse_args()
@@ -94,7 +95,7 @@ def train(model, x, y, steps_per_epoch, epochs, args):
 def main():
     args = parse_args()
     keras.utils.set_random_seed(args.seed)
-    atomic_files.make_folder(args.output_dir)
+    take_output_folder(args.output_dir, "distillation run in", overwrite=args.overwrite)
     teacher = load_model_file(args.teacher)
     if not isinstance(teacher, SequenceClassifier):
         raise ValueError(f"{args.teacher} holds a {type(teacher).__name__}; the teacher must be a SequenceClassifier.")
@@ -141,17 +142,22 @@ def main():
             print(f"{name}: accuracy {results[name]['accuracy']:.4f} ({results[name]['epochs']} epochs, "
                   f"{results[name]['train_seconds']:.0f} s)")
 
-    # Batch-1 latency of the served text models: the teacher and the last distilled student
-    # (the students of every row share one architecture).
-    load_text_ops()
-    texts = [e.text_a for e in evaluation]
-    exports = os.path.join(args.output_dir, "savedmodels")
-    for name, model in (("teacher", teacher), ("student", student)):
-        paths = export_for_serving(model, name, base_dir=exports, vocabulary=vocabulary, sequence_length=args.sequence_length)
-        p50, p99, _ = serving_latency(paths[f"{name}_text"], texts, requests=args.latency_requests, batch_size=32, rounds=0)
-        results[name if name == "teacher" else f"distilled_{init}"].update({"batch1_p50_ms": p50, "batch1_p99_ms": p99})
     results["settings"] = vars(args)
-    write_json(os.path.join(args.output_dir, "metrics.json"), results)
+    metrics_path = os.path.join(args.output_dir, "metrics.json")
+    write_json(metrics_path, results)  # the accuracies, before the exports and their timing
+
+    # Batch-1 latency of the served text models: the teacher and the last distilled student
+    # (the students of every row share one architecture). They truncate as the evaluation above did.
+    if args.latency_requests:
+        load_text_ops()
+        texts = [e.text_a for e in evaluation]
+        exports = os.path.join(args.output_dir, "savedmodels")
+        for name, model in (("teacher", teacher), ("student", student)):
+            paths = export_for_serving(model, name, base_dir=exports, vocabulary=vocabulary,
+                                       sequence_length=args.sequence_length, truncate=True)
+            p50, p99, _ = serving_latency(paths[f"{name}_text"], texts, requests=args.latency_requests, batch_size=32, rounds=0)
+            results[name if name == "teacher" else f"distilled_{init}"].update({"batch1_p50_ms": p50, "batch1_p99_ms": p99})
+        write_json(metrics_path, results)
 
     print("\n| model | parameters | held-out accuracy | batch-1 p50 ms (SavedModel, text in) |\n|---|---|---|---|")
     for name, row in results.items():

@@ -76,16 +76,25 @@ def test_encoder_call_names_the_bad_input(encoder, case, inputs, error, message)
 
 
 def test_encoder_in_a_graph_checks_ranges_and_shapes(encoder):
-    """Inside `predict` (a traced graph, unknown batch) the checks are assertions on the data."""
-    with pytest.raises(tf.errors.InvalidArgumentError, match=r"token_ids holds values outside \[0, 100\)"):
+    """`predict` checks the batch on the host before the traced step; inside a traced graph (unknown
+    batch), the checks are assertions on the data."""
+    with pytest.raises(ValueError, match=r"token_ids holds 100, outside \[0, 100\)"):
         encoder.predict(changed(token_ids=np.full((2, 8), 100, "int32")), verbose=0)
-    with pytest.raises(tf.errors.InvalidArgumentError, match=r"segment_ids holds values outside \[0, 2\)"):
+    with pytest.raises(ValueError, match=r"segment_ids holds -3, outside \[0, 2\)"):
         encoder.predict(changed(segment_ids=np.full((2, 8), -3, "int32")), verbose=0)
     traced = tf.function(lambda x: encoder(x)["pooled_output"], input_signature=[
         {k: tf.TensorSpec([None, None], tf.int32, name=k) for k in good_inputs()}
     ])
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"token_ids holds values outside \[0, 100\)"):
+        traced(changed(token_ids=np.full((2, 8), 100, "int32")))
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"segment_ids holds values outside \[0, 2\)"):
+        traced(changed(segment_ids=np.full((2, 8), -3, "int32")))
     with pytest.raises(tf.errors.InvalidArgumentError, match="padding_mask and token_ids must have the same shape"):
         traced(changed(padding_mask=np.ones((2, 5), "int32")))
+    left = good_inputs()["padding_mask"].copy()
+    left[1] = [0, 0, 1, 1, 1, 1, 1, 1]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="starts with padding"):
+        traced(changed(padding_mask=left))
     assert traced(good_inputs()).shape == (2, 16)
     assert encoder(good_inputs(batch=0))["pooled_output"].shape == (0, 16)
 
@@ -275,7 +284,7 @@ def test_padding_mask_values_other_than_0_and_1_are_refused(encoder, value):
     mask[0, :3] = value
     with pytest.raises(ValueError, match=rf"padding_mask holds {value}: it must be 1 at real tokens and 0 at padding"):
         encoder(changed(padding_mask=mask))
-    with pytest.raises(tf.errors.InvalidArgumentError, match="padding_mask must be 1 at real tokens and 0 at padding"):
+    with pytest.raises(ValueError, match=rf"padding_mask holds {value}: it must be 1 at real tokens and 0 at padding"):
         encoder.predict(changed(padding_mask=mask), verbose=0)
     good = changed(padding_mask=np.where(mask != 0, 1, 0).astype("int32"))
     np.testing.assert_allclose(encoder.predict(good, verbose=0)["pooled_output"], encoder(good)["pooled_output"], atol=1e-5)
@@ -299,7 +308,7 @@ def test_rows_without_tokens_and_empty_sequences_are_refused_in_every_family():
         no_tokens = changed(padding_mask=np.array([[1] * 8, [0] * 8], "int32"))
         with pytest.raises(ValueError, match="padding_mask row 1 has no real token"):
             model(no_tokens)
-        with pytest.raises(tf.errors.InvalidArgumentError, match="padding_mask has a row with no real token"):
+        with pytest.raises(ValueError, match="padding_mask row 1 has no real token"):
             model.predict(no_tokens, verbose=0)
         with pytest.raises(ValueError, match="padding_mask has sequence length 0"):
             model({k: v[:, :0] for k, v in good_inputs().items()})

@@ -13,7 +13,7 @@ import keras
 import numpy as np
 
 
-def _known_values(tensor):
+def known_values(tensor):
     """`tensor` as a NumPy array if its values are known now, else None (symbolic, or traced)."""
     if isinstance(tensor, keras.KerasTensor):
         return None
@@ -88,7 +88,7 @@ def check_id_range(ids, limit, name, what):
     """
     if isinstance(ids, keras.KerasTensor):
         return ids
-    values = _known_values(ids)
+    values = known_values(ids)
     if values is not None:
         if values.size and (values.min() < 0 or values.max() >= limit):
             bad = values.min() if values.min() < 0 else values.max()
@@ -133,14 +133,22 @@ def check_sequence_length(tensor, max_length, name):
         return tf.identity(tensor)
 
 
-def check_padding_mask(mask, name="padding_mask"):
+_LEFT_PADDING = (
+    "{name} row {row} starts with padding (left padding): this model reads its summary at position 0 "
+    "([CLS]) and its positions from the first column, so pad on the right (1s first, then 0s)."
+)
+
+
+def check_padding_mask(mask, name="padding_mask", real_first=False):
     """Reject a padding mask that is not 0/1 (boolean passes), has a row with no real token, or has
-    no positions at all.
+    no positions at all; with `real_first`, also a row whose first position is padding.
 
     A mask of 2s or 255s attends like 1s but scales the rows that later steps read (the pooled
     [CLS] row among them); a row with no real token has nothing to attend to and returns
-    zeros; a `[batch, 0]` input has no [CLS] row. None of these fails by itself, so each is
-    named here: concrete values now, symbolic ones by an assertion in the graph.
+    zeros; a `[batch, 0]` input has no [CLS] row. A left-padded row (`[0, 1, 1]`) given to a
+    model that reads its summary at position 0 ([CLS], `real_first`) pools a padding row: zeros,
+    for any text. None of these fails by itself, so each is named here: concrete values now,
+    symbolic ones by an assertion in the graph. Masks of any rank are checked along their last axis.
     """
     if mask is None or isinstance(mask, keras.KerasTensor):
         if mask is not None and mask.shape[1] == 0:
@@ -148,17 +156,21 @@ def check_padding_mask(mask, name="padding_mask"):
         return mask
     if len(mask.shape) == 2 and mask.shape[1] == 0:
         raise ValueError(f"{name} has sequence length 0: every sequence needs at least one token.")
-    values = _known_values(mask)
+    values = known_values(mask)
     if values is not None:
         if values.dtype != bool and values.size and not np.isin(values, (0, 1)).all():
             bad = values[~np.isin(values, (0, 1))].flat[0]
             raise ValueError(f"{name} holds {bad}: it must be 1 at real tokens and 0 at padding.")
-        if values.ndim == 2 and values.size:
-            empty = np.flatnonzero(~values.astype(bool).any(axis=1))
+        if values.ndim >= 2 and values.size:
+            rows = values.reshape(-1, values.shape[-1]).astype(bool)
+            empty = np.flatnonzero(~rows.any(axis=1))
             if empty.size:
                 raise ValueError(
                     f"{name} row {empty[0]} has no real token (all 0): every sequence needs at least one."
                 )
+            left = np.flatnonzero(~rows[:, 0])
+            if real_first and left.size:
+                raise ValueError(_LEFT_PADDING.format(name=name, row=left[0]))
         return mask
     tf = _tensorflow_backend()
     if tf is None:
@@ -176,5 +188,37 @@ def check_padding_mask(mask, name="padding_mask"):
              "Real tokens per row:", tf.reduce_sum(values, axis=1)],
         ),
     ]
+    if real_first:
+        checks.append(tf.debugging.Assert(
+            tf.reduce_all(tf.equal(values[:, 0], 1)),
+            [_LEFT_PADDING.format(name=name, row="of this batch") + " First position per row:", values[:, 0]],
+        ))
     with tf.control_dependencies(checks):
         return tf.identity(mask)
+
+
+def check_encoder_values(inputs, vocabulary_size, type_vocab_size, max_sequence_length, real_first, prefix=""):
+    """Check concrete encoder inputs on the host: `{prefix + name: NumPy array}` for the names
+    `token_ids`, `segment_ids` and `padding_mask` (any rank, the sequence on the last axis).
+
+    What the encoder's call checks eagerly, done before a compiled step (`fit`, `predict`), where
+    values cannot be checked: there a JAX gather reads id -1 as the last row and an id past the
+    table as NaN, a TensorFlow graph under XLA drops its assertions.
+    """
+    ids = {prefix + name: inputs[prefix + name] for name in ("token_ids", "segment_ids", "padding_mask")
+           if inputs.get(prefix + name) is not None}
+    if not ids:
+        return
+    check_same_shape(ids)
+    length = next(iter(ids.values())).shape[-1]
+    if length > max_sequence_length:
+        raise ValueError(
+            f"{next(iter(ids))} has sequence length {length}, longer than the maximum "
+            f"{max_sequence_length} this model supports (max_sequence_length)."
+        )
+    if prefix + "token_ids" in ids:
+        check_id_range(ids[prefix + "token_ids"], vocabulary_size, prefix + "token_ids", "the vocabulary size")
+    if prefix + "segment_ids" in ids:
+        check_id_range(ids[prefix + "segment_ids"], type_vocab_size, prefix + "segment_ids", "type_vocab_size")
+    if prefix + "padding_mask" in ids:
+        check_padding_mask(ids[prefix + "padding_mask"], prefix + "padding_mask", real_first=real_first)

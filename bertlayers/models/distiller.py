@@ -11,11 +11,13 @@ soft targets of a large teacher, through `model.fit`.
 import keras
 from keras import ops
 
+from bertlayers.networks.guarded_model import GuardedModel
+
 SOFT_LOSSES = ("kl", "mse")
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
-class Distiller(keras.Model):
+class Distiller(GuardedModel, keras.Model):
     """A student classifier trained on a frozen teacher's logits.
 
     Works with any two models of the library that output `logits` over the same classes and
@@ -71,6 +73,12 @@ class Distiller(keras.Model):
 
     def call(self, inputs, training=None):
         return self.student(inputs, training=training)
+
+    def _input_specs(self):  # the student's inputs are the distiller's
+        return self.student._input_specs()
+
+    def check_input_values(self, inputs):
+        self.student.check_input_values(inputs)
 
     def soft_targets(self, x, batch_size=32, verbose="auto"):
         """The teacher's logits for `x`, computed once: pass them as `y["teacher_logits"]`."""

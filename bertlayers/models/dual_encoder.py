@@ -73,6 +73,9 @@ class DualEncoder(EncoderModel):
         self.query_embedder, self.passage_embedder = query_embedder, passage_embedder
         self.pooling, self.scale, self.symmetric = pooling, float(scale), bool(symmetric)
 
+    def encoders_by_input_prefix(self):
+        return {QUERY: self.encoder, PASSAGE: self.passage_encoder or self.encoder}
+
     def unused_layers(self):  # the poolers: embeddings pool the sequence output instead
         unused = super().unused_layers()
         if self.passage_encoder is not None:

@@ -5,6 +5,7 @@ import keras
 from keras import ops
 
 from bertlayers.networks.encoder_base import INPUT_NAMES
+from bertlayers.networks.guarded_model import GuardedModel
 
 
 class _PerExample(keras.losses.Loss):
@@ -23,7 +24,7 @@ def encoder_inputs():
     return {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
 
 
-class EncoderModel(keras.Model):
+class EncoderModel(GuardedModel, keras.Model):
     """A functional model over `self.encoder`.
 
     Subclasses build their graph in `__init__`, call `super().__init__(inputs, outputs)`, set
@@ -62,6 +63,14 @@ class EncoderModel(keras.Model):
 
     def _constructor_args(self):
         return {}
+
+    def encoders_by_input_prefix(self):
+        """{prefix: encoder}: the encoder that reads the inputs named `prefix + token_ids` etc."""
+        return {"": self.encoder}
+
+    def check_input_values(self, inputs):
+        for prefix, encoder in self.encoders_by_input_prefix().items():
+            encoder.check_input_values(inputs, prefix=prefix)
 
     def reduced_loss(self, per_example):
         """The training loss of float32 `[B]` per-example losses a model computes itself (in its

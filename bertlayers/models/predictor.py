@@ -12,6 +12,7 @@ training. It works on any Keras model, ours or not.
 import keras
 import numpy as np
 
+from bertlayers.networks.guarded_model import GuardedModel, check_input_structure, input_specs
 from bertlayers.startup import backend_name
 
 
@@ -45,6 +46,12 @@ def compiled_predictor(model):
         return model.predict_on_batch
 
     def predict(inputs):
+        # Checked on the host first: inside the compiled function values cannot be (an id of -1
+        # would read the last embedding row there), and a bad shape would compile a new function.
+        if isinstance(model, GuardedModel):
+            model.check_inputs(inputs)
+        elif isinstance(inputs, dict):
+            check_input_structure(input_specs(model), inputs)
         return keras.tree.map_structure(np.asarray, run(inputs))
 
     return predict

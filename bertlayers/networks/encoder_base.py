@@ -17,10 +17,17 @@ from bertlayers.layers.activations import with_activation_renamed
 from bertlayers.layers.bert_embeddings import BertEmbeddings
 from bertlayers.layers.factorized_embedding import FactorizedEmbedding
 from bertlayers.layers.initializers import bert_initializer
-from bertlayers.layers.input_checks import check_integer_ids, check_padding_mask, check_rank, check_same_shape
+from bertlayers.layers.input_checks import (
+    check_encoder_values,
+    check_integer_ids,
+    check_padding_mask,
+    check_rank,
+    check_same_shape,
+)
 from bertlayers.layers.pooler import Pooler
 from bertlayers.layers.transformer_encoder_block import TransformerEncoderBlock
 from bertlayers.networks.encoder_config import EncoderConfig
+from bertlayers.networks.guarded_model import GuardedModel
 from bertlayers.networks.presets import get_preset
 
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
@@ -29,7 +36,7 @@ INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
 ENCODERS = {}
 
 
-class EncoderBase(keras.Model):
+class EncoderBase(GuardedModel, keras.Model):
     """A functional encoder model.
 
     Inputs (int32, each `[batch, seq]`): `token_ids`, `segment_ids` (0 for sentence A, 1 for
@@ -257,8 +264,20 @@ class EncoderBase(keras.Model):
                 check_rank(value, 2, name, "[batch, seq]")
             inputs.update(check_same_shape(ids))
             if "padding_mask" in ids:
-                inputs["padding_mask"] = check_padding_mask(inputs["padding_mask"])
+                inputs["padding_mask"] = check_padding_mask(inputs["padding_mask"], real_first=self.reads_first_token)
         return super().call(inputs, training=training, mask=mask)
+
+    @property
+    def reads_first_token(self):
+        """Whether the summary is read at position 0 ([CLS]): such an encoder refuses left padding."""
+        return self.pooler.position == "first"
+
+    def check_input_values(self, inputs, prefix=""):
+        """Ids, segments, length and padding mask of concrete inputs ({prefix + name: NumPy array})
+        within this encoder's limits (see `GuardedModel`)."""
+        config = self.config
+        check_encoder_values(inputs, config.vocabulary_size, config.type_vocab_size, config.max_sequence_length,
+                             real_first=self.reads_first_token, prefix=prefix)
 
     def freeze_lower_layers(self, num_layers):
         """Freeze the embeddings and the first `num_layers` layers; the layers above, the pooler

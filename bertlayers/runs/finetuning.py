@@ -14,6 +14,7 @@ from bertlayers.data.checkpoint_tokenizer import TokenizerFiles, text_packer
 from bertlayers.data.tokenizer import ModelVocabulary, check_vocabulary_fits
 from bertlayers.models.logits_model import LogitsModel
 from bertlayers.networks import reinitialized
+from bertlayers.runs.output_folder import take_output_folder
 from bertlayers.runs.pretraining import PRECISIONS
 from bertlayers.training.callbacks import JsonHistory
 from bertlayers.training.distribute import STRATEGIES, build_strategy, compile_options
@@ -35,6 +36,8 @@ def add_finetuning_arguments(parser, sequence_length=128, epochs=3, batch_size=3
                        "file, or a pretrain.py output folder (default: the real all-MiniLM-L6-v2)")
     group.add_argument("--random_init", action="store_true", help="same architecture, random weights (no pretraining)")
     group.add_argument("--output_dir", required=True, help="where the model, metrics, history and TensorBoard logs go")
+    group.add_argument("--overwrite", action="store_true", help="replace the run already in --output_dir (without it, "
+                       "a folder holding a finished or interrupted run is refused: runs do not resume)")
     group.add_argument("--sequence_length", type=int, default=sequence_length, help="pieces per example, [CLS] and [SEP]s included")
     group.add_argument("--epochs", type=int, default=epochs, help="passes over the training examples")
     group.add_argument("--batch_size", type=int, default=batch_size, help="examples per step")
@@ -116,6 +119,7 @@ class FinetuningConfig:
     lstm_units: int = 256
     seed: int = 0
     verbose: int = 1
+    overwrite: bool = False  # replace the run already in output_dir (else such a folder is refused)
 
     RANGES = {
         "sequence_length": Range(int, 2),
@@ -182,13 +186,13 @@ def feature_based_options(config):
 
 def start(config):
     """Build the strategy (before TensorFlow runs any op), seed everything, and take the output
-    folder (a second run into it is refused: `FolderBusyError`)."""
+    folder (a second live run into it is refused, `FolderBusyError`; one holding an earlier run's
+    files too, `FileExistsError`, unless `config.overwrite`)."""
     _check_config(config)
     strategy = build_strategy(config.strategy, tpu=config.tpu, num_cpu_devices=config.num_cpu_devices)
     keras.utils.set_random_seed(config.seed)
-    # One run at a time in a folder: a second would overwrite the first's files as it writes them.
-    atomic_files.claim(config.output_dir, "fine-tuning run in")
-    atomic_files.remove_orphaned_staging(config.output_dir)
+    # One run at a time in a folder, and one run's files in it (see `take_output_folder`).
+    take_output_folder(config.output_dir, "fine-tuning run in", overwrite=config.overwrite)
     return strategy
 
 

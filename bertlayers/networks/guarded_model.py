@@ -1,0 +1,207 @@
+"""A `keras.Model` that a refused call leaves as it was.
+
+Keras's training loops on JAX are stateless: before the first step `fit`, `evaluate` and `predict`
+move every variable's value into the step's state and clear the variable (to hold one copy in
+memory), and put the values back when the loop ends. A step that raises (a batch of the wrong
+rank, float ids refused by a layer's check while the step is traced) never gets there: every
+variable is left empty, and every later call, `get_weights` and `save` fail with "'NoneType'
+object is not callable", the trained weights gone (a plain `keras.Model` behaves the same).
+
+Two guards keep a model usable. The batch is checked on the host before Keras sees it (dtype,
+rank and shape against the model's `keras.Input`s, then the values where the model knows their
+limits, `check_input_values`): inside a compiled step values cannot be checked, and an id of -1
+would read the last embedding row there without a word. And any call that still raises has the
+loop's latest state (or, before its first step, the values it cleared) put back before the
+error goes on. `save` writes its file atomically, so a failing save never replaces a good file.
+"""
+
+import os
+import weakref
+
+import keras
+import numpy as np
+
+from bertlayers.layers.input_checks import known_values as _known_values
+from bertlayers.utils.atomic_files import save_model
+
+
+def _is_dataset(data):
+    return type(data).__name__.endswith("Dataset") and hasattr(data, "element_spec")
+
+
+def _features(data):
+    """The model's inputs in what `fit`/`predict` take: a dict as it is, a Dataset's element
+    spec (its first item when it yields `(x, y[, w])`), else None (generators, PyDatasets)."""
+    if _is_dataset(data):
+        data = data.element_spec
+        if isinstance(data, tuple):
+            data = data[0]
+    return data if isinstance(data, dict) else None
+
+
+def _is_integer(dtype):
+    dtype = keras.backend.standardize_dtype(dtype)
+    return "int" in dtype or dtype == "bool"
+
+
+class GuardedModel:
+    """The mixin (before `keras.Model` among the bases) of every model bertlayers builds: inputs
+    checked before Keras's stateful machinery sees them, the state kept through a refused call,
+    `save` atomic. (Not itself a `keras.Model`: Keras rewrites the bases of a functional model's
+    classes to `Functional`, which would turn a subclassed model on the same base functional too.)
+
+    Subclasses check the values they know the limits of in `check_input_values` (called with a
+    dict of NumPy arrays); the dtype, rank and fixed dimensions of every `keras.Input` are
+    checked here for all.
+    """
+
+    def check_input_values(self, inputs):
+        """Raise a ValueError naming the input and value if `inputs` ({name: NumPy array}, as
+        fed) holds a value this model cannot take. Nothing by default."""
+
+    def check_inputs(self, data):
+        """Check what `fit`, `evaluate` or `predict` was given (a dict of arrays, or a
+        `tf.data.Dataset` whose element spec is checked) before it reaches the model."""
+        features = _features(data)
+        if features is None:
+            return
+        self.check_input_structure(features)
+        if not _is_dataset(data):
+            names = self._input_specs()
+            values = {name: _known_values(value) for name, value in features.items() if name in names}
+            self.check_input_values({name: value for name, value in values.items() if value is not None})
+
+    def check_input_structure(self, features):
+        """Each fed input of `features` against its `keras.Input` (see `check_input_structure`)."""
+        check_input_structure(self._input_specs(), features)
+
+    def _input_specs(self):
+        return input_specs(self)
+
+    def call(self, inputs, *args, **kwargs):
+        if isinstance(inputs, dict):
+            # An eager call checks values too: its layers may not be the ones whose calls check them
+            # (XLNet's pretrainer runs its encoder's streams itself).
+            self.check_input_structure(inputs)
+            values = {name: _known_values(value) for name, value in inputs.items()}
+            self.check_input_values({name: value for name, value in values.items() if value is not None})
+        return super().call(inputs, *args, **kwargs)
+
+    # --- Keras's entry points, each checked and kept whole ---
+    def fit(self, x=None, y=None, *args, validation_data=None, **kwargs):
+        self.check_inputs(x)
+        if validation_data is not None:
+            self.check_inputs(validation_data[0] if isinstance(validation_data, tuple) else validation_data)
+        with kept_state(self):
+            return super().fit(x, y, *args, validation_data=validation_data, **kwargs)
+
+    def evaluate(self, x=None, *args, **kwargs):
+        self.check_inputs(x)
+        with kept_state(self):
+            return super().evaluate(x, *args, **kwargs)
+
+    def predict(self, x, *args, **kwargs):
+        self.check_inputs(x)
+        with kept_state(self):
+            return super().predict(x, *args, **kwargs)
+
+    def train_on_batch(self, x, *args, **kwargs):
+        self.check_inputs(x)
+        with kept_state(self):
+            return super().train_on_batch(x, *args, **kwargs)
+
+    def test_on_batch(self, x, *args, **kwargs):
+        self.check_inputs(x)
+        with kept_state(self):
+            return super().test_on_batch(x, *args, **kwargs)
+
+    def predict_on_batch(self, x):
+        self.check_inputs(x)
+        with kept_state(self):
+            return super().predict_on_batch(x)
+
+    def _purge_model_variables(self, *args, **kwargs):
+        # Keras's JAX loops call this to clear the variables whose values they move into a step's
+        # state; what they held is kept here until the loop ends (see `kept_state`).
+        candidates = list(self.variables) + list(getattr(self, "metrics_variables", []))
+        optimizer = getattr(self, "optimizer", None)
+        if optimizer is not None and getattr(optimizer, "built", False):
+            candidates += list(optimizer.variables)
+        _CLEARED.setdefault(self, []).extend((v, v._value) for v in candidates if v._value is not None)
+        return super()._purge_model_variables(*args, **kwargs)
+
+    def save(self, filepath, *args, **kwargs):
+        """`keras.Model.save`, written atomically when `filepath` is a path: a save that fails
+        (a full disk, a refused model) leaves the file that was there."""
+        if isinstance(filepath, (str, os.PathLike)) and str(filepath).endswith(".keras") and not args and not kwargs:
+            return save_model(self, os.fspath(filepath))
+        return super().save(filepath, *args, **kwargs)
+
+
+def input_specs(model):
+    """{name: keras.Input} of a functional model (empty for a subclassed one)."""
+    return {tensor.name: tensor for tensor in getattr(model, "inputs", None) or [] if hasattr(tensor, "name")}
+
+
+def check_input_structure(specs, features):
+    """Each fed input of `features` ({name: array, tensor or spec}) against its `keras.Input` in
+    `specs`: integers where it takes integers (a functional model would cast 5.7 to 5), its rank
+    (it would squeeze `[batch, seq, 1]` to `[batch, seq]`), its fixed dimensions."""
+    for name, value in features.items():
+        spec = specs.get(name)
+        if spec is None or not hasattr(value, "shape") or not hasattr(value, "dtype"):
+            continue
+        shape = tuple(value.shape)
+        if _is_integer(spec.dtype) and not _is_integer(value.dtype):
+            raise TypeError(
+                f"{name} must be an integer tensor ({keras.backend.standardize_dtype(spec.dtype)}), "
+                f"got dtype {keras.backend.standardize_dtype(value.dtype)}."
+            )
+        layout = "[batch, " + ", ".join("?" if d is None else str(d) for d in spec.shape[1:]) + "]"
+        if len(shape) != len(spec.shape):
+            raise ValueError(f"{name} must have rank {len(spec.shape)} ({layout}), got shape {shape}.")
+        for axis, (want, got) in enumerate(zip(spec.shape, shape)):
+            if axis and want is not None and got is not None and want != got:
+                raise ValueError(f"{name} must be {layout}, got shape {shape}.")
+
+
+# Model -> [(variable, value)]: what Keras's JAX loop last cleared from the model's variables.
+# (`fit` calls `evaluate` for its validation data: the depth of such nested calls per model.)
+_CLEARED = weakref.WeakKeyDictionary()
+_DEPTH = weakref.WeakKeyDictionary()
+
+
+class kept_state:
+    """Context manager: if the body raises, the model's variables hold values again (under JAX,
+    the loop's latest state, else what the loop cleared from them)."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def __enter__(self):
+        self.state_before = getattr(self.model, "_jax_state", None)
+        _DEPTH[self.model] = _DEPTH.get(self.model, 0) + 1
+        return self
+
+    def __exit__(self, kind, error, traceback):
+        model = self.model
+        _DEPTH[model] -= 1
+        if kind is None or keras.backend.backend() != "jax":
+            if not _DEPTH[model]:  # the outermost call ended: the loop put every value back
+                _CLEARED.pop(model, None)
+            return False
+        state = getattr(model, "_jax_state", None)
+        if state and state is not self.state_before and not getattr(model, "_jax_state_synced", True):
+            model.jax_state_sync()  # the state after the last step that ran
+        model._jax_state = None
+        model._jax_state_synced = True
+        cleared = _CLEARED.pop(model, []) if not _DEPTH[model] else _CLEARED.get(model, [])
+        for variable, value in cleared:
+            if variable._value is None and value is not None and not _deleted(value):
+                variable._value = value
+        return False
+
+
+def _deleted(array):
+    """Whether a JAX array's buffer was donated to a step (and so freed)."""
+    return bool(getattr(array, "is_deleted", lambda: False)())
