@@ -19,7 +19,7 @@ import os
 from bertlayers.convert import load_encoder, load_model_file
 from bertlayers.data.checkpoint_tokenizer import pack_in_chunks
 from bertlayers.data.multiple_choice_data import encode_choices
-from bertlayers.data.retrieval_data import read_pairs, retrieval_set
+from bertlayers.data.retrieval_data import check_training_pairs, read_pairs, retrieval_set
 from bertlayers.metrics import ranking_metrics
 from bertlayers.models import DualEncoder, MultipleChoice, SentenceEmbedder
 from bertlayers.runs.finetuning import (
@@ -53,6 +53,8 @@ def main():
         raise ValueError(f"--first_stage {args.first_stage} holds a {type(dual).__name__}, not a DualEncoder.")
 
     pairs = read_pairs(args.train_file)[: args.max_train_examples]
+    if dual is None:
+        check_training_pairs(pairs, args.batch_size, args.train_file)
     evaluations = {os.path.basename(os.path.dirname(os.path.abspath(path))) + "/" + os.path.basename(path): retrieval_set(read_pairs(path))
                    for path in args.eval_file}
     query_packer, passage_packer = packer_for(config, args.query_length), packer_for(config, args.sequence_length)

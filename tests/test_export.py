@@ -310,6 +310,7 @@ def bad_requests():
         ("encoder", "serving_default", with_ids(padding_mask=ids["padding_mask"] * np.array([[1], [0]], "int32")), "every sequence needs at least one real token"),
         ("classifier", "serving_default", {k: v[:, :0] for k, v in ids.items()}, "every sequence needs at least one real token"),
         ("tagger", "token_ids_only", {"token_ids": np.zeros((1, 4), "int32")}, "every sequence needs at least one real token"),
+        ("classifier", "serving_default", with_ids(padding_mask=ids["padding_mask"] * (np.arange(SEQ) > 0)), "starts with padding"),
     ]
 
 
@@ -369,6 +370,24 @@ def test_export_refuses_path_tricks_and_foreign_vocabularies(exported, tmp_path)
     with pytest.raises(ValueError, match="has 7 tokens, but the model's token embedding has 30522 rows"):
         export_for_serving(models["encoder"], "enc", base_dir=str(tmp_path / "base"), vocabulary=str(small), sequence_length=SEQ)
     assert not (tmp_path / "base" / "enc").exists()
+
+
+def test_an_export_name_keeps_its_kind_of_model(exported, tmp_path):
+    """TF Serving serves a name's newest version: an ids model written under a text model's name (or
+    a tagger under a classifier's) would switch that endpoint's inputs or outputs under its clients."""
+    _, models, _ = exported
+    base = str(tmp_path / "base")
+    export_for_serving(models["classifier"], "keep", base_dir=base, vocabulary=bert_uncased_vocabulary(), sequence_length=SEQ)
+    config = open(os.path.join(base, "models.config")).read()
+    with pytest.raises(ValueError, match=r"keep_text serves another kind of model: its newest version \(.*keep_text/1\) has "
+                       r"signature 'serving_default' with inputs \{'text': 'string \[-1\]'\}"):
+        export_for_serving(models["classifier"], "keep_text", base_dir=base, sequence_length=SEQ, text=False)
+    with pytest.raises(ValueError, match="keep serves another kind of model"):
+        export_for_serving(models["tagger"], "keep", base_dir=base, sequence_length=SEQ, text=False)
+    assert sorted(os.listdir(os.path.join(base, "keep_text"))) == ["1"] and sorted(os.listdir(os.path.join(base, "keep"))) == ["1"]
+    assert open(os.path.join(base, "models.config")).read() == config
+    again = export_for_serving(models["classifier"], "keep", base_dir=base, vocabulary=bert_uncased_vocabulary(), sequence_length=SEQ)
+    assert again["keep"].endswith("keep/2") and again["keep_text"].endswith("keep_text/2")
 
 
 def test_a_kill_between_the_pair_renames_is_completed_by_the_next_export(exported, tmp_path):

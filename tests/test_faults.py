@@ -145,7 +145,11 @@ def test_fine_tuning_killed_at_random_points_then_run_again(tmp_path):
         process.wait()
         if (output / "model.keras").exists():  # what a kill leaves is complete or absent
             keras.saving.load_model(str(output / "model.keras"))
-    run(command, timeout=600)
+    if output.exists() and [name for name in os.listdir(output) if not name.startswith(".")]:
+        # Fine-tuning does not resume: the same command is refused by name, the killed run's files kept.
+        refused = run(command, expect=2, timeout=600)
+        assert "holds an interrupted run" in refused.stderr or "holds a finished run" in refused.stderr
+    run(command + ["--overwrite"], timeout=600)
     assert json.loads((output / "metrics.json").read_text())["eval_examples"] == 64
     assert keras.saving.load_model(str(output / "model.keras")).num_classes == 2
     assert not staging_left(output)

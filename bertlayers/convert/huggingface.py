@@ -10,6 +10,7 @@ import os
 import numpy as np
 
 from bertlayers.convert.weight_map import WeightMap
+from bertlayers.data.checkpoint_tokenizer import check_tokenizer_files
 from bertlayers.networks.bert_encoder import BertEncoder
 from bertlayers.networks.encoder_config import EncoderConfig
 
@@ -96,11 +97,21 @@ def renamed_fields(hf_config, keys, required, source):
     return fields
 
 
+# The names transformers gives its base models inside task checkpoints (`bert.` in BertForPreTraining).
+BASE_MODEL_PREFIXES = ("bert.", "roberta.", "electra.", "albert.", "distilbert.", "transformer.", "deberta.")
+
+
 def start_loading(path, model_type, prefix, encoder_class, dtype, name="encoder"):
     """What every loader begins with: the folder read and checked (`read_huggingface_folder`), the
     base model's `prefix` taken off the tensor names, the encoder built from the config, and an
     empty `WeightMap`. Returns (config.json dict, tensors, encoder, weights)."""
     hf_config, config, tensors, weights_path = read_huggingface_folder(path, model_type)
+    foreign = sorted({p for name in tensors for p in BASE_MODEL_PREFIXES if name.startswith(p) and p != prefix})
+    if foreign:
+        raise ValueError(
+            f"{weights_path}: config.json says model_type {hf_config.get('model_type', 'bert')!r}, but its tensors are "
+            f"named {foreign[0]}* (another family's base model): the config does not belong to these weights."
+        )
     tensors = without_prefix(tensors, prefix)
     encoder = encoder_class.from_encoder_config(config, dtype=dtype, name=name)
     return hf_config, tensors, encoder, WeightMap(tensors, weights_path)
@@ -109,7 +120,10 @@ def start_loading(path, model_type, prefix, encoder_class, dtype, name="encoder"
 def tied_output(hf_config):
     """Whether the checkpoint's LM head projects with the word embedding's transpose
     (transformers' `tie_word_embeddings`, true unless a config says otherwise)."""
-    return bool(hf_config.get("tie_word_embeddings", True))
+    tied = hf_config.get("tie_word_embeddings", True)
+    if not isinstance(tied, bool):
+        raise ValueError(f"config.json: tie_word_embeddings must be true or false, got {tied!r} ({type(tied).__name__}).")
+    return tied
 
 
 def add_output_projection(weights, encoder, output_key, embedding_key):
@@ -172,6 +186,7 @@ def read_huggingface_folder(path, model_type):
             f"{config_path}: model_type {found!r} is not a {' or '.join(expected)} checkpoint; use {HUGGINGFACE_FAMILIES[found].loader.__name__}."
         )
 
+    check_tokenizer_files(path, found, source=config_path)
     vocab_path = os.path.join(path, "vocab.txt")
     if os.path.isfile(vocab_path):
         vocab_size = _read_vocabulary_size(vocab_path)

@@ -10,6 +10,7 @@ since 2.12 links.
 
 import json
 
+from bertlayers.data.text_files import numbered_lines, read_text
 from bertlayers.startup import require_tensorflow
 
 tf = require_tensorflow(__name__)
@@ -34,24 +35,41 @@ def bytes_to_unicode():
 
 def read_bpe_files(vocab_json, merges_txt):
     """(token -> id dict, [(left, right)] merges in rank order) of GPT-2 style files, each
-    checked: a ValueError names the file and the line that does not parse."""
+    checked as a whole: the vocabulary a JSON object of distinct tokens to the ids 0 .. n - 1, each
+    id once; the merges non-empty (without them every word splits into bytes), each line two
+    symbols of the vocabulary whose join is in it too. A ValueError names the file, line and value."""
     try:
-        with open(vocab_json, encoding="utf-8") as f:
-            vocabulary = json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        vocabulary = json.loads(read_text(vocab_json))
+    except json.JSONDecodeError as error:
         raise ValueError(f"{vocab_json} is not a JSON vocabulary: {error}") from None
-    if not isinstance(vocabulary, dict) or not all(isinstance(i, int) for i in vocabulary.values()):
+    if not isinstance(vocabulary, dict) or not all(type(i) is int for i in vocabulary.values()):
         raise ValueError(f"{vocab_json} is not a byte-level BPE vocabulary (expected a JSON object of token -> id).")
+    by_id = {}
+    for token, index in vocabulary.items():
+        if index in by_id:
+            raise ValueError(f"{vocab_json}: the tokens {by_id[index]!r} and {token!r} both have id {index}; each id "
+                             "names one token.")
+        by_id[index] = token
+    gaps = sorted(set(range(len(by_id))) - set(by_id))
+    if gaps:
+        raise ValueError(f"{vocab_json}: ids run from {min(by_id)} to {max(by_id)} for {len(by_id)} tokens (no token has "
+                         f"id {gaps[0]}); a vocabulary's ids are 0 .. size - 1, each once.")
     merges = []
-    with open(merges_txt, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            line = line.rstrip("\r\n")
-            if not line or (number == 1 and line.startswith("#version")):
-                continue
-            parts = line.split(" ")
-            if len(parts) != 2 or not all(parts):
-                raise ValueError(f"{merges_txt}:{number}: expected a merge 'left right', got {line!r}; is it a BPE merges.txt?")
-            merges.append(tuple(parts))
+    for number, line in numbered_lines(merges_txt):
+        line = line.rstrip("\r\n")
+        if not line or (number == 1 and line.startswith("#version")):
+            continue
+        parts = line.split(" ")
+        if len(parts) != 2 or not all(parts):
+            raise ValueError(f"{merges_txt}:{number}: expected a merge 'left right', got {line!r}; is it a BPE merges.txt?")
+        unknown = [part for part in parts if part not in vocabulary]
+        if unknown:
+            raise ValueError(f"{merges_txt}:{number}: the merge {line!r} joins {unknown[0]!r}, which {vocab_json} lacks: "
+                             "the files do not belong together.")
+        merges.append(tuple(parts))
+    if not merges:
+        raise ValueError(f"{merges_txt} holds no merges: every word would be split into single bytes. Is it the "
+                         "checkpoint's merges.txt?")
     missing = [f"{a}{b}" for a, b in merges if f"{a}{b}" not in vocabulary][:5]
     if missing:
         raise ValueError(f"{merges_txt} merges into pieces {vocab_json} lacks ({', '.join(map(repr, missing))}): the files do not belong together.")

@@ -19,6 +19,7 @@ import numpy as np
 
 from bertlayers.data.input_layout import InputLayout, bert_layout
 from bertlayers.data.sentencepiece_model import SentencePiece, read_sentencepiece_model
+from bertlayers.data.text_files import text_batch
 from bertlayers.data.tokenizer import BertInputPacker, ModelVocabulary, load_vocabulary, wordpiece_tokenizer
 from bertlayers.data.wordpiece import InGraphTokenizer
 from bertlayers.startup import require_tensorflow
@@ -93,8 +94,7 @@ class CheckpointTokenizer:
     def encode(self, first, second=None, sequence_length=512, truncation=None):
         """Model inputs of a text or a batch of texts (and their pair texts), as int32 numpy
         arrays `[batch, sequence_length]`: token_ids, segment_ids, padding_mask."""
-        batched = not isinstance(first, str)
-        as_batch = lambda texts: tf.constant(list(texts) if batched else [texts], tf.string)  # noqa: E731
+        as_batch = lambda texts: tf.constant(text_batch(texts), tf.string)  # noqa: E731
         second_ids = None if second is None else self.tokenizer.tokenize(as_batch(second))
         packed = self.layout.pack(self.tokenizer.tokenize(as_batch(first)), second_ids, sequence_length, truncation or self.truncation)
         return self.padded(dict(zip(("token_ids", "segment_ids", "padding_mask"), packed)), sequence_length)
@@ -219,11 +219,30 @@ def pack_in_chunks(packer, *columns, chunk=512):
 
 # model_type -> reader(folder, config dict, tokenizer_config dict) -> CheckpointTokenizer
 CHECKPOINT_TOKENIZERS = {}
+TOKENIZER_FILES_OF = {}  # model_type -> the tokenizer files its reader needs
 
 
-def register_checkpoint_tokenizer(model_type, reader):
+def register_checkpoint_tokenizer(model_type, reader, files):
+    """Make `checkpoint_tokenizer` read a `model_type`'s folder with `reader(folder, config,
+    tokenizer_config)`, from its tokenizer `files` (all of which it needs)."""
     CHECKPOINT_TOKENIZERS[model_type] = reader
+    TOKENIZER_FILES_OF[model_type] = tuple(files)
     return reader
+
+
+def check_tokenizer_files(folder, model_type, source="config.json"):
+    """Refuse a folder whose tokenizer files are another model_type's than its config says (a BERT
+    folder whose config.json says "roberta" would load as RoBERTa: positions and layout wrong)."""
+    needed = TOKENIZER_FILES_OF.get(model_type)
+    present = [n for n in TOKENIZER_FILES if n != "tokenizer_config.json" and os.path.isfile(os.path.join(folder, n))]
+    if not needed or not present or set(needed) <= set(present):
+        return
+    owners = sorted(t for t, files in TOKENIZER_FILES_OF.items() if set(files) <= set(present))
+    raise ValueError(
+        f"{source} says model_type {model_type!r}, whose tokenizer is {' + '.join(needed)}, but {folder} holds "
+        f"{' + '.join(present)}" + (f" (a {' / '.join(owners)} checkpoint's)" if owners else "")
+        + ": the config does not belong to this checkpoint."
+    )
 
 
 def _json(path):
@@ -297,4 +316,4 @@ def spiece_tokenizer(folder, model_type, lowercase, strip_accents=True):
     return tokenizer, special
 
 
-register_checkpoint_tokenizer("bert", wordpiece_checkpoint_tokenizer)
+register_checkpoint_tokenizer("bert", wordpiece_checkpoint_tokenizer, ["vocab.txt"])

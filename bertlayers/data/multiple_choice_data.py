@@ -63,14 +63,19 @@ def read_choices(path):
             context, choices, label = record["context"], record["choices"], record["label"]
         except (json.JSONDecodeError, KeyError, TypeError) as error:
             raise ValueError(f"{where}: expected {{\"context\": str, \"choices\": [str, ...], \"label\": int}} ({error}).") from None
+        if not isinstance(context, str) or not context.strip():
+            raise ValueError(f"{where}: context must be a non-empty string, got {context!r}.")
         if not isinstance(choices, list) or len(choices) < 2 or not all(isinstance(c, str) for c in choices):
             raise ValueError(f"{where}: choices must be a list of at least two strings.")
-        if not isinstance(label, int) or not 0 <= label < len(choices):
+        empty = [i for i, choice in enumerate(choices) if not choice.strip()]
+        if empty:
+            raise ValueError(f"{where}: choice {empty[0]} is empty; every choice needs text.")
+        if isinstance(label, bool) or not isinstance(label, int) or not 0 <= label < len(choices):
             raise ValueError(f"{where}: label must index the choices (0 to {len(choices) - 1}), got {label!r}.")
         if count is not None and len(choices) != count:
             raise ValueError(f"{where}: {len(choices)} choices where the lines before have {count}; one number per file.")
         count = len(choices)
-        examples.append(ChoiceExample(str(context), tuple(choices), label))
+        examples.append(ChoiceExample(context, tuple(choices), label))
     if not examples:
         raise ValueError(f"{path} holds no examples.")
     return examples

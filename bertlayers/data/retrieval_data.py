@@ -81,9 +81,27 @@ def read_pairs(path):
 
 
 def retrieval_set(pairs):
-    """The pairs as an evaluation: every query, the distinct passages (in first-seen order), and
-    each query's relevant passage."""
-    index = {}
+    """The pairs as an evaluation: the distinct queries and passages (each in first-seen order),
+    and each query's relevant passages: a query on several lines has all their passages relevant,
+    as qrels list them (scored as separate queries, each line would count the others' passages as
+    wrong answers)."""
+    passages, queries, relevant = {}, {}, []
     for pair in pairs:
-        index.setdefault(pair.passage, len(index))
-    return RetrievalSet([p.query for p in pairs], list(index), [{index[p.passage]} for p in pairs])
+        passage = passages.setdefault(pair.passage, len(passages))
+        query = queries.setdefault(pair.query, len(queries))
+        if query == len(relevant):
+            relevant.append(set())
+        relevant[query].add(passage)
+    return RetrievalSet(list(queries), list(passages), relevant)
+
+
+def check_training_pairs(pairs, batch_size, source):
+    """Refuse training pairs that in-batch negatives cannot learn from: each row's negatives are the
+    other rows' passages, so one pair (or a batch of one) has none and trains at loss 0, and rows
+    that all share a query or a passage make every "negative" a positive."""
+    if len(pairs) < 2 or batch_size < 2:
+        raise ValueError(f"{source}: in-batch negatives need at least two pairs a batch; got {len(pairs)} pair(s) and "
+                         f"--batch_size {batch_size}.")
+    for what in ("query", "passage"):
+        if len({getattr(p, what) for p in pairs}) < 2:
+            raise ValueError(f"{source}: every pair has the same {what}; in-batch negatives need pairs that differ.")

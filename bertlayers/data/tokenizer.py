@@ -5,7 +5,7 @@ import dataclasses
 import keras_hub
 import numpy as np
 
-from bertlayers.data.text_files import numbered_lines
+from bertlayers.data.text_files import numbered_lines, text_batch
 from bertlayers.startup import require_tensorflow
 
 tf = require_tensorflow(__name__)
@@ -14,8 +14,23 @@ SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
 def load_vocabulary(path):
-    """The tokens of a `vocab.txt` (one per line), checked for BERT's special tokens."""
-    vocabulary = [line.rstrip("\r\n") for _, line in numbered_lines(path)]
+    """The tokens of a `vocab.txt` (one per line, the line number minus one its id), checked as a
+    whole: every token non-empty, without whitespace beside its characters, and unique (two lines of one token give one
+    of their ids no text at all; tensorflow-text refuses them naming neither), BERT's special tokens
+    present."""
+    vocabulary, lines = [], {}
+    for number, line in numbered_lines(path):
+        token = line.rstrip("\r\n")
+        # (A token of whitespace alone is harmless, never produced by WordPiece's split: keras-hub's
+        # vocabulary trainer writes one.)
+        if not token or (token.strip() and any(character.isspace() for character in token)):
+            raise ValueError(f"{path}:{number}: the token {token!r} is empty or holds whitespace among its characters; "
+                             "a WordPiece vocab.txt has one token per line.")
+        if token in lines:
+            raise ValueError(f"{path}:{number}: the token {token!r} is on line {lines[token]} already; each token "
+                             "must be listed once (its line gives its id).")
+        lines[token] = number
+        vocabulary.append(token)
     missing = [token for token in SPECIAL_TOKENS if token not in vocabulary]
     if missing:
         raise ValueError(f"{path} lacks the special tokens {missing}; is it a BERT vocab.txt?")
@@ -111,11 +126,10 @@ class BertInputPacker:
         return 3 if pair else 2
 
     def __call__(self, first, second=None):
-        batched = not isinstance(first, str)
-        first = tf.constant([first] if not batched else list(first))
+        first = tf.constant(text_batch(first))
         segments = [self.tokenizer(first)]
         if second is not None:
-            second = tf.constant([second] if not batched else list(second))
+            second = tf.constant(text_batch(second, "second text"))
             segments.append(self.tokenizer(second))
         token_ids, segment_ids = self._packer(tuple(segments))
         token_ids = np.asarray(token_ids, dtype="int32")

@@ -205,6 +205,52 @@ def next_version(model_dir):
     return max(versions, default=0) + 1
 
 
+def signature_summary(version_dir):
+    """{signature key: (inputs {name: "dtype shape"}, output names)} of the SavedModel in
+    `version_dir`, read from its `saved_model.pb` (nothing is loaded)."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    saved = saved_model_pb2.SavedModel()
+    with open(os.path.join(version_dir, "saved_model.pb"), "rb") as file:
+        saved.ParseFromString(file.read())
+    summary = {}
+    for key, signature in saved.meta_graphs[0].signature_def.items():
+        inputs = {
+            name: f"{tf.dtypes.as_dtype(info.dtype).name} {[d.size for d in info.tensor_shape.dim]}"
+            for name, info in signature.inputs.items()
+        }
+        summary[key] = (inputs, sorted(signature.outputs))
+    return summary
+
+
+def check_same_endpoint(model_dir, staged_dir):
+    """Refuse a new version whose signatures (their names, inputs or outputs) differ from the newest
+    version's in `model_dir`: TF Serving serves the newest version, so its clients would find the
+    endpoint's inputs changed under them (a text model replaced by an ids model, say)."""
+    versions = sorted((int(n) for n in os.listdir(model_dir) if n.isdigit()
+                       and os.path.isfile(os.path.join(model_dir, n, "saved_model.pb"))), reverse=True)
+    if not versions:
+        return
+    newest = os.path.join(model_dir, str(versions[0]))
+    old, new = signature_summary(newest), signature_summary(staged_dir)
+    if old == new:
+        return
+    keys = sorted(set(old) | set(new))
+    changed = next(k for k in keys if old.get(k) != new.get(k))
+    raise ValueError(
+        f"{model_dir} serves another kind of model: its newest version ({newest}) has signature {changed!r} "
+        f"{_described(old.get(changed))}, this export {_described(new.get(changed))}. A model name keeps its "
+        "inputs and outputs across versions (TF Serving switches its clients to the newest); export under another name."
+    )
+
+
+def _described(entry):
+    if entry is None:
+        return "absent"
+    inputs, outputs = entry
+    return f"with inputs {dict(sorted(inputs.items()))} and outputs {outputs}"
+
+
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _JOURNAL = ".export-journal-"
 
@@ -433,6 +479,7 @@ def _export(model, outputs, input_names, limits, name, names, base_dir, tokenize
                 print(f"Writing {finals[n]} ({len(signatures[n])} signatures) ...", flush=True)
             staged[staging] = finals[n]
             tf.saved_model.save(servable, staging, signatures=signatures[n])
+            check_same_endpoint(os.path.join(base_dir, n), staging)
         _commit_together(base_dir, staged)
     except Exception as error:
         if atomic_files.is_disk_full(error):

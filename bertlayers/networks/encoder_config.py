@@ -40,6 +40,8 @@ class EncoderConfig:
     pooler_activation: str = "tanh"
 
     def __post_init__(self):
+        for field in dataclasses.fields(self):
+            _check_type(field, getattr(self, field.name))
         positive = (
             "vocabulary_size",
             "num_layers",
@@ -104,3 +106,23 @@ class EncoderConfig:
     def to_dict(self):
         """The fields as a dict: the constructor arguments of an encoder of this configuration."""
         return dataclasses.asdict(self)
+
+
+def _check_type(field, value):
+    """A field's value of exactly its declared type: a bool is no int, a string no number (a
+    config.json saying `"hidden_dropout_prob": "0.1"` or `"is_decoder": "false"` is refused)."""
+    kind, optional = field.type, False
+    if kind == Optional[int]:
+        kind, optional = int, True
+    if optional and value is None:
+        return
+    if kind is bool:
+        right = isinstance(value, bool)
+    elif kind is float:
+        right = isinstance(value, (int, float)) and not isinstance(value, bool)
+    else:
+        right = isinstance(value, kind) and not isinstance(value, bool)
+    if not right:
+        wanted = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}[kind]
+        raise ValueError(f"EncoderConfig.{field.name} must be {wanted}{' or None' if optional else ''}, "
+                         f"got {value!r} ({type(value).__name__}).")

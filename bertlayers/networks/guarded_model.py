@@ -19,7 +19,6 @@ import os
 import weakref
 
 import keras
-import numpy as np
 
 from bertlayers.layers.input_checks import known_values as _known_values
 from bertlayers.utils.atomic_files import save_model

@@ -13,4 +13,4 @@ def albert_checkpoint_tokenizer(folder, config, tokenizer_config):
     return CheckpointTokenizer(tokenizer, layout, len(tokenizer.pieces), "sentencepiece", unknown_id=special("<unk>"))
 
 
-register_checkpoint_tokenizer("albert", albert_checkpoint_tokenizer)
+register_checkpoint_tokenizer("albert", albert_checkpoint_tokenizer, ["spiece.model"])

@@ -8,4 +8,4 @@ def distilbert_checkpoint_tokenizer(folder, config, tokenizer_config):
     return wordpiece_checkpoint_tokenizer(folder, config, tokenizer_config, segments=False)
 
 
-register_checkpoint_tokenizer("distilbert", distilbert_checkpoint_tokenizer)
+register_checkpoint_tokenizer("distilbert", distilbert_checkpoint_tokenizer, ["vocab.txt"])

@@ -75,4 +75,4 @@ def load_huggingface_electra(path, dtype=None):
 
 
 register_huggingface_family("electra", electra_config_from_huggingface, load_huggingface_electra)
-register_checkpoint_tokenizer("electra", wordpiece_checkpoint_tokenizer)
+register_checkpoint_tokenizer("electra", wordpiece_checkpoint_tokenizer, ["vocab.txt"])

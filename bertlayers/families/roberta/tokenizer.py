@@ -32,5 +32,5 @@ def xlm_roberta_checkpoint_tokenizer(folder, config, tokenizer_config):
     return CheckpointTokenizer(tokenizer, roberta_input_layout(0, 2, 1), pieces + 2, "sentencepiece", unknown_id=3)
 
 
-register_checkpoint_tokenizer("roberta", roberta_checkpoint_tokenizer)
-register_checkpoint_tokenizer("xlm-roberta", xlm_roberta_checkpoint_tokenizer)
+register_checkpoint_tokenizer("roberta", roberta_checkpoint_tokenizer, ["vocab.json", "merges.txt"])
+register_checkpoint_tokenizer("xlm-roberta", xlm_roberta_checkpoint_tokenizer, ["sentencepiece.bpe.model"])

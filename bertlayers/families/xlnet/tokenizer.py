@@ -17,4 +17,4 @@ def xlnet_checkpoint_tokenizer(folder, config, tokenizer_config):
     return CheckpointTokenizer(tokenizer, layout, len(tokenizer.pieces), "sentencepiece", unknown_id=special("<unk>"))
 
 
-register_checkpoint_tokenizer("xlnet", xlnet_checkpoint_tokenizer)
+register_checkpoint_tokenizer("xlnet", xlnet_checkpoint_tokenizer, ["spiece.model"])
