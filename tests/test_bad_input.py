@@ -6,7 +6,9 @@ invented data, or stale state; and the good input beside each bad one still work
 """
 
 import json
+import os
 import re
+import shutil
 import zipfile
 
 import numpy as np
@@ -476,3 +478,184 @@ def test_script_flags_are_range_checked_where_parsed(capsys):
         parser.parse_args(["--n_best_size", "0"])
     assert exit.value.code == 2
     assert "run_squad.py: error: argument --n_best_size: must be an int with 1 <= value, got 0" in capsys.readouterr().err
+
+
+# --- Files validated as a whole, against their format's invariants ----------------------------
+
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+@pytest.mark.parametrize("case, lines, message", [
+    ("duplicate token", SPECIALS + ["a", "b", "a"], r"vocab\.txt:8: the token 'a' is on line 6 already"),
+    ("whitespace inside a token", SPECIALS + ["a b"], r"vocab\.txt:6: the token 'a b' is empty or holds whitespace"),
+    ("empty line", SPECIALS + ["", "a"], r"vocab\.txt:6: the token '' is empty"),
+])
+def test_a_vocab_txt_is_checked_whole_and_names_the_line(tmp_path, case, lines, message):
+    with pytest.raises(ValueError, match=message):
+        load_vocabulary(write(tmp_path / "vocab.txt", "\n".join(lines) + "\n"))
+    assert load_vocabulary(write(tmp_path / "vocab.txt", "\n".join(SPECIALS + ["a", "##b"]) + "\n"))[-1] == "##b"
+
+
+def test_a_byte_order_mark_is_named():
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = write(f"{folder}/vocab.txt", "\ufeff" + "\n".join(SPECIALS) + "\n")
+        with pytest.raises(ValueError, match=r"vocab\.txt:1: starts with a UTF-8 byte-order mark"):
+            load_vocabulary(path)
+        with pytest.raises(ValueError, match=r"data\.csv:1: starts with a UTF-8 byte-order mark"):
+            read_text_examples(write(f"{folder}/data.csv", "\ufefftext,label\ngood,1\nbad,0\n"))
+
+
+@pytest.mark.parametrize("vocabulary, merges, message", [
+    ({"a": 0, "b": 1, "ab": 2}, "#version: 0.2\n", r"merges\.txt holds no merges: every word would be split into single bytes"),
+    ({"a": 0, "b": 1, "ab": 2}, "", r"merges\.txt holds no merges"),
+    ({"a": 0, "b": 1, "ab": 2}, "a b\na c\n", r"merges\.txt:2: the merge 'a c' joins 'c', which .*vocab\.json lacks"),
+    ({"a": 0, "b": 0, "ab": 2}, "a b\n", r"vocab\.json: the tokens 'a' and 'b' both have id 0"),
+    ({"a": 0, "b": 1, "ab": 3}, "a b\n", r"vocab\.json: ids run from 0 to 3 for 3 tokens \(no token has id 2\)"),
+    ({"a": 0, "b": "1", "ab": 2}, "a b\n", r"vocab\.json is not a byte-level BPE vocabulary"),
+])
+def test_byte_level_bpe_files_are_checked_whole(tmp_path, vocabulary, merges, message):
+    from bertlayers.data.byte_level_bpe import read_bpe_files
+
+    vocab_json, merges_txt = write(tmp_path / "vocab.json", json.dumps(vocabulary)), write(tmp_path / "merges.txt", merges)
+    with pytest.raises(ValueError, match=message):
+        read_bpe_files(vocab_json, merges_txt)
+    good = read_bpe_files(write(tmp_path / "vocab.json", '{"a": 0, "b": 1, "ab": 2}'), write(tmp_path / "merges.txt", "a b\n"))
+    assert good == ({"a": 0, "b": 1, "ab": 2}, [("a", "b")])
+
+
+def test_a_lone_surrogate_is_named_with_its_text():
+    from bertlayers.data.tokenizer import BertInputPacker, wordpiece_tokenizer
+    from bertlayers.data.assets import bert_uncased_vocabulary
+
+    packer = BertInputPacker(wordpiece_tokenizer(bert_uncased_vocabulary()), 16)
+    bad = b"caf\xe9 au lait".decode("utf-8", errors="surrogateescape")
+    with pytest.raises(ValueError, match=r"text 1 holds '\\udce9' at character 3, a lone surrogate"):
+        packer(["fine", bad])
+    with pytest.raises(ValueError, match=r"text 0 is a int \(5\), not a string"):
+        packer([5])
+    assert packer(["fine", "café au lait"])["token_ids"].shape == (2, 16)
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("hidden_dropout_prob", "0.1", r"EncoderConfig\.dropout must be a number, got '0\.1' \(str\)"),
+    ("num_hidden_layers", 2.0, r"EncoderConfig\.num_layers must be an integer, got 2\.0"),
+    ("tie_word_embeddings", "false", r"tie_word_embeddings must be true or false, got 'false'"),
+])
+def test_config_json_fields_of_the_wrong_type_are_refused(tmp_path, key, value, message):
+    from bertlayers.convert.huggingface import read_huggingface_folder
+
+    config = {"model_type": "bert", "vocab_size": 100, "num_hidden_layers": 1, "hidden_size": 16, "num_attention_heads": 2,
+              "intermediate_size": 32, "max_position_embeddings": 16}
+    write(tmp_path / "config.json", json.dumps({**config, key: value}))
+    write(tmp_path / "model.safetensors", b"")
+    with pytest.raises(ValueError, match=message):
+        read_huggingface_folder(str(tmp_path), "bert")
+
+
+def test_a_folder_whose_config_names_another_model_type_is_refused(tmp_path):
+    """A BERT folder (vocab.txt, `bert.` tensors) whose config.json says roberta would load as RoBERTa."""
+    from safetensors.numpy import save_file
+
+    from bertlayers.convert import load_encoder
+    from bertlayers.convert.huggingface import start_loading
+    from bertlayers.data.assets import minilm_path
+
+    folder = tmp_path / "bert_as_roberta"
+    folder.mkdir()
+    for name in ("vocab.txt", "model.safetensors", "tokenizer_config.json"):
+        if os.path.exists(os.path.join(minilm_path(), name)):
+            shutil.copy(os.path.join(minilm_path(), name), folder / name)
+    config = json.load(open(os.path.join(minilm_path(), "config.json")))
+    write(folder / "config.json", json.dumps({**config, "model_type": "roberta"}))
+    with pytest.raises(ValueError, match=r"says model_type 'roberta', whose tokenizer is vocab\.json \+ merges\.txt, but .* holds "
+                       r"vocab\.txt \(a bert / distilbert / electra checkpoint's\)"):
+        load_encoder(str(folder))
+    # Tensors under another family's prefix, tokenizer files aside.
+    os.remove(folder / "vocab.txt")
+    small = {"bert.embeddings.word_embeddings.weight": np.zeros((100, 16), "float32")}
+    save_file(small, str(folder / "model.safetensors"))
+    write(folder / "config.json", json.dumps({"model_type": "roberta", "vocab_size": 100, "num_hidden_layers": 1, "hidden_size": 16,
+                                              "num_attention_heads": 2, "intermediate_size": 32, "max_position_embeddings": 18}))
+    with pytest.raises(ValueError, match=r"says model_type 'roberta', but its tensors are named bert\.\*"):
+        start_loading(str(folder), ("roberta", "xlm-roberta"), "roberta.", BertEncoder, None)
+    assert load_encoder(minilm_path()).config.vocabulary_size == 30522  # the real folder as it is
+
+
+# --- Runs, runner files and scripts --------------------------------------------------------------
+
+
+def test_a_finished_or_interrupted_run_folder_is_refused_unless_overwritten(tmp_path):
+    from bertlayers.runs.output_folder import take_output_folder
+    from bertlayers.utils import atomic_files
+
+    finished, interrupted, foreign = tmp_path / "finished", tmp_path / "interrupted", tmp_path / "foreign"
+    for folder, files in ((finished, ["model.keras", "metrics.json", "history.json"]), (interrupted, ["history.json"]),
+                          (foreign, ["history.json", "thesis.tex"])):
+        folder.mkdir()
+        for name in files:
+            write(folder / name, "x")
+        (folder / "logs").mkdir()
+    try:
+        with pytest.raises(FileExistsError, match=r"finished already holds a finished run \(history\.json, logs, metrics\.json, "
+                           r"model\.keras\); runs here do not resume\. Pass --overwrite"):
+            take_output_folder(str(finished), "test run in")
+        with pytest.raises(FileExistsError, match="interrupted already holds an interrupted run"):
+            take_output_folder(str(interrupted), "test run in")
+        assert sorted(os.listdir(finished)) == [".lock", "history.json", "logs", "metrics.json", "model.keras"]  # untouched
+        take_output_folder(str(finished), "test run in", overwrite=True)
+        assert os.listdir(finished) == [".lock"]
+        with pytest.raises(FileExistsError, match=r"also holds files no run writes \(thesis\.tex\)"):
+            take_output_folder(str(foreign), "test run in", overwrite=True)
+        assert sorted(os.listdir(foreign)) == [".lock", "history.json", "logs", "thesis.tex"]
+        take_output_folder(str(tmp_path / "new"), "test run in")  # an empty or new folder is taken as ever
+    finally:
+        for folder in (finished, interrupted, foreign, tmp_path / "new"):
+            atomic_files.release(os.path.join(os.path.abspath(folder), ".lock"))
+
+
+def test_an_operating_system_error_is_one_line_naming_the_path(capsys):
+    import errno
+
+    from bertlayers.utils.cli import run_script
+
+    def read_only():
+        raise OSError(errno.EROFS, "Read-only file system", "/mnt/ro/run/.lock")
+
+    with pytest.raises(SystemExit) as exit:
+        run_script(read_only)
+    assert exit.value.code == 1
+    assert capsys.readouterr().err == "error: cannot use /mnt/ro/run/.lock: Read-only file system\n"
+
+
+def test_retrieval_files_group_a_querys_passages_and_training_pairs_must_differ(tmp_path):
+    from bertlayers.data.retrieval_data import RetrievalPair, check_training_pairs, retrieval_set
+    from bertlayers.metrics.ranking import ranking_metrics
+
+    pairs = [RetrievalPair("capital of france", f"passage {i}") for i in range(3)] + [RetrievalPair("river", "passage 3")]
+    collection = retrieval_set(pairs)
+    assert collection.queries == ["capital of france", "river"] and collection.relevant == [{0, 1, 2}, {3}]
+    # A system ranking all of a query's passages first is perfect (rows of their own, it scored 1/3 at best).
+    perfect = np.array([[3, 2, 1, 0], [0, 0, 0, 1]], "float32")
+    assert ranking_metrics(perfect, collection.relevant)["mrr@10"] == 1.0
+    for bad, message in (([pairs[0]], "at least two pairs a batch; got 1 pair"), (pairs[:3], "every pair has the same query")):
+        with pytest.raises(ValueError, match=message):
+            check_training_pairs(bad, 32, "train.jsonl")
+    with pytest.raises(ValueError, match="--batch_size 1"):
+        check_training_pairs(pairs, 1, "train.jsonl")
+    check_training_pairs(pairs, 32, "train.jsonl")
+
+
+@pytest.mark.parametrize("line, message", [
+    ('{"context": "It rained.", "choices": ["It stopped.", "Cats."], "label": true}', "label must index the choices"),
+    ('{"context": "It rained.", "choices": ["It stopped.", " "], "label": 0}', "choice 1 is empty"),
+    ('{"context": "", "choices": ["It stopped.", "Cats."], "label": 0}', "context must be a non-empty string"),
+])
+def test_multiple_choice_files_refuse_boolean_labels_and_empty_texts(tmp_path, line, message):
+    from bertlayers.data.multiple_choice_data import read_choices
+
+    with pytest.raises(ValueError, match=rf"c\.jsonl:1: {message}"):
+        read_choices(write(tmp_path / "c.jsonl", line + "\n"))
+    good = '{"context": "It rained.", "choices": ["It stopped.", "Cats."], "label": 1}\n'
+    assert read_choices(write(tmp_path / "c.jsonl", good))[0].label == 1

@@ -92,23 +92,35 @@ def test_bad_settings_are_named():
 
 @pytest.mark.slow
 def test_distill_example_end_to_end(tmp_path):
-    from processes import run_script
+    from processes import run, run_script, script
 
     teacher = SequenceClassifier(BertEncoder(**TINY), 2, label_names=["neg", "pos"])
     teacher.save(str(tmp_path / "teacher.keras"))
     rows = "".join(f"{'good fine great' if i % 2 else 'bad awful poor'} film {i},{'pos' if i % 2 else 'neg'}\n" for i in range(48))
     (tmp_path / "train.csv").write_text("text,label\n" + rows)
     out = tmp_path / "out"
-    output = run_script(
-        "distill.py", "--teacher", str(tmp_path / "teacher.keras"), "--train_file", str(tmp_path / "train.csv"),
-        "--eval_file", str(tmp_path / "train.csv"), "--labelled_examples", "16", "--epochs", "1", "--batch_size", "16",
-        "--sequence_length", "16", "--latency_requests", "3", "--output_dir", str(out), "--verbose", "0",
-    )
+
+    def arguments(sequence_length, latency_requests):
+        return ["--teacher", str(tmp_path / "teacher.keras"), "--train_file", str(tmp_path / "train.csv"),
+                "--eval_file", str(tmp_path / "train.csv"), "--labelled_examples", "16", "--epochs", "1", "--batch_size", "16",
+                "--sequence_length", str(sequence_length), "--latency_requests", str(latency_requests),
+                "--output_dir", str(out), "--verbose", "0"]
+
+    # No latency requests: no export at all, the accuracies written.
+    output = run_script("distill.py", *arguments(16, 0))
     assert "16 labelled examples, 32 unlabelled transfer texts, 48 held out" in output
     metrics = json.load(open(out / "metrics.json"))
     assert {"teacher", "direct_random", "distilled_random"} <= set(metrics)
     assert metrics["direct_random"]["epochs"] == 3  # the same steps as the distilled student's epoch
     student = SequenceClassifier(BertEncoder.from_preset("bert_tiny"), 2)
     assert metrics["distilled_random"]["parameters"] == sum(int(np.prod(w.shape)) for w in student.weights)
-    assert metrics["teacher"]["batch1_p50_ms"] > 0 and metrics["distilled_random"]["batch1_p50_ms"] > 0
+    assert "batch1_p50_ms" not in metrics["teacher"] and not os.path.exists(out / "savedmodels")
+    # Again into the finished run's folder: refused, unless asked to overwrite it. Texts longer than
+    # the sequence length are cut in the timed exports as in training (they ended the run in an error).
+    refused = run(script("distill.py", *arguments(5, 3)), expect=2).stderr
+    assert "holds a finished run" in refused and json.load(open(out / "metrics.json")) == metrics
+    run_script("distill.py", *arguments(5, 3), "--overwrite")
+    again = json.load(open(out / "metrics.json"))
+    assert again["settings"]["sequence_length"] == 5
+    assert again["teacher"]["batch1_p50_ms"] > 0 and again["distilled_random"]["batch1_p50_ms"] > 0
     assert os.path.isdir(out / "savedmodels" / "student_text" / "1")

@@ -3,8 +3,8 @@
 A user's mistake (a missing file, a bad column, row or option) ends a script with one line on
 stderr naming the problem and exit status 2, as argparse's own errors do, and the output folder
 the run made for itself is removed when it holds nothing yet. A fault of the machine (a full
-disk, a folder in use by another run) is one line and exit status 1, and what was written stays
-for the run to resume. `BERTLAYERS_TRACEBACK=1` shows the traceback instead.
+disk, a folder in use by another run, a read-only or forbidden path) is one line naming the
+path and the cause, and exit status 1, and what was written stays for the run to resume. `BERTLAYERS_TRACEBACK=1` shows the traceback instead.
 """
 
 import argparse
@@ -37,12 +37,17 @@ def run_script(main):
     except USER_ERRORS as error:
         remove_new_empty_folders()
         _fail(error, 2)
+    except OSError as error:  # the machine's answer on a path: read-only, permission, no space, ...
+        remove_new_empty_folders()
+        _fail(error, 1)
 
 
 def _fail(error, status):
     if os.environ.get("BERTLAYERS_TRACEBACK") == "1":
         raise error
     message = error.args[0] if isinstance(error, KeyError) and error.args else error
+    if isinstance(error, OSError) and error.filename and error.strerror and not isinstance(error, DiskFullError):
+        message = f"cannot use {error.filename}: {error.strerror}"
     if isinstance(error, json.JSONDecodeError):
         message = f"not valid JSON: {error}"
     print(f"error: {message}", file=sys.stderr, flush=True)
