@@ -487,7 +487,7 @@ SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 @pytest.mark.parametrize("case, lines, message", [
     ("duplicate token", SPECIALS + ["a", "b", "a"], r"vocab\.txt:8: the token 'a' is on line 6 already"),
-    ("whitespace inside a token", SPECIALS + ["a b"], r"vocab\.txt:6: the token 'a b' is empty or holds whitespace"),
+    ("whitespace inside a token", SPECIALS + ["a b"], r"vocab\.txt:6: the token 'a b' is empty or holds whitespace inside"),
     ("empty line", SPECIALS + ["", "a"], r"vocab\.txt:6: the token '' is empty"),
 ])
 def test_a_vocab_txt_is_checked_whole_and_names_the_line(tmp_path, case, lines, message):

@@ -47,7 +47,7 @@ def padded(inputs, extra):
         ({"hidden_size": 100, "num_heads": 12}, r"hidden_size \(100\) must be divisible by num_heads \(12\)"),
         ({"num_layers": 0}, r"EncoderConfig.num_layers must be a positive integer, got 0"),
         ({"vocabulary_size": -5}, r"EncoderConfig.vocabulary_size must be a positive integer"),
-        ({"intermediate_size": 3.5}, r"EncoderConfig.intermediate_size must be a positive integer"),
+        ({"intermediate_size": 3.5}, r"EncoderConfig.intermediate_size must be an integer, got 3.5 \(float\)"),
         ({"activation": "sigmoidish"}, r"EncoderConfig.activation: Unknown activation 'sigmoidish'"),
         ({"dropout": 1.5}, r"EncoderConfig.dropout must be in \[0, 1\)"),
         ({"layer_norm_epsilon": 0.0}, r"EncoderConfig.layer_norm_epsilon must be > 0"),

@@ -15,17 +15,17 @@ SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 def load_vocabulary(path):
     """The tokens of a `vocab.txt` (one per line, the line number minus one its id), checked as a
-    whole: every token non-empty, without whitespace beside its characters, and unique (two lines of one token give one
+    whole: every token non-empty, without whitespace inside, and unique (two lines of one token give one
     of their ids no text at all; tensorflow-text refuses them naming neither), BERT's special tokens
     present."""
     vocabulary, lines = [], {}
     for number, line in numbered_lines(path):
         token = line.rstrip("\r\n")
-        # (A token of whitespace alone is harmless, never produced by WordPiece's split: keras-hub's
-        # vocabulary trainer writes one.)
-        if not token or (token.strip() and any(character.isspace() for character in token)):
-            raise ValueError(f"{path}:{number}: the token {token!r} is empty or holds whitespace among its characters; "
-                             "a WordPiece vocab.txt has one token per line.")
+        # Whitespace at a token's end never matches (WordPiece splits on it) but is harmless: keras-hub's
+        # vocabulary trainer writes " " and "## ". Inside a token it is another format's line ("tok\t-3.4").
+        if not token or any(character.isspace() for character in token.strip()):
+            raise ValueError(f"{path}:{number}: the token {token!r} is empty or holds whitespace inside; a WordPiece "
+                             "vocab.txt has one token per line.")
         if token in lines:
             raise ValueError(f"{path}:{number}: the token {token!r} is on line {lines[token]} already; each token "
                              "must be listed once (its line gives its id).")

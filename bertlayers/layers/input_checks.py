@@ -158,11 +158,12 @@ def check_padding_mask(mask, name="padding_mask", real_first=False):
         raise ValueError(f"{name} has sequence length 0: every sequence needs at least one token.")
     values = known_values(mask)
     if values is not None:
-        if values.dtype != bool and values.size and not np.isin(values, (0, 1)).all():
-            bad = values[~np.isin(values, (0, 1))].flat[0]
-            raise ValueError(f"{name} holds {bad}: it must be 1 at real tokens and 0 at padding.")
+        if values.dtype != bool and values.size:
+            other = (values != 0) & (values != 1)
+            if other.any():
+                raise ValueError(f"{name} holds {values[other].flat[0]}: it must be 1 at real tokens and 0 at padding.")
         if values.ndim >= 2 and values.size:
-            rows = values.reshape(-1, values.shape[-1]).astype(bool)
+            rows = values.reshape(-1, values.shape[-1]) != 0
             empty = np.flatnonzero(~rows.any(axis=1))
             if empty.size:
                 raise ValueError(
@@ -218,7 +219,7 @@ def check_encoder_values(inputs, vocabulary_size, type_vocab_size, max_sequence_
         )
     if prefix + "token_ids" in ids:
         check_id_range(ids[prefix + "token_ids"], vocabulary_size, prefix + "token_ids", "the vocabulary size")
-    if prefix + "segment_ids" in ids:
+    if prefix + "segment_ids" in ids and type_vocab_size:  # without segment embeddings (DistilBERT) they are unread
         check_id_range(ids[prefix + "segment_ids"], type_vocab_size, prefix + "segment_ids", "type_vocab_size")
     if prefix + "padding_mask" in ids:
         check_padding_mask(ids[prefix + "padding_mask"], prefix + "padding_mask", real_first=real_first)

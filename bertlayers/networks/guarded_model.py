@@ -19,6 +19,7 @@ import os
 import weakref
 
 import keras
+import numpy as np
 
 from bertlayers.layers.input_checks import known_values as _known_values
 from bertlayers.utils.atomic_files import save_model
@@ -39,8 +40,11 @@ def _features(data):
 
 
 def _is_integer(dtype):
-    dtype = keras.backend.standardize_dtype(dtype)
-    return "int" in dtype or dtype == "bool"
+    try:
+        return np.dtype(dtype).kind in "iub"  # NumPy's and JAX's dtypes, quickly (checked on every call)
+    except TypeError:
+        dtype = keras.backend.standardize_dtype(dtype)
+        return "int" in dtype or dtype == "bool"
 
 
 class GuardedModel:
