@@ -82,7 +82,7 @@ class GuardedModel:
         return input_specs(self)
 
     def call(self, inputs, *args, **kwargs):
-        if isinstance(inputs, dict):
+        if isinstance(inputs, dict) and self not in _BUILDING:
             # An eager call checks values too: its layers may not be the ones whose calls check them
             # (XLNet's pretrainer runs its encoder's streams itself).
             self.check_input_structure(inputs)
@@ -122,6 +122,16 @@ class GuardedModel:
         self.check_inputs(x)
         with kept_state(self):
             return super().predict_on_batch(x)
+
+    def _symbolic_build(self, *args, **kwargs):
+        # Keras builds an unbuilt model on its first batch, under a tf.distribute strategy on that
+        # batch's mean across replicas (float64 for integer ids): not the user's values, which
+        # `check_inputs` saw before.
+        _BUILDING.add(self)
+        try:
+            return super()._symbolic_build(*args, **kwargs)
+        finally:
+            _BUILDING.discard(self)
 
     def _purge_model_variables(self, *args, **kwargs):
         # Keras's JAX loops call this to clear the variables whose values they move into a step's
@@ -172,6 +182,7 @@ def check_input_structure(specs, features):
 # (`fit` calls `evaluate` for its validation data: the depth of such nested calls per model.)
 _CLEARED = weakref.WeakKeyDictionary()
 _DEPTH = weakref.WeakKeyDictionary()
+_BUILDING = weakref.WeakSet()  # models Keras is building on a batch of its own making
 
 
 class kept_state:
