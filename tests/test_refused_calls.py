@@ -133,7 +133,7 @@ def assert_same(a, b):
 def test_refused_calls_of_every_kind_leave_the_model_trainable_and_savable(name, tmp_path):
     build, x, y, prefixes, reads_first_token = CASES[name]
     model = build()
-    trains = not name.endswith("encoder") and name != "sentence_embedder"
+    trains = name not in ("bert_encoder", "albert_encoder", "xlnet_encoder", "sentence_embedder")  # these have no loss
     if trains:
         model.compile(optimizer="adam")
         model.fit(x, y, batch_size=B, epochs=1, verbose=0)
@@ -208,7 +208,12 @@ def test_save_keeps_the_old_file_when_saving_fails(tmp_path, monkeypatch):
     model.save(path)
     good = open(path, "rb").read()
 
-    def broken(self, *args, **kwargs):
+    def broken(self, filepath, *args, **kwargs):  # half an archive, then the failure
+        if hasattr(filepath, "write"):
+            filepath.write(b"PK\x03\x04 half")
+        else:
+            with open(filepath, "wb") as file:
+                file.write(b"PK\x03\x04 half")
         raise RuntimeError("the archive could not be written")
 
     monkeypatch.setattr(keras.Model, "save", broken)

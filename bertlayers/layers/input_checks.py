@@ -106,14 +106,14 @@ def check_id_range(ids, limit, name, what):
         return tf.identity(ids)
 
 
-def check_sequence_length(tensor, max_length, name):
-    """Reject sequences longer than `max_length` (axis 1 of `tensor`).
+def check_sequence_length(tensor, max_length, name, axis=1):
+    """Reject sequences longer than `max_length` (axis `axis` of `tensor`).
 
     A static length is checked when the layer is called; an unknown one (a graph traced
     with `[batch, None]` inputs) gets an assertion in the graph, whose message names the
     limit instead of an out-of-range gather deep inside the position embedding.
     """
-    length = tensor.shape[1]
+    length = tensor.shape[axis]
     if length is not None:
         if length > max_length:
             raise ValueError(
@@ -125,7 +125,7 @@ def check_sequence_length(tensor, max_length, name):
     if tf is None:
         return tensor
     check = tf.debugging.assert_less_equal(
-        tf.shape(tensor)[1],
+        tf.shape(tensor)[axis],
         max_length,
         message=f"{name} is longer than the maximum sequence length {max_length}",
     )
@@ -211,12 +211,7 @@ def check_encoder_values(inputs, vocabulary_size, type_vocab_size, max_sequence_
     if not ids:
         return
     check_same_shape(ids)
-    length = next(iter(ids.values())).shape[-1]
-    if length > max_sequence_length:
-        raise ValueError(
-            f"{next(iter(ids))} has sequence length {length}, longer than the maximum "
-            f"{max_sequence_length} this model supports (max_sequence_length)."
-        )
+    check_sequence_length(next(iter(ids.values())), max_sequence_length, next(iter(ids)), axis=-1)
     if prefix + "token_ids" in ids:
         check_id_range(ids[prefix + "token_ids"], vocabulary_size, prefix + "token_ids", "the vocabulary size")
     if prefix + "segment_ids" in ids and type_vocab_size:  # without segment embeddings (DistilBERT) they are unread

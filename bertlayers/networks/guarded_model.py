@@ -70,9 +70,7 @@ class GuardedModel:
             return
         self.check_input_structure(features)
         if not _is_dataset(data):
-            names = self._input_specs()
-            values = {name: _known_values(value) for name, value in features.items() if name in names}
-            self.check_input_values({name: value for name, value in values.items() if value is not None})
+            self._check_known_values(features)
 
     def check_input_structure(self, features):
         """Each fed input of `features` against its `keras.Input` (see `check_input_structure`)."""
@@ -81,47 +79,45 @@ class GuardedModel:
     def _input_specs(self):
         return input_specs(self)
 
+    def _check_known_values(self, features):
+        """`check_input_values` on the inputs whose values are at hand (NumPy, eager tensors)."""
+        specs = self._input_specs()
+        values = {name: _known_values(value) for name, value in features.items() if name in specs}
+        self.check_input_values({name: value for name, value in values.items() if value is not None})
+
     def call(self, inputs, *args, **kwargs):
         if isinstance(inputs, dict) and self not in _BUILDING:
             # An eager call checks values too: its layers may not be the ones whose calls check them
             # (XLNet's pretrainer runs its encoder's streams itself).
             self.check_input_structure(inputs)
-            values = {name: _known_values(value) for name, value in inputs.items()}
-            self.check_input_values({name: value for name, value in values.items() if value is not None})
+            self._check_known_values(inputs)
         return super().call(inputs, *args, **kwargs)
 
     # --- Keras's entry points, each checked and kept whole ---
-    def fit(self, x=None, y=None, *args, validation_data=None, **kwargs):
+    def _guarded(self, method, x, *args, **kwargs):
         self.check_inputs(x)
+        with kept_state(self):
+            return method(x, *args, **kwargs)
+
+    def fit(self, x=None, y=None, *args, validation_data=None, **kwargs):
         if validation_data is not None:
             self.check_inputs(validation_data[0] if isinstance(validation_data, tuple) else validation_data)
-        with kept_state(self):
-            return super().fit(x, y, *args, validation_data=validation_data, **kwargs)
+        return self._guarded(super().fit, x, y, *args, validation_data=validation_data, **kwargs)
 
     def evaluate(self, x=None, *args, **kwargs):
-        self.check_inputs(x)
-        with kept_state(self):
-            return super().evaluate(x, *args, **kwargs)
+        return self._guarded(super().evaluate, x, *args, **kwargs)
 
     def predict(self, x, *args, **kwargs):
-        self.check_inputs(x)
-        with kept_state(self):
-            return super().predict(x, *args, **kwargs)
+        return self._guarded(super().predict, x, *args, **kwargs)
 
     def train_on_batch(self, x, *args, **kwargs):
-        self.check_inputs(x)
-        with kept_state(self):
-            return super().train_on_batch(x, *args, **kwargs)
+        return self._guarded(super().train_on_batch, x, *args, **kwargs)
 
     def test_on_batch(self, x, *args, **kwargs):
-        self.check_inputs(x)
-        with kept_state(self):
-            return super().test_on_batch(x, *args, **kwargs)
+        return self._guarded(super().test_on_batch, x, *args, **kwargs)
 
     def predict_on_batch(self, x):
-        self.check_inputs(x)
-        with kept_state(self):
-            return super().predict_on_batch(x)
+        return self._guarded(super().predict_on_batch, x)
 
     def _symbolic_build(self, *args, **kwargs):
         # Keras builds an unbuilt model on its first batch, under a tf.distribute strategy on that
