@@ -52,13 +52,24 @@ def padded(inputs, extra):
         ({"dropout": 1.5}, r"EncoderConfig.dropout must be in \[0, 1\)"),
         ({"layer_norm_epsilon": 0.0}, r"EncoderConfig.layer_norm_epsilon must be > 0"),
         ({"embedding_size": 0}, r"EncoderConfig.embedding_size must be a positive integer or None"),
-        ({"num_layer_groups": 2}, r"num_layer_groups is an ALBERT setting"),
+        ({"num_layers": 2, "layer_types": ("a",)}, r"layer_types names 1 layers; the encoder has num_layers=2"),
+        ({"num_layers": 1, "layer_types": ("a",), "layer_kinds": {"a": {"hidden_size": 8}}},
+         r"layer_kinds\['a'\] sets hidden_size; a layer may set only attention, "),
+        ({"num_layers": 1, "layer_types": ("a",), "layer_kinds": {"a": {"attention_window": 0}}},
+         r"layer_kinds\['a'\]: attention_window must be a positive integer or None, got 0"),
+        ({"num_layers": 1, "layer_types": ("b",), "layer_kinds": {"a": {}}}, r"layer_types\[0\] is 'b', not a kind"),
+        ({"rotary_theta": 0.0}, r"rotary_theta must be > 0 or None"),
         ({"architecture": ""}, r"EncoderConfig.architecture must be a name"),
     ],
 )
 def test_config_validation_names_the_field(changes, message):
     with pytest.raises(ValueError, match=message):
         EncoderConfig(**changes)
+
+
+def test_an_encoder_of_distinct_blocks_refuses_layer_groups():
+    with pytest.raises(ValueError, match=r"num_layer_groups is 2, but BertEncoder builds one block per layer"):
+        BertEncoder(vocabulary_size=10, num_layers=2, hidden_size=8, num_heads=2, intermediate_size=8, num_layer_groups=2)
 
 
 def test_unknown_architecture_lists_the_registered_ones():
@@ -213,7 +224,7 @@ def test_albert_shares_one_block_and_factorizes_the_embedding():
 def test_albert_layer_groups():
     albert = AlbertEncoder(**{**TINY, "num_layers": 4}, num_layer_groups=2)
     assert len(albert.transformer_layers) == 2
-    assert [albert._block_index(albert.config, depth) for depth in range(4)] == [0, 0, 1, 1]
+    assert albert.stack.block_of_layer == (0, 0, 1, 1)
 
 
 @pytest.mark.parametrize(

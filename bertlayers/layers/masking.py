@@ -55,3 +55,26 @@ def causal_attention_mask(inputs):
     positions = ops.arange(seq_length)
     mask = ops.expand_dims(positions, 1) >= ops.expand_dims(positions, 0)
     return ops.broadcast_to(ops.expand_dims(mask, 0), (batch_size, seq_length, seq_length))
+
+
+def local_attention_mask(inputs, window):
+    """Band mask `[batch, seq, seq]`: query i attends key j where |i - j| <= window // 2
+    (sliding-window attention; ModernBERT's local layers with `local_attention` = window).
+
+    Args:
+      inputs: any tensor shaped `[batch, seq, ...]`; only its shape is used.
+      window: the window's width in tokens (a positive integer).
+    """
+    batch_size, seq_length = ops.shape(inputs)[0], ops.shape(inputs)[1]
+    positions = ops.arange(seq_length)
+    mask = ops.abs(ops.expand_dims(positions, 1) - ops.expand_dims(positions, 0)) <= window // 2
+    return ops.broadcast_to(ops.expand_dims(mask, 0), (batch_size, seq_length, seq_length))
+
+
+def check_attention_window(window):
+    """`window` as a positive integer (None: no window)."""
+    if window is None:
+        return None
+    if isinstance(window, bool) or not isinstance(window, int) or window <= 0:
+        raise ValueError(f"attention_window must be a positive integer or None, got {window!r}.")
+    return window

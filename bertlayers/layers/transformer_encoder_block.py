@@ -8,7 +8,13 @@ from keras import ops
 
 from bertlayers.layers.activations import canonical_activation, get_activation, with_activation_renamed
 from bertlayers.layers.initializers import bert_initializer, clone_initializer
-from bertlayers.layers.masking import causal_attention_mask, merge_attention_masks
+from bertlayers.layers.masking import (
+    causal_attention_mask,
+    check_attention_window,
+    local_attention_mask,
+    merge_attention_masks,
+)
+from bertlayers.layers.registered import registered_class, registered_name
 from bertlayers.layers.multi_head_attention import MultiHeadAttention
 from bertlayers.layers.token_rows import on_token_rows
 
@@ -43,6 +49,13 @@ class TransformerEncoderBlock(keras.layers.Layer):
       feed_forward_layer: a position-wise layer `[tokens, H] -> [tokens, H]` to use instead of
         the two dense layers (for example `GatedFeedForward`, GeGLU); the block keeps the
         dropout, residual and LayerNorm around it, and runs it on real tokens' rows only.
+      attention_window: attend only to keys within `attention_window // 2` positions of the
+        query (local, sliding-window attention, ModernBERT's `local_attention`); None: all.
+      normalization: the class of both normalization layers (or its registered name), built as
+        `normalization(epsilon=layer_norm_epsilon, dtype=, name=)`; default
+        `keras.layers.LayerNormalization` (`keras.layers.RMSNormalization` for RMSNorm).
+      use_bias: biases on the two dense layers of the default feed-forward network (the
+        default attention layer takes its own `use_bias`).
 
     Call args:
       inputs: `[batch, seq, hidden]`.
@@ -75,6 +88,9 @@ class TransformerEncoderBlock(keras.layers.Layer):
         kernel_initializer=None,
         attention_layer=None,
         feed_forward_layer=None,
+        attention_window=None,
+        normalization=None,
+        use_bias=True,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -95,20 +111,23 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.attention_layer = attention_layer
         self.feed_forward_layer = feed_forward_layer
         self._activation_fn = get_activation(self.activation)
+        self.attention_window = check_attention_window(attention_window)
+        self._normalization = registered_class(normalization, "normalization") if normalization is not None else None
+        self.use_bias = bool(use_bias)
         self.supports_masking = False
 
     def _dense(self, units, name):
         return keras.layers.Dense(
             units,
+            use_bias=self.use_bias,
             kernel_initializer=clone_initializer(self.kernel_initializer),
             dtype=self.dtype_policy,
             name=name,
         )
 
     def _layer_norm(self, name):
-        return keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name
-        )
+        normalization = self._normalization or keras.layers.LayerNormalization
+        return normalization(epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name)
 
     def build(self, inputs_shape, padding_mask_shape=None, attention_mask_shape=None):
         hidden_size = inputs_shape[-1]
@@ -174,11 +193,12 @@ class TransformerEncoderBlock(keras.layers.Layer):
         output_positions=None,
         training=None,
     ):
-        if use_causal_mask:
-            causal = causal_attention_mask(inputs)
-            attention_mask = causal if attention_mask is None else ops.logical_and(
-                ops.cast(attention_mask, "bool"), causal
-            )
+        for allowed in (causal_attention_mask(inputs) if use_causal_mask else None,
+                        local_attention_mask(inputs, self.attention_window) if self.attention_window else None):
+            if allowed is not None:  # [B, S, S]
+                attention_mask = allowed if attention_mask is None else ops.logical_and(
+                    ops.cast(attention_mask, "bool"), allowed
+                )
         mask = merge_attention_masks(padding_mask, attention_mask)  # [B, 1 or S, S]
         residual = _rows_at(inputs, output_positions)  # [B, S or P, H]
         if mask is not None and mask.shape[1] != 1:
@@ -222,6 +242,9 @@ class TransformerEncoderBlock(keras.layers.Layer):
                 "attention_dropout": self.attention_dropout,
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "norm_first": self.norm_first,
+                "attention_window": self.attention_window,
+                "normalization": registered_name(self._normalization) if self._normalization else None,
+                "use_bias": self.use_bias,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "attention_layer": (
                     keras.saving.serialize_keras_object(self.attention_layer)

@@ -2,7 +2,7 @@
 
 import keras
 
-from bertlayers.networks.encoder_base import EncoderBase
+from bertlayers.networks.encoder_base import EncoderBase, embeddings_for
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
@@ -16,16 +16,11 @@ class AlbertEncoder(EncoderBase):
     """
 
     architecture = "albert"
+    shares_layers = True
 
     def __init__(self, embedding_size=128, **kwargs):
         super().__init__(embedding_size=embedding_size, **kwargs)
 
-    def _factorizes_embedding(self, config):
-        # Always: ALBERT checkpoints carry the E -> H projection even when E equals H.
-        return True
-
-    def _num_distinct_blocks(self, config):
-        return config.num_layer_groups
-
-    def _block_index(self, config, depth):
-        return depth * config.num_layer_groups // config.num_layers
+    def make_embeddings(self, config, dtype):
+        # Always factorized: ALBERT checkpoints carry the E -> H projection even when E equals H.
+        return embeddings_for(config, dtype, project_to=config.hidden_size)

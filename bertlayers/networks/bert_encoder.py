@@ -20,6 +20,3 @@ class BertEncoder(EncoderBase):
     """
 
     architecture = "bert"
-
-    def _factorizes_embedding(self, config):
-        return config.embedding_size not in (None, config.hidden_size)

@@ -1,11 +1,12 @@
-"""What every encoder shares: inputs, embeddings, the stack of blocks, the pooler, outputs.
+"""The encoder, composed: embeddings, a stack of blocks, the outputs (final norm, pooler).
 
-A family plugs in through these seams: its own embedding layer (`embedding_layer=`, shared
-between models as ELECTRA's generator and discriminator share theirs, or `_make_embeddings`),
-its own block (`make_block` / `block_class`), its own stack when its blocks take more than
-a padding mask (`_run_blocks`: XLNet's relative positions and memory, with `_make_inputs`
-for extra inputs), where the pooler reads (`pooling_position`), and its architecture name,
-registered when its class is defined (`ENCODERS`).
+Everything comes from an `EncoderConfig`, each layer's block from its settings
+(`EncoderConfig.layer_settings`: attention, window, rotary theta, norm, feed-forward, biases,
+chosen by name from the tables of `bertlayers.networks.block_parts`). A family changes a part
+by overriding one factory: `make_embeddings` (or sharing an `embedding_layer=`), `make_block`
+(or `block_class=`), `make_stack` (blocks that take more than a padding mask), and says where
+its pooler reads (`pooling_position`) and whether its layers share blocks (`shares_layers`).
+Its `architecture` name is registered when its class is defined (`ENCODERS`).
 """
 
 import dataclasses
@@ -25,12 +26,14 @@ from bertlayers.layers.input_checks import (
     check_same_shape,
 )
 from bertlayers.layers.pooler import Pooler
-from bertlayers.layers.transformer_encoder_block import TransformerEncoderBlock
+from bertlayers.layers.registered import registered_class
+from bertlayers.networks.block_parts import NORMALIZATIONS, block_arguments, build_block
+from bertlayers.networks.block_stack import INPUT_NAMES, BlockStack, first_positions
 from bertlayers.networks.encoder_config import EncoderConfig
 from bertlayers.networks.guarded_model import GuardedModel
 from bertlayers.networks.presets import get_preset
 
-INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
+__all__ = ["ENCODERS", "INPUT_NAMES", "EncoderBase", "block_arguments", "embeddings_for", "reinitialized"]
 
 # Architecture name -> encoder class, filled as each encoder class is defined.
 ENCODERS = {}
@@ -44,7 +47,8 @@ class EncoderBase(GuardedModel, keras.Model):
 
     Outputs (a dict):
       sequence_output: `[batch, seq, H]`, the last layer.
-      pooled_output: `[batch, H]`, tanh(W · sequence_output[:, 0]).
+      pooled_output: `[batch, H]`, act(W · sequence_output[:, 0]) (at the last real token
+        where the pooler reads last).
       encoder_outputs: list of L tensors `[batch, seq, H]`, every layer's output.
       embedding_output: `[batch, seq, H]`, what the first block reads (with `encoder_outputs`,
         the L + 1 hidden states distillation and analysis use).
@@ -59,22 +63,22 @@ class EncoderBase(GuardedModel, keras.Model):
         config's block fields, updated with `block_config`; default `TransformerEncoderBlock`.
       return_attention_scores: also output every layer's attention probabilities.
 
-    Subclasses provide the embedding layer and the block applied at each depth; everything
-    else (inputs, masking, pooling, config round trip) lives here once.
-
     Attributes: `config` (EncoderConfig), `embeddings`, `token_embedding` (the tied table),
-    `transformer_layers` (the distinct blocks), `pooler`.
+    `transformer_layers` (the distinct blocks), `stack`, `final_layer_norm`, `pooler`.
     """
 
     architecture = None
-    # Where the pooler reads the sequence ("first": BERT's [CLS]; "last": XLNet's, and any
-    # causal encoder's).
+    # Where the pooler reads the sequence ("first": a [CLS] token; "last": the last real token,
+    # where a family puts its summary token last, and in any causal encoder).
     pooling_position = "first"
+    # Whether `num_layer_groups` blocks serve all the layers (cross-layer sharing); else one block
+    # per layer.
+    shares_layers = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         # Only a class that names its own architecture registers: a user's subclass of
-        # BertEncoder (another block, say) must not replace BertEncoder for every "bert" preset.
+        # an encoder (another block, say) must not replace it for every preset of that name.
         if "architecture" in cls.__dict__ and cls.architecture is not None:
             ENCODERS[cls.architecture] = cls
 
@@ -89,40 +93,68 @@ class EncoderBase(GuardedModel, keras.Model):
         return_attention_scores=False,
         **config_fields,
     ):
-        config_fields.pop("architecture", None)
         dtype = keras.dtype_policies.get(dtype) if dtype is not None else None
         if isinstance(embedding_layer, dict):
             embedding_layer = keras.saving.deserialize_keras_object(embedding_layer)
+        config = self._config_of(config_fields, embedding_layer)
+        self._block_class = registered_class(block_class, "block_class") if block_class is not None else None
+        self._block_config = dict(block_config or {})
+        parts = self._make_parts(config, embedding_layer, dtype)
+        inputs = parts["stack"].inputs()
+        outputs = self._outputs(config, parts, inputs, return_attention_scores)
+        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, name=name, trainable=trainable)
+
+        # A functional model does not keep the policy it was given; the layers do. Heads
+        # built on this encoder, and get_config, use this one.
+        self.layer_dtype_policy = parts["embeddings"].dtype_policy
+        self.config = config
+        self.embeddings = parts["embeddings"]
+        self.embedding_projection = parts["embedding_projection"]
+        self.transformer_layers = parts["stack"].blocks
+        self.stack = parts["stack"]
+        self.final_layer_norm = parts["final_layer_norm"]
+        self.pooler = parts["pooler"]
+        self.return_attention_scores = bool(return_attention_scores)
+        self._embedding_was_given = embedding_layer is not None
+        self.input_names = tuple(inputs)
+
+    def _config_of(self, fields, embedding_layer):
+        """The `EncoderConfig` of the constructor's fields (an embedding layer given decides its sizes)."""
+        fields.pop("architecture", None)
         if embedding_layer is not None:
             # The layer decides the embedding's sizes; the config records them truthfully.
             for field in ("vocabulary_size", "max_sequence_length", "type_vocab_size"):
-                config_fields[field] = getattr(embedding_layer, field)
-            config_fields["embedding_size"] = embedding_layer.embedding_size
-            config_fields["tie_word_embeddings"] = getattr(embedding_layer, "tie_weights", True)
-        config = EncoderConfig(architecture=self.architecture, **config_fields)
-        self._block_class = _registered_class(block_class) if block_class is not None else None
-        self._block_config = dict(block_config or {})
+                fields[field] = getattr(embedding_layer, field)
+            fields["embedding_size"] = embedding_layer.embedding_size
+            fields["tie_word_embeddings"] = getattr(embedding_layer, "tie_weights", True)
+        config = EncoderConfig(architecture=self.architecture, **fields)
+        if not self.shares_layers and config.num_layer_groups != 1:
+            raise ValueError(
+                f"EncoderConfig.num_layer_groups is {config.num_layer_groups}, but {type(self).__name__} builds one "
+                f"block per layer (it does not share layers); it takes 1."
+            )
+        return config
 
-        # === Layers ===
-        embeddings = embedding_layer if embedding_layer is not None else self._make_embeddings(config, dtype)
-        embedding_width = embeddings.compute_output_shape((None, None))[-1]
+    def _make_parts(self, config, embedding_layer, dtype):
+        """The encoder's layers: embeddings (and a projection to H), the stack, final norm, pooler."""
+        embeddings = embedding_layer if embedding_layer is not None else self.make_embeddings(config, dtype)
         embedding_projection = None
-        if embedding_width != config.hidden_size:
-            # A shared embedding narrower than this encoder (ELECTRA's generator and
-            # discriminator share one table at width E): each encoder projects E -> H itself.
+        if embeddings.compute_output_shape((None, None))[-1] != config.hidden_size:
+            # A shared embedding narrower than this encoder (one table at width E shared by
+            # encoders of different widths): each encoder projects E -> H itself.
             embedding_projection = keras.layers.Dense(
-                config.hidden_size,
-                kernel_initializer=bert_initializer(config.initializer_range),
-                dtype=dtype,
+                config.hidden_size, kernel_initializer=bert_initializer(config.initializer_range), dtype=dtype,
                 name="embedding_projection",
             )
-        blocks = [self.make_block(config, index, dtype) for index in range(self._num_distinct_blocks(config))]
+        plan = self.block_of_layer(config)
+        blocks = [self.make_block(config, index, dtype) for index in range(max(plan) + 1)]
+        stack = self.make_stack(config, blocks, plan, dtype)
+        for attribute, layer in stack.layers().items():
+            setattr(self, attribute, layer)  # tracked (and saved) as the encoder's own
         final_layer_norm = None
         if config.norm_first:
-            # Pre-LN blocks leave the residual stream unnormalized; normalize it once at the end.
-            final_layer_norm = keras.layers.LayerNormalization(
-                epsilon=config.layer_norm_epsilon, dtype=dtype, name="final_layer_norm"
-            )
+            # Pre-norm blocks leave the residual stream unnormalized; normalize it once at the end.
+            final_layer_norm = final_norm(config, dtype)
         pooler = Pooler(
             kernel_initializer=bert_initializer(config.initializer_range),
             # Under causal attention the first token sees only itself: only the last real
@@ -132,124 +164,77 @@ class EncoderBase(GuardedModel, keras.Model):
             dtype=dtype,
             name="pooler",
         )
+        return {"embeddings": embeddings, "embedding_projection": embedding_projection, "stack": stack,
+                "final_layer_norm": final_layer_norm, "pooler": pooler}
 
-        # === Functional graph ===
-        # Dimensions: B batch, S sequence, H hidden, N heads, L layers.
-        inputs = self._make_inputs(config)
-        x = embeddings(inputs["token_ids"], inputs["segment_ids"])  # [B, S, E]
-        if embedding_projection is not None:
-            x = embedding_projection(x)  # [B, S, H]
+    def _outputs(self, config, parts, inputs, return_attention_scores):
+        """The functional graph from `inputs` to the output dict."""
+        # Dimensions: B batch, S sequence, E embedding, H hidden, N heads, L layers.
+        x = parts["embeddings"](inputs["token_ids"], inputs["segment_ids"])  # [B, S, E]
+        if parts["embedding_projection"] is not None:
+            x = parts["embedding_projection"](x)  # [B, S, H]
         embedding_output = x
-        x, encoder_outputs, attention_scores, stack_outputs = self._run_blocks(
-            x, inputs, blocks, config, return_attention_scores
-        )
+        stack = parts["stack"](x, inputs, return_attention_scores)
+        x, encoder_outputs = stack.sequence_output, list(stack.encoder_outputs)
+        final_layer_norm, pooler = parts["final_layer_norm"], parts["pooler"]
         if final_layer_norm is not None:
             x = final_layer_norm(x)
             encoder_outputs[-1] = x
         pooler_input = x
-        if pooler.position == "first" and self._computes_last_layer_rows(blocks):
+        if pooler.position == "first" and parts["stack"].computes_rows:
             # The pooler reads [CLS] alone, so it gets its own call of the last block that
             # computes only that row. A graph runs only what its outputs need: a classifier
             # never computes the last layer's other rows, a token-level head never this one.
-            first = ops.zeros_like(inputs["padding_mask"][:, :1])  # [B, 1]
-            pooler_input = self._last_layer_rows(
-                config, blocks, final_layer_norm, encoder_outputs, embedding_output, inputs["padding_mask"], first
-            )  # [B, 1, H]
+            pooler_input = _last_layer_rows(parts["stack"], final_layer_norm, encoder_outputs, embedding_output,
+                                            inputs["padding_mask"], first_positions(inputs["padding_mask"]))  # [B, 1, H]
         outputs = {
             "sequence_output": x,  # [B, S, H]
             "pooled_output": pooler(pooler_input, inputs["padding_mask"]),  # [B, H]
             "encoder_outputs": encoder_outputs,  # L x [B, S, H]
             "embedding_output": embedding_output,  # [B, S, H]
-            **stack_outputs,
+            **stack.outputs,
         }
         if return_attention_scores:
-            outputs["attention_scores"] = attention_scores  # L x [B, N, S, S]
-        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, name=name, trainable=trainable)
+            outputs["attention_scores"] = stack.attention_scores  # L x [B, N, S, S]
+        return outputs
 
-        # A functional model does not keep the policy it was given; the layers do. Heads
-        # built on this encoder, and get_config, use this one.
-        self.layer_dtype_policy = embeddings.dtype_policy
-        self.config = config
-        self.embeddings = embeddings
-        self.embedding_projection = embedding_projection
-        self.transformer_layers = blocks
-        self.final_layer_norm = final_layer_norm
-        self.pooler = pooler
-        self.return_attention_scores = bool(return_attention_scores)
-        self._embedding_was_given = embedding_layer is not None
-        self.input_names = tuple(inputs)
+    # --- The factories a family overrides ---
+    def make_embeddings(self, config, dtype):
+        """The embedding layer: token + segment + position, factorized (width E, projected to H)
+        when `embedding_size` differs from the hidden size."""
+        factorized = config.embedding_size not in (None, config.hidden_size)
+        return embeddings_for(config, dtype, project_to=config.hidden_size if factorized else None)
 
-    # --- What subclasses decide ---
-    def _factorizes_embedding(self, config):
-        """Whether tokens are embedded at width E and projected to H."""
-        raise NotImplementedError
-
-    def _make_embeddings(self, config, dtype):
-        return embeddings_for(config, dtype, project_to=config.hidden_size if self._factorizes_embedding(config) else None)
+    def block_of_layer(self, config):
+        """For each layer, the index of the distinct block it applies (`shares_layers`: layer i
+        applies block ⌊i·G/L⌋ of G = `num_layer_groups`; else its own)."""
+        if not self.shares_layers:
+            return tuple(range(config.num_layers))
+        plan = tuple(depth * config.num_layer_groups // config.num_layers for depth in range(config.num_layers))
+        for index in set(plan):
+            kinds = {config.layer_settings(depth) for depth in range(config.num_layers) if plan[depth] == index}
+            if len(kinds) > 1:
+                raise ValueError(f"EncoderConfig.layer_types: the layers sharing block {index} (num_layer_groups="
+                                 f"{config.num_layer_groups}) are of different kinds.")
+        return plan
 
     def make_block(self, config, index, dtype):
-        """The block at distinct index `index` (the factory hook: a family with its own block,
-        relative or two-stream attention say, overrides this or passes `block_class`).
+        """The block at distinct index `index`, built from the settings of the layers applying it
+        (`block_class` and `block_config` when given). A block is called as `block(x,
+        padding_mask=, use_causal_mask=, return_attention_scores=)` (`BlockStack`)."""
+        depth = self.block_of_layer(config).index(index)
+        return build_block(config, config.layer_settings(depth), dtype, f"transformer_layer_{index}",
+                           block_class=self._block_class, block_config=self._block_config)
 
-        A block is called as `block(x, padding_mask=, use_causal_mask=, return_attention_scores=)`.
-        `block_class` is built from the config's block fields updated with `block_config`.
-        """
-        arguments = {**block_arguments(config), "norm_first": config.norm_first, **self._block_config}
-        block_class = self._block_class or TransformerEncoderBlock
-        return block_class(**arguments, dtype=dtype, name=f"transformer_layer_{index}")
-
-    def _make_inputs(self, config):
-        """The model's `keras.Input`s by name: `INPUT_NAMES`, int32 `[batch, seq]`."""
-        return {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
-
-    def _run_blocks(self, x, inputs, blocks, config, return_attention_scores):
-        """The stack over the embedded sequence `x` `[B, S, H]`.
-
-        Returns the last layer's output, every layer's output, every layer's attention
-        probabilities (when asked) and any further outputs {name: tensor} of the family's.
-        A family whose blocks take other arguments (relative positions, two streams)
-        overrides this.
-        """
-        encoder_outputs, attention_scores = [], []
-        for depth in range(config.num_layers):
-            x = blocks[self._block_index(config, depth)](
-                x,
-                padding_mask=inputs["padding_mask"],
-                use_causal_mask=config.causal,
-                return_attention_scores=return_attention_scores,
-            )
-            if return_attention_scores:
-                x, scores = x
-                attention_scores.append(scores)  # [B, N, S, S]
-            encoder_outputs.append(x)  # [B, S, H]
-        return x, encoder_outputs, attention_scores, {}
-
-    def _computes_last_layer_rows(self, blocks):
-        """Whether the last layer can be run on chosen rows alone: BERT's stack (a family's own
-        `_run_blocks` may call its blocks otherwise) whose last block says it can
-        (`TransformerEncoderBlock.computes_rows`: its attention is told the queries' positions)."""
-        return type(self)._run_blocks is EncoderBase._run_blocks and bool(getattr(blocks[-1], "computes_rows", False))
-
-    def _last_layer_rows(self, config, blocks, final_layer_norm, encoder_outputs, embedding_output, padding_mask, positions):
-        """The last layer's output `[B, P, H]` at `positions` `[B, P]` only, run on that layer's
-        input (the layer before's output, or the embeddings of a one-layer encoder)."""
-        last_input = encoder_outputs[-2] if config.num_layers > 1 else embedding_output  # [B, S, H]
-        last_block = blocks[self._block_index(config, config.num_layers - 1)]
-        rows = last_block(
-            last_input, padding_mask=padding_mask, use_causal_mask=config.causal, output_positions=positions
-        )  # [B, P, H]
-        return rows if final_layer_norm is None else final_layer_norm(rows)
+    def make_stack(self, config, blocks, block_of_layer, dtype):
+        """The stack running `blocks` (`BlockStack`; a family whose blocks take other inputs
+        returns its own)."""
+        return BlockStack(blocks, block_of_layer, causal=config.causal)
 
     def layers_outside_graph(self):
-        """Layers the encoder owns that its own graph never calls (XLNet's query-stream mask
-        embedding): models that do not call them leave them out of training."""
-        return []
-
-    def _num_distinct_blocks(self, config):
-        return config.num_layers
-
-    def _block_index(self, config, depth):
-        return depth
+        """Layers the encoder owns that its own graph never calls (a pretraining-only part):
+        models that do not call them leave them out of training."""
+        return self.stack.unused_layers()
 
     # --- Shared API ---
     def call(self, inputs, training=None, mask=None):
@@ -292,8 +277,8 @@ class EncoderBase(GuardedModel, keras.Model):
         total = self.config.num_layers
         if isinstance(num_layers, bool) or not isinstance(num_layers, int) or not 0 <= num_layers <= total:
             raise ValueError(f"num_layers to freeze must be an integer in [0, {total}] (this encoder's layers), got {num_layers!r}.")
-        frozen = {self._block_index(self.config, depth) for depth in range(num_layers)}
-        training = {self._block_index(self.config, depth) for depth in range(num_layers, total)}
+        plan = self.stack.block_of_layer
+        frozen, training = set(plan[:num_layers]), set(plan[num_layers:])
         if frozen & training:
             raise ValueError(
                 f"Cannot freeze {num_layers} of {total} layers: their block is shared with the layers above "
@@ -316,13 +301,10 @@ class EncoderBase(GuardedModel, keras.Model):
         do that gather the rows from `sequence_output`.
         """
         check_integer_ids(positions, "positions")
-        config = self.config
-        if not self._computes_last_layer_rows(self.transformer_layers):
+        if not self.stack.computes_rows:
             return ops.take_along_axis(outputs["sequence_output"], ops.expand_dims(positions, -1), axis=1)
-        return self._last_layer_rows(
-            config, self.transformer_layers, self.final_layer_norm, outputs["encoder_outputs"],
-            outputs["embedding_output"], padding_mask, positions,
-        )
+        return _last_layer_rows(self.stack, self.final_layer_norm, outputs["encoder_outputs"],
+                                outputs["embedding_output"], padding_mask, positions)
 
     @property
     def token_embedding(self):
@@ -376,17 +358,20 @@ class EncoderBase(GuardedModel, keras.Model):
         return cls(**config)
 
 
-def block_arguments(config):
-    """The config's fields every block takes (sizes, activation, dropout, LayerNorm, initializer)."""
-    return dict(
-        num_heads=config.num_heads,
-        intermediate_size=config.intermediate_size,
-        activation=config.activation,
-        dropout=config.dropout,
-        attention_dropout=config.attention_dropout,
-        layer_norm_epsilon=config.layer_norm_epsilon,
-        kernel_initializer=bert_initializer(config.initializer_range),
+def final_norm(config, dtype=None):
+    """The norm closing a pre-norm stack, of the last layer's normalization kind."""
+    normalization = NORMALIZATIONS.get(config.layer_settings(config.num_layers - 1).normalization)
+    return (normalization or keras.layers.LayerNormalization)(
+        epsilon=config.layer_norm_epsilon, dtype=dtype, name="final_layer_norm"
     )
+
+
+def _last_layer_rows(stack, final_layer_norm, encoder_outputs, embedding_output, padding_mask, positions):
+    """The last layer's output `[B, P, H]` at `positions` `[B, P]` only, run on that layer's input
+    (the layer before's output, or the embeddings of a one-layer encoder)."""
+    last_input = encoder_outputs[-2] if len(encoder_outputs) > 1 else embedding_output  # [B, S, H]
+    rows = stack.rows_at(last_input, padding_mask, positions)  # [B, P, H]
+    return rows if final_layer_norm is None else final_layer_norm(rows)
 
 
 def embeddings_for(config, dtype=None, project_to=None):
@@ -406,16 +391,6 @@ def embeddings_for(config, dtype=None, project_to=None):
     if project_to is not None:
         return FactorizedEmbedding(embedding_size=config.embedding_size, hidden_size=project_to, **common)
     return BertEmbeddings(embedding_size=config.embedding_size or config.hidden_size, **common)
-
-
-def _registered_class(block_class):
-    """A layer class, given as itself or by its registered name ("bertlayers>Name")."""
-    if isinstance(block_class, str):
-        found = keras.saving.get_registered_object(block_class)
-        if found is None:
-            raise ValueError(f"No registered layer class named {block_class!r} (block_class).")
-        return found
-    return block_class
 
 
 def reinitialized(encoder, seed=None):

@@ -1,22 +1,54 @@
-"""The encoder's hyperparameters, validated where they are set."""
+"""The encoder's hyperparameters, validated where they are set, with the settings of each layer."""
 
 import dataclasses
 from typing import Optional
 
 from bertlayers.layers.activations import canonical_activation
+from bertlayers.layers.masking import check_attention_window
+
+# The fields a layer may set for itself (`layer_kinds`); the others hold for the whole encoder.
+PER_LAYER_FIELDS = ("attention", "attention_window", "rotary_theta", "normalization", "feed_forward", "use_bias", "norm_first")
+
+
+@dataclasses.dataclass(frozen=True)
+class LayerSettings:
+    """What one layer of the stack is built with (the per-layer fields of `EncoderConfig`)."""
+
+    attention: str
+    attention_window: Optional[int]
+    rotary_theta: Optional[float]
+    normalization: str
+    feed_forward: str
+    use_bias: bool
+    norm_first: bool
 
 
 @dataclasses.dataclass(frozen=True)
 class EncoderConfig:
-    """Hyperparameters of a BERT or ALBERT encoder (names follow `bert_config.json`'s meaning).
+    """Hyperparameters of an encoder (names follow `bert_config.json`'s meaning).
 
-    `embedding_size` is ALBERT's E (factorized embedding); None means E = H. ALBERT applies
-    `num_layer_groups` distinct blocks across `num_layers` layers (1 = all layers shared).
-    `causal` makes every position attend only to itself and earlier positions (the BERT
-    paper's left-to-right ablation). `type_vocab_size` 0 means no segment embedding
-    (DistilBERT). `tie_word_embeddings` False gives the output projection of the LM heads a
-    matrix of its own instead of the token embedding's transpose (transformers' setting of
-    that name). `pooler_activation` is the pooler's (tanh in BERT).
+    The whole encoder:
+      `embedding_size` is the token table's width E (factorized embedding); None means E = H.
+      `num_layer_groups` (G): in an encoder that shares blocks across layers (its class says
+      `shares_layers`), G distinct blocks serve the `num_layers` (L) layers, layer i applying
+      block ⌊i·G/L⌋ (G = 1: one block for all); an encoder of distinct blocks takes 1. `causal` makes every position attend only to itself and earlier
+      positions (the BERT paper's left-to-right ablation). `type_vocab_size` 0 means no segment
+      embedding. `tie_word_embeddings` False gives the output projection of the LM heads a
+      matrix of its own instead of the token embedding's transpose (transformers' setting of
+      that name). `pooler_activation` is the pooler's (tanh in BERT).
+
+    Each layer (defaults for all, changed per layer by `layer_types` and `layer_kinds`):
+      `attention`: the attention implementation, by its name in the encoder's table
+        (`bertlayers.networks.block_parts`; "multi_head" is softmax attention over all keys).
+      `attention_window`: local attention over a window of that many tokens; None: global.
+      `rotary_theta`: the base of rotary position embedding (for attentions that rotate).
+      `normalization`: "layer_norm", "rms_norm", or a registered name of the table.
+      `feed_forward`: "dense" (W2 · act(W1 · x)), "gated" (GLU), or a registered name.
+      `use_bias`: biases on the block's dense projections.
+      `norm_first`: pre-normalization (a final norm closes the stack) instead of post.
+      `layer_types`: one kind name per layer (as the modern checkpoints' `layer_types`:
+        "full_attention", "sliding_attention", ...); `layer_kinds`: {kind: {field: value}}, the
+        per-layer fields a kind changes. None: every layer as the defaults say.
     """
 
     vocabulary_size: int = 30522
@@ -38,8 +70,18 @@ class EncoderConfig:
     architecture: str = "bert"
     tie_word_embeddings: bool = True
     pooler_activation: str = "tanh"
+    attention: str = "multi_head"
+    attention_window: Optional[int] = None
+    rotary_theta: Optional[float] = None
+    normalization: str = "layer_norm"
+    feed_forward: str = "dense"
+    use_bias: bool = True
+    layer_types: Optional[tuple] = None
+    layer_kinds: Optional[dict] = None
 
     def __post_init__(self):
+        if isinstance(self.layer_types, list):  # read back from JSON
+            object.__setattr__(self, "layer_types", tuple(self.layer_types))
         for field in dataclasses.fields(self):
             _check_type(field, getattr(self, field.name))
         positive = (
@@ -92,8 +134,45 @@ class EncoderConfig:
                 f"EncoderConfig.num_layer_groups ({self.num_layer_groups}) cannot exceed "
                 f"num_layers ({self.num_layers})."
             )
-        if self.architecture == "bert" and self.num_layer_groups != 1:
-            raise ValueError("EncoderConfig.num_layer_groups is an ALBERT setting; BERT uses 1.")
+        check_attention_window(self.attention_window)
+        if self.rotary_theta is not None and not self.rotary_theta > 0:
+            raise ValueError(f"EncoderConfig.rotary_theta must be > 0 or None, got {self.rotary_theta!r}.")
+        for field in ("attention", "normalization", "feed_forward"):
+            if not getattr(self, field):
+                raise ValueError(f"EncoderConfig.{field} must be a name, got {getattr(self, field)!r}.")
+        self._check_layer_types()
+
+    def _check_layer_types(self):
+        kinds = self.layer_kinds or {}
+        if self.layer_types is None:
+            if kinds:
+                raise ValueError("EncoderConfig.layer_kinds is set but layer_types is not: name each layer's kind.")
+            return
+        if len(self.layer_types) != self.num_layers:
+            raise ValueError(f"EncoderConfig.layer_types names {len(self.layer_types)} layers; the encoder has "
+                             f"num_layers={self.num_layers}.")
+        for kind, changes in kinds.items():
+            if not isinstance(changes, dict):
+                raise ValueError(f"EncoderConfig.layer_kinds[{kind!r}] must be a dict of per-layer fields, got {changes!r}.")
+            unknown = sorted(set(changes) - set(PER_LAYER_FIELDS))
+            if unknown:
+                raise ValueError(f"EncoderConfig.layer_kinds[{kind!r}] sets {', '.join(unknown)}; a layer may set "
+                                 f"only {', '.join(PER_LAYER_FIELDS)}.")
+            try:  # each kind's values checked as the whole encoder's would be
+                dataclasses.replace(self, layer_types=None, layer_kinds=None, **changes)
+            except ValueError as error:
+                raise ValueError(f"EncoderConfig.layer_kinds[{kind!r}]: {error}") from None
+        for depth, kind in enumerate(self.layer_types):
+            if not isinstance(kind, str) or (kind not in kinds and kinds):
+                raise ValueError(f"EncoderConfig.layer_types[{depth}] is {kind!r}, not a kind of layer_kinds "
+                                 f"({', '.join(sorted(kinds)) or 'none'}).")
+
+    def layer_settings(self, depth):
+        """The `LayerSettings` of the layer at `depth` (0 is the first)."""
+        changes = {}
+        if self.layer_types is not None:
+            changes = (self.layer_kinds or {}).get(self.layer_types[depth], {})
+        return LayerSettings(**{field: changes.get(field, getattr(self, field)) for field in PER_LAYER_FIELDS})
 
     @property
     def head_size(self):
@@ -112,8 +191,9 @@ def _check_type(field, value):
     """A field's value of exactly its declared type: a bool is no int, a string no number (a
     config.json saying `"hidden_dropout_prob": "0.1"` or `"is_decoder": "false"` is refused)."""
     kind, optional = field.type, False
-    if kind == Optional[int]:
-        kind, optional = int, True
+    for inner in (int, float, tuple, dict):
+        if kind == Optional[inner]:
+            kind, optional = inner, True
     if optional and value is None:
         return
     if kind is bool:
@@ -123,6 +203,7 @@ def _check_type(field, value):
     else:
         right = isinstance(value, kind) and not isinstance(value, bool)
     if not right:
-        wanted = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}[kind]
+        wanted = {bool: "true or false", int: "an integer", float: "a number", str: "a string", tuple: "a list",
+                  dict: "a mapping"}[kind]
         raise ValueError(f"EncoderConfig.{field.name} must be {wanted}{' or None' if optional else ''}, "
                          f"got {value!r} ({type(value).__name__}).")

@@ -5,7 +5,7 @@ Importing it registers the encoder (architecture "xlnet"), the presets `xlnet_ba
 `xlnet_large`, the recipe "xlnet" and transformers' model_type "xlnet".
 """
 
-from bertlayers.families.xlnet.encoder import QueryStream, XLNetEncoder, relative_stack
+from bertlayers.families.xlnet.encoder import QueryStream, RelativeStack, XLNetEncoder, relative_stack
 from bertlayers.families.xlnet import presets  # noqa: F401  (registers xlnet_base, xlnet_large)
 from bertlayers.families.xlnet.pretrainer import XLNetPretrainer
 from bertlayers.families.xlnet.relative_attention import RelativeAttention, relative_shift
@@ -26,6 +26,7 @@ __all__ = [
     "RelativeAttention",
     "RelativeEncoderBlock",
     "RelativePositionEncoding",
+    "RelativeStack",
     "TARGET_FEATURE",
     "TwoStreamMasks",
     "XLNetEncoder",

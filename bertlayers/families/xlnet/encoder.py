@@ -27,6 +27,7 @@ from bertlayers.families.xlnet.two_stream_masks import TwoStreamMasks
 from bertlayers.layers.initializers import bert_initializer
 from bertlayers.layers.mask_embedding import MaskEmbedding
 from bertlayers.layers.token_embedding import TokenEmbedding
+from bertlayers.networks.block_stack import BlockStack, StackOutputs
 from bertlayers.networks.encoder_base import EncoderBase, block_arguments
 
 
@@ -60,10 +61,7 @@ class XLNetEncoder(EncoderBase):
             raise ValueError(f"mem_len must be >= 0, got {mem_len}.")
         super().__init__(**kwargs)
 
-    def _factorizes_embedding(self, config):
-        return False
-
-    def _make_embeddings(self, config, dtype):
+    def make_embeddings(self, config, dtype):
         return TokenEmbedding(
             vocabulary_size=config.vocabulary_size,
             embedding_size=config.hidden_size,
@@ -81,43 +79,9 @@ class XLNetEncoder(EncoderBase):
             raise ValueError("XLNet's blocks are post-LayerNorm; EncoderConfig.norm_first must be False.")
         return RelativeEncoderBlock(**block_arguments(config), dtype=dtype, name=f"transformer_layer_{index}")
 
-    def _make_inputs(self, config):
-        inputs = super()._make_inputs(config)
-        if self.mem_len:
-            inputs["memory"] = keras.Input(shape=(config.num_layers, None, config.hidden_size), name="memory")
-        return inputs
-
-    def _run_blocks(self, x, inputs, blocks, config, return_attention_scores):
-        policy = blocks[0].dtype_policy
-        # The parts every layer shares, built once here and kept for the pretrainer's graph.
-        self.position_encoding = RelativePositionEncoding(
-            config.hidden_size,
-            clamp_len=self.clamp_len,
-            bidirectional_data=self.bidirectional_data,
-            dtype=policy,
-            name="position_encoding",
-        )
-        self.attention_masks = TwoStreamMasks(name="attention_masks")
-        self.stream_dropout = keras.layers.Dropout(config.dropout, dtype=policy, name="stream_dropout")
-        self.mask_embedding = MaskEmbedding(
-            config.hidden_size, initializer=bert_initializer(config.initializer_range), dtype=policy, name="mask_embedding"
-        )
-        self.mask_embedding.build()
-        stack = relative_stack(
-            self,
-            config,
-            blocks,
-            x,
-            inputs["padding_mask"],
-            inputs["segment_ids"],
-            memory=inputs.get("memory"),
-            return_attention_scores=return_attention_scores,
-        )
-        extra = {"memory": stack["memory"]} if self.mem_len else {}
-        return stack["content"], stack["hidden_states"], stack["attention_scores"], extra
-
-    def layers_outside_graph(self):
-        return [self.mask_embedding]
+    def make_stack(self, config, blocks, block_of_layer, dtype):
+        return RelativeStack(blocks, config, clamp_len=self.clamp_len, mem_len=self.mem_len,
+                             bidirectional_data=self.bidirectional_data, dtype=dtype)
 
     def get_config(self):
         config = super().get_config()
@@ -127,10 +91,59 @@ class XLNetEncoder(EncoderBase):
         return config
 
 
+class RelativeStack(BlockStack):
+    """XLNet's stack: relative positions, two-stream masks and memory around its blocks.
+
+    It owns the parts every layer shares (`layers()`: the relative position encoding, the
+    two-stream masks, the streams' dropout) and the query stream's start vector
+    (`mask_embedding`), which only the pretrainer's graph calls (`unused_layers`). With
+    `mem_len > 0` the model takes a `memory` input and outputs `memory`.
+    """
+
+    def __init__(self, blocks, config, clamp_len=-1, mem_len=0, bidirectional_data=False, dtype=None):
+        super().__init__(blocks, range(config.num_layers))
+        self.config = config
+        self.mem_len = mem_len
+        policy = blocks[0].dtype_policy
+        self.position_encoding = RelativePositionEncoding(
+            config.hidden_size, clamp_len=clamp_len, bidirectional_data=bidirectional_data, dtype=policy,
+            name="position_encoding",
+        )
+        self.attention_masks = TwoStreamMasks(name="attention_masks")
+        self.stream_dropout = keras.layers.Dropout(config.dropout, dtype=policy, name="stream_dropout")
+        self.mask_embedding = MaskEmbedding(
+            config.hidden_size, initializer=bert_initializer(config.initializer_range), dtype=policy, name="mask_embedding"
+        )
+        self.mask_embedding.build()
+
+    def inputs(self):
+        inputs = super().inputs()
+        if self.mem_len:
+            inputs["memory"] = keras.Input(shape=(self.config.num_layers, None, self.config.hidden_size), name="memory")
+        return inputs
+
+    def layers(self):
+        return {"position_encoding": self.position_encoding, "attention_masks": self.attention_masks,
+                "stream_dropout": self.stream_dropout, "mask_embedding": self.mask_embedding}
+
+    def unused_layers(self):
+        return [self.mask_embedding]
+
+    @property
+    def computes_rows(self):
+        return False
+
+    def __call__(self, x, inputs, return_attention_scores=False):
+        stack = relative_stack(
+            self, x, inputs["padding_mask"], inputs["segment_ids"], memory=inputs.get("memory"),
+            return_attention_scores=return_attention_scores,
+        )
+        extra = {"memory": stack["memory"]} if self.mem_len else {}
+        return StackOutputs(stack["content"], stack["hidden_states"], stack["attention_scores"], extra)
+
+
 def relative_stack(
-    encoder,
-    config,
-    blocks,
+    stack,
     content,
     padding_mask,
     segment_ids,
@@ -143,9 +156,8 @@ def relative_stack(
     """XLNet's layers over the embedded content stream (and the query stream, if given).
 
     Args:
-      encoder: the `XLNetEncoder` whose shared parts (position encoding, masks, dropout) run.
-      config: its `EncoderConfig`.
-      blocks: its `RelativeEncoderBlock`s, one per layer.
+      stack: the `RelativeStack` whose blocks and shared parts (position encoding, masks,
+        dropout) run.
       content: `[B, S, H]` token embeddings; query: `[B, T, H]` or None.
       memory: `[B, L, M, H]` or None.
 
@@ -154,6 +166,7 @@ def relative_stack(
        "attention_scores": L x [B, N, S, K] (content stream, when asked), "memory":
        [B, L, M', H] or None}.
     """
+    encoder, config, blocks = stack, stack.config, stack.blocks
     first_memory = None if memory is None else memory[:, 0]  # [B, M, H]
     positions = encoder.stream_dropout(encoder.position_encoding(content, first_memory))  # [1 or B, R, H]
     content_mask, query_mask, segment_matrix = encoder.attention_masks(
@@ -215,11 +228,8 @@ class QueryStream(keras.layers.Layer):
         self.built = True
 
     def call(self, content, query, padding_mask, segment_ids, perm_mask, target_mapping):
-        encoder = self._encoder()
         stack = relative_stack(
-            encoder,
-            encoder.config,
-            encoder.transformer_layers,
+            self._encoder().stack,
             content,
             padding_mask,
             segment_ids,

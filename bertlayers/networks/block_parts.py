@@ -1,0 +1,114 @@
+"""The parts an encoder's blocks are built from, each kind in one table chosen by name.
+
+`EncoderConfig.attention`, `.normalization` and `.feed_forward` (per layer, through
+`layer_types`) name an entry here. A family or a user adds a kind by registering it, and the
+encoder core builds it without knowing it: a rotary attention, RMSNorm, GeGLU.
+
+  attention:      factory(settings, num_heads, key_dim, dropout, kernel_initializer, dtype)
+                  -> an attention layer (`TransformerEncoderBlock(attention_layer=)`'s contract),
+                  or None for the block's own `MultiHeadAttention`.
+  normalization:  a layer class built as cls(epsilon=, dtype=, name=), or None for LayerNorm.
+  feed_forward:   factory(settings, intermediate_size, activation, kernel_initializer, dtype)
+                  -> a position-wise layer, or None for the block's two dense layers.
+"""
+
+import keras
+
+from bertlayers.layers.gated_feed_forward import GatedFeedForward
+from bertlayers.layers.initializers import bert_initializer
+from bertlayers.layers.multi_head_attention import MultiHeadAttention
+from bertlayers.layers.registered import registered_name
+from bertlayers.layers.transformer_encoder_block import TransformerEncoderBlock
+
+ATTENTIONS = {}
+NORMALIZATIONS = {}
+FEED_FORWARDS = {}
+
+
+def register_attention(name, factory):
+    """Make `EncoderConfig(attention=name)` build its attention with `factory` (see the module doc)."""
+    ATTENTIONS[name] = factory
+
+
+def register_normalization(name, layer_class):
+    """Make `EncoderConfig(normalization=name)` build its norms as `layer_class` (a registered layer class)."""
+    NORMALIZATIONS[name] = layer_class
+
+
+def register_feed_forward(name, factory):
+    """Make `EncoderConfig(feed_forward=name)` build its feed-forward network with `factory`."""
+    FEED_FORWARDS[name] = factory
+
+
+def _multi_head(settings, num_heads, key_dim, dropout, kernel_initializer, dtype):
+    if settings.rotary_theta is not None:
+        raise ValueError(
+            f"attention 'multi_head' has no rotary positions (rotary_theta={settings.rotary_theta}); name an "
+            f"attention that rotates (registered: {', '.join(sorted(ATTENTIONS))})."
+        )
+    if settings.use_bias:
+        return None  # the block's own, built and named as in every checkpoint mapping
+    return MultiHeadAttention(num_heads, key_dim, dropout=dropout, use_bias=False,
+                              kernel_initializer=kernel_initializer, dtype=dtype, name="self_attention")
+
+
+def _gated(settings, intermediate_size, activation, kernel_initializer, dtype):
+    return GatedFeedForward(intermediate_size, activation=activation, use_bias=settings.use_bias,
+                            kernel_initializer=kernel_initializer, dtype=dtype, name="feed_forward")
+
+
+register_attention("multi_head", _multi_head)
+register_normalization("layer_norm", None)
+register_normalization("rms_norm", keras.layers.RMSNormalization)
+register_feed_forward("dense", lambda settings, *args: None)
+register_feed_forward("gated", _gated)
+
+
+def _chosen(table, what, name):
+    if name not in table:
+        raise ValueError(f"EncoderConfig.{what} {name!r} is not a registered kind; registered: {', '.join(sorted(table))}.")
+    return table[name]
+
+
+def block_arguments(config):
+    """The config's fields every block takes (sizes, activation, dropout, norm epsilon, initializer)."""
+    return dict(
+        num_heads=config.num_heads,
+        intermediate_size=config.intermediate_size,
+        activation=config.activation,
+        dropout=config.dropout,
+        attention_dropout=config.attention_dropout,
+        layer_norm_epsilon=config.layer_norm_epsilon,
+        kernel_initializer=bert_initializer(config.initializer_range),
+    )
+
+
+def plugged_parts(config, settings, dtype):
+    """The block arguments `settings` changes from the block's defaults: {} for BERT's block, so a
+    block class of the user's that knows none of them still takes the default settings."""
+    arguments = block_arguments(config)
+    attention = _chosen(ATTENTIONS, "attention", settings.attention)(
+        settings, config.num_heads, config.head_size, config.attention_dropout, arguments["kernel_initializer"], dtype
+    )
+    feed_forward = _chosen(FEED_FORWARDS, "feed_forward", settings.feed_forward)(
+        settings, config.intermediate_size, config.activation, arguments["kernel_initializer"], dtype
+    )
+    normalization = _chosen(NORMALIZATIONS, "normalization", settings.normalization)
+    parts = {
+        "attention_layer": attention,
+        "feed_forward_layer": feed_forward,
+        "attention_window": settings.attention_window,
+        "normalization": registered_name(normalization) if normalization is not None else None,
+    }
+    parts = {key: value for key, value in parts.items() if value is not None}
+    if not settings.use_bias:
+        parts["use_bias"] = False
+    return parts
+
+
+def build_block(config, settings, dtype, name, block_class=None, block_config=None):
+    """The block of one layer: `block_class` (default `TransformerEncoderBlock`) from the config's
+    sizes, the layer's `settings` and `block_config` (which wins)."""
+    arguments = {**block_arguments(config), "norm_first": settings.norm_first, **plugged_parts(config, settings, dtype),
+                 **(block_config or {})}
+    return (block_class or TransformerEncoderBlock)(**arguments, dtype=dtype, name=name)
