@@ -153,3 +153,142 @@ def test_an_output_matrix_its_config_calls_tied_is_refused_when_it_differs(folde
     save_file(tensors, str(copy / "model.safetensors"))
     with pytest.raises(ValueError, match=rf"says tie_word_embeddings .* but {re.escape(output_key)} differs from"):
         getattr(bertlayers.convert, loader)(str(copy))
+
+
+TOY_MODERN = '''
+"""A modern encoder from outside the library: rotary attention, a sliding window on some layers,
+RMSNorm, a gated feed-forward network, no biases, token embeddings without positions."""
+
+import keras
+import numpy as np
+from keras import ops
+
+from bertlayers.layers import MultiHeadAttention, TokenEmbedding
+from bertlayers.networks import EncoderBase
+from bertlayers.networks.block_parts import register_attention, register_normalization
+
+
+@keras.saving.register_keras_serializable(package="toy_modern")
+class RotaryAttention(MultiHeadAttention):
+    """Queries and keys rotated by their positions (half-split rotation, base `theta`)."""
+
+    def __init__(self, num_heads, key_dim, theta=10000.0, **kwargs):
+        super().__init__(num_heads, key_dim, **kwargs)
+        self.theta = float(theta)
+
+    def _rotate(self, x, positions):  # x [B, T, N, D], positions [B, T]
+        half = self.key_dim // 2
+        frequencies = 1.0 / (self.theta ** (np.arange(half, dtype="float32") / half))
+        angles = ops.cast(positions, "float32")[..., None] * frequencies  # [B, T, D/2]
+        cos, sin = ops.cos(angles)[:, :, None, :], ops.sin(angles)[:, :, None, :]
+        first, second = x[..., :half], x[..., half:]
+        return ops.concatenate([first * cos - second * sin, first * sin + second * cos], axis=-1)
+
+    def call(self, query, value=None, attention_mask=None, return_attention_scores=False, training=None,
+             query_positions=None):
+        value = query if value is None else value
+        batch, length = ops.shape(value)[0], ops.shape(value)[1]
+        key_positions = ops.broadcast_to(ops.arange(length)[None, :], (batch, length))
+        if query_positions is None:
+            query_positions = ops.broadcast_to(ops.arange(ops.shape(query)[1])[None, :], (batch, ops.shape(query)[1]))
+        q = self._rotate(self.query_dense(query), query_positions) / np.sqrt(self.key_dim)
+        k = self._rotate(self.key_dense(value), key_positions)
+        scores = ops.einsum("bqnh,bknh->bnqk", q, k)
+        if attention_mask is not None:
+            scores = ops.where(ops.expand_dims(ops.cast(attention_mask, "bool"), 1), scores, -1e9)
+        probabilities = ops.softmax(scores, axis=-1)
+        output = self.output_dense(ops.einsum("bnqk,bknh->bqnh", probabilities, self.value_dense(value)))
+        return (output, probabilities) if return_attention_scores else output
+
+    def get_config(self):
+        return {**super().get_config(), "theta": self.theta}
+
+
+@keras.saving.register_keras_serializable(package="toy_modern")
+class RMSNorm(keras.layers.Layer):
+    """x / sqrt(mean(x²) + ε) · γ."""
+
+    def __init__(self, epsilon=1e-6, **kwargs):
+        super().__init__(**kwargs)
+        self.epsilon = float(epsilon)
+
+    def build(self, shape):
+        self.scale = self.add_weight(shape=(shape[-1],), initializer="ones", name="scale")
+
+    def call(self, x):
+        x32 = ops.cast(x, "float32")
+        normed = x32 * ops.rsqrt(ops.mean(ops.square(x32), axis=-1, keepdims=True) + self.epsilon)
+        return ops.cast(normed * self.scale, x.dtype)
+
+    def get_config(self):
+        return {**super().get_config(), "epsilon": self.epsilon}
+
+
+def rotary(settings, num_heads, key_dim, dropout, kernel_initializer, dtype):
+    return RotaryAttention(num_heads, key_dim, theta=settings.rotary_theta, dropout=dropout, use_bias=settings.use_bias,
+                           kernel_initializer=kernel_initializer, dtype=dtype, name="self_attention")
+
+
+register_attention("toy_rotary", rotary)
+register_normalization("toy_rms", RMSNorm)
+
+
+@keras.saving.register_keras_serializable(package="toy_modern")
+class ToyModernEncoder(EncoderBase):
+    architecture = "toy_modern"
+
+    def make_embeddings(self, config, dtype):
+        return TokenEmbedding(vocabulary_size=config.vocabulary_size, embedding_size=config.hidden_size,
+                              max_sequence_length=config.max_sequence_length, type_vocab_size=0,
+                              dropout=config.dropout, dtype=dtype, name="embeddings")
+'''
+
+
+def test_a_modern_family_plugs_rotary_attention_a_window_and_rmsnorm_into_the_core(tmp_path, monkeypatch):
+    from bertlayers.layers import GatedFeedForward
+    from bertlayers.networks import block_parts
+
+    (tmp_path / "toy_modern.py").write_text(TOY_MODERN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    toy = importlib.import_module("toy_modern")
+    try:
+        kinds = {"full": {"rotary_theta": 160000.0}, "sliding": {"attention_window": 4, "rotary_theta": 10000.0}}
+        sizes = dict(vocabulary_size=50, hidden_size=16, num_heads=2, intermediate_size=24, max_sequence_length=32,
+                     type_vocab_size=0, dropout=0.0, attention_dropout=0.0, attention="toy_rotary",
+                     normalization="toy_rms", feed_forward="gated", use_bias=False, norm_first=True, layer_kinds=kinds)
+        encoder = toy.ToyModernEncoder(num_layers=3, layer_types=("full", "sliding", "sliding"), **sizes)
+        blocks = encoder.transformer_layers
+        assert [b.attention_window for b in blocks] == [None, 4, 4]
+        assert [b.attention_layer.theta for b in blocks] == [160000.0, 10000.0, 10000.0]
+        assert all(isinstance(b.attention_layer_norm, toy.RMSNorm) and isinstance(b.feed_forward_layer, GatedFeedForward)
+                   for b in blocks)
+        assert isinstance(encoder.final_layer_norm, toy.RMSNorm)
+        assert not [w.path for w in encoder.weights if w.path.endswith("bias") and "pooler" not in w.path]
+
+        rng = np.random.default_rng(0)
+        ids = rng.integers(1, 50, (2, 12)).astype("int32")
+        batch = {"token_ids": ids, "segment_ids": np.zeros_like(ids), "padding_mask": np.ones_like(ids)}
+        outputs = encoder(batch)
+        # RMSNorm closes the stack: every row has a mean square of 1 (the scale starts at 1).
+        np.testing.assert_allclose(np.mean(np.square(outputs["sequence_output"]), -1), 1.0, rtol=1e-3)
+        # Rows computed alone (rotary attention told where they sit, the window kept) equal the full layer's.
+        positions = np.array([[0, 5, 11], [3, 4, 7]], "int32")
+        rows = encoder.sequence_output_at(outputs, positions, batch["padding_mask"])
+        full = np.take_along_axis(np.asarray(outputs["sequence_output"]), positions[..., None], 1)
+        np.testing.assert_allclose(rows, full, atol=1e-5)
+
+        # Two sliding layers of window 4 see 2 tokens either side each: position 0 reads tokens 0..4 only.
+        local = toy.ToyModernEncoder(num_layers=2, layer_types=("sliding", "sliding"), **sizes)
+        changed = {**batch, "token_ids": np.concatenate([ids[:, :5], (ids[:, 5:] % 49) + 1], axis=1)}
+        before, after = (np.asarray(local(x)["sequence_output"]) for x in (batch, changed))
+        np.testing.assert_allclose(before[:, 0], after[:, 0], atol=1e-6)
+        assert np.abs(before[:, 4] - after[:, 4]).max() > 1e-3  # position 4 reads position 6
+
+        path = str(tmp_path / "toy_modern.keras")
+        encoder.save(path)
+        loaded = keras.saving.load_model(path)
+        np.testing.assert_allclose(loaded(batch)["sequence_output"], outputs["sequence_output"], atol=1e-6)
+    finally:
+        block_parts.ATTENTIONS.pop("toy_rotary", None)
+        block_parts.NORMALIZATIONS.pop("toy_rms", None)
+        ENCODERS.pop("toy_modern", None)

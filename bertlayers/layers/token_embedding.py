@@ -78,7 +78,8 @@ class TokenEmbedding(keras.layers.Layer):
         if segment_ids is not None:
             check_integer_ids(segment_ids, "segment_ids")
             segment_ids = check_same_shape({"token_ids": token_ids, "segment_ids": segment_ids})["segment_ids"]
-            check_id_range(segment_ids, self.type_vocab_size, "segment_ids", "type_vocab_size")
+            if self.type_vocab_size:  # none: segment ids are read by no one (as in BertEmbeddings)
+                check_id_range(segment_ids, self.type_vocab_size, "segment_ids", "type_vocab_size")
         return self.dropout_layer(self.token_embedding(token_ids), training=training)
 
     def compute_output_shape(self, token_ids_shape, segment_ids_shape=None):
