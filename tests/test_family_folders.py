@@ -20,13 +20,21 @@ SAVED = os.path.join(os.path.dirname(__file__), "fixtures", "saved_before_family
 
 
 @pytest.mark.parametrize("namespace", [bertlayers.layers, bertlayers.networks, bertlayers.convert])
-def test_forwarded_names_resolve_to_the_family_objects(namespace):
-    for name, module in namespace.FROM_FAMILIES.items():
+def test_moved_names_resolve_to_the_family_objects_and_no_lower_tier_lists_them(namespace):
+    moved = bertlayers.MOVED_NAMES[namespace.__name__]
+    for name, module in moved.items():
         assert getattr(namespace, name) is getattr(importlib.import_module(module), name)
-        assert name in dir(namespace)
-        assert name in namespace.__all__
+        assert name not in namespace.__all__
+    for name in namespace.__all__:  # what a namespace lists, it can import itself
+        assert getattr(namespace, name) is not None
     with pytest.raises(AttributeError, match="has no attribute 'NoSuchLayer'"):
         namespace.NoSuchLayer
+
+
+def test_the_public_face_names_every_family_encoder():
+    for name in ("AlbertEncoder", "BertEncoder", "XLNetEncoder"):
+        assert getattr(bertlayers, name) is getattr(bertlayers.networks, name)
+    assert set(ENCODERS) >= {"albert", "bert", "xlnet"}
 
 
 def test_importing_the_families_registers_them():

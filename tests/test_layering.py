@@ -64,6 +64,46 @@ def test_the_start_up_module_imports_nothing_of_ours():
     assert not ours, f"{BELOW_ALL}.py imports bertlayers at lines {ours}: it must stay below every tier"
 
 
+# The core tiers build every family from parts; a family's name in their code (not in a docstring
+# or comment citing where a design comes from) would be a family's knowledge in the core.
+CORE = ("layers", "networks")
+FAMILIES = ("albert", "roberta", "distilbert", "electra", "spanbert", "xlnet", "deberta", "modernbert")
+
+
+def family_mentions(package):
+    """["module:line name"] for each identifier or string (docstrings aside) naming a family."""
+    found = []
+    folder = os.path.join(ROOT, package)
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".py"):
+            continue
+        tree = ast.parse(open(os.path.join(folder, name), encoding="utf-8").read())
+        docstrings = {
+            id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and node.body
+            and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+        }
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+                text = node.value
+            elif isinstance(node, ast.Name):
+                text = node.id
+            elif isinstance(node, ast.Attribute):
+                text = node.attr
+            elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                text = node.name
+            else:
+                continue
+            if any(family in text.lower() for family in FAMILIES):
+                found.append(f"{package}/{name}:{node.lineno} {text[:60]!r}")
+    return found
+
+
+def test_the_core_tiers_name_no_family():
+    found = [mention for package in CORE for mention in family_mentions(package)]
+    assert not found, "family names in the core tiers:\n" + "\n".join(found)
+
+
 if __name__ == "__main__":
     graph = collections.defaultdict(set)
     for source, target in package_imports():

@@ -1,7 +1,8 @@
 """Load Hugging Face checkpoints (`config.json` + `model.safetensors`), without torch.
 
-BERT's layout is here; each family in `bertlayers.families` registers its own model_type
-(`register_huggingface_family`) with the helpers below.
+The helpers every family's loader uses (BERT's tensor layout, which most families keep, is the
+default); each family in `bertlayers.families` registers its own model_type
+(`register_huggingface_family`).
 """
 
 import json
@@ -11,7 +12,6 @@ import numpy as np
 
 from bertlayers.convert.weight_map import WeightMap
 from bertlayers.data.checkpoint_tokenizer import check_tokenizer_files
-from bertlayers.networks.bert_encoder import BertEncoder
 from bertlayers.networks.encoder_config import EncoderConfig
 
 # config.json key → EncoderConfig field (Hugging Face kept google-research/bert's names).
@@ -142,7 +142,7 @@ def add_output_projection(weights, encoder, output_key, embedding_key):
         )
 
 
-def _bert_config(hf_config, source):
+def bert_config(hf_config, source):
     return config_from_fields(bert_config_fields(hf_config, source), source)
 
 
@@ -201,34 +201,6 @@ def read_huggingface_folder(path, model_type):
     except (SafetensorError, OSError, ValueError) as error:
         raise ValueError(f"{weights_path} is not a readable safetensors file: {error}") from None
     return hf_config, config, tensors, weights_path
-
-
-def load_huggingface_bert(path, dtype=None, name="bert_encoder"):
-    """Build a `BertEncoder` from a Hugging Face BERT checkpoint folder.
-
-    Args:
-      path: a folder with `config.json` and `model.safetensors` (a `BertModel`, or a model
-        whose encoder tensors carry a `bert.` prefix, such as `BertForPreTraining`).
-      dtype: dtype policy of the encoder, e.g. "mixed_bfloat16"; weights stay float32.
-      name: the encoder's name.
-
-    Returns:
-      A `BertEncoder` whose outputs match transformers' `BertModel` (`sequence_output` ↔
-      `last_hidden_state`, `pooled_output` ↔ `pooler_output`); for a
-      `BertForSequenceClassification` folder, a `SequenceClassifier` over it (`logits` ↔
-      `logits`, the config's `id2label` as its `label_names`).
-
-    Raises:
-      FileNotFoundError: a required file is missing.
-      ValueError: an unsupported or invalid config, a corrupt weights file, a `vocab.txt` whose
-        size disagrees with the config, or (CheckpointMismatchError) tensors missing from the
-        checkpoint or of the wrong shape, all listed.
-    """
-    hf_config, _, encoder, weights = start_loading(path, "bert", "bert.", BertEncoder, dtype, name)
-    map_encoder_weights(encoder, encoder.config, weights)
-    model = with_sequence_classifier(encoder, hf_config, weights, "classifier")
-    weights.apply(ignore=IGNORED_TENSORS)
-    return model
 
 
 def add_norms_and_feed_forward(weights, block, attention_norm, inner, outer, output_norm):
@@ -332,5 +304,3 @@ def map_encoder_weights(encoder, config, weights, pooler=True, positions=lambda 
         weights.add(encoder.pooler.dense.kernel, "pooler.dense.weight", transposed)
         weights.add(encoder.pooler.dense.bias, "pooler.dense.bias")
 
-
-register_huggingface_family("bert", _bert_config, load_huggingface_bert)

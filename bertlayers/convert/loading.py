@@ -8,7 +8,7 @@ import zipfile
 import keras
 import numpy as np
 
-from bertlayers.convert.huggingface import HUGGINGFACE_FAMILIES, load_huggingface_bert
+from bertlayers.convert.huggingface import HUGGINGFACE_FAMILIES, read_huggingface_folder
 from bertlayers.convert.model_files import attach_recorded_vocabulary, record_vocabulary, recorded_vocabulary, vocabulary_of
 from bertlayers.convert.weight_map import describe_non_finite
 from bertlayers.data.checkpoint_tokenizer import CheckpointTokenizer, checkpoint_tokenizer
@@ -28,9 +28,7 @@ def load_encoder(source, dtype=None):
     if os.path.isdir(source):
         config_path = os.path.join(source, "config.json")
         if os.path.isfile(config_path):
-            family = HUGGINGFACE_FAMILIES.get(_model_type(config_path))
-            # An unknown model_type goes to BERT's loader, whose error lists the supported ones.
-            model = (family.loader if family else load_huggingface_bert)(source, dtype=dtype)
+            model = _load_folder(source, config_path, dtype)
             return _with_folder_vocabulary(getattr(model, "encoder", model), source)
         if os.path.isfile(os.path.join(source, "encoder.keras")):
             return load_encoder(os.path.join(source, "encoder.keras"), dtype=dtype)
@@ -86,8 +84,7 @@ def load_checkpoint(folder, dtype=None):
     if not os.path.isfile(config_path):
         raise FileNotFoundError(f"{folder} has no config.json: not a Hugging Face checkpoint folder.")
     tokenizer = checkpoint_tokenizer(folder)  # first: a folder without tokenizer files fails before the weights load
-    family = HUGGINGFACE_FAMILIES.get(_model_type(config_path))
-    model = (family.loader if family else load_huggingface_bert)(folder, dtype=dtype)
+    model = _load_folder(folder, config_path, dtype)
     encoder = _with_folder_vocabulary(getattr(model, "encoder", model), folder)
     return Checkpoint(model, encoder, tokenizer)
 
@@ -131,6 +128,16 @@ def load_model_file(path):
             f"the file is corrupt or was saved from a diverged run:\n  " + "\n  ".join(not_finite)
         )
     return model
+
+
+def _load_folder(folder, config_path, dtype):
+    """The model of a checkpoint folder, by the loader its model_type registered."""
+    family = HUGGINGFACE_FAMILIES.get(_model_type(config_path))
+    if family is None:
+        # An unreadable config.json or an unknown model_type: the folder's reader names what is wrong.
+        read_huggingface_folder(folder, tuple(HUGGINGFACE_FAMILIES))
+        raise ValueError(f"{config_path}: no loader for its model_type.")  # the reader raised already
+    return family.loader(folder, dtype=dtype)
 
 
 def _model_type(config_path):

@@ -289,7 +289,7 @@ def _left_to_right_batch(features, seed, context):
     return encoder_inputs_from(features), {"lm": next_ids}, {"lm": normalized_weights(next_mask)}
 
 
-# The BERT paper's objectives and their variants (the recipes in bertlayers/families/bert.py).
+# The BERT paper's objectives and their variants (the recipes in bertlayers/families/bert/recipes.py).
 OBJECTIVES = {
     "mlm_nsp": DataObjective(examples="nsp", masking="static", batch_inputs=_mlm_nsp_batch),
     "mlm_sop": DataObjective(examples="sop", masking="static", batch_inputs=_mlm_nsp_batch),

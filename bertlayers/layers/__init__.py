@@ -1,7 +1,6 @@
-"""Keras layers of the BERT family, each registered under the "bertlayers" package.
+"""Keras layers any encoder composes, each registered under the "bertlayers" package.
 
-The layers one family alone uses live in its folder (`bertlayers.families.xlnet`, ...) and are
-named here too: `import bertlayers` sets them once every family is imported (`FROM_FAMILIES`).
+The layers one family alone uses live in its folder (`bertlayers.families.xlnet`, ...).
 """
 
 from bertlayers.layers.bert_embeddings import BertEmbeddings
@@ -10,7 +9,6 @@ from bertlayers.layers.classification_head import ClassificationHead, NextSenten
 from bertlayers.layers.crf import LinearChainCRF
 from bertlayers.layers.factorized_embedding import FactorizedEmbedding
 from bertlayers.layers.gated_feed_forward import GatedFeedForward
-from bertlayers.layers.mask_embedding import MaskEmbedding
 from bertlayers.layers.masked_lm_head import MaskedLMHead
 from bertlayers.layers.masking import causal_attention_mask, merge_attention_masks
 from bertlayers.layers.multi_head_attention import MultiHeadAttention
@@ -19,20 +17,9 @@ from bertlayers.layers.position_embedding import PositionEmbedding
 from bertlayers.layers.scalar_mix import ScalarMix
 from bertlayers.layers.sequence_pooling import SequencePooling
 from bertlayers.layers.span_prediction_head import SpanPredictionHead
-from bertlayers.layers.tied_output_projection import TiedOutputProjection
 from bertlayers.layers.token_classification_head import TokenClassificationHead
 from bertlayers.layers.token_embedding import TokenEmbedding
 from bertlayers.layers.transformer_encoder_block import TransformerEncoderBlock
-
-FROM_FAMILIES = {
-    "GeneratorCorruption": "bertlayers.families.electra",
-    "ReplacedTokenDetectionHead": "bertlayers.families.electra",
-    "SpanBoundaryHead": "bertlayers.families.spanbert",
-    "RelativeAttention": "bertlayers.families.xlnet",
-    "RelativeEncoderBlock": "bertlayers.families.xlnet",
-    "RelativePositionEncoding": "bertlayers.families.xlnet",
-    "TwoStreamMasks": "bertlayers.families.xlnet",
-}
 
 __all__ = [
     "BertEmbeddings",
@@ -40,27 +27,18 @@ __all__ = [
     "ClassificationHead",
     "FactorizedEmbedding",
     "GatedFeedForward",
-    "GeneratorCorruption",
     "LinearChainCRF",
-    "MaskEmbedding",
     "MaskedLMHead",
     "MultiHeadAttention",
     "NextSentenceHead",
     "Pooler",
     "PositionEmbedding",
-    "RelativeAttention",
-    "RelativeEncoderBlock",
-    "RelativePositionEncoding",
-    "ReplacedTokenDetectionHead",
     "ScalarMix",
     "SequencePooling",
-    "SpanBoundaryHead",
     "SpanPredictionHead",
-    "TiedOutputProjection",
     "TokenClassificationHead",
     "TokenEmbedding",
     "TransformerEncoderBlock",
-    "TwoStreamMasks",
     "causal_attention_mask",
     "merge_attention_masks",
 ]

@@ -1,13 +1,16 @@
-"""Networks: layers composed into functional encoder models."""
+"""Networks: layers composed into functional encoder models.
 
-from bertlayers.networks.albert_encoder import AlbertEncoder
-from bertlayers.networks.bert_encoder import BertEncoder
+The encoder core (`EncoderBase`, its config, block parts and stack) names no family: each
+family's encoder class lives in its folder (`bertlayers.families.bert.BertEncoder`, ...) and
+registers its architecture name here when defined (`ENCODERS`, used by `build_encoder`).
+"""
+
+from bertlayers.networks.block_parts import register_attention, register_feed_forward, register_normalization
+from bertlayers.networks.block_stack import BlockStack, StackOutputs
 from bertlayers.networks.encoder_base import ENCODERS, EncoderBase, reinitialized
-from bertlayers.networks.encoder_config import EncoderConfig
+from bertlayers.networks.encoder_config import EncoderConfig, LayerSettings
 from bertlayers.networks.presets import get_preset, preset_names
 
-# Encoders that live in their family's folder; `import bertlayers` sets them here.
-FROM_FAMILIES = {"XLNetEncoder": "bertlayers.families.xlnet"}
 
 def build_encoder(config, **kwargs):
     """An encoder from an `EncoderConfig` or a preset name; kwargs go to the model (dtype, name)."""
@@ -19,14 +22,17 @@ def build_encoder(config, **kwargs):
 
 
 __all__ = [
-    "AlbertEncoder",
-    "BertEncoder",
+    "BlockStack",
     "ENCODERS",
     "EncoderBase",
     "EncoderConfig",
-    "XLNetEncoder",
+    "LayerSettings",
+    "StackOutputs",
     "build_encoder",
     "get_preset",
     "preset_names",
+    "register_attention",
+    "register_feed_forward",
+    "register_normalization",
     "reinitialized",
 ]

@@ -17,7 +17,7 @@ from bertlayers.convert.huggingface import (
     with_sequence_classifier,
 )
 from bertlayers.models.pretrainer import BertPretrainer
-from bertlayers.networks.albert_encoder import AlbertEncoder
+from bertlayers.families.albert.encoder import AlbertEncoder
 
 
 def albert_config_from_huggingface(hf_config, source):

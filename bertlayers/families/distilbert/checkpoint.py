@@ -15,7 +15,7 @@ from bertlayers.convert.huggingface import (
     with_sequence_classifier,
 )
 from bertlayers.models.pretrainer import BertPretrainer
-from bertlayers.networks.bert_encoder import BertEncoder
+from bertlayers.families.bert.encoder import BertEncoder
 
 # DistilBERT's config.json names (its LayerNorm epsilon is fixed at 1e-12, BERT's default).
 DISTILBERT_CONFIG_KEYS = {

@@ -1,6 +1,6 @@
 """ELECTRA's two encoders: a discriminator and a smaller generator over one shared embedding layer."""
 
-from bertlayers.networks.bert_encoder import BertEncoder
+from bertlayers.families.bert.encoder import BertEncoder
 from bertlayers.networks.encoder_base import embeddings_for
 from bertlayers.utils.validation import Range
 

@@ -14,7 +14,7 @@ from bertlayers.convert.huggingface import (
     with_sequence_classifier,
 )
 from bertlayers.models.pretrainer import BertPretrainer
-from bertlayers.networks.bert_encoder import BertEncoder
+from bertlayers.families.bert.encoder import BertEncoder
 
 
 def _padding_id(hf_config):

@@ -5,6 +5,8 @@ Importing it registers the encoder (architecture "xlnet"), the presets `xlnet_ba
 `xlnet_large`, the recipe "xlnet" and transformers' model_type "xlnet".
 """
 
+from bertlayers.families.xlnet.mask_embedding import MaskEmbedding
+from bertlayers.families.xlnet.tied_output_projection import TiedOutputProjection
 from bertlayers.families.xlnet.encoder import QueryStream, RelativeStack, XLNetEncoder, relative_stack
 from bertlayers.families.xlnet import presets  # noqa: F401  (registers xlnet_base, xlnet_large)
 from bertlayers.families.xlnet.pretrainer import XLNetPretrainer
@@ -21,6 +23,8 @@ if tensorflow_available():  # checkpoints with their tokenizer; tf.data objectiv
     from bertlayers.families.xlnet.tokenizer import xlnet_checkpoint_tokenizer, xlnet_input_layout
 
 __all__ = [
+    "MaskEmbedding",
+    "TiedOutputProjection",
     "QueryStream",
     "RECIPE",
     "RelativeAttention",

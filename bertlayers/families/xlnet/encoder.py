@@ -25,7 +25,7 @@ from bertlayers.families.xlnet.relative_encoder_block import RelativeEncoderBloc
 from bertlayers.families.xlnet.relative_position_encoding import RelativePositionEncoding
 from bertlayers.families.xlnet.two_stream_masks import TwoStreamMasks
 from bertlayers.layers.initializers import bert_initializer
-from bertlayers.layers.mask_embedding import MaskEmbedding
+from bertlayers.families.xlnet.mask_embedding import MaskEmbedding
 from bertlayers.layers.token_embedding import TokenEmbedding
 from bertlayers.networks.block_stack import BlockStack, StackOutputs
 from bertlayers.networks.encoder_base import EncoderBase, block_arguments

@@ -3,7 +3,7 @@
 import keras
 
 from bertlayers.families.xlnet.encoder import QueryStream
-from bertlayers.layers.tied_output_projection import TiedOutputProjection
+from bertlayers.families.xlnet.tied_output_projection import TiedOutputProjection
 from bertlayers.models.encoder_model import encoder_inputs
 from bertlayers.models.pretrainer import PretrainerBase
 
