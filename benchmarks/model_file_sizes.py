@@ -21,9 +21,15 @@ from bertlayers.training.optimization import create_optimizer
 
 def main():
     model = SequenceClassifier(load_encoder(minilm_path()), 2)
-    model.compile(optimizer=create_optimizer(1e-4, 10, 1, weight_decay=0.01, model=model), loss="sparse_categorical_crossentropy")
+    model.compile(
+        optimizer=create_optimizer(1e-4, 10, 1, weight_decay=0.01, model=model), loss="sparse_categorical_crossentropy"
+    )
     ids = np.full((2, 16), 1000, "int32")
-    model.fit({"token_ids": ids, "segment_ids": np.zeros_like(ids), "padding_mask": np.ones_like(ids)}, {"logits": np.array([0, 1])}, verbose=0)
+    model.fit(
+        {"token_ids": ids, "segment_ids": np.zeros_like(ids), "padding_mask": np.ones_like(ids)},
+        {"logits": np.array([0, 1])},
+        verbose=0,
+    )
     with tempfile.TemporaryDirectory() as folder:
         serving, full = os.path.join(folder, "model.keras"), os.path.join(folder, "with_optimizer.keras")
         save_model(model, serving)

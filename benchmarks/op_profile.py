@@ -32,11 +32,11 @@ import re
 import tempfile
 import time
 
-# bertlayers first: it loads TensorFlow with the settings its users get (oneDNN rewrites on).
-from bertlayers.data.assets import minilm_path  # noqa: E402
-
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+
+# bertlayers first: it loads TensorFlow with the settings its users get (oneDNN rewrites on).
+from bertlayers.data.assets import minilm_path  # noqa: E402
 
 
 def classifier(dtype="float32"):
@@ -101,7 +101,9 @@ def serve_call(args, folder):
     if path is None:
         from bertlayers.export import export_for_serving
 
-        path = export_for_serving(classifier(), "profiled", base_dir=folder, sequence_length=128, text=False)["profiled"]
+        path = export_for_serving(classifier(), "profiled", base_dir=folder, sequence_length=128, text=False)[
+            "profiled"
+        ]
     signature = tf.saved_model.load(path).signatures["serving_default"]
     x = {k: tf.constant(v) for k, v in inputs(args.batch_size, args.length, args.shortest).items()}
 
@@ -165,18 +167,38 @@ def main():
     parser.add_argument("--steps", type=int, default=3, help="steps (or calls) traced")
     parser.add_argument("--model", help="serve: an ids SavedModel version folder (default: export the classifier)")
     parser.add_argument("--top", type=int, default=20)
-    parser.add_argument("--precision", choices=("float32", "bfloat16"), default="float32",
-                        help="finetune and MLM: the model's policy (bfloat16: mixed_bfloat16)")
-    parser.add_argument("--shortest", type=int, help="pad the rows: each one real up to a length drawn "
-                        "from [--shortest, --length] (default: no padding)")
-    parser.add_argument("--any_length", action="store_true", help="finetune: trace the step with the sequence "
-                        "length unknown (length_batches' batches) instead of fixed at --length")
-    parser.add_argument("--threads", type=int, nargs=2, metavar=("INTRA_OP", "INTER_OP"),
-                        help="TensorFlow's intra-op and inter-op thread pools (TF Serving's "
-                        "--tensorflow_intra_op_parallelism / --tensorflow_inter_op_parallelism; default: one "
-                        "thread per core each)")
-    parser.add_argument("--split", metavar="OP_TYPE", help="also list this op type's time by the name scope "
-                        "that made it (say Mul: GELU's, LayerNorm's, the optimizer's)")
+    parser.add_argument(
+        "--precision",
+        choices=("float32", "bfloat16"),
+        default="float32",
+        help="finetune and MLM: the model's policy (bfloat16: mixed_bfloat16)",
+    )
+    parser.add_argument(
+        "--shortest",
+        type=int,
+        help="pad the rows: each one real up to a length drawn from [--shortest, --length] (default: no padding)",
+    )
+    parser.add_argument(
+        "--any_length",
+        action="store_true",
+        help="finetune: trace the step with the sequence "
+        "length unknown (length_batches' batches) instead of fixed at --length",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        nargs=2,
+        metavar=("INTRA_OP", "INTER_OP"),
+        help="TensorFlow's intra-op and inter-op thread pools (TF Serving's "
+        "--tensorflow_intra_op_parallelism / --tensorflow_inter_op_parallelism; default: one "
+        "thread per core each)",
+    )
+    parser.add_argument(
+        "--split",
+        metavar="OP_TYPE",
+        help="also list this op type's time by the name scope "
+        "that made it (say Mul: GELU's, LayerNorm's, the optimizer's)",
+    )
     args = parser.parse_args()
     if args.work.startswith("mlm") and (args.any_length or args.shortest):
         parser.error("--any_length and --shortest apply to finetune and serve, not to the MLM works")
@@ -206,10 +228,12 @@ def main():
         shape = f"batch {MLM_SIZES[args.work]['batch_size']} x length {MLM_SEQUENCE}"
     else:
         shape = f"batch {args.batch_size} x length {args.length}"
-    print(f"{args.work} {args.precision}{' any length' if args.any_length else ''}, {shape}"
-          f"{f' (real lengths from {args.shortest})' if args.shortest else ''}, TF_ENABLE_ONEDNN_OPTS="
-          f"{os.environ.get('TF_ENABLE_ONEDNN_OPTS')}{threads}: {wall * 1000:.1f} ms per step untraced; "
-          f"op time {everything / steps * 1000:.1f} ms per step over the threads")
+    print(
+        f"{args.work} {args.precision}{' any length' if args.any_length else ''}, {shape}"
+        f"{f' (real lengths from {args.shortest})' if args.shortest else ''}, TF_ENABLE_ONEDNN_OPTS="
+        f"{os.environ.get('TF_ENABLE_ONEDNN_OPTS')}{threads}: {wall * 1000:.1f} ms per step untraced; "
+        f"op time {everything / steps * 1000:.1f} ms per step over the threads"
+    )
     print("| op type | ms per step | share |")
     print("|---|---|---|")
     for op, seconds in totals.most_common(args.top):
@@ -217,7 +241,9 @@ def main():
     if args.split:
         scopes = scope_times(events, args.split)
         if not scopes:
-            raise SystemExit(f"No {args.split} op ran in the traced steps (op types are as the table above spells them).")
+            raise SystemExit(
+                f"No {args.split} op ran in the traced steps (op types are as the table above spells them)."
+            )
         print(f"\n{args.split} by name scope ({sum(scopes.values()) / steps * 1000:.1f} ms per step in all)")
         print(f"| scope | ms per step | share of {args.split} |")
         print("|---|---|---|")

@@ -19,13 +19,13 @@ their medians. Process CPU time counts both cores' work and moves less with the 
 import argparse
 import time
 
-# op_profile first: it loads bertlayers before TensorFlow, with the settings its users get
-# (oneDNN rewrites on).
-from op_profile import classifier, finetune_data
-
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+
+# op_profile first: it loads bertlayers before TensorFlow, with the settings its users get
+# (oneDNN rewrites on).
+from op_profile import classifier, finetune_data
 
 VARIANTS = ("fused", "xla", "sgd")
 
@@ -75,14 +75,18 @@ def main():
             model.fit(data, epochs=1, verbose=0)
             wall[variant].append((time.perf_counter() - start_wall) / args.steps * 1000)
             cpu[variant].append((time.process_time() - start_cpu) / args.steps * 1000)
-    print(f"MiniLM classifier, batch {args.batch_size} x length {args.length} (any-length trace), "
-          f"{args.steps} steps x {args.rounds} rounds; ms per step")
+    print(
+        f"MiniLM classifier, batch {args.batch_size} x length {args.length} (any-length trace), "
+        f"{args.steps} steps x {args.rounds} rounds; ms per step"
+    )
     print("| update | wall, each round | wall median | CPU, each round | CPU median |")
     print("|---|---|---|---|---|")
     for variant in models:
         rounds_wall = ", ".join(f"{t:.0f}" for t in wall[variant])
         rounds_cpu = ", ".join(f"{t:.0f}" for t in cpu[variant])
-        print(f"| {variant} | {rounds_wall} | {np.median(wall[variant]):.0f} | {rounds_cpu} | {np.median(cpu[variant]):.0f} |")
+        print(
+            f"| {variant} | {rounds_wall} | {np.median(wall[variant]):.0f} | {rounds_cpu} | {np.median(cpu[variant]):.0f} |"
+        )
 
 
 if __name__ == "__main__":

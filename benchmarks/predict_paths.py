@@ -49,11 +49,16 @@ def paths(library, quick):
     model = keras_model(library, "infer", sizes("infer", quick)[0], 128)
     rng = np.random.default_rng(0)
     batches = [random_batch(rng, rows, 128) for rows in (1, 32)]
-    compiled = jax.jit(lambda trainable, non_trainable, inputs: model.stateless_call(
-        trainable, non_trainable, inputs, training=False)[0])
+    compiled = jax.jit(
+        lambda trainable, non_trainable, inputs: model.stateless_call(trainable, non_trainable, inputs, training=False)[
+            0
+        ]
+    )
 
     def forward(inputs):  # the weights read at each call: predict_on_batch replaces their arrays
-        return compiled([v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables], inputs)
+        return compiled(
+            [v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables], inputs
+        )
 
     def queued(inputs):
         for _ in range(20):
@@ -80,7 +85,12 @@ def main():
     results = {}
     for library in ("bertlayers", "keras_hub"):
         results[library] = paths(library, arguments.quick)
-        print(library, "batch 1 / 32 (ms):", {k: [round(v, 2) for v in pair] for k, pair in results[library].items()}, flush=True)
+        print(
+            library,
+            "batch 1 / 32 (ms):",
+            {k: [round(v, 2) for v in pair] for k, pair in results[library].items()},
+            flush=True,
+        )
     if arguments.output:
         with open(arguments.output, "w") as file:
             json.dump(results, file, indent=1)

@@ -21,9 +21,9 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 # bertlayers first: it loads TensorFlow with the settings its users get (oneDNN rewrites on).
-from bertlayers.export.serving_latency import cpu_model, load_text_ops, request_latency, serving_latency  # noqa: E402
-
 import tensorflow as tf  # noqa: E402
+
+from bertlayers.export.serving_latency import cpu_model, load_text_ops, request_latency, serving_latency  # noqa: E402
 
 
 def snippets(count):
@@ -36,15 +36,17 @@ def pretokenized_call(path, texts, args, multiple):
     """A text-in call for `request_latency` over an ids SavedModel: every request it will send is
     tokenized and cut to its longest (rounded up to a multiple of `multiple`) before the clock
     starts."""
-    from bertlayers.data.tokenizer import BertInputPacker, wordpiece_tokenizer
     from bertlayers.data.padding import padded_length
+    from bertlayers.data.tokenizer import BertInputPacker, wordpiece_tokenizer
 
     if not args.vocabulary:
         raise SystemExit("--ids_model needs --vocabulary")
     signature = tf.saved_model.load(path).signatures["serving_default"]
     length = signature.structured_input_signature[1]["token_ids"].shape[1] or 128
     packer = BertInputPacker(wordpiece_tokenizer(args.vocabulary), length)
-    requests = [[text] for text in texts] + [texts[i : i + args.batch_size] for i in range(0, len(texts), args.batch_size)]
+    requests = [[text] for text in texts] + [
+        texts[i : i + args.batch_size] for i in range(0, len(texts), args.batch_size)
+    ]
     prepared = {}
     for batch in requests:
         inputs = packer(batch)
@@ -60,18 +62,28 @@ def main():
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=2, help="passes over the snippets at --batch_size")
     parser.add_argument("--snippets", type=int, default=640)
-    parser.add_argument("--ids_model", action="append", default=[], help="an ids SavedModel (repeat), fed the "
-                        "snippets tokenized beforehand with --vocabulary and cut to each batch's longest: "
-                        "what the model costs without its in-graph tokenization")
+    parser.add_argument(
+        "--ids_model",
+        action="append",
+        default=[],
+        help="an ids SavedModel (repeat), fed the "
+        "snippets tokenized beforehand with --vocabulary and cut to each batch's longest: "
+        "what the model costs without its in-graph tokenization",
+    )
     parser.add_argument("--vocabulary", default=None, help="vocab.txt for --ids_model")
-    parser.add_argument("--pad_multiple", type=int, nargs="+", default=[1], help="time each --ids_model with "
-                        "batches cut to their longest rounded up to each of these multiples (the text models: 1)")
+    parser.add_argument(
+        "--pad_multiple",
+        type=int,
+        nargs="+",
+        default=[1],
+        help="time each --ids_model with "
+        "batches cut to their longest rounded up to each of these multiples (the text models: 1)",
+    )
     args = parser.parse_args()
 
     load_text_ops()
     texts = snippets(args.snippets)
-    print(f"{cpu_model()}, {os.cpu_count()} cores, TensorFlow {tf.__version__}; "
-          f"{len(texts)} Rotten Tomatoes snippets")
+    print(f"{cpu_model()}, {os.cpu_count()} cores, TensorFlow {tf.__version__}; {len(texts)} Rotten Tomatoes snippets")
     rows = [(path, *serving_latency(path, texts, args.requests, args.batch_size, args.rounds)) for path in args.model]
     for path in args.ids_model:
         for multiple in args.pad_multiple:
@@ -79,10 +91,14 @@ def main():
             latency = request_latency(call, texts, args.requests, args.batch_size, args.rounds)
             rows.append((f"{path} (ids, padded to a multiple of {multiple})", *latency))
     base = rows[0]
-    print(f"| model | batch 1 p50 ms | batch 1 p99 ms | batch {args.batch_size} examples/s | p50 speed-up | batch {args.batch_size} speed-up |")
+    print(
+        f"| model | batch 1 p50 ms | batch 1 p99 ms | batch {args.batch_size} examples/s | p50 speed-up | batch {args.batch_size} speed-up |"
+    )
     print("|---|---|---|---|---|---|")
     for path, p50, p99, throughput in rows:
-        print(f"| {path} | {p50:.2f} | {p99:.2f} | {throughput:.1f} | {base[1] / p50:.2f}x | {throughput / base[3]:.2f}x |")
+        print(
+            f"| {path} | {p50:.2f} | {p99:.2f} | {throughput:.1f} | {base[1] / p50:.2f}x | {throughput / base[3]:.2f}x |"
+        )
 
 
 if __name__ == "__main__":

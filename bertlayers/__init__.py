@@ -22,11 +22,13 @@ if backend_is_tensorflow():
 
 # Importing the package registers every serializable class (layers, networks, models, the
 # optimizer and schedule), so `keras.saving.load_model` finds them after `import bertlayers`.
-from bertlayers import layers  # noqa: F401
-from bertlayers import networks  # noqa: F401
-from bertlayers import models  # noqa: F401
-from bertlayers import training  # noqa: F401
-from bertlayers import families  # noqa: F401
+from bertlayers import (
+    families,  # noqa: F401
+    layers,  # noqa: F401
+    models,  # noqa: F401
+    networks,  # noqa: F401
+    training,  # noqa: F401
+)
 
 # The public face: the core's entry points and every family's encoder, by name.
 from bertlayers.families.albert import AlbertEncoder  # noqa: F401

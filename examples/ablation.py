@@ -40,25 +40,39 @@ OBJECTIVES = {
 }
 
 
-
 class Help(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
     """The docstring as written and every default shown, as bertlayers.utils.cli's (this script
     does not import bertlayers)."""
 
+
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=Help)
-    parser.add_argument("--output_dir", required=True, help="where each objective's run and the summary go (reruns reuse finished runs)")
-    parser.add_argument("--objectives", nargs="+", default=list(OBJECTIVES), choices=list(OBJECTIVES), help="the pretraining objectives to compare")
+    parser.add_argument(
+        "--output_dir", required=True, help="where each objective's run and the summary go (reruns reuse finished runs)"
+    )
+    parser.add_argument(
+        "--objectives",
+        nargs="+",
+        default=list(OBJECTIVES),
+        choices=list(OBJECTIVES),
+        help="the pretraining objectives to compare",
+    )
     parser.add_argument("--preset", default="bert_tiny", help="the encoder's sizes")
     parser.add_argument("--num_train_steps", type=int, default=600, help="pretraining steps of every row")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="fine-tuning seeds per row and task")
     parser.add_argument("--rt_dir", default="data/rotten_tomatoes", help="prepare_datasets.py's Rotten Tomatoes splits")
     # Fixed-length training batches (--pad_to_sequence_length), pinned: every row of the table was
     # fine-tuned so, and a later change of the default must not mix paths within one table.
-    parser.add_argument("--rt_arguments", default="--epochs 3 --learning_rate 1e-4 --sequence_length 64 --pad_to_sequence_length",
-                        help="run_classifier.py's budget (the same for every row)")
-    parser.add_argument("--squad_arguments", default="--epochs 30 --learning_rate 2e-4 --sequence_length 192 --pad_to_sequence_length",
-                        help="run_squad.py's budget (the same for every row)")
+    parser.add_argument(
+        "--rt_arguments",
+        default="--epochs 3 --learning_rate 1e-4 --sequence_length 64 --pad_to_sequence_length",
+        help="run_classifier.py's budget (the same for every row)",
+    )
+    parser.add_argument(
+        "--squad_arguments",
+        default="--epochs 30 --learning_rate 2e-4 --sequence_length 192 --pad_to_sequence_length",
+        help="run_squad.py's budget (the same for every row)",
+    )
     return parser.parse_args()
 
 
@@ -86,7 +100,9 @@ def run_step(done_file, script, *arguments):
     started = time.perf_counter()
     result = subprocess.run(
         [sys.executable, os.path.join(EXAMPLES, script), *arguments],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     if result.returncode != 0:
         sys.stdout.write(result.stdout[-3000:])
@@ -109,7 +125,12 @@ def pretrained_encoder(args, row):
 
 def spread(values):
     values = np.asarray(values, dtype=float)
-    return {"mean": float(values.mean()), "min": float(values.min()), "max": float(values.max()), "runs": values.tolist()}
+    return {
+        "mean": float(values.mean()),
+        "min": float(values.min()),
+        "max": float(values.max()),
+        "runs": values.tolist(),
+    }
 
 
 def run_row(args, row, timings):
@@ -118,8 +139,18 @@ def run_row(args, row, timings):
     init, extra = pretrained_encoder(args, row)
     pretrain_recipe = recipe or "bert"
     seconds = run_step(
-        os.path.join(init, "summary.json"), "pretrain.py", "--recipe", pretrain_recipe, "--preset", args.preset,
-        "--num_train_steps", str(args.num_train_steps), "--output_dir", init, "--verbose", "2",
+        os.path.join(init, "summary.json"),
+        "pretrain.py",
+        "--recipe",
+        pretrain_recipe,
+        "--preset",
+        args.preset,
+        "--num_train_steps",
+        str(args.num_train_steps),
+        "--output_dir",
+        init,
+        "--verbose",
+        "2",
     )
     if seconds is not None:
         timings[f"pretrain_{pretrain_recipe}"] = seconds
@@ -127,21 +158,48 @@ def run_row(args, row, timings):
     if recipe is not None:
         summary = read_json(os.path.join(init, "summary.json"))
         key = summary["loss_key"]
-        result["pretraining_loss"] = {"name": key, "first_epoch": summary[f"first_epoch_{key}"], "last_epoch": summary[f"last_epoch_{key}"]}
+        result["pretraining_loss"] = {
+            "name": key,
+            "first_epoch": summary[f"first_epoch_{key}"],
+            "last_epoch": summary[f"last_epoch_{key}"],
+        }
     rt, squad = [], []
     for seed in args.seeds:
         out = os.path.join(folder, f"rotten_tomatoes_seed{seed}")
         seconds = run_step(
-            os.path.join(out, "metrics.json"), "run_classifier.py", "--train_file", os.path.join(args.rt_dir, "train.csv"),
-            "--eval_file", os.path.join(args.rt_dir, "test.csv"), "--init", init, *extra, *args.rt_arguments.split(),
-            "--seed", str(seed), "--output_dir", out, "--verbose", "2",
+            os.path.join(out, "metrics.json"),
+            "run_classifier.py",
+            "--train_file",
+            os.path.join(args.rt_dir, "train.csv"),
+            "--eval_file",
+            os.path.join(args.rt_dir, "test.csv"),
+            "--init",
+            init,
+            *extra,
+            *args.rt_arguments.split(),
+            "--seed",
+            str(seed),
+            "--output_dir",
+            out,
+            "--verbose",
+            "2",
         )
         timings[f"{row}_rotten_tomatoes_seed{seed}"] = seconds
         rt.append(read_json(os.path.join(out, "metrics.json"))["accuracy"])
         out = os.path.join(folder, f"squad_seed{seed}")
         seconds = run_step(
-            os.path.join(out, "metrics.json"), "run_squad.py", "--init", init, *extra, *args.squad_arguments.split(),
-            "--seed", str(seed), "--output_dir", out, "--verbose", "2",
+            os.path.join(out, "metrics.json"),
+            "run_squad.py",
+            "--init",
+            init,
+            *extra,
+            *args.squad_arguments.split(),
+            "--seed",
+            str(seed),
+            "--output_dir",
+            out,
+            "--verbose",
+            "2",
         )
         timings[f"{row}_squad_seed{seed}"] = seconds
         metrics = read_json(os.path.join(out, "metrics.json"))
@@ -158,10 +216,12 @@ def table(results, seeds):
         "| SQuAD EM | SQuAD F1 |",
         "|---|---|---|---|---|",
     ]
-    for row, r in results.items():
+    for _row, r in results.items():
         loss = r.get("pretraining_loss")
         loss_text = f"{loss['name']} {loss['first_epoch']:.2f} → {loss['last_epoch']:.2f}" if loss else "—"
-        cells = [f"{r[k]['mean']:.1f} [{r[k]['min']:.1f}, {r[k]['max']:.1f}]" for k in ("squad_exact_match", "squad_f1")]
+        cells = [
+            f"{r[k]['mean']:.1f} [{r[k]['min']:.1f}, {r[k]['max']:.1f}]" for k in ("squad_exact_match", "squad_f1")
+        ]
         accuracy = r["rotten_tomatoes_accuracy"]
         lines.append(
             f"| {r['objective']} | {loss_text} | {100 * accuracy['mean']:.1f} [{100 * accuracy['min']:.1f}, "
@@ -212,8 +272,12 @@ def main():
     for row in rows:
         print(f"[{row}] {OBJECTIVES[row][1]}", flush=True)
         results[row] = run_row(args, row, timings)
-    summary = {"results": results, "seconds": timings, "total_seconds_this_run": time.perf_counter() - started,
-               "settings": vars(args)}
+    summary = {
+        "results": results,
+        "seconds": timings,
+        "total_seconds_this_run": time.perf_counter() - started,
+        "settings": vars(args),
+    }
     with open(os.path.join(args.output_dir, "ablation.json"), "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=1)
     text = table(results, args.seeds)

@@ -23,10 +23,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REVIEWS = ["A gorgeous, witty, seductive movie.", "The plot is paper-thin and the jokes fall flat."]
 
 
-
 class Help(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
     """The docstring as written and every default shown, as bertlayers.utils.cli's (this script
     does not import bertlayers)."""
+
 
 def run(script, *args, quiet_stderr=False, env=None):
     """Run an example script; with `quiet_stderr` its stderr is shown only if it fails (the
@@ -60,7 +60,9 @@ def main():
     reviews = os.path.join(args.data_dir, "rotten_tomatoes")
 
     step(1, f"Pretrain a tiny BERT on the real Wikipedia excerpt → {pretrain_dir}")
-    run("pretrain.py", "--output_dir", pretrain_dir, "--num_train_steps", args.pretrain_steps, "--checkpoint_every", 100)
+    run(
+        "pretrain.py", "--output_dir", pretrain_dir, "--num_train_steps", args.pretrain_steps, "--checkpoint_every", 100
+    )
 
     step(2, f"Fine-tune the real all-MiniLM-L6-v2 on Rotten Tomatoes → {sentiment_dir}")
     if not os.path.isfile(os.path.join(reviews, "train.csv")):
@@ -70,10 +72,24 @@ def main():
         print(f"Reusing the fine-tuned model in {sentiment_dir} (delete it to train again)")
     else:
         run(
-            "run_classifier.py", "--train_file", os.path.join(reviews, "train.csv"),
-            "--eval_file", os.path.join(reviews, "dev.csv"), "--output_dir", sentiment_dir,
-            "--max_train_examples", args.train_examples, "--epochs", 1, "--sequence_length", 48,
-            "--batch_size", 16, "--learning_rate", 1e-4, "--overwrite",  # an interrupted run starts again
+            "run_classifier.py",
+            "--train_file",
+            os.path.join(reviews, "train.csv"),
+            "--eval_file",
+            os.path.join(reviews, "dev.csv"),
+            "--output_dir",
+            sentiment_dir,
+            "--max_train_examples",
+            args.train_examples,
+            "--epochs",
+            1,
+            "--sequence_length",
+            48,
+            "--batch_size",
+            16,
+            "--learning_rate",
+            1e-4,
+            "--overwrite",  # an interrupted run starts again
         )
     with open(metrics_path, encoding="utf-8") as f:
         metrics = json.load(f)
@@ -83,11 +99,24 @@ def main():
     )
 
     step(3, f"Export both for TF Serving → {args.base_dir}")
-    for name, source, length in (("tiny_bert", pretrain_dir, 128), ("sentiment", os.path.join(sentiment_dir, "model.keras"), 48)):
+    for name, source, length in (
+        ("tiny_bert", pretrain_dir, 128),
+        ("sentiment", os.path.join(sentiment_dir, "model.keras"), 48),
+    ):
         if has_version(os.path.join(args.base_dir, f"{name}_text")):
             print(f"Reusing the export in {os.path.join(args.base_dir, name)}(_text) (delete it to export again)")
             continue
-        run("export_savedmodel.py", "--model", source, "--name", name, "--base_dir", args.base_dir, "--sequence_length", length)
+        run(
+            "export_savedmodel.py",
+            "--model",
+            source,
+            "--name",
+            name,
+            "--base_dir",
+            args.base_dir,
+            "--sequence_length",
+            length,
+        )
 
     step(4, "Serve: a REST request to the sentiment text model, answered in a fresh process without Keras")
     # As in a server: Keras and bertlayers cannot even be imported in this process.
@@ -96,12 +125,23 @@ def main():
         os.makedirs(os.path.join(unavailable, package), exist_ok=True)
         with open(os.path.join(unavailable, package, "__init__.py"), "w", encoding="utf-8") as f:
             f.write(f"raise ImportError('{package} is not available in the serving process')\n")
-    command = ["serving_requests.py", "--base_dir", args.base_dir, "--name", "sentiment", "--text_only", "--signature", "serving_default"]
+    command = [
+        "serving_requests.py",
+        "--base_dir",
+        args.base_dir,
+        "--name",
+        "sentiment",
+        "--text_only",
+        "--signature",
+        "serving_default",
+    ]
     for review in REVIEWS:
         command += ["--text", review]
     run(*command, quiet_stderr=True, env=dict(os.environ, PYTHONPATH=os.path.abspath(unavailable)))
-    print(f"\nDone in {(time.time() - started) / 60:.1f} min. To serve for real: tensorflow_model_server --rest_api_port=8501 "
-          f"--model_config_file={os.path.abspath(os.path.join(args.base_dir, 'models.config'))}")
+    print(
+        f"\nDone in {(time.time() - started) / 60:.1f} min. To serve for real: tensorflow_model_server --rest_api_port=8501 "
+        f"--model_config_file={os.path.abspath(os.path.join(args.base_dir, 'models.config'))}"
+    )
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import math
 import os
 import time
 
+import keras  # noqa: E402
 import numpy as np
 
 from bertlayers.convert.loading import load_encoder, load_model_file  # first: loads TensorFlow as bertlayers sets it up
@@ -40,37 +41,66 @@ from bertlayers.training.optimization import create_optimizer
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import NON_NEGATIVE_INT, POSITIVE_FLOAT, POSITIVE_INT, Range, flag
 
-import keras  # noqa: E402
-
 
 def parse_args():
     parser = argument_parser(__doc__)
-    parser.add_argument("--teacher", required=True, help="a fine-tuned SequenceClassifier .keras (run_classifier.py's model.keras)")
-    parser.add_argument("--train_file", default="data/rotten_tomatoes/train.csv", help="CSV of training texts (the teacher labels them)")
+    parser.add_argument(
+        "--teacher", required=True, help="a fine-tuned SequenceClassifier .keras (run_classifier.py's model.keras)"
+    )
+    parser.add_argument(
+        "--train_file", default="data/rotten_tomatoes/train.csv", help="CSV of training texts (the teacher labels them)"
+    )
     parser.add_argument("--eval_file", default="data/rotten_tomatoes/test.csv", help="CSV of labelled evaluation texts")
-    parser.add_argument("--labelled_examples", type=flag(POSITIVE_INT), default=2000, help="the teacher's training examples (the file's first N)")
-    parser.add_argument("--wikipedia_sentences", type=flag(NON_NEGATIVE_INT), default=0, help="add N Wikipedia sentences to the transfer text")
+    parser.add_argument(
+        "--labelled_examples",
+        type=flag(POSITIVE_INT),
+        default=2000,
+        help="the teacher's training examples (the file's first N)",
+    )
+    parser.add_argument(
+        "--wikipedia_sentences",
+        type=flag(NON_NEGATIVE_INT),
+        default=0,
+        help="add N Wikipedia sentences to the transfer text",
+    )
     parser.add_argument("--student_preset", default="bert_tiny", help="the student's architecture (random weights)")
     parser.add_argument("--student_init", default=None, help="also train students from this pretrained encoder")
     parser.add_argument("--vocabulary", default=None, help="vocab.txt (default bert-base-uncased's)")
     parser.add_argument("--sequence_length", type=flag(Range(int, 2)), default=64, help="pieces per text")
-    parser.add_argument("--temperature", type=flag(POSITIVE_FLOAT), default=2.0, help="softmax temperature of the soft targets")
-    parser.add_argument("--soft_loss", default="kl", choices=["kl", "mse"], help="KL divergence to the teacher's distribution, or MSE between logits")
-    parser.add_argument("--epochs", type=flag(POSITIVE_INT), default=4, help="passes of the distilled student over the transfer text")
+    parser.add_argument(
+        "--temperature", type=flag(POSITIVE_FLOAT), default=2.0, help="softmax temperature of the soft targets"
+    )
+    parser.add_argument(
+        "--soft_loss",
+        default="kl",
+        choices=["kl", "mse"],
+        help="KL divergence to the teacher's distribution, or MSE between logits",
+    )
+    parser.add_argument(
+        "--epochs", type=flag(POSITIVE_INT), default=4, help="passes of the distilled student over the transfer text"
+    )
     parser.add_argument("--batch_size", type=flag(POSITIVE_INT), default=32, help="examples per step")
-    parser.add_argument("--learning_rate", type=flag(POSITIVE_FLOAT), default=5e-4, help="the student's peak learning rate")
-    parser.add_argument("--latency_requests", type=flag(NON_NEGATIVE_INT), default=200, help="single requests timed per model (0: none)")
+    parser.add_argument(
+        "--learning_rate", type=flag(POSITIVE_FLOAT), default=5e-4, help="the student's peak learning rate"
+    )
+    parser.add_argument(
+        "--latency_requests", type=flag(NON_NEGATIVE_INT), default=200, help="single requests timed per model (0: none)"
+    )
     parser.add_argument("--output_dir", required=True, help="where the students, metrics and exports go")
     parser.add_argument("--overwrite", action="store_true", help="replace the run already in --output_dir")
     parser.add_argument("--seed", type=int, default=0, help="seed of the data order and the students' weights")
-    parser.add_argument("--verbose", type=flag(Range(int, 0, 2)), default=2, help="0 silent, 1 progress bar, 2 one line per epoch")
+    parser.add_argument(
+        "--verbose", type=flag(Range(int, 0, 2)), default=2, help="0 silent, 1 progress bar, 2 one line per epoch"
+    )
     return parser.parse_args()
 
 
 def wikipedia_sentences(count):
     from bertlayers.data.corpus import read_wikipedia_dump, wikipedia_excerpt_path
 
-    sentences = [s for document in read_wikipedia_dump(wikipedia_excerpt_path()) for s in document if len(s.split()) >= 5]
+    sentences = [
+        s for document in read_wikipedia_dump(wikipedia_excerpt_path()) for s in document if len(s.split()) >= 5
+    ]
     return sentences[:count]
 
 
@@ -106,7 +136,9 @@ def main():
     examples = read_text_examples(args.train_file)
     labelled, transfer = examples[: args.labelled_examples], examples[args.labelled_examples :]
     if args.wikipedia_sentences:
-        transfer += [TextExample(f"wikipedia:{i}", s) for i, s in enumerate(wikipedia_sentences(args.wikipedia_sentences))]
+        transfer += [
+            TextExample(f"wikipedia:{i}", s) for i, s in enumerate(wikipedia_sentences(args.wikipedia_sentences))
+        ]
     evaluation = read_text_examples(args.eval_file)
     labels = LabelMap(teacher.label_names or (e.label for e in labelled), source=args.train_file)
     print(f"{len(labelled)} labelled examples, {len(transfer)} unlabelled transfer texts, {len(evaluation)} held out")
@@ -117,7 +149,9 @@ def main():
 
     print("The teacher labels the transfer text (soft targets, computed once)")
     soft_targets = predict_by_length(teacher, x_all, batch_size=64, verbose=1)["logits"]
-    results = {"teacher": {"accuracy": accuracy_of(teacher, x_eval, y_eval, 64), "parameters": parameter_count(teacher)}}
+    results = {
+        "teacher": {"accuracy": accuracy_of(teacher, x_eval, y_eval, 64), "parameters": parameter_count(teacher)}
+    }
     print(f"teacher: accuracy {results['teacher']['accuracy']:.4f}")
 
     base = BertEncoder.from_preset(args.student_preset)
@@ -129,18 +163,35 @@ def main():
     students = {}
     for init, make_encoder in inits.items():
         direct = SequenceClassifier(make_encoder(), len(labels.labels), label_names=labels.labels)
-        seconds = train(direct, x_labelled, {"logits": y_labelled}, math.ceil(len(y_labelled) / args.batch_size), direct_epochs, args)
-        results[f"direct_{init}"] = {"accuracy": accuracy_of(direct, x_eval, y_eval, 64), "train_seconds": seconds,
-                                     "epochs": direct_epochs, "parameters": parameter_count(direct)}
+        seconds = train(
+            direct,
+            x_labelled,
+            {"logits": y_labelled},
+            math.ceil(len(y_labelled) / args.batch_size),
+            direct_epochs,
+            args,
+        )
+        results[f"direct_{init}"] = {
+            "accuracy": accuracy_of(direct, x_eval, y_eval, 64),
+            "train_seconds": seconds,
+            "epochs": direct_epochs,
+            "parameters": parameter_count(direct),
+        }
         student = SequenceClassifier(make_encoder(), len(labels.labels), label_names=labels.labels)
         distiller = Distiller(student, temperature=args.temperature, soft_loss=args.soft_loss)
         seconds = train(distiller, x_all, {"teacher_logits": soft_targets}, steps_per_epoch, args.epochs, args)
-        results[f"distilled_{init}"] = {"accuracy": accuracy_of(student, x_eval, y_eval, 64), "train_seconds": seconds,
-                                        "epochs": args.epochs, "parameters": parameter_count(student)}
+        results[f"distilled_{init}"] = {
+            "accuracy": accuracy_of(student, x_eval, y_eval, 64),
+            "train_seconds": seconds,
+            "epochs": args.epochs,
+            "parameters": parameter_count(student),
+        }
         students[init] = student
         for name in (f"direct_{init}", f"distilled_{init}"):
-            print(f"{name}: accuracy {results[name]['accuracy']:.4f} ({results[name]['epochs']} epochs, "
-                  f"{results[name]['train_seconds']:.0f} s)")
+            print(
+                f"{name}: accuracy {results[name]['accuracy']:.4f} ({results[name]['epochs']} epochs, "
+                f"{results[name]['train_seconds']:.0f} s)"
+            )
 
     results["settings"] = vars(args)
     metrics_path = os.path.join(args.output_dir, "metrics.json")
@@ -153,10 +204,20 @@ def main():
         texts = [e.text_a for e in evaluation]
         exports = os.path.join(args.output_dir, "savedmodels")
         for name, model in (("teacher", teacher), ("student", student)):
-            paths = export_for_serving(model, name, base_dir=exports, vocabulary=vocabulary,
-                                       sequence_length=args.sequence_length, truncate=True)
-            p50, p99, _ = serving_latency(paths[f"{name}_text"], texts, requests=args.latency_requests, batch_size=32, rounds=0)
-            results[name if name == "teacher" else f"distilled_{init}"].update({"batch1_p50_ms": p50, "batch1_p99_ms": p99})
+            paths = export_for_serving(
+                model,
+                name,
+                base_dir=exports,
+                vocabulary=vocabulary,
+                sequence_length=args.sequence_length,
+                truncate=True,
+            )
+            p50, p99, _ = serving_latency(
+                paths[f"{name}_text"], texts, requests=args.latency_requests, batch_size=32, rounds=0
+            )
+            results[name if name == "teacher" else f"distilled_{init}"].update(
+                {"batch1_p50_ms": p50, "batch1_p99_ms": p99}
+            )
         write_json(metrics_path, results)
 
     print("\n| model | parameters | held-out accuracy | batch-1 p50 ms (SavedModel, text in) |\n|---|---|---|---|")

@@ -66,8 +66,10 @@ def main():
 
     sequence = np.asarray(outputs["sequence_output"])
     print("\nOutputs:")
-    print(f"  sequence_output {sequence.shape}, pooled_output {tuple(outputs['pooled_output'].shape)}, "
-          f"encoder_outputs {len(outputs['encoder_outputs'])} x {tuple(outputs['encoder_outputs'][0].shape)}")
+    print(
+        f"  sequence_output {sequence.shape}, pooled_output {tuple(outputs['pooled_output'].shape)}, "
+        f"encoder_outputs {len(outputs['encoder_outputs'])} x {tuple(outputs['encoder_outputs'][0].shape)}"
+    )
     print(f"  first text, [CLS] vector[:6]: {[round(float(v), 4) for v in sequence[0, 0, :6]]}")
 
     embeddings = np.asarray(SequencePooling("mean", normalize=True)(sequence, inputs["padding_mask"]))  # [texts, 384]

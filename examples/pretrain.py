@@ -19,8 +19,8 @@ import dataclasses
 import os
 import typing
 
-from bertlayers.runs.pretraining import HELP, PretrainingConfig, chance_loss, run_pretraining
 from bertlayers.families.recipes import get_recipe, recipe_names
+from bertlayers.runs.pretraining import HELP, PretrainingConfig, chance_loss, run_pretraining
 from bertlayers.utils.cli import argument_parser, run_script
 
 
@@ -79,8 +79,10 @@ def main():
         f"the last (a uniform guess over the vocabulary scores {chance_loss(summary['vocabulary_size']):.3f}).\n"
         f"Encoder saved to {os.path.join(config.output_dir, 'encoder.keras')}"
     )
-    for key in sorted(k[len("last_epoch_"):] for k in summary if k.startswith("last_epoch_") and not k.endswith(loss)):
-        print(f"{key}: {summary['first_epoch_' + key]:.3f} over the first epoch, {summary['last_epoch_' + key]:.3f} over the last")
+    for key in sorted(k[len("last_epoch_") :] for k in summary if k.startswith("last_epoch_") and not k.endswith(loss)):
+        print(
+            f"{key}: {summary['first_epoch_' + key]:.3f} over the first epoch, {summary['last_epoch_' + key]:.3f} over the last"
+        )
 
 
 if __name__ == "__main__":

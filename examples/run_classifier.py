@@ -21,8 +21,17 @@ from bertlayers.data.classification_data import LabelMap, encode_examples, read_
 from bertlayers.metrics import accuracy, classification_metrics, pearson, spearman
 from bertlayers.models import SequenceClassifier
 from bertlayers.runs.finetuning import (
-    add_feature_based_arguments, add_finetuning_arguments, add_pooling_argument, add_restart_arguments,
-    check_restart_arguments, encoder_source, feature_based_options, finetune_restarts, finetuning_config, packer_for, start,
+    add_feature_based_arguments,
+    add_finetuning_arguments,
+    add_pooling_argument,
+    add_restart_arguments,
+    check_restart_arguments,
+    encoder_source,
+    feature_based_options,
+    finetune_restarts,
+    finetuning_config,
+    packer_for,
+    start,
     write_json,
 )
 from bertlayers.training.length_batching import predict_by_length
@@ -34,13 +43,19 @@ from bertlayers.utils.validation import POSITIVE_INT, flag
 def main():
     parser = argument_parser(__doc__)
     parser.add_argument("--train_file", required=True, help="CSV or JSON lines of training examples")
-    parser.add_argument("--eval_file", required=True, help="CSV or JSON lines of evaluation examples (evaluated once, after training)")
+    parser.add_argument(
+        "--eval_file", required=True, help="CSV or JSON lines of evaluation examples (evaluated once, after training)"
+    )
     parser.add_argument("--text_a", default="text", help="column of the (first) text")
     parser.add_argument("--text_b", default=None, help="column of the second text, for sentence pairs")
     parser.add_argument("--label", default="label", help="label column")
     parser.add_argument("--regression", action="store_true", help="numeric labels, one output, MSE")
-    parser.add_argument("--vocabulary", default=None, help="vocab.txt (default: the encoder folder's, or bert-base-uncased)")
-    parser.add_argument("--max_train_examples", type=flag(POSITIVE_INT), default=None, help="train on the file's first N examples")
+    parser.add_argument(
+        "--vocabulary", default=None, help="vocab.txt (default: the encoder folder's, or bert-base-uncased)"
+    )
+    parser.add_argument(
+        "--max_train_examples", type=flag(POSITIVE_INT), default=None, help="train on the file's first N examples"
+    )
     add_feature_based_arguments(parser)
     add_pooling_argument(parser)
     add_restart_arguments(parser)
@@ -55,7 +70,10 @@ def main():
         print(f"Training on the first {args.max_train_examples} of {len(train)} examples of {args.train_file}")
         train = train[: args.max_train_examples]
     packer = packer_for(config, args.sequence_length)
-    x_train, x_eval = encode_examples(packer, train, args.train_file), encode_examples(packer, evaluation, args.eval_file)
+    x_train, x_eval = (
+        encode_examples(packer, train, args.train_file),
+        encode_examples(packer, evaluation, args.eval_file),
+    )
     if args.regression:
         y_train, y_eval = regression_targets(train), regression_targets(evaluation)
         num_classes, labels = 1, None
@@ -63,7 +81,10 @@ def main():
         labels = LabelMap((e.label for e in train), source=args.train_file)
         y_train, y_eval = labels.encode(train), labels.encode(evaluation)
         num_classes = len(labels.labels)
-    print(f"{len(train)} training and {len(evaluation)} evaluation examples" + (f", labels {labels.labels}" if labels else ""))
+    print(
+        f"{len(train)} training and {len(evaluation)} evaluation examples"
+        + (f", labels {labels.labels}" if labels else "")
+    )
 
     dev_score = None
     if args.dev_file:
@@ -76,11 +97,18 @@ def main():
             return pearson(y_dev, logits[:, 0]) if args.regression else accuracy(y_dev, logits.argmax(-1))
 
     model, restarts = finetune_restarts(
-        strategy, config, lambda encoder: SequenceClassifier(
-            encoder, num_classes, label_names=labels.labels if labels else None, pooling=args.pooling,
-            **feature_based_options(config)
+        strategy,
+        config,
+        lambda encoder: SequenceClassifier(
+            encoder,
+            num_classes,
+            label_names=labels.labels if labels else None,
+            pooling=args.pooling,
+            **feature_based_options(config),
         ),
-        (x_train, {"logits": y_train}, None), dev_score, args.restarts,
+        (x_train, {"logits": y_train}, None),
+        dev_score,
+        args.restarts,
     )  # the evaluation set is predicted once, below, after training
     logits = predict_by_length(model, x_eval, batch_size=args.batch_size, verbose=args.verbose)["logits"]
     if args.regression:
@@ -93,7 +121,9 @@ def main():
         # The score of always answering the training data's most frequent label: what "learned" must beat.
         metrics["majority_class_accuracy"] = accuracy(y_eval, np.full_like(y_eval, np.bincount(y_train).argmax()))
         predictions = [{"id": e.where, "label": labels.labels[p]} for e, p in zip(evaluation, predicted)]
-    metrics.update({"eval_examples": len(evaluation), "init": "random" if args.random_init else encoder_source(config), **restarts})
+    metrics.update(
+        {"eval_examples": len(evaluation), "init": "random" if args.random_init else encoder_source(config), **restarts}
+    )
     write_json(os.path.join(args.output_dir, "metrics.json"), metrics)
     write_text(os.path.join(args.output_dir, "predictions.jsonl"), "".join(json.dumps(p) + "\n" for p in predictions))
     print({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items() if k != "per_class_f1"})

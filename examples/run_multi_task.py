@@ -23,7 +23,14 @@ from bertlayers.data.ner_data import decode_tags, encode_sentences, read_conll, 
 from bertlayers.metrics import classification_metrics, entity_scores
 from bertlayers.models import MultiTask, Task
 from bertlayers.runs.finetuning import (
-    add_finetuning_arguments, encoder_source, finetune, finetuning_config, packer_for, start, vocabulary_for, write_json,
+    add_finetuning_arguments,
+    encoder_source,
+    finetune,
+    finetuning_config,
+    packer_for,
+    start,
+    vocabulary_for,
+    write_json,
 )
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.utils.cli import argument_parser, run_script
@@ -50,14 +57,36 @@ def loss_weight(value):
 
 def main():
     parser = argument_parser(__doc__)
-    parser.add_argument("--classification", type=task_files, action="append", default=[], metavar="NAME=TRAIN,EVAL",
-                        help="a classification task and its files (repeatable)")
-    parser.add_argument("--tagging", type=task_files, action="append", default=[], metavar="NAME=TRAIN,EVAL",
-                        help="a tagging task and its CoNLL files (repeatable)")
-    parser.add_argument("--loss_weight", type=loss_weight, action="append", default=[], metavar="NAME=WEIGHT",
-                        help="a task's weight in the summed loss (default 1)")
-    parser.add_argument("--max_train_examples", type=flag(POSITIVE_INT), default=None, help="train on each task's first N examples")
-    args = add_finetuning_arguments(parser, sequence_length=64, epochs=2, batch_size=32, learning_rate=5e-5).parse_args()
+    parser.add_argument(
+        "--classification",
+        type=task_files,
+        action="append",
+        default=[],
+        metavar="NAME=TRAIN,EVAL",
+        help="a classification task and its files (repeatable)",
+    )
+    parser.add_argument(
+        "--tagging",
+        type=task_files,
+        action="append",
+        default=[],
+        metavar="NAME=TRAIN,EVAL",
+        help="a tagging task and its CoNLL files (repeatable)",
+    )
+    parser.add_argument(
+        "--loss_weight",
+        type=loss_weight,
+        action="append",
+        default=[],
+        metavar="NAME=WEIGHT",
+        help="a task's weight in the summed loss (default 1)",
+    )
+    parser.add_argument(
+        "--max_train_examples", type=flag(POSITIVE_INT), default=None, help="train on each task's first N examples"
+    )
+    args = add_finetuning_arguments(
+        parser, sequence_length=64, epochs=2, batch_size=32, learning_rate=5e-5
+    ).parse_args()
     named = [name for name, _, _ in args.classification + args.tagging]
     if not named:
         parser.error("name at least one task: --classification NAME=TRAIN,EVAL or --tagging NAME=TRAIN,EVAL")
@@ -100,10 +129,14 @@ def main():
             gold = [[tag for _, tag in sentence] for sentence in sentences]
             scores = entity_scores(gold, decode_tags(logits, starts, list(spec.label_names)))
         results[name] = {k: v for k, v in scores.items() if k not in ("per_class_f1", "per_type")}
-    write_json(os.path.join(args.output_dir, "metrics.json"), {
-        "tasks": results, "loss_weights": {n: s.loss_weight for n, s in tasks.items()},
-        "init": "random" if args.random_init else encoder_source(config),
-    })
+    write_json(
+        os.path.join(args.output_dir, "metrics.json"),
+        {
+            "tasks": results,
+            "loss_weights": {n: s.loss_weight for n, s in tasks.items()},
+            "init": "random" if args.random_init else encoder_source(config),
+        },
+    )
     for name, scores in results.items():
         print(f"{name}: " + "  ".join(f"{k} {v:.4f}" for k, v in scores.items() if isinstance(v, float)))
 

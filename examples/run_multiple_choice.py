@@ -20,7 +20,14 @@ from bertlayers.data.multiple_choice_data import encode_choices, read_choices
 from bertlayers.metrics import accuracy
 from bertlayers.models import MultipleChoice, SentenceEmbedder
 from bertlayers.runs.finetuning import (
-    add_finetuning_arguments, add_pooling_argument, encoder_source, finetune, fixed_length_config, packer_for, start, write_json,
+    add_finetuning_arguments,
+    add_pooling_argument,
+    encoder_source,
+    finetune,
+    fixed_length_config,
+    packer_for,
+    start,
+    write_json,
 )
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import POSITIVE_INT, flag
@@ -32,8 +39,13 @@ def untuned_accuracy(config, packer, examples, batch_size):
 
     embedder = SentenceEmbedder(load_encoder(encoder_source(config)))
     texts = [e.context for e in examples] + [c for e in examples for c in e.choices]
-    vectors = embedder.predict(packer(texts), batch_size=batch_size, verbose=0)["embedding"]  # [N + N·C, H], unit length
-    contexts, choices = vectors[: len(examples)], vectors[len(examples) :].reshape(len(examples), len(examples[0].choices), -1)
+    vectors = embedder.predict(packer(texts), batch_size=batch_size, verbose=0)[
+        "embedding"
+    ]  # [N + N·C, H], unit length
+    contexts, choices = (
+        vectors[: len(examples)],
+        vectors[len(examples) :].reshape(len(examples), len(examples[0].choices), -1),
+    )
     predicted = np.einsum("nh,nch->nc", contexts, choices).argmax(-1)
     return accuracy(np.array([e.label for e in examples]), predicted)
 
@@ -41,25 +53,40 @@ def untuned_accuracy(config, packer, examples, batch_size):
 def main():
     parser = argument_parser(__doc__)
     parser.add_argument("--train_file", required=True, help="JSON lines of training examples")
-    parser.add_argument("--eval_file", required=True, help="JSON lines of evaluation examples (evaluated after training)")
-    parser.add_argument("--max_train_examples", type=flag(POSITIVE_INT), default=None, help="train on the file's first N examples")
-    parser.add_argument("--max_eval_examples", type=flag(POSITIVE_INT), default=None, help="evaluate on the file's first N examples")
+    parser.add_argument(
+        "--eval_file", required=True, help="JSON lines of evaluation examples (evaluated after training)"
+    )
+    parser.add_argument(
+        "--max_train_examples", type=flag(POSITIVE_INT), default=None, help="train on the file's first N examples"
+    )
+    parser.add_argument(
+        "--max_eval_examples", type=flag(POSITIVE_INT), default=None, help="evaluate on the file's first N examples"
+    )
     add_pooling_argument(parser)
     args = add_finetuning_arguments(parser, sequence_length=96, epochs=1, batch_size=8, learning_rate=3e-5).parse_args()
-    config = fixed_length_config(parser, args, "multiple-choice batches are fixed-length ([batch, choices, seq] is not cut).")
+    config = fixed_length_config(
+        parser, args, "multiple-choice batches are fixed-length ([batch, choices, seq] is not cut)."
+    )
     strategy = start(config)
 
     train, evaluation = read_choices(args.train_file), read_choices(args.eval_file)
     train, evaluation = train[: args.max_train_examples], evaluation[: args.max_eval_examples]
     choices = len(train[0].choices)
     if len(evaluation[0].choices) != choices:
-        parser.error(f"{args.eval_file} has {len(evaluation[0].choices)} choices an example, {args.train_file} {choices}.")
+        parser.error(
+            f"{args.eval_file} has {len(evaluation[0].choices)} choices an example, {args.train_file} {choices}."
+        )
     packer = packer_for(config, args.sequence_length)
     (x_train, y_train), (x_eval, y_eval) = encode_choices(packer, train), encode_choices(packer, evaluation)
     print(f"{len(train)} training and {len(evaluation)} evaluation examples, {choices} choices each")
     untuned = untuned_accuracy(config, packer, evaluation, 4 * args.batch_size)
 
-    model = finetune(strategy, config, lambda encoder: MultipleChoice(encoder, pooling=args.pooling), (x_train, {"logits": y_train}, None))
+    model = finetune(
+        strategy,
+        config,
+        lambda encoder: MultipleChoice(encoder, pooling=args.pooling),
+        (x_train, {"logits": y_train}, None),
+    )
     logits = model.predict(x_eval, batch_size=args.batch_size, verbose=args.verbose)["logits"]
     metrics = {
         "accuracy": accuracy(y_eval, logits.argmax(-1)),

@@ -21,8 +21,17 @@ from bertlayers.data.ner_data import decode_tags, encode_sentences, read_conll, 
 from bertlayers.metrics import entity_scores
 from bertlayers.models import TokenClassifier
 from bertlayers.runs.finetuning import (
-    add_feature_based_arguments, add_finetuning_arguments, add_restart_arguments, check_restart_arguments, encoder_source,
-    feature_based_options, finetune_restarts, finetuning_config, start, vocabulary_for, write_json,
+    add_feature_based_arguments,
+    add_finetuning_arguments,
+    add_restart_arguments,
+    check_restart_arguments,
+    encoder_source,
+    feature_based_options,
+    finetune_restarts,
+    finetuning_config,
+    start,
+    vocabulary_for,
+    write_json,
 )
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.utils.cli import argument_parser, run_script
@@ -31,15 +40,29 @@ from bertlayers.utils.validation import POSITIVE_INT, flag
 
 def main():
     parser = argument_parser(__doc__)
-    parser.add_argument("--train_file", required=True, help="CoNLL file of training sentences (a token and its tag per line)")
+    parser.add_argument(
+        "--train_file", required=True, help="CoNLL file of training sentences (a token and its tag per line)"
+    )
     parser.add_argument("--eval_file", required=True, help="CoNLL file of evaluation sentences")
-    parser.add_argument("--vocabulary", default=None, help="vocab.txt (default: the one recorded with the encoder, else bert-base-uncased)")
-    parser.add_argument("--max_train_examples", type=flag(POSITIVE_INT), default=None, help="train on the file's first N sentences")
-    parser.add_argument("--crf", action="store_true", help="a linear-chain CRF on the logits: trained on the "
-                        "tag path's log-likelihood, decoded (and served) by Viterbi")
+    parser.add_argument(
+        "--vocabulary",
+        default=None,
+        help="vocab.txt (default: the one recorded with the encoder, else bert-base-uncased)",
+    )
+    parser.add_argument(
+        "--max_train_examples", type=flag(POSITIVE_INT), default=None, help="train on the file's first N sentences"
+    )
+    parser.add_argument(
+        "--crf",
+        action="store_true",
+        help="a linear-chain CRF on the logits: trained on the "
+        "tag path's log-likelihood, decoded (and served) by Viterbi",
+    )
     add_feature_based_arguments(parser)
     add_restart_arguments(parser)
-    args = add_finetuning_arguments(parser, sequence_length=48, epochs=4, batch_size=16, learning_rate=5e-4).parse_args()
+    args = add_finetuning_arguments(
+        parser, sequence_length=48, epochs=4, batch_size=16, learning_rate=5e-4
+    ).parse_args()
     check_restart_arguments(parser, args)
     config = finetuning_config(parser, args)
     strategy = start(config)
@@ -50,9 +73,12 @@ def main():
         train = train[: args.max_train_examples]
     tags = tag_vocabulary(train)
     tokenizer = text_tokenizer(vocabulary_for(config))
-    x_train, y_train, w_train, _ = encode_sentences(train, tokenizer, args.sequence_length, tags, args.train_file, every_piece=args.crf)
-    x_eval, y_eval, w_eval, starts = encode_sentences(evaluation, tokenizer, args.sequence_length, tags, args.eval_file,
-                                                      every_piece=args.crf)
+    x_train, y_train, w_train, _ = encode_sentences(
+        train, tokenizer, args.sequence_length, tags, args.train_file, every_piece=args.crf
+    )
+    x_eval, y_eval, w_eval, starts = encode_sentences(
+        evaluation, tokenizer, args.sequence_length, tags, args.eval_file, every_piece=args.crf
+    )
     print(f"{len(train)} training and {len(evaluation)} evaluation sentences, {len(tags)} tags")
 
     # The CRF's loss reads every real token's tag; the softmax head's, the first pieces' (weights).
@@ -66,20 +92,33 @@ def main():
     dev_score = None
     if args.dev_file:
         dev = read_conll(args.dev_file)
-        x_dev, _, _, dev_starts = encode_sentences(dev, tokenizer, args.sequence_length, tags, args.dev_file, every_piece=args.crf)
+        x_dev, _, _, dev_starts = encode_sentences(
+            dev, tokenizer, args.sequence_length, tags, args.dev_file, every_piece=args.crf
+        )
 
         def dev_score(model):  # entity-level F1
             return entity_scores([[tag for _, tag in s] for s in dev], predicted_tags(model, x_dev, dev_starts))["f1"]
 
     model, restarts = finetune_restarts(
-        strategy, config, lambda encoder: TokenClassifier(encoder, len(tags), crf=args.crf, **feature_based_options(config)),
-        train_data, dev_score, args.restarts, validation=eval_data,
+        strategy,
+        config,
+        lambda encoder: TokenClassifier(encoder, len(tags), crf=args.crf, **feature_based_options(config)),
+        train_data,
+        dev_score,
+        args.restarts,
+        validation=eval_data,
     )
     predicted = predicted_tags(model, x_eval, starts)
     gold = [[tag for _, tag in sentence] for sentence in evaluation]
     metrics = entity_scores(gold, predicted)
-    metrics.update({"eval_sentences": len(evaluation), "init": "random" if args.random_init else encoder_source(config),
-                    "decoder": "crf" if args.crf else "softmax", **restarts})
+    metrics.update(
+        {
+            "eval_sentences": len(evaluation),
+            "init": "random" if args.random_init else encoder_source(config),
+            "decoder": "crf" if args.crf else "softmax",
+            **restarts,
+        }
+    )
     write_json(os.path.join(args.output_dir, "metrics.json"), metrics)
     write_json(os.path.join(args.output_dir, "tags.json"), tags)  # what the served `tags` indices mean
     write_conll(

@@ -23,9 +23,16 @@ from bertlayers.data.retrieval_data import check_training_pairs, read_pairs, ret
 from bertlayers.metrics import ranking_metrics
 from bertlayers.models import DualEncoder, MultipleChoice, SentenceEmbedder
 from bertlayers.runs.finetuning import (
-    add_finetuning_arguments, add_pooling_argument, encoder_source, finetune, fixed_length_config, packer_for, start, write_json,
+    add_finetuning_arguments,
+    add_pooling_argument,
+    encoder_source,
+    finetune,
+    fixed_length_config,
+    packer_for,
+    start,
+    write_json,
 )
-from bertlayers.runs.retrieval import bm25_scores, embedding_scores, reranker_examples, rerank
+from bertlayers.runs.retrieval import bm25_scores, embedding_scores, rerank, reranker_examples
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import NON_NEGATIVE_INT, POSITIVE_INT, flag
 
@@ -33,19 +40,52 @@ from bertlayers.utils.validation import NON_NEGATIVE_INT, POSITIVE_INT, flag
 def main():
     parser = argument_parser(__doc__)
     parser.add_argument("--train_file", required=True, help="JSON lines of {query, passage} training pairs")
-    parser.add_argument("--eval_file", required=True, action="append", help="JSON lines of evaluation pairs (repeatable)")
-    parser.add_argument("--max_train_examples", type=flag(POSITIVE_INT), default=None, help="train on the file's first N pairs")
-    parser.add_argument("--query_length", type=flag(POSITIVE_INT), default=64, help="pieces a query (--sequence_length: a passage)")
-    parser.add_argument("--symmetric", action="store_true", help="also train each passage to find its query (CLIP's loss)")
-    parser.add_argument("--rerank_top_k", type=flag(NON_NEGATIVE_INT), default=10, help="passages the cross-encoder re-ranks a query (0: no re-ranker)")
-    parser.add_argument("--negatives", type=flag(POSITIVE_INT), default=3, help="BM25 hard negatives beside each query's passage in the re-ranker's training")
-    parser.add_argument("--max_rerank_train_examples", type=flag(POSITIVE_INT), default=None, help="train the re-ranker on the first N pairs")
-    parser.add_argument("--rerank_batch_size", type=flag(POSITIVE_INT), default=8, help="re-ranker training examples a step "
-                        "(each is 1 + --negatives pairs)")
+    parser.add_argument(
+        "--eval_file", required=True, action="append", help="JSON lines of evaluation pairs (repeatable)"
+    )
+    parser.add_argument(
+        "--max_train_examples", type=flag(POSITIVE_INT), default=None, help="train on the file's first N pairs"
+    )
+    parser.add_argument(
+        "--query_length", type=flag(POSITIVE_INT), default=64, help="pieces a query (--sequence_length: a passage)"
+    )
+    parser.add_argument(
+        "--symmetric", action="store_true", help="also train each passage to find its query (CLIP's loss)"
+    )
+    parser.add_argument(
+        "--rerank_top_k",
+        type=flag(NON_NEGATIVE_INT),
+        default=10,
+        help="passages the cross-encoder re-ranks a query (0: no re-ranker)",
+    )
+    parser.add_argument(
+        "--negatives",
+        type=flag(POSITIVE_INT),
+        default=3,
+        help="BM25 hard negatives beside each query's passage in the re-ranker's training",
+    )
+    parser.add_argument(
+        "--max_rerank_train_examples",
+        type=flag(POSITIVE_INT),
+        default=None,
+        help="train the re-ranker on the first N pairs",
+    )
+    parser.add_argument(
+        "--rerank_batch_size",
+        type=flag(POSITIVE_INT),
+        default=8,
+        help="re-ranker training examples a step (each is 1 + --negatives pairs)",
+    )
     add_pooling_argument(parser)  # the re-ranker's
-    parser.add_argument("--first_stage", default=None, help="a trained DualEncoder .keras file (a run's dual_encoder/model.keras) "
-                        "to retrieve with instead of training one")
-    args = add_finetuning_arguments(parser, sequence_length=256, epochs=1, batch_size=32, learning_rate=5e-5).parse_args()
+    parser.add_argument(
+        "--first_stage",
+        default=None,
+        help="a trained DualEncoder .keras file (a run's dual_encoder/model.keras) "
+        "to retrieve with instead of training one",
+    )
+    args = add_finetuning_arguments(
+        parser, sequence_length=256, epochs=1, batch_size=32, learning_rate=5e-5
+    ).parse_args()
     config = fixed_length_config(parser, args, "retrieval batches are fixed-length (queries and passages apart).")
     strategy = start(config)
     dual = load_model_file(args.first_stage) if args.first_stage else None
@@ -55,12 +95,20 @@ def main():
     pairs = read_pairs(args.train_file)[: args.max_train_examples]
     if dual is None:
         check_training_pairs(pairs, args.batch_size, args.train_file)
-    evaluations = {os.path.basename(os.path.dirname(os.path.abspath(path))) + "/" + os.path.basename(path): retrieval_set(read_pairs(path))
-                   for path in args.eval_file}
+    evaluations = {
+        os.path.basename(os.path.dirname(os.path.abspath(path))) + "/" + os.path.basename(path): retrieval_set(
+            read_pairs(path)
+        )
+        for path in args.eval_file
+    }
     query_packer, passage_packer = packer_for(config, args.query_length), packer_for(config, args.sequence_length)
     pair_packer = packer_for(config, args.query_length + args.sequence_length)
-    print(f"{len(pairs)} training pairs; " + "; ".join(f"{name}: {len(s.queries)} queries over {len(s.passages)} passages"
-                                                         for name, s in evaluations.items()))
+    print(
+        f"{len(pairs)} training pairs; "
+        + "; ".join(
+            f"{name}: {len(s.queries)} queries over {len(s.passages)} passages" for name, s in evaluations.items()
+        )
+    )
 
     results = {name: {} for name in evaluations}
 
@@ -73,39 +121,86 @@ def main():
 
     untuned = SentenceEmbedder(load_encoder(encoder_source(config)))
     for name, collection in evaluations.items():
-        scores = embedding_scores(untuned, untuned, query_packer, passage_packer, collection.queries, collection.passages,
-                                  verbose=args.verbose)
+        scores = embedding_scores(
+            untuned,
+            untuned,
+            query_packer,
+            passage_packer,
+            collection.queries,
+            collection.passages,
+            verbose=args.verbose,
+        )
         report(name, "untuned", ranking_metrics(scores, collection.relevant))
 
-    x = None if dual is not None else {**{"query_" + k: v for k, v in pack_in_chunks(query_packer, [p.query for p in pairs]).items()},
-         **{"passage_" + k: v for k, v in pack_in_chunks(passage_packer, [p.passage for p in pairs]).items()}}
+    x = (
+        None
+        if dual is not None
+        else {
+            **{"query_" + k: v for k, v in pack_in_chunks(query_packer, [p.query for p in pairs]).items()},
+            **{"passage_" + k: v for k, v in pack_in_chunks(passage_packer, [p.passage for p in pairs]).items()},
+        }
+    )
     if dual is None:
-        dual = finetune(strategy, dataclasses.replace(config, output_dir=os.path.join(args.output_dir, "dual_encoder")),
-                        lambda encoder: DualEncoder(encoder, symmetric=args.symmetric), (x, None, None))
+        dual = finetune(
+            strategy,
+            dataclasses.replace(config, output_dir=os.path.join(args.output_dir, "dual_encoder")),
+            lambda encoder: DualEncoder(encoder, symmetric=args.symmetric),
+            (x, None, None),
+        )
     first_stage = {}
     for name, collection in evaluations.items():
-        first_stage[name] = embedding_scores(dual.query_embedder, dual.passage_embedder, query_packer, passage_packer,
-                                             collection.queries, collection.passages, verbose=args.verbose)
+        first_stage[name] = embedding_scores(
+            dual.query_embedder,
+            dual.passage_embedder,
+            query_packer,
+            passage_packer,
+            collection.queries,
+            collection.passages,
+            verbose=args.verbose,
+        )
         report(name, "dual_encoder", ranking_metrics(first_stage[name], collection.relevant))
 
     if args.rerank_top_k:
         rerank_pairs = pairs[: args.max_rerank_train_examples]
         train = retrieval_set(rerank_pairs)
-        examples = reranker_examples(rerank_pairs, bm25_scores(train.queries, train.passages), args.negatives, args.seed)
+        examples = reranker_examples(
+            rerank_pairs, bm25_scores(train.queries, train.passages), args.negatives, args.seed
+        )
         inputs, labels = encode_choices(pair_packer, examples)
-        reranker = finetune(strategy, dataclasses.replace(config, output_dir=os.path.join(args.output_dir, "reranker"),
-                                                          sequence_length=args.query_length + args.sequence_length,
-                                                          batch_size=args.rerank_batch_size),
-                            lambda encoder: MultipleChoice(encoder, pooling=args.pooling), (inputs, {"logits": labels}, None))
+        reranker = finetune(
+            strategy,
+            dataclasses.replace(
+                config,
+                output_dir=os.path.join(args.output_dir, "reranker"),
+                sequence_length=args.query_length + args.sequence_length,
+                batch_size=args.rerank_batch_size,
+            ),
+            lambda encoder: MultipleChoice(encoder, pooling=args.pooling),
+            (inputs, {"logits": labels}, None),
+        )
         for name, collection in evaluations.items():
-            scores = rerank(first_stage[name], reranker.scorer, pair_packer, collection.queries, collection.passages,
-                            top_k=args.rerank_top_k, verbose=args.verbose)
+            scores = rerank(
+                first_stage[name],
+                reranker.scorer,
+                pair_packer,
+                collection.queries,
+                collection.passages,
+                top_k=args.rerank_top_k,
+                verbose=args.verbose,
+            )
             report(name, f"dual_encoder_reranked_top{args.rerank_top_k}", ranking_metrics(scores, collection.relevant))
 
-    write_json(os.path.join(args.output_dir, "metrics.json"), {
-        "results": results, "train_pairs": len(pairs), "init": "random" if args.random_init else encoder_source(config),
-        "eval_sets": {name: {"queries": len(s.queries), "passages": len(s.passages)} for name, s in evaluations.items()},
-    })
+    write_json(
+        os.path.join(args.output_dir, "metrics.json"),
+        {
+            "results": results,
+            "train_pairs": len(pairs),
+            "init": "random" if args.random_init else encoder_source(config),
+            "eval_sets": {
+                name: {"queries": len(s.queries), "passages": len(s.passages)} for name, s in evaluations.items()
+            },
+        },
+    )
 
 
 if __name__ == "__main__":

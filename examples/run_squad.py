@@ -18,7 +18,13 @@ from bertlayers.data.tokenizer import wordpiece_tokenizer
 from bertlayers.metrics import squad_scores
 from bertlayers.models import SpanPredictor
 from bertlayers.runs.finetuning import (
-    add_finetuning_arguments, encoder_source, finetune, finetuning_config, start, vocabulary_for, write_json,
+    add_finetuning_arguments,
+    encoder_source,
+    finetune,
+    finetuning_config,
+    start,
+    vocabulary_for,
+    write_json,
 )
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.utils.cli import argument_parser, run_script
@@ -30,15 +36,37 @@ BUNDLED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "squa
 def main():
     parser = argument_parser(__doc__)
     parser.add_argument("--train_file", default=os.path.join(BUNDLED, "train-v2.0.json"), help="SQuAD JSON to train on")
-    parser.add_argument("--predict_file", default=os.path.join(BUNDLED, "dev-v2.0.json"), help="SQuAD JSON to predict and score")
-    parser.add_argument("--version_2_with_negative", action="store_true", help="SQuAD 2.0: questions may have no answer")
-    parser.add_argument("--doc_stride", type=flag(POSITIVE_INT), default=64, help="pieces between the starts of a long context's windows")
+    parser.add_argument(
+        "--predict_file", default=os.path.join(BUNDLED, "dev-v2.0.json"), help="SQuAD JSON to predict and score"
+    )
+    parser.add_argument(
+        "--version_2_with_negative", action="store_true", help="SQuAD 2.0: questions may have no answer"
+    )
+    parser.add_argument(
+        "--doc_stride",
+        type=flag(POSITIVE_INT),
+        default=64,
+        help="pieces between the starts of a long context's windows",
+    )
     parser.add_argument("--max_query_length", type=flag(POSITIVE_INT), default=32, help="the question's most pieces")
     parser.add_argument("--max_answer_length", type=flag(POSITIVE_INT), default=30, help="the answer's most pieces")
-    parser.add_argument("--n_best_size", type=flag(POSITIVE_INT), default=20, help="start and end candidates per window")
-    parser.add_argument("--null_score_diff_threshold", type=flag(Range(float)), default=0.0, help="SQuAD 2.0: answer 'no answer' when its score beats the best span by more")
-    parser.add_argument("--vocabulary", default=None, help="vocab.txt (default: the one recorded with the encoder, else bert-base-uncased)")
-    args = add_finetuning_arguments(parser, sequence_length=192, epochs=30, batch_size=8, learning_rate=2e-4).parse_args()
+    parser.add_argument(
+        "--n_best_size", type=flag(POSITIVE_INT), default=20, help="start and end candidates per window"
+    )
+    parser.add_argument(
+        "--null_score_diff_threshold",
+        type=flag(Range(float)),
+        default=0.0,
+        help="SQuAD 2.0: answer 'no answer' when its score beats the best span by more",
+    )
+    parser.add_argument(
+        "--vocabulary",
+        default=None,
+        help="vocab.txt (default: the one recorded with the encoder, else bert-base-uncased)",
+    )
+    args = add_finetuning_arguments(
+        parser, sequence_length=192, epochs=30, batch_size=8, learning_rate=2e-4
+    ).parse_args()
     config = finetuning_config(parser, args)
     strategy = start(config)
 
@@ -47,29 +75,44 @@ def main():
         for name, examples in (("training", train), ("evaluation", evaluation)):
             dropped = sum(e.is_impossible for e in examples)
             if dropped:
-                print(f"SQuAD v1.1: leaving out {dropped} unanswerable {name} questions (use --version_2_with_negative)")
+                print(
+                    f"SQuAD v1.1: leaving out {dropped} unanswerable {name} questions (use --version_2_with_negative)"
+                )
         train = [e for e in train if not e.is_impossible]
         evaluation = [e for e in evaluation if not e.is_impossible]
         for path, examples in ((args.train_file, train), (args.predict_file, evaluation)):
             if not examples:
-                raise ValueError(f"{path} holds only unanswerable questions; SQuAD v1.1 mode leaves none "
-                                 f"(use --version_2_with_negative).")
+                raise ValueError(
+                    f"{path} holds only unanswerable questions; SQuAD v1.1 mode leaves none "
+                    f"(use --version_2_with_negative)."
+                )
     vocabulary = vocabulary_for(config)
     # WordPiece places each piece in the text; other checkpoints' pieces span their whole word.
-    tokenizer = text_tokenizer(vocabulary) if isinstance(vocabulary, TokenizerFiles) else wordpiece_tokenizer(vocabulary)
-    window = dict(sequence_length=args.sequence_length, doc_stride=args.doc_stride, max_query_length=args.max_query_length)
+    tokenizer = (
+        text_tokenizer(vocabulary) if isinstance(vocabulary, TokenizerFiles) else wordpiece_tokenizer(vocabulary)
+    )
+    window = dict(
+        sequence_length=args.sequence_length, doc_stride=args.doc_stride, max_query_length=args.max_query_length
+    )
     train_features = make_windows(train, tokenizer, **window)
     eval_features = make_windows(evaluation, tokenizer, **window)
-    print(f"{len(train)} training questions ({len(train_features.example_index)} windows), "
-          f"{len(evaluation)} evaluation questions ({len(eval_features.example_index)} windows)")
+    print(
+        f"{len(train)} training questions ({len(train_features.example_index)} windows), "
+        f"{len(evaluation)} evaluation questions ({len(eval_features.example_index)} windows)"
+    )
 
     targets = {"start_logits": train_features.start_positions, "end_logits": train_features.end_positions}
     model = finetune(strategy, config, SpanPredictor, (train_features.inputs, targets, None))
     outputs = predict_by_length(model, eval_features.inputs, batch_size=args.batch_size, verbose=args.verbose)
     predictions, nbest = decode_answers(
-        evaluation, eval_features, outputs["start_logits"], outputs["end_logits"],
-        n_best_size=args.n_best_size, max_answer_length=args.max_answer_length,
-        version_2=args.version_2_with_negative, null_score_diff_threshold=args.null_score_diff_threshold,
+        evaluation,
+        eval_features,
+        outputs["start_logits"],
+        outputs["end_logits"],
+        n_best_size=args.n_best_size,
+        max_answer_length=args.max_answer_length,
+        version_2=args.version_2_with_negative,
+        null_score_diff_threshold=args.null_score_diff_threshold,
     )
     gold = {e.qid: [text for text, _ in e.answers] for e in evaluation}
     metrics = squad_scores(predictions, gold)

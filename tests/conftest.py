@@ -6,7 +6,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import pytest  # noqa: E402
 
-
 # Fixtures that run a training job or export models (tens of seconds once per module or session):
 # a test that uses one is in the slow tier, besides the tests marked `slow` one by one.
 SLOW_FIXTURES = {"corpus", "electra_run", "xlnet_run", "spanbert_run", "exported", "google_checkpoint"}

@@ -69,9 +69,7 @@ def _assert_close(actual, expected, atol, message):
 def _constructor_arguments(layer_cls):
     parameters = inspect.signature(layer_cls.__init__).parameters
     return {
-        name
-        for name, p in parameters.items()
-        if name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+        name for name, p in parameters.items() if name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
     }
 
 
@@ -136,9 +134,7 @@ def run_layer_test(
         assert not layer.trainable_weights, "a layer declared without weights has some"
         return _mixed_precision_forward(layer_cls, init_kwargs, inputs, call_kwargs, mixed_output_dtype), eager_outputs
     floating = [t for t in tree.flatten(symbolic_outputs) if "float" in t.dtype]
-    per_example = [
-        ops.mean(ops.square(ops.cast(t, "float32")), axis=tuple(range(1, len(t.shape)))) for t in floating
-    ]
+    per_example = [ops.mean(ops.square(ops.cast(t, "float32")), axis=tuple(range(1, len(t.shape)))) for t in floating]
     loss_model = keras.Model(symbolic_inputs, ops.sum(ops.stack(per_example, axis=-1), axis=-1))
     loss_model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="mse")
     before = [ops.convert_to_numpy(w) for w in layer.trainable_weights]
@@ -156,9 +152,7 @@ def run_layer_test(
 def _mixed_precision_forward(layer_cls, init_kwargs, inputs, call_kwargs, mixed_output_dtype):
     """6. Under mixed_bfloat16: finite outputs of the expected dtype, float32 variables, and the
     policy on every sub-layer the layer made (layers handed to it keep their own)."""
-    given = {
-        id(sub) for v in init_kwargs.values() if isinstance(v, keras.layers.Layer) for sub in v._flatten_layers()
-    }
+    given = {id(sub) for v in init_kwargs.values() if isinstance(v, keras.layers.Layer) for sub in v._flatten_layers()}
     mixed = layer_cls(**{**init_kwargs, "dtype": "mixed_bfloat16"})
     mixed_outputs = mixed(**inputs, **call_kwargs)
     assert all(v.dtype == "float32" for v in mixed.weights), "variables must stay float32"

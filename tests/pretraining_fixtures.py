@@ -4,11 +4,12 @@ examples/pretrain.py run in a subprocess (strategies need a fresh TensorFlow).""
 import json
 import os
 
+from processes import environment, run, script
+
 from bertlayers.data.corpus import read_wikipedia_dump, wikipedia_excerpt_path
 from bertlayers.data.mlm_masking import MaskingConfig
 from bertlayers.data.pretraining_data import write_pretraining_data
 from bertlayers.data.vocabulary import build_wordpiece_vocabulary
-from processes import environment, run, script
 
 SEQ, PREDICTIONS, VOCAB_SIZE = 64, 10, 1000
 
@@ -23,19 +24,44 @@ def make_corpus(directory):
     vocabulary = os.path.join(directory, "vocab.txt")
     build_wordpiece_vocabulary(documents, VOCAB_SIZE, vocabulary)
     stats = write_pretraining_data(
-        documents, vocabulary, os.path.join(directory, "records"), sequence_length=SEQ,
-        max_predictions_per_seq=PREDICTIONS, masking=MaskingConfig(max_predictions_per_seq=PREDICTIONS),
-        dupe_factor=1, num_shards=2, verbose=False,
+        documents,
+        vocabulary,
+        os.path.join(directory, "records"),
+        sequence_length=SEQ,
+        max_predictions_per_seq=PREDICTIONS,
+        masking=MaskingConfig(max_predictions_per_seq=PREDICTIONS),
+        dupe_factor=1,
+        num_shards=2,
+        verbose=False,
     )
     return {"corpus": corpus, "vocabulary": vocabulary, "files": stats.files}
 
 
 def common_args(corpus, output_dir, steps, every, *extra):
     return [
-        "--output_dir", str(output_dir), "--vocabulary", corpus["vocabulary"], "--input_files", *corpus["files"],
-        "--sequence_length", str(SEQ), "--max_predictions_per_seq", str(PREDICTIONS), "--batch_size", "8",
-        "--num_train_steps", str(steps), "--checkpoint_every", str(every), "--learning_rate", "2e-3",
-        "--dropout", "0.0", "--verbose", "2", *extra,
+        "--output_dir",
+        str(output_dir),
+        "--vocabulary",
+        corpus["vocabulary"],
+        "--input_files",
+        *corpus["files"],
+        "--sequence_length",
+        str(SEQ),
+        "--max_predictions_per_seq",
+        str(PREDICTIONS),
+        "--batch_size",
+        "8",
+        "--num_train_steps",
+        str(steps),
+        "--checkpoint_every",
+        str(every),
+        "--learning_rate",
+        "2e-3",
+        "--dropout",
+        "0.0",
+        "--verbose",
+        "2",
+        *extra,
     ]
 
 
@@ -60,10 +86,10 @@ def fine_tune_export_and_serve(init, vocabulary, tmp_path):
 
     import keras
     import numpy as np
+    from processes import run_script
+    from test_export import run_fresh
 
     from bertlayers.data.assets import rotten_tomatoes_snippets
-    from test_export import run_fresh
-    from processes import run_script
 
     rows = rotten_tomatoes_snippets()[:48]
     data = tmp_path / "reviews.csv"
@@ -73,21 +99,51 @@ def fine_tune_export_and_serve(init, vocabulary, tmp_path):
         writer.writerows(rows)
     out = tmp_path / "classifier"
     run_script(
-        "run_classifier.py", "--train_file", str(data), "--eval_file", str(data), "--init", init,
-        "--vocabulary", vocabulary, "--output_dir", str(out), "--epochs", "1", "--batch_size", "16",
-        "--sequence_length", "32", "--verbose", "0",
+        "run_classifier.py",
+        "--train_file",
+        str(data),
+        "--eval_file",
+        str(data),
+        "--init",
+        init,
+        "--vocabulary",
+        vocabulary,
+        "--output_dir",
+        str(out),
+        "--epochs",
+        "1",
+        "--batch_size",
+        "16",
+        "--sequence_length",
+        "32",
+        "--verbose",
+        "0",
     )
     assert json.load(open(out / "metrics.json"))["eval_examples"] == 48
     base = tmp_path / "savedmodels"
-    run_script("export_savedmodel.py", "--model", str(out / "model.keras"), "--name", "rt",
-                "--base_dir", str(base), "--vocabulary", vocabulary, "--sequence_length", "32")
+    run_script(
+        "export_savedmodel.py",
+        "--model",
+        str(out / "model.keras"),
+        "--name",
+        "rt",
+        "--base_dir",
+        str(base),
+        "--vocabulary",
+        vocabulary,
+        "--sequence_length",
+        "32",
+    )
     model = keras.saving.load_model(str(out / "model.keras"), safe_mode=True)
     assert sorted(model.label_names) == ["fresh", "rotten"]
     texts = np.array(sorted((text for text, _ in rows), key=len)[:3])  # within the exported 32 tokens
     served = run_fresh(str(base / "rt_text" / "1"), "serving_default", {"text": texts}, tmp_path, text=True)
     assert [name.decode() for name in served["label_name"]] == [model.label_names[i] for i in served["label"]]
-    request = {"token_ids": np.array([[2, 7, 9, 3]], "int32"), "segment_ids": np.zeros((1, 4), "int32"),
-               "padding_mask": np.ones((1, 4), "int32")}
+    request = {
+        "token_ids": np.array([[2, 7, 9, 3]], "int32"),
+        "segment_ids": np.zeros((1, 4), "int32"),
+        "padding_mask": np.ones((1, 4), "int32"),
+    }
     ids = run_fresh(str(base / "rt" / "1"), "serving_default", request, tmp_path, text=False)
     np.testing.assert_allclose(ids["logits"], model.predict(request, verbose=0)["logits"], atol=1e-4)
     return model
@@ -100,8 +156,19 @@ def tiny_family_run(corpus, tmp_path_factory, recipe, steps=120):
 
     output = tmp_path_factory.mktemp(recipe)
     config = PretrainingConfig(
-        output_dir=str(output), recipe=recipe, vocabulary=corpus["vocabulary"], corpus=corpus["corpus"],
-        corpus_format="bert", sequence_length=SEQ, max_predictions_per_seq=PREDICTIONS, batch_size=16,
-        num_train_steps=steps, checkpoint_every=steps // 3, learning_rate=2e-3, dupe_factor=1, dropout=0.0, verbose=0,
+        output_dir=str(output),
+        recipe=recipe,
+        vocabulary=corpus["vocabulary"],
+        corpus=corpus["corpus"],
+        corpus_format="bert",
+        sequence_length=SEQ,
+        max_predictions_per_seq=PREDICTIONS,
+        batch_size=16,
+        num_train_steps=steps,
+        checkpoint_every=steps // 3,
+        learning_rate=2e-3,
+        dupe_factor=1,
+        dropout=0.0,
+        verbose=0,
     )
     return corpus, output, run_pretraining(config)

@@ -30,7 +30,8 @@ def run(command, expect=0, timeout=300, env=None):
     if expect is not None:
         assert result.returncode == expect, (
             f"exit {result.returncode}, expected {expect}: {' '.join(command)[:300]}\n"
-            + result.stdout[-3000:] + result.stderr[-3000:]
+            + result.stdout[-3000:]
+            + result.stderr[-3000:]
         )
     return result
 

@@ -14,13 +14,25 @@ import os
 FAMILIES = ("roberta", "xlm-roberta", "albert", "xlnet")
 # Texts that trip tokenizers: runs of spaces, other whitespace, accents, CJK, emoji, quotes, contractions.
 EDGE_CASES = [
-    "", " ", "  two  spaces  ", "tabs\tand\nnew\n\nlines", " leading", "trailing  ", "a   b    c",
-    "Café naïve résumé ÀÉÎ ß İstanbul", "日本語のテキスト 中文", "emoji 😀👍🏽 done", "``quoted'' and \"quoted\"",
-    "a  's  ''s \n\n x", "x\u00a0\u00a0y\u3000z", "don't I'm they'll we've", "1234 56.7 12'000",
+    "",
+    " ",
+    "  two  spaces  ",
+    "tabs\tand\nnew\n\nlines",
+    " leading",
+    "trailing  ",
+    "a   b    c",
+    "Café naïve résumé ÀÉÎ ß İstanbul",
+    "日本語のテキスト 中文",
+    "emoji 😀👍🏽 done",
+    "``quoted'' and \"quoted\"",
+    "a  's  ''s \n\n x",
+    "x\u00a0\u00a0y\u3000z",
+    "don't I'm they'll we've",
+    "1234 56.7 12'000",
 ]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def real_sentences():
     """{source: [sentence]}: the Wikipedia excerpt, Rotten Tomatoes snippets, WNUT-2016 tweets."""
     from bertlayers.data.assets import asset_path, rotten_tomatoes_snippets
@@ -52,22 +64,45 @@ def write_tokenizer_folder(folder, family, vocab_size=1000):
         from tokenizers import ByteLevelBPETokenizer
 
         bpe = ByteLevelBPETokenizer()
-        bpe.train([training_text], vocab_size=2 * vocab_size, min_frequency=2, show_progress=False,
-                  special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+        bpe.train(
+            [training_text],
+            vocab_size=2 * vocab_size,
+            min_frequency=2,
+            show_progress=False,
+            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+        )
         bpe.save_model(folder)
         size = bpe.get_vocab_size()
     else:
         import sentencepiece
 
         special = {
-            "albert": dict(pad_id=0, unk_id=1, bos_id=-1, eos_id=-1, control_symbols=["[CLS]", "[SEP]"], user_defined_symbols=["[MASK]"]),
-            "xlnet": dict(unk_id=0, bos_id=1, eos_id=2, pad_id=-1, control_symbols=["<cls>", "<sep>", "<pad>", "<mask>", "<eod>", "<eop>"]),
+            "albert": dict(
+                pad_id=0,
+                unk_id=1,
+                bos_id=-1,
+                eos_id=-1,
+                control_symbols=["[CLS]", "[SEP]"],
+                user_defined_symbols=["[MASK]"],
+            ),
+            "xlnet": dict(
+                unk_id=0,
+                bos_id=1,
+                eos_id=2,
+                pad_id=-1,
+                control_symbols=["<cls>", "<sep>", "<pad>", "<mask>", "<eod>", "<eop>"],
+            ),
             "xlm-roberta": dict(unk_id=0, bos_id=1, eos_id=2, pad_id=-1),
         }[family]
         name = "sentencepiece.bpe" if family == "xlm-roberta" else "spiece"
         sentencepiece.SentencePieceTrainer.train(
-            input=training_text, model_prefix=os.path.join(folder, name), vocab_size=vocab_size, model_type="unigram",
-            character_coverage=0.9995, minloglevel=2, **special,
+            input=training_text,
+            model_prefix=os.path.join(folder, name),
+            vocab_size=vocab_size,
+            model_type="unigram",
+            character_coverage=0.9995,
+            minloglevel=2,
+            **special,
         )
         os.remove(os.path.join(folder, name + ".vocab"))
         size = vocab_size + (2 if family == "xlm-roberta" else 0)  # fairseq adds <pad> and <mask>

@@ -9,15 +9,35 @@ import pytest
 # The public packages and modules a user imports from; their members are what `__all__` lists
 # (or, without one, every name not starting with "_").
 PUBLIC = (
-    "bertlayers.layers", "bertlayers.networks", "bertlayers.models", "bertlayers.convert", "bertlayers.export",
-    "bertlayers.data", "bertlayers.training", "bertlayers.metrics", "bertlayers.families.electra",
-    "bertlayers.families.spanbert", "bertlayers.families.xlnet", "bertlayers.runs.pretraining",
-    "bertlayers.runs.finetuning", "bertlayers.utils.atomic_files", "bertlayers.utils.validation", "bertlayers.utils.cli",
+    "bertlayers.layers",
+    "bertlayers.networks",
+    "bertlayers.models",
+    "bertlayers.convert",
+    "bertlayers.export",
+    "bertlayers.data",
+    "bertlayers.training",
+    "bertlayers.metrics",
+    "bertlayers.families.electra",
+    "bertlayers.families.spanbert",
+    "bertlayers.families.xlnet",
+    "bertlayers.runs.pretraining",
+    "bertlayers.runs.finetuning",
+    "bertlayers.utils.atomic_files",
+    "bertlayers.utils.validation",
+    "bertlayers.utils.cli",
 )
 # Keras's own protocol: the layer's docstring says what `call` takes and returns, with shapes.
 KERAS_PROTOCOL = {
-    "build", "call", "compute_output_shape", "compute_output_spec", "get_config", "from_config",
-    "compute_loss", "compute_metrics", "train_step", "test_step",
+    "build",
+    "call",
+    "compute_output_shape",
+    "compute_output_spec",
+    "get_config",
+    "from_config",
+    "compute_loss",
+    "compute_metrics",
+    "train_step",
+    "test_step",
 }
 
 
@@ -31,9 +51,12 @@ def undocumented(module_name):
             missing.append(member.fullname)
         if isinstance(member, pdoc.doc.Class):
             missing += [
-                method.fullname for method in member.own_members
-                if isinstance(method, pdoc.doc.Function) and not method.name.startswith("_")
-                and method.name not in KERAS_PROTOCOL and not method.docstring.strip()
+                method.fullname
+                for method in member.own_members
+                if isinstance(method, pdoc.doc.Function)
+                and not method.name.startswith("_")
+                and method.name not in KERAS_PROTOCOL
+                and not method.docstring.strip()
             ]
     return missing
 
@@ -46,7 +69,11 @@ def test_every_public_name_has_a_docstring(module_name):
 def test_every_layer_docstring_gives_shapes():
     import bertlayers.layers
 
-    vague = [name for name in bertlayers.layers.__all__ if name[0].isupper() and "[" not in getattr(bertlayers.layers, name).__doc__]
+    vague = [
+        name
+        for name in bertlayers.layers.__all__
+        if name[0].isupper() and "[" not in getattr(bertlayers.layers, name).__doc__
+    ]
     assert vague == [], "layers whose docstring shows no shape ([batch, ...])"
 
 

@@ -15,7 +15,6 @@ import json
 import keras
 import numpy as np
 import pytest
-
 from processes import environment, python, run
 
 # Makes `import tensorflow` (and tensorflow-text, tensorboard) fail as on a machine without them.
@@ -28,11 +27,15 @@ class _NoTensorFlow(importlib.abc.MetaPathFinder):
 sys.meta_path.insert(0, _NoTensorFlow())
 """
 
-TINY = dict(vocabulary_size=100, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32, max_sequence_length=16)
+TINY = dict(
+    vocabulary_size=100, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32, max_sequence_length=16
+)
 
 # Fits every family's pretrainer and the task models on NumPy batches; trains a classifier with
 # DataParallel over the 2 host devices and without it from the same start; saves a trained classifier.
-_JAX_ONLY = _WITHOUT_TENSORFLOW + """
+_JAX_ONLY = (
+    _WITHOUT_TENSORFLOW
+    + """
 import json, os, sys
 import jax, keras, numpy as np
 import bertlayers
@@ -118,6 +121,7 @@ except ModuleNotFoundError as error:
 report["tensorflow_loaded"] = sorted(m for m in sys.modules if m.split(".")[0] == "tensorflow")
 print(json.dumps(report))
 """
+)
 
 
 @pytest.fixture(scope="module")
@@ -157,18 +161,21 @@ def test_data_parallel_over_two_devices_equals_one(jax_only):
 
 @pytest.mark.slow
 def test_a_model_trained_under_jax_loads_and_serves_under_tensorflow(jax_only, tmp_path):
-    from bertlayers.export import export_for_serving
     from test_export import run_fresh
+
+    from bertlayers.export import export_for_serving
 
     folder, _ = jax_only
     saved = dict(np.load(f"{folder}/jax_side.npz"))
-    expected = {k[len("out_"):]: saved.pop(k) for k in list(saved) if k.startswith("out_")}
+    expected = {k[len("out_") :]: saved.pop(k) for k in list(saved) if k.startswith("out_")}
     model = keras.saving.load_model(f"{folder}/trained_under_jax.keras")
     reloaded = model.predict(saved, verbose=0)
     assert set(reloaded) == set(expected)
     for name in expected:
         np.testing.assert_allclose(reloaded[name], expected[name], atol=1e-5, err_msg=name)
-    paths = export_for_serving(model, "from_jax", base_dir=str(tmp_path / "savedmodels"), text=False, sequence_length=16)
+    paths = export_for_serving(
+        model, "from_jax", base_dir=str(tmp_path / "savedmodels"), text=False, sequence_length=16
+    )
     served = run_fresh(paths["from_jax"], "serving_default", saved, tmp_path, text=False)
     np.testing.assert_allclose(served["logits"], expected["logits"], atol=1e-5)
 
@@ -194,13 +201,17 @@ def test_real_minilm_weights_give_the_same_outputs_under_both_backends():
     rng = np.random.default_rng(3)
     mask = np.ones((2, 20), "int32")
     mask[1, 13:] = 0
-    inputs = {"token_ids": rng.integers(1000, 30000, (2, 20)).astype("int32"), "segment_ids": np.zeros((2, 20), "int32"),
-              "padding_mask": mask}
+    inputs = {
+        "token_ids": rng.integers(1000, 30000, (2, 20)).astype("int32"),
+        "segment_ids": np.zeros((2, 20), "int32"),
+        "padding_mask": mask,
+    }
     arguments = [json.dumps({k: v.tolist() for k, v in inputs.items()})]
     done = run(python(_MINILM_OUTPUTS) + arguments, env=environment(KERAS_BACKEND="jax"))
     under_jax = json.loads(done.stdout.strip().splitlines()[-1])
     under_tensorflow = load_encoder(minilm_path())(inputs)
     for name in ("sequence_output", "pooled_output"):
         real = mask.astype(bool) if name == "sequence_output" else slice(None)
-        np.testing.assert_allclose(np.array(under_jax[name])[real], np.asarray(under_tensorflow[name])[real],
-                                   atol=1e-5, err_msg=name)
+        np.testing.assert_allclose(
+            np.array(under_jax[name])[real], np.asarray(under_tensorflow[name])[real], atol=1e-5, err_msg=name
+        )

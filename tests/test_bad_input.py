@@ -14,19 +14,21 @@ import zipfile
 import numpy as np
 import pytest
 import tensorflow as tf
+from pretraining_fixtures import PREDICTIONS, SEQ
 
+from bertlayers.convert import load_model_file
 from bertlayers.data.classification_data import LabelMap, read_text_examples, regression_targets
 from bertlayers.data.corpus import read_corpus
 from bertlayers.data.ner_data import read_conll
 from bertlayers.data.squad_data import read_squad
 from bertlayers.data.tfrecords import check_tfrecords, serialize_example
 from bertlayers.data.tokenizer import check_vocabulary_fits, load_vocabulary
-from bertlayers.convert import load_model_file
 from bertlayers.networks import BertEncoder
 from bertlayers.runs.pretraining import PretrainingConfig, run_pretraining
-from pretraining_fixtures import PREDICTIONS, SEQ
 
-TINY = dict(vocabulary_size=100, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32, max_sequence_length=16)
+TINY = dict(
+    vocabulary_size=100, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32, max_sequence_length=16
+)
 
 
 def write(path, content):
@@ -58,14 +60,44 @@ def changed(**changes):
 
 ENCODER_BATTERY = [
     ("float ids", changed(token_ids=np.full((2, 8), 5.7, "float32")), TypeError, "token_ids must be an integer tensor"),
-    ("rank 1", {k: v[0] for k, v in good_inputs().items()}, ValueError, r"token_ids must have rank 2 \(\[batch, seq\]\), got shape \(8,\)"),
+    (
+        "rank 1",
+        {k: v[0] for k, v in good_inputs().items()},
+        ValueError,
+        r"token_ids must have rank 2 \(\[batch, seq\]\), got shape \(8,\)",
+    ),
     ("too long", good_inputs(length=40), ValueError, "longer than the maximum 16"),
-    ("negative id", changed(token_ids=np.full((2, 8), -1, "int32")), ValueError, r"token_ids holds -1, outside \[0, 100\)"),
-    ("id past the vocabulary", changed(token_ids=np.full((2, 8), 100, "int32")), ValueError, r"token_ids holds 100, outside \[0, 100\)"),
+    (
+        "negative id",
+        changed(token_ids=np.full((2, 8), -1, "int32")),
+        ValueError,
+        r"token_ids holds -1, outside \[0, 100\)",
+    ),
+    (
+        "id past the vocabulary",
+        changed(token_ids=np.full((2, 8), 100, "int32")),
+        ValueError,
+        r"token_ids holds 100, outside \[0, 100\)",
+    ),
     ("huge id", changed(token_ids=np.full((2, 8), 2**31 - 1, "int32")), ValueError, r"token_ids holds 2147483647"),
-    ("segment id 2", changed(segment_ids=np.full((2, 8), 2, "int32")), ValueError, r"segment_ids holds 2, outside \[0, 2\) \(type_vocab_size\)"),
-    ("mask of another length", changed(padding_mask=np.ones((2, 6), "int32")), ValueError, "padding_mask and token_ids must have the same shape"),
-    ("segments of another batch", changed(segment_ids=np.zeros((3, 8), "int32")), ValueError, "segment_ids and token_ids must have the same shape"),
+    (
+        "segment id 2",
+        changed(segment_ids=np.full((2, 8), 2, "int32")),
+        ValueError,
+        r"segment_ids holds 2, outside \[0, 2\) \(type_vocab_size\)",
+    ),
+    (
+        "mask of another length",
+        changed(padding_mask=np.ones((2, 6), "int32")),
+        ValueError,
+        "padding_mask and token_ids must have the same shape",
+    ),
+    (
+        "segments of another batch",
+        changed(segment_ids=np.zeros((3, 8), "int32")),
+        ValueError,
+        "segment_ids and token_ids must have the same shape",
+    ),
 ]
 
 
@@ -84,9 +116,10 @@ def test_encoder_in_a_graph_checks_ranges_and_shapes(encoder):
         encoder.predict(changed(token_ids=np.full((2, 8), 100, "int32")), verbose=0)
     with pytest.raises(ValueError, match=r"segment_ids holds -3, outside \[0, 2\)"):
         encoder.predict(changed(segment_ids=np.full((2, 8), -3, "int32")), verbose=0)
-    traced = tf.function(lambda x: encoder(x)["pooled_output"], input_signature=[
-        {k: tf.TensorSpec([None, None], tf.int32, name=k) for k in good_inputs()}
-    ])
+    traced = tf.function(
+        lambda x: encoder(x)["pooled_output"],
+        input_signature=[{k: tf.TensorSpec([None, None], tf.int32, name=k) for k in good_inputs()}],
+    )
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"token_ids holds values outside \[0, 100\)"):
         traced(changed(token_ids=np.full((2, 8), 100, "int32")))
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"segment_ids holds values outside \[0, 2\)"):
@@ -114,23 +147,45 @@ def test_tsv_quotes_are_text_and_every_row_stays_a_row(tmp_path):
 
 
 CLASSIFICATION_BATTERY = [
-    ("stray comma", "x.csv", "text,label\ngood,1\nbad, really bad,0\nok,1\n", r"x\.csv:3: 3 fields, but the header has 2"),
-    ("unclosed quote", "x.csv", 'text,label\ngood,1\n"never closed,0\nok,1\nfine,0\n', r"x\.csv:3: the row starting here does not parse as CSV"),
+    (
+        "stray comma",
+        "x.csv",
+        "text,label\ngood,1\nbad, really bad,0\nok,1\n",
+        r"x\.csv:3: 3 fields, but the header has 2",
+    ),
+    (
+        "unclosed quote",
+        "x.csv",
+        'text,label\ngood,1\n"never closed,0\nok,1\nfine,0\n',
+        r"x\.csv:3: the row starting here does not parse as CSV",
+    ),
     ("stray tab", "x.tsv", "text\tlabel\ngood\t1\nbad\tvery\t0\n", r"x\.tsv:3: 3 fields, but the header has 2"),
-    ("undecodable", "x.tsv", b"text\tlabel\ngood\t1\n\xff\xfebad\t0\n", r"x\.tsv:3: not valid UTF-8 \(byte 0xff at column 1\)"),
+    (
+        "undecodable",
+        "x.tsv",
+        b"text\tlabel\ngood\t1\n\xff\xfebad\t0\n",
+        r"x\.tsv:3: not valid UTF-8 \(byte 0xff at column 1\)",
+    ),
     ("empty file", "x.csv", "", r"x\.csv holds no examples"),
     ("header only", "x.tsv", "text\tlabel\n", r"x\.tsv holds no examples"),
     ("missing column", "x.csv", "sentence,label\na,1\n", r"x\.csv:2: no column 'text'"),
     ("empty text", "x.csv", "text,label\n ,1\n", r"x\.csv:2: empty text in column 'text'"),
     ("no label", "x.csv", "text,label\na,\n", r"x\.csv:2: no label in column 'label'"),
-    ("not an object", "x.jsonl", '{"text": "a", "label": 1}\n[1, 2]\n', r"x\.jsonl:2: expected a JSON object, got list"),
+    (
+        "not an object",
+        "x.jsonl",
+        '{"text": "a", "label": 1}\n[1, 2]\n',
+        r"x\.jsonl:2: expected a JSON object, got list",
+    ),
     ("number as text", "x.jsonl", '{"text": 5, "label": 1}\n', r"x\.jsonl:1: column 'text' holds a int, not a text"),
     ("broken JSON", "x.jsonl", '{"text": "a", "label": 1}\n{"text": \n', r"x\.jsonl:2: not valid JSON"),
     ("unknown extension", "x.txt", "text,label\na,1\n", "cannot tell the format from the extension"),
 ]
 
 
-@pytest.mark.parametrize("case, name, content, message", CLASSIFICATION_BATTERY, ids=[c[0] for c in CLASSIFICATION_BATTERY])
+@pytest.mark.parametrize(
+    "case, name, content, message", CLASSIFICATION_BATTERY, ids=[c[0] for c in CLASSIFICATION_BATTERY]
+)
 def test_classification_reader_names_file_and_line(tmp_path, case, name, content, message):
     with pytest.raises(ValueError, match=message):
         read_text_examples(write(tmp_path / name, content))
@@ -143,7 +198,10 @@ def test_quoted_csv_fields_and_labels(tmp_path):
     assert [e.where for e in examples] == [f"{path}:2", f"{path}:3", f"{path}:5"]  # the line each row starts on
     assert LabelMap(e.label for e in examples).labels == ["0", "1"]  # "1 " is class "1"
     with pytest.raises(ValueError, match=r"one\.csv has 1 label value\(s\) \['1'\]; classification needs at least two"):
-        LabelMap((e.label for e in read_text_examples(write(tmp_path / "one.csv", "text,label\na,1\nb,1\n"))), source="one.csv")
+        LabelMap(
+            (e.label for e in read_text_examples(write(tmp_path / "one.csv", "text,label\na,1\nb,1\n"))),
+            source="one.csv",
+        )
     with pytest.raises(ValueError, match=r"r\.csv:3: regression label 'high' is not a number"):
         regression_targets(read_text_examples(write(tmp_path / "r.csv", "text,label\na,0.5\nb,high\n")))
 
@@ -158,7 +216,10 @@ def test_conll_reader(tmp_path):
         read_conll(write(tmp_path / "n.txt", "Paris B-loc\nlonely\n"))
     with pytest.raises(ValueError, match=r"n\.txt holds no sentences"):
         read_conll(write(tmp_path / "n.txt", "\n\n"))
-    assert read_conll(write(tmp_path / "n.txt", "Paris B-loc\nis O\n\nOK O\n")) == [[("Paris", "B-loc"), ("is", "O")], [("OK", "O")]]
+    assert read_conll(write(tmp_path / "n.txt", "Paris B-loc\nis O\n\nOK O\n")) == [
+        [("Paris", "B-loc"), ("is", "O")],
+        [("OK", "O")],
+    ]
 
 
 def squad_file(**question):
@@ -172,18 +233,59 @@ SQUAD_BATTERY = [
     ("no data", "{}", r"s\.json \(top level\): no 'data' field"),
     ("no questions", '{"data": []}', r"s\.json holds no questions"),
     ("no question text", squad_file(question=None), r"question q1: no 'question' field"),
-    ("string offset", squad_file(answers=[{"text": "Paris", "answer_start": "0"}]), r"question q1: 'answer_start' must be of type int"),
-    ("wrong offset", squad_file(answers=[{"text": "Paris", "answer_start": 3}]), r"question q1: answer 'Paris' is not at character 3"),
+    (
+        "string offset",
+        squad_file(answers=[{"text": "Paris", "answer_start": "0"}]),
+        r"question q1: 'answer_start' must be of type int",
+    ),
+    (
+        "wrong offset",
+        squad_file(answers=[{"text": "Paris", "answer_start": 3}]),
+        r"question q1: answer 'Paris' is not at character 3",
+    ),
     ("no answer", squad_file(answers=[]), r"question q1 has no answer and is not marked is_impossible"),
-    ("context not text", json.dumps({"data": [{"paragraphs": [{"context": None, "qas": []}]}]}), r"data\[0\]\.paragraphs\[0\]: 'context' must be of type str"),
+    (
+        "context not text",
+        json.dumps({"data": [{"paragraphs": [{"context": None, "qas": []}]}]}),
+        r"data\[0\]\.paragraphs\[0\]: 'context' must be of type str",
+    ),
     ("undecodable", b'{"data": [\n\xff]}', r"s\.json:2: not valid UTF-8"),
-    ("is_impossible a string", squad_file(is_impossible="false"), r"question q1: 'is_impossible' must be of type bool, got 'false'"),
-    ("negative offset", squad_file(answers=[{"text": "big", "answer_start": -4}]), r"question q1: answer_start -4 .* outside its context"),
+    (
+        "is_impossible a string",
+        squad_file(is_impossible="false"),
+        r"question q1: 'is_impossible' must be of type bool, got 'false'",
+    ),
+    (
+        "negative offset",
+        squad_file(answers=[{"text": "big", "answer_start": -4}]),
+        r"question q1: answer_start -4 .* outside its context",
+    ),
     ("empty answer", squad_file(answers=[{"text": "", "answer_start": 0}]), r"question q1: an answer's text is empty"),
-    ("duplicate ids", json.dumps({"data": [{"paragraphs": [{"context": "Paris is big.", "qas": [
-        {"id": "q1", "question": "Where?", "answers": [{"text": "Paris", "answer_start": 0}]},
-        {"id": "q1", "question": "How?", "answers": [{"text": "big", "answer_start": 9}]}]}]}]}),
-     r"question q1 appears twice \(at data\[0\]\.paragraphs\[0\]\.qas\[0\] and data\[0\]\.paragraphs\[0\]\.qas\[1\]\)"),
+    (
+        "duplicate ids",
+        json.dumps(
+            {
+                "data": [
+                    {
+                        "paragraphs": [
+                            {
+                                "context": "Paris is big.",
+                                "qas": [
+                                    {
+                                        "id": "q1",
+                                        "question": "Where?",
+                                        "answers": [{"text": "Paris", "answer_start": 0}],
+                                    },
+                                    {"id": "q1", "question": "How?", "answers": [{"text": "big", "answer_start": 9}]},
+                                ],
+                            }
+                        ]
+                    }
+                ]
+            }
+        ),
+        r"question q1 appears twice \(at data\[0\]\.paragraphs\[0\]\.qas\[0\] and data\[0\]\.paragraphs\[0\]\.qas\[1\]\)",
+    ),
 ]
 
 
@@ -230,9 +332,17 @@ def test_records_with_ids_past_the_vocabulary_are_refused(tmp_path, corpus):
 
 def run_config(shared, output_dir, **changes):
     values = dict(
-        output_dir=str(output_dir), vocabulary=shared["vocabulary"], corpus=shared["corpus"], corpus_format="bert",
-        sequence_length=SEQ, max_predictions_per_seq=PREDICTIONS, batch_size=4, num_train_steps=2,
-        checkpoint_every=1, dupe_factor=1, verbose=0,
+        output_dir=str(output_dir),
+        vocabulary=shared["vocabulary"],
+        corpus=shared["corpus"],
+        corpus_format="bert",
+        sequence_length=SEQ,
+        max_predictions_per_seq=PREDICTIONS,
+        batch_size=4,
+        num_train_steps=2,
+        checkpoint_every=1,
+        dupe_factor=1,
+        verbose=0,
     )
     values.update(changes)
     return PretrainingConfig(**values)
@@ -271,7 +381,9 @@ def test_corrupt_model_files_are_named(tmp_path, encoder):
         load_model_file(truncated)
     with zipfile.ZipFile(tmp_path / "partial.keras", "w") as archive:
         archive.writestr("config.json", "{}")
-    with pytest.raises(ValueError, match=r"partial\.keras is not a complete \.keras archive: it lacks \['model\.weights\.h5'\]"):
+    with pytest.raises(
+        ValueError, match=r"partial\.keras is not a complete \.keras archive: it lacks \['model\.weights\.h5'\]"
+    ):
         load_model_file(str(tmp_path / "partial.keras"))
     with pytest.raises(FileNotFoundError, match="No model file at"):
         load_model_file(str(tmp_path / "missing.keras"))
@@ -289,7 +401,9 @@ def test_padding_mask_values_other_than_0_and_1_are_refused(encoder, value):
     with pytest.raises(ValueError, match=rf"padding_mask holds {value}: it must be 1 at real tokens and 0 at padding"):
         encoder.predict(changed(padding_mask=mask), verbose=0)
     good = changed(padding_mask=np.where(mask != 0, 1, 0).astype("int32"))
-    np.testing.assert_allclose(encoder.predict(good, verbose=0)["pooled_output"], encoder(good)["pooled_output"], atol=1e-5)
+    np.testing.assert_allclose(
+        encoder.predict(good, verbose=0)["pooled_output"], encoder(good)["pooled_output"], atol=1e-5
+    )
 
 
 def family_encoders():
@@ -347,7 +461,10 @@ def test_non_finite_weights_are_refused_when_loaded(tmp_path, encoder):
     weights[0][0, 0] = np.nan
     broken.set_weights(weights)
     broken.save(str(tmp_path / "broken.keras"))
-    with pytest.raises(ValueError, match=r"(?s)broken\.keras holds weights that are not finite.*token_embedding/embeddings: 1 NaN, 0 Inf"):
+    with pytest.raises(
+        ValueError,
+        match=r"(?s)broken\.keras holds weights that are not finite.*token_embedding/embeddings: 1 NaN, 0 Inf",
+    ):
         load_model_file(str(tmp_path / "broken.keras"))
     assert load_model_file(path).config.vocabulary_size == 100
 
@@ -366,14 +483,24 @@ def test_labels_one_number_two_ways_and_non_finite_targets(tmp_path):
             regression_targets(read_text_examples(bad))
     with pytest.raises(ValueError, match=r"d\.jsonl:2: label nan in column 'label' is not a finite number"):
         read_text_examples(write(tmp_path / "d.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": NaN}\n'))
-    assert regression_targets(read_text_examples(write(tmp_path / "r.csv", "text,label\ngood,0.5\nbad,-2\n")))[:, 0].tolist() == [0.5, -2]
+    assert regression_targets(read_text_examples(write(tmp_path / "r.csv", "text,label\ngood,0.5\nbad,-2\n")))[
+        :, 0
+    ].tolist() == [0.5, -2]
 
 
 RECIPE_OPTIONS = [
-    ("electra", {"generator_fraction": "0"}, r"generator_fraction of recipe 'electra' must be a float with 0 < value <= 1"),
+    (
+        "electra",
+        {"generator_fraction": "0"},
+        r"generator_fraction of recipe 'electra' must be a float with 0 < value <= 1",
+    ),
     ("electra", {"generator_fraction": "-1"}, "generator_fraction"),
     ("electra", {"generator_fraction": "1.5"}, "generator_fraction"),
-    ("electra", {"discriminator_weight": "-1"}, r"discriminator_weight of recipe 'electra' must be a float with 0 < value"),
+    (
+        "electra",
+        {"discriminator_weight": "-1"},
+        r"discriminator_weight of recipe 'electra' must be a float with 0 < value",
+    ),
     ("electra", {"discriminator_weight": "nan"}, "discriminator_weight"),
     ("electra", {"temperature": "0"}, "temperature"),
     ("xlnet", {"perm_size": "-4"}, r"perm_size of recipe 'xlnet' must be an int with 0 <= value"),
@@ -412,7 +539,10 @@ def test_electra_pretrainer_refuses_a_weight_or_temperature_that_cannot_train():
     from bertlayers.networks import EncoderConfig
 
     discriminator, generator = electra_encoders(EncoderConfig(**TINY), 0.5)
-    for keywords, message in (({"discriminator_weight": float("nan")}, "discriminator_weight"), ({"temperature": 0}, "temperature")):
+    for keywords, message in (
+        ({"discriminator_weight": float("nan")}, "discriminator_weight"),
+        ({"temperature": 0}, "temperature"),
+    ):
         with pytest.raises(ValueError, match=message):
             ElectraPretrainer(discriminator, generator, **keywords)
     with pytest.raises(ValueError, match="generator_fraction must be a float with 0 < value <= 1"):
@@ -425,7 +555,9 @@ def test_a_late_record_of_another_length_names_its_file(tmp_path, corpus):
         for _ in range(3):
             writer.write(serialize_example([2, 5, 3], [0, 0, 0], [1], [5], 0, SEQ, PREDICTIONS))
         writer.write(serialize_example([2, 5, 3], [0, 0, 0], [1], [5], 0, SEQ * 2, PREDICTIONS))
-    with pytest.raises(ValueError, match=r"late\.tfrecord: a record among records 0\.\.4095 does not parse as the run expects"):
+    with pytest.raises(
+        ValueError, match=r"late\.tfrecord: a record among records 0\.\.4095 does not parse as the run expects"
+    ):
         check_tfrecords([path], SEQ, PREDICTIONS, vocabulary_size=1000)
 
 
@@ -436,7 +568,10 @@ def test_the_pretraining_script_refuses_an_out_of_range_option_in_one_line(tmp_p
     from processes import run, script
 
     output = tmp_path / "run"
-    result = run(script("pretrain.py", "--recipe", "electra", "--option", "discriminator_weight=-1", "--output_dir", output), expect=2)
+    result = run(
+        script("pretrain.py", "--recipe", "electra", "--option", "discriminator_weight=-1", "--output_dir", output),
+        expect=2,
+    )
     assert result.stderr.strip().splitlines()[-1] == (
         "pretrain.py: error: Option discriminator_weight of recipe 'electra' must be a float with 0 < value, got '-1'."
     )
@@ -448,12 +583,24 @@ def test_scripts_name_a_squad_file_left_empty_and_a_truncated_teacher(tmp_path):
     from processes import script, start
 
     impossible = {"id": "q1", "question": "Where?", "answers": [], "is_impossible": True}
-    squad = write(tmp_path / "only_impossible.json", json.dumps({"data": [{"paragraphs": [{"context": "Paris is big.", "qas": [impossible]}]}]}))
+    squad = write(
+        tmp_path / "only_impossible.json",
+        json.dumps({"data": [{"paragraphs": [{"context": "Paris is big.", "qas": [impossible]}]}]}),
+    )
     teacher = write(tmp_path / "teacher.keras", b"PK\x03\x04 not a whole archive")
     reviews = write(tmp_path / "reviews.csv", "text,label\ngood film,fresh\nbad film,rotten\n")
     commands = {
         "run_squad.py": ["--train_file", squad, "--predict_file", squad, "--output_dir", str(tmp_path / "squad")],
-        "distill.py": ["--teacher", teacher, "--train_file", reviews, "--eval_file", reviews, "--output_dir", str(tmp_path / "distill")],
+        "distill.py": [
+            "--teacher",
+            teacher,
+            "--train_file",
+            reviews,
+            "--eval_file",
+            reviews,
+            "--output_dir",
+            str(tmp_path / "distill"),
+        ],
     }
     processes = {name: start(script(name, *args), output=True) for name, args in commands.items()}
     errors = {name: p.communicate(timeout=300)[1] for name, p in processes.items()}
@@ -477,7 +624,9 @@ def test_script_flags_are_range_checked_where_parsed(capsys):
     with pytest.raises(SystemExit) as exit:
         parser.parse_args(["--n_best_size", "0"])
     assert exit.value.code == 2
-    assert "run_squad.py: error: argument --n_best_size: must be an int with 1 <= value, got 0" in capsys.readouterr().err
+    assert (
+        "run_squad.py: error: argument --n_best_size: must be an int with 1 <= value, got 0" in capsys.readouterr().err
+    )
 
 
 # --- Files validated as a whole, against their format's invariants ----------------------------
@@ -485,11 +634,18 @@ def test_script_flags_are_range_checked_where_parsed(capsys):
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
-@pytest.mark.parametrize("case, lines, message", [
-    ("duplicate token", SPECIALS + ["a", "b", "a"], r"vocab\.txt:8: the token 'a' is on line 6 already"),
-    ("whitespace inside a token", SPECIALS + ["a b"], r"vocab\.txt:6: the token 'a b' is empty or holds whitespace inside"),
-    ("empty line", SPECIALS + ["", "a"], r"vocab\.txt:6: the token '' is empty"),
-])
+@pytest.mark.parametrize(
+    "case, lines, message",
+    [
+        ("duplicate token", SPECIALS + ["a", "b", "a"], r"vocab\.txt:8: the token 'a' is on line 6 already"),
+        (
+            "whitespace inside a token",
+            SPECIALS + ["a b"],
+            r"vocab\.txt:6: the token 'a b' is empty or holds whitespace inside",
+        ),
+        ("empty line", SPECIALS + ["", "a"], r"vocab\.txt:6: the token '' is empty"),
+    ],
+)
 def test_a_vocab_txt_is_checked_whole_and_names_the_line(tmp_path, case, lines, message):
     with pytest.raises(ValueError, match=message):
         load_vocabulary(write(tmp_path / "vocab.txt", "\n".join(lines) + "\n"))
@@ -507,27 +663,43 @@ def test_a_byte_order_mark_is_named():
             read_text_examples(write(f"{folder}/data.csv", "\ufefftext,label\ngood,1\nbad,0\n"))
 
 
-@pytest.mark.parametrize("vocabulary, merges, message", [
-    ({"a": 0, "b": 1, "ab": 2}, "#version: 0.2\n", r"merges\.txt holds no merges: every word would be split into single bytes"),
-    ({"a": 0, "b": 1, "ab": 2}, "", r"merges\.txt holds no merges"),
-    ({"a": 0, "b": 1, "ab": 2}, "a b\na c\n", r"merges\.txt:2: the merge 'a c' joins 'c', which .*vocab\.json lacks"),
-    ({"a": 0, "b": 0, "ab": 2}, "a b\n", r"vocab\.json: the tokens 'a' and 'b' both have id 0"),
-    ({"a": 0, "b": 1, "ab": 3}, "a b\n", r"vocab\.json: ids run from 0 to 3 for 3 tokens \(no token has id 2\)"),
-    ({"a": 0, "b": "1", "ab": 2}, "a b\n", r"vocab\.json is not a byte-level BPE vocabulary"),
-])
+@pytest.mark.parametrize(
+    "vocabulary, merges, message",
+    [
+        (
+            {"a": 0, "b": 1, "ab": 2},
+            "#version: 0.2\n",
+            r"merges\.txt holds no merges: every word would be split into single bytes",
+        ),
+        ({"a": 0, "b": 1, "ab": 2}, "", r"merges\.txt holds no merges"),
+        (
+            {"a": 0, "b": 1, "ab": 2},
+            "a b\na c\n",
+            r"merges\.txt:2: the merge 'a c' joins 'c', which .*vocab\.json lacks",
+        ),
+        ({"a": 0, "b": 0, "ab": 2}, "a b\n", r"vocab\.json: the tokens 'a' and 'b' both have id 0"),
+        ({"a": 0, "b": 1, "ab": 3}, "a b\n", r"vocab\.json: ids run from 0 to 3 for 3 tokens \(no token has id 2\)"),
+        ({"a": 0, "b": "1", "ab": 2}, "a b\n", r"vocab\.json is not a byte-level BPE vocabulary"),
+    ],
+)
 def test_byte_level_bpe_files_are_checked_whole(tmp_path, vocabulary, merges, message):
     from bertlayers.data.byte_level_bpe import read_bpe_files
 
-    vocab_json, merges_txt = write(tmp_path / "vocab.json", json.dumps(vocabulary)), write(tmp_path / "merges.txt", merges)
+    vocab_json, merges_txt = (
+        write(tmp_path / "vocab.json", json.dumps(vocabulary)),
+        write(tmp_path / "merges.txt", merges),
+    )
     with pytest.raises(ValueError, match=message):
         read_bpe_files(vocab_json, merges_txt)
-    good = read_bpe_files(write(tmp_path / "vocab.json", '{"a": 0, "b": 1, "ab": 2}'), write(tmp_path / "merges.txt", "a b\n"))
+    good = read_bpe_files(
+        write(tmp_path / "vocab.json", '{"a": 0, "b": 1, "ab": 2}'), write(tmp_path / "merges.txt", "a b\n")
+    )
     assert good == ({"a": 0, "b": 1, "ab": 2}, [("a", "b")])
 
 
 def test_a_lone_surrogate_is_named_with_its_text():
-    from bertlayers.data.tokenizer import BertInputPacker, wordpiece_tokenizer
     from bertlayers.data.assets import bert_uncased_vocabulary
+    from bertlayers.data.tokenizer import BertInputPacker, wordpiece_tokenizer
 
     packer = BertInputPacker(wordpiece_tokenizer(bert_uncased_vocabulary()), 16)
     bad = b"caf\xe9 au lait".decode("utf-8", errors="surrogateescape")
@@ -538,16 +710,26 @@ def test_a_lone_surrogate_is_named_with_its_text():
     assert packer(["fine", "café au lait"])["token_ids"].shape == (2, 16)
 
 
-@pytest.mark.parametrize("key, value, message", [
-    ("hidden_dropout_prob", "0.1", r"EncoderConfig\.dropout must be a number, got '0\.1' \(str\)"),
-    ("num_hidden_layers", 2.0, r"EncoderConfig\.num_layers must be an integer, got 2\.0"),
-    ("tie_word_embeddings", "false", r"tie_word_embeddings must be true or false, got 'false'"),
-])
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("hidden_dropout_prob", "0.1", r"EncoderConfig\.dropout must be a number, got '0\.1' \(str\)"),
+        ("num_hidden_layers", 2.0, r"EncoderConfig\.num_layers must be an integer, got 2\.0"),
+        ("tie_word_embeddings", "false", r"tie_word_embeddings must be true or false, got 'false'"),
+    ],
+)
 def test_config_json_fields_of_the_wrong_type_are_refused(tmp_path, key, value, message):
     from bertlayers.convert.huggingface import read_huggingface_folder
 
-    config = {"model_type": "bert", "vocab_size": 100, "num_hidden_layers": 1, "hidden_size": 16, "num_attention_heads": 2,
-              "intermediate_size": 32, "max_position_embeddings": 16}
+    config = {
+        "model_type": "bert",
+        "vocab_size": 100,
+        "num_hidden_layers": 1,
+        "hidden_size": 16,
+        "num_attention_heads": 2,
+        "intermediate_size": 32,
+        "max_position_embeddings": 16,
+    }
     write(tmp_path / "config.json", json.dumps({**config, key: value}))
     write(tmp_path / "model.safetensors", b"")
     with pytest.raises(ValueError, match=message):
@@ -569,15 +751,30 @@ def test_a_folder_whose_config_names_another_model_type_is_refused(tmp_path):
             shutil.copy(os.path.join(minilm_path(), name), folder / name)
     config = json.load(open(os.path.join(minilm_path(), "config.json")))
     write(folder / "config.json", json.dumps({**config, "model_type": "roberta"}))
-    with pytest.raises(ValueError, match=r"says model_type 'roberta', whose tokenizer is vocab\.json \+ merges\.txt, but .* holds "
-                       r"vocab\.txt \(a bert / distilbert / electra checkpoint's\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"says model_type 'roberta', whose tokenizer is vocab\.json \+ merges\.txt, but .* holds "
+        r"vocab\.txt \(a bert / distilbert / electra checkpoint's\)",
+    ):
         load_encoder(str(folder))
     # Tensors under another family's prefix, tokenizer files aside.
     os.remove(folder / "vocab.txt")
     small = {"bert.embeddings.word_embeddings.weight": np.zeros((100, 16), "float32")}
     save_file(small, str(folder / "model.safetensors"))
-    write(folder / "config.json", json.dumps({"model_type": "roberta", "vocab_size": 100, "num_hidden_layers": 1, "hidden_size": 16,
-                                              "num_attention_heads": 2, "intermediate_size": 32, "max_position_embeddings": 18}))
+    write(
+        folder / "config.json",
+        json.dumps(
+            {
+                "model_type": "roberta",
+                "vocab_size": 100,
+                "num_hidden_layers": 1,
+                "hidden_size": 16,
+                "num_attention_heads": 2,
+                "intermediate_size": 32,
+                "max_position_embeddings": 18,
+            }
+        ),
+    )
     with pytest.raises(ValueError, match=r"says model_type 'roberta', but its tensors are named bert\.\*"):
         start_loading(str(folder), ("roberta", "xlm-roberta"), "roberta.", BertEncoder, None)
     assert load_encoder(minilm_path()).config.vocabulary_size == 30522  # the real folder as it is
@@ -591,19 +788,31 @@ def test_a_finished_or_interrupted_run_folder_is_refused_unless_overwritten(tmp_
     from bertlayers.utils import atomic_files
 
     finished, interrupted, foreign = tmp_path / "finished", tmp_path / "interrupted", tmp_path / "foreign"
-    for folder, files in ((finished, ["model.keras", "metrics.json", "history.json"]), (interrupted, ["history.json"]),
-                          (foreign, ["history.json", "thesis.tex"])):
+    for folder, files in (
+        (finished, ["model.keras", "metrics.json", "history.json"]),
+        (interrupted, ["history.json"]),
+        (foreign, ["history.json", "thesis.tex"]),
+    ):
         folder.mkdir()
         for name in files:
             write(folder / name, "x")
         (folder / "logs").mkdir()
     try:
-        with pytest.raises(FileExistsError, match=r"finished already holds a finished run \(history\.json, logs, metrics\.json, "
-                           r"model\.keras\); runs here do not resume\. Pass --overwrite"):
+        with pytest.raises(
+            FileExistsError,
+            match=r"finished already holds a finished run \(history\.json, logs, metrics\.json, "
+            r"model\.keras\); runs here do not resume\. Pass --overwrite",
+        ):
             take_output_folder(str(finished), "test run in")
         with pytest.raises(FileExistsError, match="interrupted already holds an interrupted run"):
             take_output_folder(str(interrupted), "test run in")
-        assert sorted(os.listdir(finished)) == [".lock", "history.json", "logs", "metrics.json", "model.keras"]  # untouched
+        assert sorted(os.listdir(finished)) == [
+            ".lock",
+            "history.json",
+            "logs",
+            "metrics.json",
+            "model.keras",
+        ]  # untouched
         take_output_folder(str(finished), "test run in", overwrite=True)
         assert os.listdir(finished) == [".lock"]
         with pytest.raises(FileExistsError, match=r"also holds files no run writes \(thesis\.tex\)"):
@@ -633,13 +842,18 @@ def test_retrieval_files_group_a_querys_passages_and_training_pairs_must_differ(
     from bertlayers.data.retrieval_data import RetrievalPair, check_training_pairs, retrieval_set
     from bertlayers.metrics.ranking import ranking_metrics
 
-    pairs = [RetrievalPair("capital of france", f"passage {i}") for i in range(3)] + [RetrievalPair("river", "passage 3")]
+    pairs = [RetrievalPair("capital of france", f"passage {i}") for i in range(3)] + [
+        RetrievalPair("river", "passage 3")
+    ]
     collection = retrieval_set(pairs)
     assert collection.queries == ["capital of france", "river"] and collection.relevant == [{0, 1, 2}, {3}]
     # A system ranking all of a query's passages first is perfect (rows of their own, it scored 1/3 at best).
     perfect = np.array([[3, 2, 1, 0], [0, 0, 0, 1]], "float32")
     assert ranking_metrics(perfect, collection.relevant)["mrr@10"] == 1.0
-    for bad, message in (([pairs[0]], "at least two pairs a batch; got 1 pair"), (pairs[:3], "every pair has the same query")):
+    for bad, message in (
+        ([pairs[0]], "at least two pairs a batch; got 1 pair"),
+        (pairs[:3], "every pair has the same query"),
+    ):
         with pytest.raises(ValueError, match=message):
             check_training_pairs(bad, 32, "train.jsonl")
     with pytest.raises(ValueError, match="--batch_size 1"):
@@ -647,11 +861,17 @@ def test_retrieval_files_group_a_querys_passages_and_training_pairs_must_differ(
     check_training_pairs(pairs, 32, "train.jsonl")
 
 
-@pytest.mark.parametrize("line, message", [
-    ('{"context": "It rained.", "choices": ["It stopped.", "Cats."], "label": true}', "label must index the choices"),
-    ('{"context": "It rained.", "choices": ["It stopped.", " "], "label": 0}', "choice 1 is empty"),
-    ('{"context": "", "choices": ["It stopped.", "Cats."], "label": 0}', "context must be a non-empty string"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        (
+            '{"context": "It rained.", "choices": ["It stopped.", "Cats."], "label": true}',
+            "label must index the choices",
+        ),
+        ('{"context": "It rained.", "choices": ["It stopped.", " "], "label": 0}', "choice 1 is empty"),
+        ('{"context": "", "choices": ["It stopped.", "Cats."], "label": 0}', "context must be a non-empty string"),
+    ],
+)
 def test_multiple_choice_files_refuse_boolean_labels_and_empty_texts(tmp_path, line, message):
     from bertlayers.data.multiple_choice_data import read_choices
 

@@ -7,10 +7,10 @@ import keras
 import numpy as np
 import pytest
 from keras import ops
+from layer_test_helper import run_layer_test
 
 from bertlayers.layers import GatedFeedForward, MultiHeadAttention, TransformerEncoderBlock
 from bertlayers.networks import BertEncoder
-from layer_test_helper import run_layer_test
 
 
 @keras.saving.register_keras_serializable(package="bertlayers_tests")
@@ -27,8 +27,9 @@ class RotaryAttention(MultiHeadAttention):
         first, second = x[..., :half], x[..., half:]
         return ops.concatenate([first * cos - second * sin, first * sin + second * cos], axis=-1)
 
-    def call(self, query, value=None, attention_mask=None, return_attention_scores=False, training=None,
-             query_positions=None):
+    def call(
+        self, query, value=None, attention_mask=None, return_attention_scores=False, training=None, query_positions=None
+    ):
         value = query if value is None else value
         batch, length = ops.shape(value)[0], ops.shape(value)[1]
         key_positions = ops.broadcast_to(ops.arange(length)[None, :], (batch, length))
@@ -46,10 +47,14 @@ class RotaryAttention(MultiHeadAttention):
 
 def rotary_geglu_block(config, index, dtype):
     return TransformerEncoderBlock(
-        num_heads=config.num_heads, intermediate_size=config.intermediate_size, dropout=0.0, attention_dropout=0.0,
+        num_heads=config.num_heads,
+        intermediate_size=config.intermediate_size,
+        dropout=0.0,
+        attention_dropout=0.0,
         attention_layer=RotaryAttention(config.num_heads, config.hidden_size // config.num_heads, dtype=dtype),
         feed_forward_layer=GatedFeedForward(config.intermediate_size, dtype=dtype),
-        dtype=dtype, name=f"transformer_layer_{index}",
+        dtype=dtype,
+        name=f"transformer_layer_{index}",
     )
 
 
@@ -73,8 +78,10 @@ def inputs(batch=3, length=9):
 
 def test_gated_feed_forward_through_the_shared_layer_test():
     layer, outputs = run_layer_test(
-        GatedFeedForward, {"intermediate_size": 12, "activation": "gelu"},
-        {"inputs": np.random.default_rng(0).normal(size=(5, 8)).astype("float32")}, (5, 8),
+        GatedFeedForward,
+        {"intermediate_size": 12, "activation": "gelu"},
+        {"inputs": np.random.default_rng(0).normal(size=(5, 8)).astype("float32")},
+        (5, 8),
     )
     x = np.random.default_rng(1).normal(size=(2, 8)).astype("float32")
     gate, up, out = (layer.gate_dense, layer.up_dense, layer.output_dense)
@@ -85,17 +92,32 @@ def test_gated_feed_forward_through_the_shared_layer_test():
 def test_a_block_with_both_plugs_round_trips():
     run_layer_test(
         TransformerEncoderBlock,
-        {"num_heads": 2, "intermediate_size": 12, "attention_layer": RotaryAttention(2, 4),
-         "feed_forward_layer": GatedFeedForward(12, activation="silu")},
-        {"inputs": np.random.default_rng(0).normal(size=(2, 5, 8)).astype("float32"),
-         "padding_mask": np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], "int32")},
-        (2, 5, 8), call_kwargs={"training": False},
+        {
+            "num_heads": 2,
+            "intermediate_size": 12,
+            "attention_layer": RotaryAttention(2, 4),
+            "feed_forward_layer": GatedFeedForward(12, activation="silu"),
+        },
+        {
+            "inputs": np.random.default_rng(0).normal(size=(2, 5, 8)).astype("float32"),
+            "padding_mask": np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], "int32"),
+        },
+        (2, 5, 8),
+        call_kwargs={"training": False},
     )
 
 
 def test_rows_computed_alone_equal_the_full_computation_with_rotary_attention():
-    encoder = RotaryGegluEncoder(vocabulary_size=100, num_layers=2, hidden_size=16, num_heads=2, intermediate_size=24,
-                                 max_sequence_length=16, dropout=0.0, attention_dropout=0.0)
+    encoder = RotaryGegluEncoder(
+        vocabulary_size=100,
+        num_layers=2,
+        hidden_size=16,
+        num_heads=2,
+        intermediate_size=24,
+        max_sequence_length=16,
+        dropout=0.0,
+        attention_dropout=0.0,
+    )
     block = encoder.transformer_layers[-1]
     assert block.computes_rows and isinstance(block.feed_forward_layer, GatedFeedForward)
     x = inputs()
@@ -144,12 +166,20 @@ def test_an_attention_layer_without_query_positions_gets_the_full_layer_and_a_ga
 
     class ContentOnlyEncoder(BertEncoder):
         def make_block(self, config, index, dtype):
-            return TransformerEncoderBlock(config.num_heads, config.intermediate_size, attention_layer=ContentOnly(),
-                                           dtype=dtype, name=f"transformer_layer_{index}")
+            return TransformerEncoderBlock(
+                config.num_heads,
+                config.intermediate_size,
+                attention_layer=ContentOnly(),
+                dtype=dtype,
+                name=f"transformer_layer_{index}",
+            )
 
-    encoder = ContentOnlyEncoder(vocabulary_size=100, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=24,
-                                 max_sequence_length=16)
+    encoder = ContentOnlyEncoder(
+        vocabulary_size=100, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=24, max_sequence_length=16
+    )
     outputs = encoder(inputs())
     positions = np.array([[0, 2]] * 3, "int32")
     rows = encoder.sequence_output_at(outputs, positions, inputs()["padding_mask"])  # gathered from the full layer
-    np.testing.assert_allclose(rows, np.take_along_axis(ops.convert_to_numpy(outputs["sequence_output"]), positions[..., None], 1))
+    np.testing.assert_allclose(
+        rows, np.take_along_axis(ops.convert_to_numpy(outputs["sequence_output"]), positions[..., None], 1)
+    )

@@ -5,9 +5,9 @@ import itertools
 import keras
 import numpy as np
 import pytest
+from layer_test_helper import run_layer_test
 
 from bertlayers.layers.crf import LinearChainCRF
-from layer_test_helper import run_layer_test
 
 
 def _crf(num_tags, seed):
@@ -62,7 +62,12 @@ def test_log_likelihood_and_viterbi_equal_brute_force(seed):
         real = np.flatnonzero(mask[row])
         transitions, start, end = (np.asarray(w) for w in (crf.transitions, crf.start_transitions, crf.end_transitions))
         path = tags[row, real]
-        score = start[path[0]] + end[path[-1]] + emissions[row, real, path].sum() + sum(transitions[a, b] for a, b in zip(path, path[1:]))
+        score = (
+            start[path[0]]
+            + end[path[-1]]
+            + emissions[row, real, path].sum()
+            + sum(transitions[a, b] for a, b in zip(path, path[1:]))
+        )
         np.testing.assert_allclose(path_scores[row], score, rtol=1e-5, atol=1e-5)
     # The probabilities of every tag path of a padded row sum to one.
     row = 1
@@ -81,8 +86,11 @@ def test_an_empty_row_and_a_trained_step():
     assert np.asarray(crf.log_partition(emissions, mask))[0] == 0.0
     assert np.asarray(crf(emissions, mask))[0].tolist() == [0, 0, 0]
     # The negative log-likelihood trains the transitions: finite gradients through the empty row.
-    inputs = {"emissions": keras.Input((3, 2)), "padding_mask": keras.Input((3,), dtype="int32"),
-              "tags": keras.Input((3,), dtype="int32")}
+    inputs = {
+        "emissions": keras.Input((3, 2)),
+        "padding_mask": keras.Input((3,), dtype="int32"),
+        "tags": keras.Input((3,), dtype="int32"),
+    }
     model = keras.Model(inputs, crf(**inputs))
     model.compile(optimizer=keras.optimizers.SGD(0.1), loss=lambda _, nll: nll)
     before = [np.asarray(w) for w in crf.trainable_weights]
@@ -113,8 +121,11 @@ def test_the_shared_layer_checks():
     rng = np.random.default_rng(2)
     mask = np.ones((2, 5), "int32")
     mask[1, 3:] = 0
-    inputs = {"emissions": rng.normal(size=(2, 5, 3)).astype("float32"), "padding_mask": mask,
-              "tags": rng.integers(0, 3, size=(2, 5)).astype("int32")}
+    inputs = {
+        "emissions": rng.normal(size=(2, 5, 3)).astype("float32"),
+        "padding_mask": mask,
+        "tags": rng.integers(0, 3, size=(2, 5)).astype("int32"),
+    }
     run_layer_test(LinearChainCRF, {"num_tags": 3}, inputs, (2,), mixed_output_dtype="float32")
 
 
@@ -131,16 +142,22 @@ def test_a_graph_of_unknown_batch_and_length():
     tags = rng.integers(0, 3, size=(2, 4)).astype("int32")
     specs = [tf.TensorSpec([None, None, 3]), tf.TensorSpec([None, None], tf.int32)]
     decode = tf.function(lambda e, m: crf.decode(e, m)[0], input_signature=specs)
-    likelihood = tf.function(lambda e, t, m: crf.log_likelihood(e, t, m), input_signature=[specs[0], specs[1], specs[1]])
+    likelihood = tf.function(
+        lambda e, t, m: crf.log_likelihood(e, t, m), input_signature=[specs[0], specs[1], specs[1]]
+    )
     np.testing.assert_array_equal(decode(emissions, mask).numpy(), np.asarray(crf.decode(emissions, mask)[0]))
-    np.testing.assert_allclose(likelihood(emissions, tags, mask).numpy(), np.asarray(crf.log_likelihood(emissions, tags, mask)), rtol=1e-6)
+    np.testing.assert_allclose(
+        likelihood(emissions, tags, mask).numpy(), np.asarray(crf.log_likelihood(emissions, tags, mask)), rtol=1e-6
+    )
 
 
 def test_a_crf_tagger_trains_on_every_real_tokens_tag_and_outputs_its_viterbi_path(tmp_path):
     from bertlayers.models import TokenClassifier
     from bertlayers.networks import BertEncoder
 
-    encoder = BertEncoder(vocabulary_size=50, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32, max_sequence_length=16)
+    encoder = BertEncoder(
+        vocabulary_size=50, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32, max_sequence_length=16
+    )
     model = TokenClassifier(encoder, 3, crf=True)
     ids = np.random.default_rng(0).integers(1, 50, (8, 6)).astype("int32")
     ids[:, 4:], ids[0, 1:] = 0, 0  # padding, and a one-token row
@@ -150,10 +167,14 @@ def test_a_crf_tagger_trains_on_every_real_tokens_tag_and_outputs_its_viterbi_pa
     history = model.fit(x, {"tags": tags}, epochs=30, batch_size=8, verbose=0)
     assert history.history["loss"][-1] < 0.1 * history.history["loss"][0]
     outputs = model.predict_on_batch(x)
-    np.testing.assert_array_equal(outputs["tags"], np.asarray(model.crf.decode(outputs["logits"], x["padding_mask"])[0]))
+    np.testing.assert_array_equal(
+        outputs["tags"], np.asarray(model.crf.decode(outputs["logits"], x["padding_mask"])[0])
+    )
     real = x["padding_mask"] == 1
     assert (outputs["tags"][real] == tags[real]).mean() > 0.9
     model.save(str(tmp_path / "tagger.keras"))
-    np.testing.assert_array_equal(keras.saving.load_model(str(tmp_path / "tagger.keras")).predict_on_batch(x)["tags"], outputs["tags"])
+    np.testing.assert_array_equal(
+        keras.saving.load_model(str(tmp_path / "tagger.keras")).predict_on_batch(x)["tags"], outputs["tags"]
+    )
     with pytest.raises(ValueError, match=r"A CRF tagger trains on gold tags: y=\{'tags'"):
         model.fit(x, {"logits": tags}, verbose=0)

@@ -11,7 +11,9 @@ import pytest
 from bertlayers.models import Distiller, SequenceClassifier, TokenClassifier
 from bertlayers.networks import BertEncoder
 
-TINY = dict(vocabulary_size=30522, num_layers=1, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=32)
+TINY = dict(
+    vocabulary_size=30522, num_layers=1, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=32
+)
 rng = np.random.default_rng(0)
 
 
@@ -74,7 +76,9 @@ def test_student_learns_the_teacher_which_stays_frozen(tmp_path):
     np.testing.assert_allclose(targets, teacher.predict(x, verbose=0)["logits"], atol=1e-6)
     distiller.save(str(tmp_path / "d.keras"))
     loaded = keras.saving.load_model(str(tmp_path / "d.keras"))
-    np.testing.assert_allclose(loaded.predict(x, verbose=0)["logits"], student.predict(x, verbose=0)["logits"], atol=1e-5)
+    np.testing.assert_allclose(
+        loaded.predict(x, verbose=0)["logits"], student.predict(x, verbose=0)["logits"], atol=1e-5
+    )
     assert len(loaded.trainable_variables) == len(student.trainable_variables)
 
 
@@ -96,15 +100,35 @@ def test_distill_example_end_to_end(tmp_path):
 
     teacher = SequenceClassifier(BertEncoder(**TINY), 2, label_names=["neg", "pos"])
     teacher.save(str(tmp_path / "teacher.keras"))
-    rows = "".join(f"{'good fine great' if i % 2 else 'bad awful poor'} film {i},{'pos' if i % 2 else 'neg'}\n" for i in range(48))
+    rows = "".join(
+        f"{'good fine great' if i % 2 else 'bad awful poor'} film {i},{'pos' if i % 2 else 'neg'}\n" for i in range(48)
+    )
     (tmp_path / "train.csv").write_text("text,label\n" + rows)
     out = tmp_path / "out"
 
     def arguments(sequence_length, latency_requests):
-        return ["--teacher", str(tmp_path / "teacher.keras"), "--train_file", str(tmp_path / "train.csv"),
-                "--eval_file", str(tmp_path / "train.csv"), "--labelled_examples", "16", "--epochs", "1", "--batch_size", "16",
-                "--sequence_length", str(sequence_length), "--latency_requests", str(latency_requests),
-                "--output_dir", str(out), "--verbose", "0"]
+        return [
+            "--teacher",
+            str(tmp_path / "teacher.keras"),
+            "--train_file",
+            str(tmp_path / "train.csv"),
+            "--eval_file",
+            str(tmp_path / "train.csv"),
+            "--labelled_examples",
+            "16",
+            "--epochs",
+            "1",
+            "--batch_size",
+            "16",
+            "--sequence_length",
+            str(sequence_length),
+            "--latency_requests",
+            str(latency_requests),
+            "--output_dir",
+            str(out),
+            "--verbose",
+            "0",
+        ]
 
     # No latency requests: no export at all, the accuracies written.
     output = run_script("distill.py", *arguments(16, 0))

@@ -8,7 +8,6 @@ import os
 import re
 
 import pytest
-
 from processes import REPO
 
 BLOCK = re.compile(r"(?:<!-- skip: (?P<skip>[^>]*) -->\n)?```python\n(?P<code>.*?)^```", re.S | re.M)

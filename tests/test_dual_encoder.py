@@ -17,7 +17,13 @@ def pairs(rows=6, seq=8, seed=0):
     for prefix in ("query_", "passage_"):
         ids = rng.integers(1, 64, (rows, seq)).astype("int32")
         ids[:, rng.integers(3, seq) :] = 0
-        x.update({prefix + "token_ids": ids, prefix + "segment_ids": 0 * ids, prefix + "padding_mask": (ids != 0).astype("int32")})
+        x.update(
+            {
+                prefix + "token_ids": ids,
+                prefix + "segment_ids": 0 * ids,
+                prefix + "padding_mask": (ids != 0).astype("int32"),
+            }
+        )
     return x
 
 
@@ -32,8 +38,12 @@ def test_similarity_and_loss_follow_their_definitions(symmetric):
     model = DualEncoder(BertEncoder(**TINY), scale=20.0, symmetric=symmetric)
     x = pairs()
     similarity = model.predict_on_batch(x)["similarity"]  # [6, 6]
-    queries = model.query_embedder.predict_on_batch({k[6:]: v for k, v in x.items() if k.startswith("query_")})["embedding"]
-    passages = model.passage_embedder.predict_on_batch({k[8:]: v for k, v in x.items() if k.startswith("passage_")})["embedding"]
+    queries = model.query_embedder.predict_on_batch({k[6:]: v for k, v in x.items() if k.startswith("query_")})[
+        "embedding"
+    ]
+    passages = model.passage_embedder.predict_on_batch({k[8:]: v for k, v in x.items() if k.startswith("passage_")})[
+        "embedding"
+    ]
     np.testing.assert_allclose(similarity, 20.0 * queries @ passages.T, atol=1e-4)
     expected = softmax_cross_entropy_to_diagonal(similarity)
     if symmetric:

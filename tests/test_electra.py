@@ -13,16 +13,22 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from pretraining_fixtures import fine_tune_export_and_serve, tiny_family_run
 
 from bertlayers.convert import load_encoder, load_huggingface_bert, load_huggingface_electra
 from bertlayers.data.assets import bert_uncased_vocabulary, rotten_tomatoes_snippets
 from bertlayers.data.mlm_masking import MaskingConfig
 from bertlayers.data.pretraining_data import BatchContext
 from bertlayers.data.vocabulary import VocabularyInfo
-from bertlayers.families.electra import OBJECTIVE, ElectraDiscriminator, ElectraGenerator, ElectraPretrainer, electra_encoders
-from bertlayers.families.electra import GeneratorCorruption
+from bertlayers.families.electra import (
+    OBJECTIVE,
+    ElectraDiscriminator,
+    ElectraGenerator,
+    ElectraPretrainer,
+    GeneratorCorruption,
+    electra_encoders,
+)
 from bertlayers.networks import BertEncoder, get_preset
-from pretraining_fixtures import fine_tune_export_and_serve, tiny_family_run
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 INPUTS = ("token_ids", "segment_ids", "padding_mask")
@@ -41,7 +47,10 @@ def test_discriminator_matches_transformers(reference):
     outputs = model(inputs)
     mask = inputs["padding_mask"].astype(bool)
     # Padded positions carry meaningless values in both libraries; real tokens must agree.
-    for ours, theirs in ((outputs["sequence_output"], "discriminator_hidden"), (outputs["rtd"], "discriminator_logits")):
+    for ours, theirs in (
+        (outputs["sequence_output"], "discriminator_hidden"),
+        (outputs["rtd"], "discriminator_logits"),
+    ):
         delta = np.abs(np.asarray(ours)[mask] - reference[theirs][mask]).max()
         assert delta <= 1e-4, (theirs, delta)
 
@@ -61,7 +70,9 @@ def test_generator_matches_transformers(reference):
 def test_electra_folders_load_as_encoders_and_are_named_when_wrong(tmp_path):
     encoder = load_encoder(os.path.join(FIXTURES, "electra_tiny", "discriminator"))
     assert isinstance(encoder, BertEncoder) and encoder.config.embedding_size == 24 and encoder.config.hidden_size == 32
-    with pytest.raises(ValueError, match=r"model_type 'electra' is not a bert checkpoint; use load_huggingface_electra"):
+    with pytest.raises(
+        ValueError, match=r"model_type 'electra' is not a bert checkpoint; use load_huggingface_electra"
+    ):
         load_huggingface_bert(os.path.join(FIXTURES, "electra_tiny", "discriminator"))
 
 
@@ -128,8 +139,12 @@ def tiny_pretrainer(discriminator_weight=50.0):
 def pretrainer_inputs():
     original, masked, positions, labels, weights, _, _ = corruption_case()
     return {
-        "token_ids": masked, "segment_ids": np.zeros_like(masked), "padding_mask": np.ones_like(masked),
-        "masked_positions": positions, "masked_lm_ids": labels, "masked_lm_weights": weights,
+        "token_ids": masked,
+        "segment_ids": np.zeros_like(masked),
+        "padding_mask": np.ones_like(masked),
+        "masked_positions": positions,
+        "masked_lm_ids": labels,
+        "masked_lm_weights": weights,
         "sample_seed": np.tile([[1, 2]], (3, 1)).astype("int32"),
     }
 
@@ -183,12 +198,13 @@ def test_masking_rates_on_real_text():
     tokenizer = wordpiece_tokenizer(bert_uncased_vocabulary())
     rows, length = [], 64
     tokenized = tokenizer(tf.constant([text for text, _ in rotten_tomatoes_snippets()[:4000]]))
-    for pieces in (tokenized.to_list() if hasattr(tokenized, "to_list") else tokenized):
+    for pieces in tokenized.to_list() if hasattr(tokenized, "to_list") else tokenized:
         ids = [vocab.cls_id] + list(pieces)[: length - 2] + [vocab.sep_id]
         rows.append(ids + [0] * (length - len(ids)))
     token_ids = np.array(rows, "int32")
     features = {
-        "input_ids": token_ids, "input_mask": (token_ids != 0).astype("int32"),
+        "input_ids": token_ids,
+        "input_mask": (token_ids != 0).astype("int32"),
         "segment_ids": np.zeros_like(token_ids),
     }
     masking = OBJECTIVE.masking_config(MaskingConfig(max_predictions_per_seq=40))

@@ -53,10 +53,14 @@ def padded(inputs, extra):
         ({"layer_norm_epsilon": 0.0}, r"EncoderConfig.layer_norm_epsilon must be > 0"),
         ({"embedding_size": 0}, r"EncoderConfig.embedding_size must be a positive integer or None"),
         ({"num_layers": 2, "layer_types": ("a",)}, r"layer_types names 1 layers; the encoder has num_layers=2"),
-        ({"num_layers": 1, "layer_types": ("a",), "layer_kinds": {"a": {"hidden_size": 8}}},
-         r"layer_kinds\['a'\] sets hidden_size; a layer may set only attention, "),
-        ({"num_layers": 1, "layer_types": ("a",), "layer_kinds": {"a": {"attention_window": 0}}},
-         r"layer_kinds\['a'\]: attention_window must be a positive integer or None, got 0"),
+        (
+            {"num_layers": 1, "layer_types": ("a",), "layer_kinds": {"a": {"hidden_size": 8}}},
+            r"layer_kinds\['a'\] sets hidden_size; a layer may set only attention, ",
+        ),
+        (
+            {"num_layers": 1, "layer_types": ("a",), "layer_kinds": {"a": {"attention_window": 0}}},
+            r"layer_kinds\['a'\]: attention_window must be a positive integer or None, got 0",
+        ),
         ({"num_layers": 1, "layer_types": ("b",), "layer_kinds": {"a": {}}}, r"layer_types\[0\] is 'b', not a kind"),
         ({"rotary_theta": 0.0}, r"rotary_theta must be > 0 or None"),
         ({"architecture": ""}, r"EncoderConfig.architecture must be a name"),
@@ -69,7 +73,9 @@ def test_config_validation_names_the_field(changes, message):
 
 def test_an_encoder_of_distinct_blocks_refuses_layer_groups():
     with pytest.raises(ValueError, match=r"num_layer_groups is 2, but BertEncoder builds one block per layer"):
-        BertEncoder(vocabulary_size=10, num_layers=2, hidden_size=8, num_heads=2, intermediate_size=8, num_layer_groups=2)
+        BertEncoder(
+            vocabulary_size=10, num_layers=2, hidden_size=8, num_heads=2, intermediate_size=8, num_layer_groups=2
+        )
 
 
 def test_unknown_architecture_lists_the_registered_ones():
@@ -181,9 +187,7 @@ def test_a_pooled_only_graph_runs_the_last_block_on_the_first_row_alone():
     assert "ScatterNd" in next(iter(sequence_only.values()))
     assert "ScatterNd" not in next(iter(pooled_only.values()))
     outputs = encoder(inputs)
-    np.testing.assert_allclose(
-        outputs["pooled_output"], encoder.pooler(outputs["sequence_output"]), atol=1e-6
-    )
+    np.testing.assert_allclose(outputs["pooled_output"], encoder.pooler(outputs["sequence_output"]), atol=1e-6)
 
 
 @pytest.mark.tensorflow_only
@@ -200,15 +204,15 @@ def test_pretrainer_heads_read_the_last_layer_at_their_rows_only(norm_first):
     sequence = np.asarray(encoder(inputs)["sequence_output"])
     at_masks = np.take_along_axis(sequence, inputs["masked_positions"][..., None], axis=1)
     np.testing.assert_allclose(outputs["mlm"], pretrainer.lm_head(at_masks), atol=1e-5)
-    np.testing.assert_allclose(
-        outputs["nsp"], pretrainer.next_sentence_head(encoder.pooler(sequence)), atol=1e-5
-    )
+    np.testing.assert_allclose(outputs["nsp"], pretrainer.next_sentence_head(encoder.pooler(sequence)), atol=1e-5)
     calls = _executed_calls(lambda x: pretrainer(x)["mlm"], inputs, encoder.transformer_layers[-1])
     assert len(calls) == 1 and "ScatterNd" not in next(iter(calls.values()))  # the rows call, not the full one
 
 
 def test_albert_shares_one_block_and_factorizes_the_embedding():
-    albert = AlbertEncoder(**{**TINY, "num_layers": 4, "vocabulary_size": 1000, "hidden_size": 64, "num_heads": 4}, embedding_size=8)
+    albert = AlbertEncoder(
+        **{**TINY, "num_layers": 4, "vocabulary_size": 1000, "hidden_size": 64, "num_heads": 4}, embedding_size=8
+    )
     bert = BertEncoder(**{**TINY, "num_layers": 4, "vocabulary_size": 1000, "hidden_size": 64, "num_heads": 4})
     assert len(albert.transformer_layers) == 1 and len(bert.transformer_layers) == 4
     block = bert.transformer_layers[0].count_params()
@@ -267,7 +271,9 @@ def test_files_saved_with_the_old_activation_spellings_still_load(tmp_path):
             archive.writestr(name, data)
     loaded = keras.saving.load_model(str(tmp_path / "old.keras"), safe_mode=True)
     assert loaded.encoder.config.activation == "relu"
-    np.testing.assert_allclose(loaded.predict(inputs, verbose=0)["logits"], model.predict(inputs, verbose=0)["logits"], atol=1e-6)
+    np.testing.assert_allclose(
+        loaded.predict(inputs, verbose=0)["logits"], model.predict(inputs, verbose=0)["logits"], atol=1e-6
+    )
     # Layers saved on their own (in a user's model) carried their own spellings.
     from bertlayers.layers import ClassificationHead, MaskedLMHead, TransformerEncoderBlock
 
@@ -335,7 +341,9 @@ def test_over_long_sequence_is_rejected_inside_a_graph_with_unknown_length():
 @pytest.mark.slow
 def test_encoder_fine_tunes_with_fit():
     encoder = BertEncoder(**TINY)
-    inputs = {name: keras.Input((None,), dtype="int32", name=name) for name in ("token_ids", "segment_ids", "padding_mask")}
+    inputs = {
+        name: keras.Input((None,), dtype="int32", name=name) for name in ("token_ids", "segment_ids", "padding_mask")
+    }
     logits = keras.layers.Dense(2)(encoder(inputs)["pooled_output"])
     model = keras.Model(inputs, logits)
     model.compile(keras.optimizers.Adam(1e-2), keras.losses.SparseCategoricalCrossentropy(from_logits=True))

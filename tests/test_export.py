@@ -11,16 +11,18 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
+from processes import REPO, environment, python, run, script
 
 from bertlayers.data import bert_uncased_vocabulary, wordpiece_tokenizer
 from bertlayers.data.squad_data import SquadExample, decode_answers, make_windows, read_squad
 from bertlayers.export import export_for_serving
 from bertlayers.models import SequenceClassifier, SpanPredictor, TokenClassifier
 from bertlayers.networks import BertEncoder
-from processes import REPO, environment, python, run, script
 
 SEQ = 32
-TINY = dict(vocabulary_size=30522, num_layers=2, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=64)
+TINY = dict(
+    vocabulary_size=30522, num_layers=2, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=64
+)
 # tensorflow-text ops that TF Serving 2.20 links (its bundled tf-text 2.20 ops_lib) and that the
 # text signatures use. Everything else must be a core TensorFlow op.
 TF_TEXT_OPS = {"FastBertNormalize", "RegexSplitWithOffsets", "FastWordpieceTokenizeWithOffsets"}
@@ -44,7 +46,11 @@ def exported(tmp_path_factory):
     crf.transitions.assign(3 * np.random.default_rng(5).normal(size=(5, 5)).astype("float32"))
     paths = {}
     for name, model in models.items():
-        paths.update(export_for_serving(model, name, base_dir=str(base), vocabulary=bert_uncased_vocabulary(), sequence_length=SEQ))
+        paths.update(
+            export_for_serving(
+                model, name, base_dir=str(base), vocabulary=bert_uncased_vocabulary(), sequence_length=SEQ
+            )
+        )
     return base, models, paths
 
 
@@ -65,7 +71,9 @@ def run_fresh(path, signature, inputs, tmp_path, text):
     poisoned = tmp_path / "poisoned"
     for package in ("keras", "keras_hub", "keras_nlp", "bertlayers"):
         (poisoned / package).mkdir(parents=True, exist_ok=True)
-        (poisoned / package / "__init__.py").write_text(f"raise ImportError('{package} is not available when serving')\n")
+        (poisoned / package / "__init__.py").write_text(
+            f"raise ImportError('{package} is not available when serving')\n"
+        )
     script = f"""
 import sys, numpy as np
 import tensorflow as tf
@@ -76,9 +84,9 @@ if {text!r}:
     for library in sorted(glob.glob(folder + '/python/ops/*.so')):
         tf.load_op_library(library)
 loaded = tf.saved_model.load({str(path)!r})
-inputs = dict(np.load({str(tmp_path / 'inputs.npz')!r}))
+inputs = dict(np.load({str(tmp_path / "inputs.npz")!r}))
 outputs = loaded.signatures[{signature!r}](**{{k: tf.constant(v) for k, v in inputs.items()}})
-np.savez({str(tmp_path / 'outputs.npz')!r}, **{{k: v.numpy().astype('S') if v.dtype == tf.string else v.numpy() for k, v in outputs.items()}})
+np.savez({str(tmp_path / "outputs.npz")!r}, **{{k: v.numpy().astype('S') if v.dtype == tf.string else v.numpy() for k, v in outputs.items()}})
 assert not any(m.split('.')[0] in ('keras', 'keras_hub', 'bertlayers') for m in sys.modules), 'keras was imported'
 """
     run(python(script), timeout=180, env=environment(PYTHONPATH=str(poisoned)))
@@ -144,7 +152,13 @@ def test_text_model_tokenizes_in_the_graph(exported, tmp_path):
 
     packed = BertInputPacker(wordpiece_tokenizer(bert_uncased_vocabulary()), SEQ)(TEXTS)
     np.testing.assert_allclose(served["logits"], keras_outputs(models["classifier"], packed)["logits"], atol=1e-5)
-    pair = run_fresh(paths["classifier_text"], "text_pair", {"text_a": np.array(TEXTS), "text_b": np.array(["yes", "no"])}, tmp_path, text=True)
+    pair = run_fresh(
+        paths["classifier_text"],
+        "text_pair",
+        {"text_a": np.array(TEXTS), "text_b": np.array(["yes", "no"])},
+        tmp_path,
+        text=True,
+    )
     packed = BertInputPacker(wordpiece_tokenizer(bert_uncased_vocabulary()), SEQ)(TEXTS, ["yes", "no"])
     np.testing.assert_allclose(pair["logits"], keras_outputs(models["classifier"], packed)["logits"], atol=1e-5)
 
@@ -154,11 +168,16 @@ def test_squad_text_model_decodes_answers_in_the_graph(exported, tmp_path):
     examples = [e for e in read_squad(os.path.join(REPO, "examples", "data", "squad_mini", "dev-v2.0.json"))][:6]
     contexts = [" ".join(e.context.split()[:12]) for e in examples]  # one window each
     served = run_fresh(
-        paths["squad_text"], "serving_default",
-        {"question": np.array([e.question for e in examples]), "context": np.array(contexts)}, tmp_path, text=True,
+        paths["squad_text"],
+        "serving_default",
+        {"question": np.array([e.question for e in examples]), "context": np.array(contexts)},
+        tmp_path,
+        text=True,
     )
     short = [SquadExample(e.qid, e.question, c, [], True) for e, c in zip(examples, contexts)]
-    features = make_windows(short, wordpiece_tokenizer(bert_uncased_vocabulary()), sequence_length=SEQ, max_query_length=64)
+    features = make_windows(
+        short, wordpiece_tokenizer(bert_uncased_vocabulary()), sequence_length=SEQ, max_query_length=64
+    )
     assert len(features.example_index) == len(short)
     predictions, _ = decode_answers(short, features, served["start_logits"], served["end_logits"], n_best_size=SEQ)
     for i, example in enumerate(short):
@@ -172,13 +191,29 @@ def test_saved_model_cli_shows_and_runs(exported, tmp_path):
     cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
     shown = run([cli, "show", "--dir", paths["encoder"], "--all"], timeout=120).stdout
     for name in ("token_ids", "segment_ids", "padding_mask"):
-        assert f"inputs['{name}'] tensor_info:\n        dtype: DT_INT32\n        shape: (-1, -1)" in shown  # any length up to SEQ
+        assert (
+            f"inputs['{name}'] tensor_info:\n        dtype: DT_INT32\n        shape: (-1, -1)" in shown
+        )  # any length up to SEQ
     assert "outputs['pooled_output']" in shown and "outputs['sequence_output']" in shown
     assert "signature_def['token_ids_only']" in shown
     for name, value in id_inputs(batch=1).items():
         np.save(tmp_path / f"{name}.npy", value)
     given = ";".join(f"{n}={tmp_path / (n + '.npy')}" for n in ("token_ids", "segment_ids", "padding_mask"))
-    ran = run([cli, "run", "--dir", paths["encoder"], "--tag_set", "serve", "--signature_def", "serving_default", "--inputs", given], timeout=120)
+    ran = run(
+        [
+            cli,
+            "run",
+            "--dir",
+            paths["encoder"],
+            "--tag_set",
+            "serve",
+            "--signature_def",
+            "serving_default",
+            "--inputs",
+            given,
+        ],
+        timeout=120,
+    )
     assert "pooled_output" in ran.stdout, ran.stderr[-2000:]
 
 
@@ -244,12 +279,20 @@ def test_over_long_requests(exported, tmp_path):
     text = tf.saved_model.load(paths["encoder_text"])
     with pytest.raises(tf.errors.InvalidArgumentError, match=f"more tokens than the exported sequence_length {SEQ}"):
         text.signatures["serving_default"](text=tf.constant(["word " * 40]))
-    truncating = export_for_serving(models["encoder"], "truncating", base_dir=str(tmp_path), vocabulary=bert_uncased_vocabulary(),
-                                    sequence_length=SEQ, truncate=True)
+    truncating = export_for_serving(
+        models["encoder"],
+        "truncating",
+        base_dir=str(tmp_path),
+        vocabulary=bert_uncased_vocabulary(),
+        sequence_length=SEQ,
+        truncate=True,
+    )
     cut = tf.saved_model.load(truncating["truncating"]).signatures["serving_default"](**long)
     plain = loaded.signatures["serving_default"](**{k: tf.constant(v) for k, v in id_inputs().items()})
     np.testing.assert_allclose(cut["pooled_output"], plain["pooled_output"], atol=1e-5)
-    assert tf.saved_model.load(truncating["truncating_text"]).signatures["serving_default"](text=tf.constant(["word " * 40]))["pooled_output"].shape == (1, 32)
+    assert tf.saved_model.load(truncating["truncating_text"]).signatures["serving_default"](
+        text=tf.constant(["word " * 40])
+    )["pooled_output"].shape == (1, 32)
 
 
 def test_layout_size_versions_and_a_kill_mid_export(exported, tmp_path):
@@ -275,7 +318,7 @@ def save_then_die(*args, **kwargs):
     real_save(*args, **kwargs)
     os.kill(os.getpid(), signal.SIGKILL)
 tf.saved_model.save = save_then_die
-export_for_serving(keras.saving.load_model({str(tmp_path / 'encoder.keras')!r}), "enc", base_dir={str(target)!r}, sequence_length={SEQ}, text=False)
+export_for_serving(keras.saving.load_model({str(tmp_path / "encoder.keras")!r}), "enc", base_dir={str(target)!r}, sequence_length={SEQ}, text=False)
 """
     run(python(script), expect=-signal.SIGKILL, timeout=180)
     assert not [n for n in os.listdir(target / "enc") if n.isdigit()]
@@ -293,24 +336,104 @@ def bad_requests():
     text = lambda value: np.array(value, dtype=object)  # noqa: E731
     with_ids = lambda **changes: {**ids, **changes}  # noqa: E731
     return [
-        ("classifier_text", "serving_default", {"text": text("one scalar string")}, r"text must be a batch of strings \[batch\] \(rank 1\)"),
+        (
+            "classifier_text",
+            "serving_default",
+            {"text": text("one scalar string")},
+            r"text must be a batch of strings \[batch\] \(rank 1\)",
+        ),
         ("classifier_text", "serving_default", {"text": text([["a", "b"]])}, r"text must be a batch of strings"),
-        ("classifier_text", "text_pair", {"text_a": text(["a", "b"]), "text_b": text(["c"])}, "text_b and text_a must have the same shape"),
-        ("squad_text", "serving_default", {"question": text("Who?"), "context": text(["Nobody."])}, "question must be a batch of strings"),
+        (
+            "classifier_text",
+            "text_pair",
+            {"text_a": text(["a", "b"]), "text_b": text(["c"])},
+            "text_b and text_a must have the same shape",
+        ),
+        (
+            "squad_text",
+            "serving_default",
+            {"question": text("Who?"), "context": text(["Nobody."])},
+            "question must be a batch of strings",
+        ),
         ("tagger_text", "serving_default", {"text": text("x")}, "text must be a batch of strings"),
-        ("encoder", "serving_default", with_ids(token_ids=ids["token_ids"][0]), r"token_ids must be \[batch, sequence_length\] \(rank 2\)"),
-        ("encoder", "serving_default", with_ids(segment_ids=ids["segment_ids"][:, :8]), "segment_ids and token_ids must have the same shape"),
-        ("encoder", "serving_default", with_ids(padding_mask=ids["padding_mask"][:1]), "padding_mask and token_ids must have the same shape"),
-        ("classifier", "serving_default", with_ids(token_ids=ids["token_ids"] * 0 - 1), r"token_ids must hold values in \[0, 30522\)"),
-        ("classifier", "serving_default", with_ids(token_ids=ids["token_ids"] + 30522), r"token_ids must hold values in \[0, 30522\)"),
-        ("squad", "serving_default", with_ids(segment_ids=ids["segment_ids"] + 2), r"segment_ids must hold values in \[0, 2\) \(type_vocab_size\)"),
-        ("tagger", "serving_default", with_ids(padding_mask=ids["padding_mask"] * 3), r"padding_mask must hold values in \[0, 2\)"),
-        ("classifier", "token_ids_only", {"token_ids": np.array(5, "int32")}, r"token_ids must be \[batch, sequence_length\]"),
-        ("encoder", "serving_default", {k: np.pad(v, ((0, 0), (0, 100))) for k, v in ids.items()}, f"longer than the exported sequence_length {SEQ}"),
-        ("encoder", "serving_default", with_ids(padding_mask=ids["padding_mask"] * np.array([[1], [0]], "int32")), "every sequence needs at least one real token"),
-        ("classifier", "serving_default", {k: v[:, :0] for k, v in ids.items()}, "every sequence needs at least one real token"),
-        ("tagger", "token_ids_only", {"token_ids": np.zeros((1, 4), "int32")}, "every sequence needs at least one real token"),
-        ("classifier", "serving_default", with_ids(padding_mask=ids["padding_mask"] * (np.arange(SEQ) > 0)), "starts with padding"),
+        (
+            "encoder",
+            "serving_default",
+            with_ids(token_ids=ids["token_ids"][0]),
+            r"token_ids must be \[batch, sequence_length\] \(rank 2\)",
+        ),
+        (
+            "encoder",
+            "serving_default",
+            with_ids(segment_ids=ids["segment_ids"][:, :8]),
+            "segment_ids and token_ids must have the same shape",
+        ),
+        (
+            "encoder",
+            "serving_default",
+            with_ids(padding_mask=ids["padding_mask"][:1]),
+            "padding_mask and token_ids must have the same shape",
+        ),
+        (
+            "classifier",
+            "serving_default",
+            with_ids(token_ids=ids["token_ids"] * 0 - 1),
+            r"token_ids must hold values in \[0, 30522\)",
+        ),
+        (
+            "classifier",
+            "serving_default",
+            with_ids(token_ids=ids["token_ids"] + 30522),
+            r"token_ids must hold values in \[0, 30522\)",
+        ),
+        (
+            "squad",
+            "serving_default",
+            with_ids(segment_ids=ids["segment_ids"] + 2),
+            r"segment_ids must hold values in \[0, 2\) \(type_vocab_size\)",
+        ),
+        (
+            "tagger",
+            "serving_default",
+            with_ids(padding_mask=ids["padding_mask"] * 3),
+            r"padding_mask must hold values in \[0, 2\)",
+        ),
+        (
+            "classifier",
+            "token_ids_only",
+            {"token_ids": np.array(5, "int32")},
+            r"token_ids must be \[batch, sequence_length\]",
+        ),
+        (
+            "encoder",
+            "serving_default",
+            {k: np.pad(v, ((0, 0), (0, 100))) for k, v in ids.items()},
+            f"longer than the exported sequence_length {SEQ}",
+        ),
+        (
+            "encoder",
+            "serving_default",
+            with_ids(padding_mask=ids["padding_mask"] * np.array([[1], [0]], "int32")),
+            "every sequence needs at least one real token",
+        ),
+        (
+            "classifier",
+            "serving_default",
+            {k: v[:, :0] for k, v in ids.items()},
+            "every sequence needs at least one real token",
+        ),
+        (
+            "tagger",
+            "token_ids_only",
+            {"token_ids": np.zeros((1, 4), "int32")},
+            "every sequence needs at least one real token",
+        ),
+        (
+            "classifier",
+            "serving_default",
+            with_ids(padding_mask=ids["padding_mask"] * (np.arange(SEQ) > 0)),
+            "starts with padding",
+        ),
     ]
 
 
@@ -327,14 +450,17 @@ def test_malformed_requests_are_refused_by_name_and_the_process_keeps_serving(ex
         ("tagger_text", "serving_default", {"text": np.array([" ".join(["word"] * 27)], dtype=object)}),
         ("encoder", "serving_default", id_inputs(length=24)),
     ]
-    np.savez(tmp_path / "cases.npz", **{f"{i}_{k}": v for i, (_, _, inputs, *_) in enumerate(cases + good) for k, v in inputs.items()})
+    np.savez(
+        tmp_path / "cases.npz",
+        **{f"{i}_{k}": v for i, (_, _, inputs, *_) in enumerate(cases + good) for k, v in inputs.items()},
+    )
     plan = [(paths[m], s, sorted(inputs)) for m, s, inputs, *_ in cases + good]
     script = f"""
 import glob, importlib.util, json, numpy as np, tensorflow as tf
 folder = importlib.util.find_spec('tensorflow_text').submodule_search_locations[0]
 for library in sorted(glob.glob(folder + '/python/ops/*.so')):
     tf.load_op_library(library)
-data, results, loaded = np.load({str(tmp_path / 'cases.npz')!r}, allow_pickle=True), [], {{}}
+data, results, loaded = np.load({str(tmp_path / "cases.npz")!r}, allow_pickle=True), [], {{}}
 for i, (path, signature, keys) in enumerate({plan!r}):
     model = loaded.setdefault(path, tf.saved_model.load(path))
     inputs = {{k: tf.constant(data[f'{{i}}_{{k}}'].tolist() if data[f'{{i}}_{{k}}'].dtype == object else data[f'{{i}}_{{k}}'],
@@ -351,9 +477,11 @@ print(json.dumps(results))
     for (model, signature, _, expected), (kind, message) in zip(cases, results):
         assert kind == "InvalidArgumentError", (model, signature, expected, message)
         assert re.search(expected, message), (model, signature, expected, message)
-    outcomes = results[len(cases):]
+    outcomes = results[len(cases) :]
     assert [kind for kind, _ in outcomes] == ["ok"] * len(good)
-    assert outcomes[0][1]["logits"] == [2, 3] and outcomes[1][1]["logits"] == [0, 3] and outcomes[2][1]["logits"] == [2, 3]
+    assert (
+        outcomes[0][1]["logits"] == [2, 3] and outcomes[1][1]["logits"] == [0, 3] and outcomes[2][1]["logits"] == [2, 3]
+    )
     assert outcomes[4][1]["token_ids"] == [2, 12] and outcomes[4][1]["tags"] == [2, 12]
     assert outcomes[5][1]["token_ids"] == [1, 29]  # 27 words and [CLS], [SEP]
     assert outcomes[6][1]["sequence_output"] == [2, 24, TINY["hidden_size"]]
@@ -363,12 +491,16 @@ def test_export_refuses_path_tricks_and_foreign_vocabularies(exported, tmp_path)
     _, models, _ = exported
     for name in ("..", "../outside", "a/b", ".hidden", "", "a..b"):
         with pytest.raises(ValueError, match="must start with a letter or digit"):
-            export_for_serving(models["encoder"], name, base_dir=str(tmp_path / "base"), sequence_length=SEQ, text=False)
+            export_for_serving(
+                models["encoder"], name, base_dir=str(tmp_path / "base"), sequence_length=SEQ, text=False
+            )
     assert not (tmp_path / "outside").exists()
     small = tmp_path / "vocab.txt"
     small.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]) + "\n")
     with pytest.raises(ValueError, match="has 7 tokens, but the model's token embedding has 30522 rows"):
-        export_for_serving(models["encoder"], "enc", base_dir=str(tmp_path / "base"), vocabulary=str(small), sequence_length=SEQ)
+        export_for_serving(
+            models["encoder"], "enc", base_dir=str(tmp_path / "base"), vocabulary=str(small), sequence_length=SEQ
+        )
     assert not (tmp_path / "base" / "enc").exists()
 
 
@@ -377,16 +509,25 @@ def test_an_export_name_keeps_its_kind_of_model(exported, tmp_path):
     a tagger under a classifier's) would switch that endpoint's inputs or outputs under its clients."""
     _, models, _ = exported
     base = str(tmp_path / "base")
-    export_for_serving(models["classifier"], "keep", base_dir=base, vocabulary=bert_uncased_vocabulary(), sequence_length=SEQ)
+    export_for_serving(
+        models["classifier"], "keep", base_dir=base, vocabulary=bert_uncased_vocabulary(), sequence_length=SEQ
+    )
     config = open(os.path.join(base, "models.config")).read()
-    with pytest.raises(ValueError, match=r"keep_text serves another kind of model: its newest version \(.*keep_text/1\) has "
-                       r"signature 'serving_default' with inputs \{'text': 'string \[-1\]'\}"):
+    with pytest.raises(
+        ValueError,
+        match=r"keep_text serves another kind of model: its newest version \(.*keep_text/1\) has "
+        r"signature 'serving_default' with inputs \{'text': 'string \[-1\]'\}",
+    ):
         export_for_serving(models["classifier"], "keep_text", base_dir=base, sequence_length=SEQ, text=False)
     with pytest.raises(ValueError, match="keep serves another kind of model"):
         export_for_serving(models["tagger"], "keep", base_dir=base, sequence_length=SEQ, text=False)
-    assert sorted(os.listdir(os.path.join(base, "keep_text"))) == ["1"] and sorted(os.listdir(os.path.join(base, "keep"))) == ["1"]
+    assert sorted(os.listdir(os.path.join(base, "keep_text"))) == ["1"] and sorted(
+        os.listdir(os.path.join(base, "keep"))
+    ) == ["1"]
     assert open(os.path.join(base, "models.config")).read() == config
-    again = export_for_serving(models["classifier"], "keep", base_dir=base, vocabulary=bert_uncased_vocabulary(), sequence_length=SEQ)
+    again = export_for_serving(
+        models["classifier"], "keep", base_dir=base, vocabulary=bert_uncased_vocabulary(), sequence_length=SEQ
+    )
     assert again["keep"].endswith("keep/2") and again["keep_text"].endswith("keep_text/2")
 
 
@@ -404,12 +545,14 @@ def rename_then_die(a, b):
     if len(count) == 1:  # the ids model is in place, the text model not yet
         os.kill(os.getpid(), signal.SIGKILL)
 os.rename = rename_then_die
-export_for_serving(keras.saving.load_model({str(tmp_path / 'encoder.keras')!r}), "enc", base_dir={str(target)!r},
+export_for_serving(keras.saving.load_model({str(tmp_path / "encoder.keras")!r}), "enc", base_dir={str(target)!r},
                    vocabulary={bert_uncased_vocabulary()!r}, sequence_length={SEQ})
 """
     run(python(script), expect=-signal.SIGKILL)
     assert os.listdir(target / "enc") == ["1"] and not [n for n in os.listdir(target / "enc_text") if n.isdigit()]
-    written = export_for_serving(models["encoder"], "enc", base_dir=str(target), vocabulary=bert_uncased_vocabulary(), sequence_length=SEQ)
+    written = export_for_serving(
+        models["encoder"], "enc", base_dir=str(target), vocabulary=bert_uncased_vocabulary(), sequence_length=SEQ
+    )
     assert sorted(os.listdir(target / "enc")) == ["1", "2"] and sorted(os.listdir(target / "enc_text")) == ["1", "2"]
     assert written["enc_text"].endswith("enc_text/2")
     text = tf.saved_model.load(str(target / "enc_text" / "1")).signatures["serving_default"](text=tf.constant(TEXTS))
@@ -424,9 +567,21 @@ def test_the_demo_client_answers_as_the_python_model(exported, tmp_path):
     poisoned = tmp_path / "poisoned"
     for package in ("keras", "keras_hub", "keras_nlp", "bertlayers"):
         (poisoned / package).mkdir(parents=True, exist_ok=True)
-        (poisoned / package / "__init__.py").write_text(f"raise ImportError('{package} is not available when serving')\n")
+        (poisoned / package / "__init__.py").write_text(
+            f"raise ImportError('{package} is not available when serving')\n"
+        )
     texts = [argument for text in TEXTS for argument in ("--text", text)]
-    command = script("serving_requests.py", "--base_dir", base, "--name", "classifier", "--text_only", "--signature", "serving_default", *texts)
+    command = script(
+        "serving_requests.py",
+        "--base_dir",
+        base,
+        "--name",
+        "classifier",
+        "--text_only",
+        "--signature",
+        "serving_default",
+        *texts,
+    )
     result = run(command, env=environment(PYTHONPATH=str(poisoned)))
     lines = result.stdout.splitlines()
     curl = next(i for i, line in enumerate(lines) if line.startswith("curl "))
@@ -436,7 +591,9 @@ def test_the_demo_client_answers_as_the_python_model(exported, tmp_path):
     response = json.loads("\n".join(lines[curl + 1 : end]))
     from bertlayers.data import BertInputPacker
 
-    expected = keras_outputs(models["classifier"], BertInputPacker(wordpiece_tokenizer(bert_uncased_vocabulary()), SEQ)(TEXTS))["logits"]
+    expected = keras_outputs(
+        models["classifier"], BertInputPacker(wordpiece_tokenizer(bert_uncased_vocabulary()), SEQ)(TEXTS)
+    )["logits"]
     served = np.array([p["logits"] for p in response["predictions"]])
     np.testing.assert_allclose(served, expected, atol=1e-4)  # the response rounds to 4 decimals
     assert [p["label"] for p in response["predictions"]] == expected.argmax(-1).tolist()
@@ -446,9 +603,13 @@ def test_the_demo_client_answers_as_the_python_model(exported, tmp_path):
 def test_bfloat16_export_computes_in_bfloat16_and_answers_in_float32(exported, tmp_path, name):
     _, models, _ = exported
     model = models[name]
-    paths = export_for_serving(model, f"{name}_bf16", base_dir=str(tmp_path), sequence_length=SEQ, precision="bfloat16", text=False)
+    paths = export_for_serving(
+        model, f"{name}_bf16", base_dir=str(tmp_path), sequence_length=SEQ, precision="bfloat16", text=False
+    )
     loaded = tf.saved_model.load(paths[f"{name}_bf16"])
-    assert {v.dtype for v in loaded.model_variables if v.dtype.is_floating} == {tf.bfloat16}, "weights stored in bfloat16"
+    assert {v.dtype for v in loaded.model_variables if v.dtype.is_floating} == {tf.bfloat16}, (
+        "weights stored in bfloat16"
+    )
     inputs = id_inputs()
     got = loaded.signatures["serving_default"](**{k: tf.constant(v) for k, v in inputs.items()})
     want = keras_outputs(model, inputs)
@@ -459,7 +620,9 @@ def test_bfloat16_export_computes_in_bfloat16_and_answers_in_float32(exported, t
     difference = np.abs(got[key].numpy() - want[key]).max()
     assert 0 < difference < 0.05 * scale + 1e-3, (difference, scale)
     with pytest.raises(ValueError, match="Unknown precision"):
-        export_for_serving(model, f"{name}_half", base_dir=str(tmp_path), sequence_length=SEQ, precision="float16", text=False)
+        export_for_serving(
+            model, f"{name}_half", base_dir=str(tmp_path), sequence_length=SEQ, precision="float16", text=False
+        )
 
 
 def test_models_config_lists_loadable_models_only_and_best_span_follows_its_definition(tmp_path):

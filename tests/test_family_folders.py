@@ -28,7 +28,7 @@ def test_moved_names_resolve_to_the_family_objects_and_no_lower_tier_lists_them(
     for name in namespace.__all__:  # what a namespace lists, it can import itself
         assert getattr(namespace, name) is not None
     with pytest.raises(AttributeError, match="has no attribute 'NoSuchLayer'"):
-        namespace.NoSuchLayer
+        _ = namespace.NoSuchLayer
 
 
 def test_the_public_face_names_every_family_encoder():
@@ -44,7 +44,10 @@ def test_importing_the_families_registers_them():
 
 
 def test_an_unknown_model_type_lists_the_registered_ones():
-    with pytest.raises(ValueError, match=r"model_type 'gpt2' is not supported; supported: albert, bert, distilbert, electra, roberta, xlm-roberta, xlnet"):
+    with pytest.raises(
+        ValueError,
+        match=r"model_type 'gpt2' is not supported; supported: albert, bert, distilbert, electra, roberta, xlm-roberta, xlnet",
+    ):
         encoder_config_from_huggingface({"model_type": "gpt2"})
 
 
@@ -53,11 +56,13 @@ def test_models_saved_before_the_move_load_and_give_the_same_outputs(family):
     # Written by tests/fixtures/record_saved_families.py with the layers in bertlayers.layers.
     model = keras.saving.load_model(os.path.join(SAVED, f"{family}.keras"))
     recorded = np.load(os.path.join(SAVED, f"{family}.npz"))
-    batch = {key[len("input/"):]: recorded[key] for key in recorded.files if key.startswith("input/")}
+    batch = {key[len("input/") :]: recorded[key] for key in recorded.files if key.startswith("input/")}
     outputs = model(batch, training=False)
     for key in recorded.files:
         if key.startswith("output/"):
-            np.testing.assert_allclose(np.asarray(outputs[key[len("output/"):]]), recorded[key], atol=1e-6, err_msg=key)
+            np.testing.assert_allclose(
+                np.asarray(outputs[key[len("output/") :]]), recorded[key], atol=1e-6, err_msg=key
+            )
 
 
 TOY_FAMILY = '''
@@ -129,7 +134,11 @@ def test_a_family_is_its_folder_and_its_import(tmp_path, monkeypatch):
         toy = importlib.import_module("toy_family")
         assert build_encoder("toy_tiny").config.hidden_size == 16 and "toy" in recipe_names()
         assert get_recipe("toy").build_pretrainer(get_preset("toy_tiny"), None, {}).encoder.config.num_layers == 1
-        ids = {"token_ids": np.array([[101, 2023, 102]]), "segment_ids": np.zeros((1, 3), int), "padding_mask": np.ones((1, 3), int)}
+        ids = {
+            "token_ids": np.array([[101, 2023, 102]]),
+            "segment_ids": np.zeros((1, 3), int),
+            "padding_mask": np.ones((1, 3), int),
+        }
         loaded = load_encoder(str(checkpoint))  # picked by its model_type, from the family's registration
         reference = load_huggingface_bert(minilm_path())
         np.testing.assert_allclose(loaded(ids)["pooled_output"], reference(ids)["pooled_output"], atol=1e-6)
@@ -140,11 +149,21 @@ def test_a_family_is_its_folder_and_its_import(tmp_path, monkeypatch):
         HUGGINGFACE_FAMILIES.pop("toy", None)
 
 
-@pytest.mark.parametrize("folder, output_key, embedding_key, loader", [
-    ("electra_tiny/generator", "generator_lm_head.weight", "electra.embeddings.word_embeddings.weight", "load_huggingface_electra"),
-    ("xlnet_tiny", "lm_loss.weight", "transformer.word_embedding.weight", "load_huggingface_xlnet"),
-])
-def test_an_output_matrix_its_config_calls_tied_is_refused_when_it_differs(folder, output_key, embedding_key, loader, tmp_path):
+@pytest.mark.parametrize(
+    "folder, output_key, embedding_key, loader",
+    [
+        (
+            "electra_tiny/generator",
+            "generator_lm_head.weight",
+            "electra.embeddings.word_embeddings.weight",
+            "load_huggingface_electra",
+        ),
+        ("xlnet_tiny", "lm_loss.weight", "transformer.word_embedding.weight", "load_huggingface_xlnet"),
+    ],
+)
+def test_an_output_matrix_its_config_calls_tied_is_refused_when_it_differs(
+    folder, output_key, embedding_key, loader, tmp_path
+):
     """A config that says tie_word_embeddings (or says nothing) with a separate, different output
     matrix: loaded tied, the logits would be off with no error (untied checkpoints that say so
     load untied: tests/test_subword_checkpoints.py)."""
@@ -261,15 +280,30 @@ def test_a_modern_family_plugs_rotary_attention_a_window_and_rmsnorm_into_the_co
     toy = importlib.import_module("toy_modern")
     try:
         kinds = {"full": {"rotary_theta": 160000.0}, "sliding": {"attention_window": 4, "rotary_theta": 10000.0}}
-        sizes = dict(vocabulary_size=50, hidden_size=16, num_heads=2, intermediate_size=24, max_sequence_length=32,
-                     type_vocab_size=0, dropout=0.0, attention_dropout=0.0, attention="toy_rotary",
-                     normalization="toy_rms", feed_forward="gated", use_bias=False, norm_first=True, layer_kinds=kinds)
+        sizes = dict(
+            vocabulary_size=50,
+            hidden_size=16,
+            num_heads=2,
+            intermediate_size=24,
+            max_sequence_length=32,
+            type_vocab_size=0,
+            dropout=0.0,
+            attention_dropout=0.0,
+            attention="toy_rotary",
+            normalization="toy_rms",
+            feed_forward="gated",
+            use_bias=False,
+            norm_first=True,
+            layer_kinds=kinds,
+        )
         encoder = toy.ToyModernEncoder(num_layers=3, layer_types=("full", "sliding", "sliding"), **sizes)
         blocks = encoder.transformer_layers
         assert [b.attention_window for b in blocks] == [None, 4, 4]
         assert [b.attention_layer.theta for b in blocks] == [160000.0, 10000.0, 10000.0]
-        assert all(isinstance(b.attention_layer_norm, toy.RMSNorm) and isinstance(b.feed_forward_layer, GatedFeedForward)
-                   for b in blocks)
+        assert all(
+            isinstance(b.attention_layer_norm, toy.RMSNorm) and isinstance(b.feed_forward_layer, GatedFeedForward)
+            for b in blocks
+        )
         assert isinstance(encoder.final_layer_norm, toy.RMSNorm)
         assert not [w.path for w in encoder.weights if w.path.endswith("bias") and "pooler" not in w.path]
 

@@ -16,17 +16,19 @@ import time
 
 import keras
 import pytest
+from pretraining_fixtures import PREDICTIONS, SEQ
+from processes import python, run, script, start
 
 from bertlayers.data.assets import bert_uncased_vocabulary
 from bertlayers.export import export_for_serving
 from bertlayers.networks import BertEncoder
-from bertlayers.training.checkpointing import ResumableBackup
 from bertlayers.runs.pretraining import PretrainingConfig, run_pretraining
+from bertlayers.training.checkpointing import ResumableBackup
 from bertlayers.utils import atomic_files
-from pretraining_fixtures import PREDICTIONS, SEQ
-from processes import python, run, script, start
 
-TINY = dict(vocabulary_size=30522, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32, max_sequence_length=32)
+TINY = dict(
+    vocabulary_size=30522, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32, max_sequence_length=32
+)
 
 
 def staging_left(folder):
@@ -63,7 +65,12 @@ def test_a_full_disk_keeps_the_previous_file_and_leaves_no_staging(tmp_path, mon
 def test_cleanup_removes_only_what_dead_writers_left(tmp_path):
     finished = run(python("import os; print(os.getpid())"))
     dead = int(finished.stdout)
-    for name in (f".partial-{dead}-0123abcd-x.json", f".partial-{os.getpid()}-0123abcd-y.json", ".partial-mine", "model"):
+    for name in (
+        f".partial-{dead}-0123abcd-x.json",
+        f".partial-{os.getpid()}-0123abcd-y.json",
+        ".partial-mine",
+        "model",
+    ):
         (tmp_path / name).mkdir()
     assert atomic_files.remove_orphaned_staging(str(tmp_path)) == [f".partial-{dead}-0123abcd-x.json"]
     assert sorted(os.listdir(tmp_path)) == sorted([f".partial-{os.getpid()}-0123abcd-y.json", ".partial-mine", "model"])
@@ -74,8 +81,15 @@ def test_cleanup_removes_only_what_dead_writers_left(tmp_path):
 
 def tiny_run(corpus, output_dir, steps=4):
     return PretrainingConfig(
-        output_dir=str(output_dir), vocabulary=corpus["vocabulary"], input_files=corpus["files"], sequence_length=SEQ,
-        max_predictions_per_seq=PREDICTIONS, batch_size=4, num_train_steps=steps, checkpoint_every=1, verbose=0,
+        output_dir=str(output_dir),
+        vocabulary=corpus["vocabulary"],
+        input_files=corpus["files"],
+        sequence_length=SEQ,
+        max_predictions_per_seq=PREDICTIONS,
+        batch_size=4,
+        num_train_steps=steps,
+        checkpoint_every=1,
+        verbose=0,
     )
 
 
@@ -95,7 +109,9 @@ def test_pretraining_on_a_full_disk_keeps_its_last_backup_and_resumes(corpus, tm
 def test_a_second_pretraining_run_in_a_busy_folder_is_refused(corpus, tmp_path):
     output = tmp_path / "run"
     with atomic_files.locked(str(output), "test", lock_name=".run.lock"):  # a run in progress holds it
-        with pytest.raises(atomic_files.FolderBusyError, match=r"Another process is using .*run \(pretraining run in\)"):
+        with pytest.raises(
+            atomic_files.FolderBusyError, match=r"Another process is using .*run \(pretraining run in\)"
+        ):
             run_pretraining(tiny_run(corpus, output, steps=1))
     assert run_pretraining(tiny_run(corpus, output, steps=1))["steps"] == 1
 
@@ -127,9 +143,25 @@ def classifier_command(tmp_path, output):
             writer.writerows(rotten_tomatoes_snippets()[:64])
         BertEncoder(**TINY).save(str(tmp_path / "encoder.keras"))
     return script(
-        "run_classifier.py", "--train_file", data, "--eval_file", data, "--init", tmp_path / "encoder.keras",
-        "--vocabulary", bert_uncased_vocabulary(), "--output_dir", output, "--epochs", "2", "--batch_size", "8",
-        "--sequence_length", "32", "--verbose", "0",
+        "run_classifier.py",
+        "--train_file",
+        data,
+        "--eval_file",
+        data,
+        "--init",
+        tmp_path / "encoder.keras",
+        "--vocabulary",
+        bert_uncased_vocabulary(),
+        "--output_dir",
+        output,
+        "--epochs",
+        "2",
+        "--batch_size",
+        "8",
+        "--sequence_length",
+        "32",
+        "--verbose",
+        "0",
     )
 
 
@@ -179,7 +211,9 @@ def listed_models(base):
 
 
 def complete_versions(folder):
-    return sorted(n for n in os.listdir(folder) if n.isdigit() and os.path.isfile(os.path.join(folder, n, "saved_model.pb")))
+    return sorted(
+        n for n in os.listdir(folder) if n.isdigit() and os.path.isfile(os.path.join(folder, n, "saved_model.pb"))
+    )
 
 
 @pytest.mark.slow
@@ -205,8 +239,13 @@ def test_exports_killed_at_random_points_leave_only_complete_versions(saved_enco
             assert complete_versions(base / name), name
     (base / "stale.partial").mkdir(parents=True)  # a folder that is no model (the kills may have come before any)
     (base / ".export-journal-0123abcd.json.partial").write_text("")  # a journal a kill cut off, empty
-    written = export_for_serving(keras.saving.load_model(saved_encoder), "enc", base_dir=str(base),
-                                 vocabulary=bert_uncased_vocabulary(), sequence_length=16)
+    written = export_for_serving(
+        keras.saving.load_model(saved_encoder),
+        "enc",
+        base_dir=str(base),
+        vocabulary=bert_uncased_vocabulary(),
+        sequence_length=16,
+    )
     version = os.path.basename(written["enc"])
     assert complete_versions(base / "enc") == complete_versions(base / "enc_text")  # pairs land together
     assert version in complete_versions(base / "enc") and listed_models(base) == ["enc", "enc_text"]
@@ -228,7 +267,9 @@ def small_disk(tmp_path):
         folder.mkdir()
         command = ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)]
         if os.geteuid() != 0 or run(command, expect=None).returncode != 0:
-            pytest.skip("a real full disk needs a size-limited tmpfs: root and mount(8) (the ENOSPC wrapper tests run anyway)")
+            pytest.skip(
+                "a real full disk needs a size-limited tmpfs: root and mount(8) (the ENOSPC wrapper tests run anyway)"
+            )
         mounts.append(folder)
         return folder
 
@@ -246,14 +287,31 @@ def test_a_real_full_disk_for_pretraining_and_export(corpus, saved_encoder, smal
     disk = small_disk("run_disk")
     output = disk / "run"
     args = [
-        "--output_dir", str(output), "--vocabulary", corpus["vocabulary"], "--input_files", *corpus["files"],
-        "--sequence_length", str(SEQ), "--max_predictions_per_seq", str(PREDICTIONS), "--batch_size", "4",
-        "--num_train_steps", "2", "--checkpoint_every", "1", "--verbose", "0",
+        "--output_dir",
+        str(output),
+        "--vocabulary",
+        corpus["vocabulary"],
+        "--input_files",
+        *corpus["files"],
+        "--sequence_length",
+        str(SEQ),
+        "--max_predictions_per_seq",
+        str(PREDICTIONS),
+        "--batch_size",
+        "4",
+        "--num_train_steps",
+        "2",
+        "--checkpoint_every",
+        "1",
+        "--verbose",
+        "0",
     ]
     command = script("pretrain.py", *args)
     # h5py writing a weights file onto a full disk used to crash the interpreter (exit 139).
     failed = run(command, expect=1, timeout=600)
-    assert failed.stderr.strip().splitlines()[-1].startswith("error: [Errno 28] No space left on the device while writing")
+    assert (
+        failed.stderr.strip().splitlines()[-1].startswith("error: [Errno 28] No space left on the device while writing")
+    )
     assert not staging_left(output)
     resize(disk, "64m")
     run(command, timeout=600)
@@ -262,8 +320,12 @@ def test_a_real_full_disk_for_pretraining_and_export(corpus, saved_encoder, smal
     disk = small_disk("export_disk")  # 1 MB: less than the tiny encoder's 2 MB of weights
     base = disk / "savedmodels"
     with pytest.raises(atomic_files.DiskFullError, match="No space left on the device while writing"):
-        export_for_serving(keras.saving.load_model(saved_encoder), "enc", base_dir=str(base), sequence_length=16, text=False)
+        export_for_serving(
+            keras.saving.load_model(saved_encoder), "enc", base_dir=str(base), sequence_length=16, text=False
+        )
     assert not (base / "enc").exists() and not (base / "models.config").exists() and not staging_left(base)
     resize(disk, "64m")
-    written = export_for_serving(keras.saving.load_model(saved_encoder), "enc", base_dir=str(base), sequence_length=16, text=False)
+    written = export_for_serving(
+        keras.saving.load_model(saved_encoder), "enc", base_dir=str(base), sequence_length=16, text=False
+    )
     assert written["enc"].endswith("enc/1") and listed_models(base) == ["enc"]

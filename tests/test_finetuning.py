@@ -6,18 +6,20 @@ import os
 import keras
 import numpy as np
 import pytest
+from processes import REPO, run, run_script, script
 
+from bertlayers.convert import load_encoder
 from bertlayers.data import bert_uncased_vocabulary, minilm_path, wordpiece_tokenizer
 from bertlayers.data.classification_data import LabelMap, read_text_examples
 from bertlayers.data.ner_data import decode_tags, encode_sentences, tag_vocabulary
 from bertlayers.data.squad_data import SquadExample, decode_answers, make_windows, read_squad
-from bertlayers.convert import load_encoder
 from bertlayers.models import BertPretrainer, SequenceClassifier, SpanPredictor, TokenClassifier
 from bertlayers.networks import BertEncoder
-from processes import REPO, run, run_script, script
 
 SQUAD = os.path.join(REPO, "examples", "data", "squad_mini")
-TINY = dict(vocabulary_size=30522, num_layers=1, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=128)
+TINY = dict(
+    vocabulary_size=30522, num_layers=1, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=128
+)
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +60,8 @@ def test_answers_start_and_end_on_word_boundaries(tokenizer):
     served graph's decoder both answer with whole words instead."""
     import tensorflow as tf
 
-    from bertlayers.export.saved_model import best_span
     from bertlayers.data.wordpiece import InGraphTokenizer
+    from bertlayers.export.saved_model import best_span
 
     context = "The Tarsen Glacier moved north."
     example = SquadExample("q", "Which glacier?", context, [], True)
@@ -73,9 +75,14 @@ def test_answers_start_and_end_on_word_boundaries(tokenizer):
     assert predictions["q"] == "Tarsen"
     assert all(not c["text"].startswith("sen") for c in nbest["q"])
     # The graph: word edges from the in-graph tokenizer, placed at the same positions.
-    _, _, _, starts_word, ends_word = InGraphTokenizer(bert_uncased_vocabulary()).tokenize_with_offsets(tf.constant([context]))
+    _, _, _, starts_word, ends_word = InGraphTokenizer(bert_uncased_vocabulary()).tokenize_with_offsets(
+        tf.constant([context])
+    )
     offset = features.inputs["segment_ids"][0].argmax()
-    allowed = lambda flags: tf.constant(np.pad(flags.to_list()[0], (offset, 32 - offset - len(flags.to_list()[0])))[None])  # noqa: E731
+
+    def allowed(flags):
+        return tf.constant(np.pad(flags.to_list()[0], (offset, 32 - offset - len(flags.to_list()[0])))[None])
+
     edges = [features.word_edges[0][p] for p in sorted(features.word_edges[0])]
     assert [e[0] for e in edges] == starts_word.to_list()[0] and [e[1] for e in edges] == ends_word.to_list()[0]
     s, e, _, _ = best_span(tf.constant(start), tf.constant(end), allowed(starts_word), allowed(ends_word), 30)
@@ -156,7 +163,12 @@ def test_ner_labels_sit_on_the_first_wordpiece():
 )
 def test_task_models_save_and_load(tmp_path, build, extra):
     model = build(BertEncoder(**TINY))
-    x = {"token_ids": np.ones((2, 6), "int32"), "segment_ids": np.zeros((2, 6), "int32"), "padding_mask": np.ones((2, 6), "int32"), **extra}
+    x = {
+        "token_ids": np.ones((2, 6), "int32"),
+        "segment_ids": np.zeros((2, 6), "int32"),
+        "padding_mask": np.ones((2, 6), "int32"),
+        **extra,
+    }
     expected = model(x)
     model.save(str(tmp_path / "m.keras"))
     loaded = keras.saving.load_model(str(tmp_path / "m.keras"), safe_mode=True)
@@ -166,8 +178,11 @@ def test_task_models_save_and_load(tmp_path, build, extra):
 
 def test_a_mean_pooled_classifier_reads_the_real_tokens_mean_and_leaves_the_pooler_out():
     model = SequenceClassifier(BertEncoder(**TINY), 3, pooling="mean", dropout=0.0)
-    x = {"token_ids": np.arange(1, 13, dtype="int32").reshape(2, 6), "segment_ids": np.zeros((2, 6), "int32"),
-         "padding_mask": np.array([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0]], "int32")}
+    x = {
+        "token_ids": np.arange(1, 13, dtype="int32").reshape(2, 6),
+        "segment_ids": np.zeros((2, 6), "int32"),
+        "padding_mask": np.array([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0]], "int32"),
+    }
     sequence = np.asarray(model.encoder(x)["sequence_output"])  # [2, 6, H]
     real = x["padding_mask"][:, :, None]
     mean = (sequence * real).sum(1) / real.sum(1)  # [2, H]: padding rows count for nothing
@@ -175,9 +190,11 @@ def test_a_mean_pooled_classifier_reads_the_real_tokens_mean_and_leaves_the_pool
     np.testing.assert_allclose(model.predict_on_batch(x)["logits"], mean @ kernel + bias, atol=1e-5)
     pooler = {id(w) for w in model.encoder.pooler.weights}
     assert pooler and not pooler & {id(w) for w in model.trainable_weights}  # it gets no gradient
-    for build, message in ((lambda e: SequenceClassifier(e, 2, pooling="avg"), "pooling must be one of pooler, mean, first, max"),
-                           (lambda e: TokenClassifier(e, 2, pooling="mean"), "a per-token head"),
-                           (lambda e: SequenceClassifier(e, 2, pooling="max", feature_based=True), "feature_based")):
+    for build, message in (
+        (lambda e: SequenceClassifier(e, 2, pooling="avg"), "pooling must be one of pooler, mean, first, max"),
+        (lambda e: TokenClassifier(e, 2, pooling="mean"), "a per-token head"),
+        (lambda e: SequenceClassifier(e, 2, pooling="max", feature_based=True), "feature_based"),
+    ):
         with pytest.raises(ValueError, match=message):
             build(BertEncoder(**TINY))
 
@@ -189,8 +206,11 @@ def test_feature_based_trains_only_the_mix_the_bilstm_and_the_head(model_class, 
     model = model_class(encoder, 2, feature_based=True, lstm_units=8)
     trained = {v.path.split("/")[0] for v in model.trainable_variables}
     assert trained == {"scalar_mix", "task_network", "head"}
-    x = {"token_ids": np.arange(1, 25, dtype="int32").reshape(4, 6), "segment_ids": np.zeros((4, 6), "int32"),
-         "padding_mask": np.ones((4, 6), "int32")}
+    x = {
+        "token_ids": np.arange(1, 25, dtype="int32").reshape(4, 6),
+        "segment_ids": np.zeros((4, 6), "int32"),
+        "padding_mask": np.ones((4, 6), "int32"),
+    }
     # The frozen encoder runs without dropout even in a training call: fixed features.
     states = model.get_layer("frozen_hidden_states")
     expected = encoder(x, training=False)
@@ -217,7 +237,10 @@ def test_load_encoder_from_every_source(tmp_path):
         loaded = load_encoder(source)
         np.testing.assert_array_equal(loaded.token_embedding.embeddings, encoder.token_embedding.embeddings)
     assert load_encoder(minilm_path()).config.hidden_size == 384
-    assert load_encoder(str(tmp_path / "encoder.keras"), dtype="mixed_bfloat16").layer_dtype_policy.name == "mixed_bfloat16"
+    assert (
+        load_encoder(str(tmp_path / "encoder.keras"), dtype="mixed_bfloat16").layer_dtype_policy.name
+        == "mixed_bfloat16"
+    )
     keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)]).save(str(tmp_path / "other.keras"))
     with pytest.raises(ValueError, match="holds a Sequential, which has no bertlayers encoder"):
         load_encoder(str(tmp_path / "other.keras"))
@@ -231,20 +254,33 @@ def _moved(model, x, y, epochs=2):
     owners = {layer.name: layer for layer in [*model.encoder.layers, model.head] if layer.weights}
     before = {name: [np.array(w) for w in layer.weights] for name, layer in owners.items()}
     model.fit(x, y, epochs=epochs, verbose=0)
-    return {name: any(not np.array_equal(b, np.array(w)) for b, w in zip(before[name], layer.weights))
-            for name, layer in owners.items()}
+    return {
+        name: any(not np.array_equal(b, np.array(w)) for b, w in zip(before[name], layer.weights))
+        for name, layer in owners.items()
+    }
 
 
 def test_freezing_the_embeddings_and_the_lower_layers():
     encoder = BertEncoder(**{**TINY, "num_layers": 3})
     model = SequenceClassifier(encoder, 2)
     encoder.freeze_lower_layers(2)
-    model.compile(optimizer=keras.optimizers.Adam(1e-2), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    x = {"token_ids": np.arange(1, 25, dtype="int32").reshape(4, 6), "segment_ids": np.zeros((4, 6), "int32"),
-         "padding_mask": np.ones((4, 6), "int32")}
+    model.compile(
+        optimizer=keras.optimizers.Adam(1e-2), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
+    x = {
+        "token_ids": np.arange(1, 25, dtype="int32").reshape(4, 6),
+        "segment_ids": np.zeros((4, 6), "int32"),
+        "padding_mask": np.ones((4, 6), "int32"),
+    }
     moved = _moved(model, x, np.array([0, 1, 0, 1]))
-    assert moved == {"embeddings": False, "transformer_layer_0": False, "transformer_layer_1": False,
-                     "transformer_layer_2": True, "pooler": True, "head": True}, moved
+    assert moved == {
+        "embeddings": False,
+        "transformer_layer_0": False,
+        "transformer_layer_1": False,
+        "transformer_layer_2": True,
+        "pooler": True,
+        "head": True,
+    }, moved
     with pytest.raises(ValueError, match=r"integer in \[0, 3\].*got 4"):
         encoder.freeze_lower_layers(4)
 
@@ -272,17 +308,57 @@ def test_run_classifier_end_to_end(tmp_path, tiny_encoder):
     data = tmp_path / "pairs.csv"
     data.write_text("a,b,label\n" + "".join(f"sentence {i},other {i},{'yes' if i % 2 else 'no'}\n" for i in range(24)))
     out = tmp_path / "out"
-    run_script("run_classifier.py", "--train_file", str(data), "--eval_file", str(data), "--text_a", "a", "--text_b", "b",
-                "--init", tiny_encoder, "--output_dir", str(out), "--epochs", "1", "--batch_size", "8", "--verbose", "0",
-                "--pooling", "mean")
+    run_script(
+        "run_classifier.py",
+        "--train_file",
+        str(data),
+        "--eval_file",
+        str(data),
+        "--text_a",
+        "a",
+        "--text_b",
+        "b",
+        "--init",
+        tiny_encoder,
+        "--output_dir",
+        str(out),
+        "--epochs",
+        "1",
+        "--batch_size",
+        "8",
+        "--verbose",
+        "0",
+        "--pooling",
+        "mean",
+    )
     metrics = json.load(open(out / "metrics.json"))
     assert {"accuracy", "f1", "matthews_correlation"} <= set(metrics)
     assert len(open(out / "predictions.jsonl").readlines()) == 24
     assert (out / "model.keras").exists() and os.listdir(out / "logs")
     assert keras.saving.load_model(str(out / "model.keras")).pooling == "mean"
-    done = run(script("run_classifier.py", "--train_file", str(data), "--eval_file", str(data), "--text_a", "a", "--text_b", "b",
-                      "--feature_based", "--pooling", "mean", "--init", tiny_encoder, "--output_dir", str(tmp_path / "bad"), "--verbose", "0"),
-               expect=2)
+    done = run(
+        script(
+            "run_classifier.py",
+            "--train_file",
+            str(data),
+            "--eval_file",
+            str(data),
+            "--text_a",
+            "a",
+            "--text_b",
+            "b",
+            "--feature_based",
+            "--pooling",
+            "mean",
+            "--init",
+            tiny_encoder,
+            "--output_dir",
+            str(tmp_path / "bad"),
+            "--verbose",
+            "0",
+        ),
+        expect=2,
+    )
     assert "pooling='mean' pools the sequence" in done.stderr and not (tmp_path / "bad").exists()
 
 
@@ -291,15 +367,48 @@ def test_run_classifier_freezes_the_layers_asked_for(tmp_path, tiny_encoder):
     data = tmp_path / "texts.csv"
     data.write_text("text,label\n" + "".join(f"sentence {i},{'yes' if i % 2 else 'no'}\n" for i in range(16)))
     out = tmp_path / "out"
-    run_script("run_classifier.py", "--train_file", str(data), "--eval_file", str(data), "--init", tiny_encoder,
-               "--freeze_layers", "1", "--output_dir", str(out), "--epochs", "1", "--batch_size", "8", "--verbose", "0")
+    run_script(
+        "run_classifier.py",
+        "--train_file",
+        str(data),
+        "--eval_file",
+        str(data),
+        "--init",
+        tiny_encoder,
+        "--freeze_layers",
+        "1",
+        "--output_dir",
+        str(out),
+        "--epochs",
+        "1",
+        "--batch_size",
+        "8",
+        "--verbose",
+        "0",
+    )
     start, trained = load_encoder(tiny_encoder), keras.saving.load_model(str(out / "model.keras")).encoder
     for name, layer in (("embeddings", trained.embeddings), ("transformer_layer_0", trained.transformer_layers[0])):
         original = start.embeddings if name == "embeddings" else start.transformer_layers[0]
         assert all(np.array_equal(a, b) for a, b in zip(original.get_weights(), layer.get_weights())), name
     assert not all(np.array_equal(a, b) for a, b in zip(start.pooler.get_weights(), trained.pooler.get_weights()))
-    done = run(script("run_classifier.py", "--train_file", str(data), "--eval_file", str(data), "--init", tiny_encoder,
-                      "--freeze_layers", "2", "--output_dir", str(tmp_path / "bad"), "--verbose", "0"), expect=2)
+    done = run(
+        script(
+            "run_classifier.py",
+            "--train_file",
+            str(data),
+            "--eval_file",
+            str(data),
+            "--init",
+            tiny_encoder,
+            "--freeze_layers",
+            "2",
+            "--output_dir",
+            str(tmp_path / "bad"),
+            "--verbose",
+            "0",
+        ),
+        expect=2,
+    )
     assert "integer in [0, 1]" in done.stderr and "got 2" in done.stderr
 
 
@@ -309,21 +418,61 @@ def test_restarts_keep_the_model_best_on_the_dev_file(tmp_path, tiny_encoder):
     data.write_text("text,label\n" + "".join(f"sentence {i},{'yes' if i % 2 else 'no'}\n" for i in range(16)))
     dev.write_text("text,label\n" + "".join(f"line {i},{'yes' if i % 3 else 'no'}\n" for i in range(12)))
     out = tmp_path / "out"
-    run_script("run_classifier.py", "--train_file", str(data), "--eval_file", str(data), "--dev_file", str(dev),
-               "--restarts", "2", "--seed", "5", "--init", tiny_encoder, "--output_dir", str(out), "--epochs", "1",
-               "--batch_size", "8", "--verbose", "0")
+    run_script(
+        "run_classifier.py",
+        "--train_file",
+        str(data),
+        "--eval_file",
+        str(data),
+        "--dev_file",
+        str(dev),
+        "--restarts",
+        "2",
+        "--seed",
+        "5",
+        "--init",
+        tiny_encoder,
+        "--output_dir",
+        str(out),
+        "--epochs",
+        "1",
+        "--batch_size",
+        "8",
+        "--verbose",
+        "0",
+    )
     metrics = json.load(open(out / "metrics.json"))
     scores = metrics["dev_scores"]
-    assert len(scores) == 2 and metrics["best_restart"] == int(np.argmax(scores)) and metrics["best_seed"] == 5 + metrics["best_restart"]
+    assert (
+        len(scores) == 2
+        and metrics["best_restart"] == int(np.argmax(scores))
+        and metrics["best_seed"] == 5 + metrics["best_restart"]
+    )
     # Each restart's own model, and the best one kept as the run's model: its dev accuracy is the best score.
     best = keras.saving.load_model(str(out / "model.keras"))
     chosen = keras.saving.load_model(str(out / f"restart_{metrics['best_restart']}" / "model.keras"))
     assert all(np.array_equal(a, b) for a, b in zip(best.get_weights(), chosen.get_weights()))
     other = keras.saving.load_model(str(out / f"restart_{1 - metrics['best_restart']}" / "model.keras"))
     assert not all(np.array_equal(a, b) for a, b in zip(best.get_weights(), other.get_weights()))  # seeds differ
-    for arguments, message in ((["--restarts", "2"], "give --dev_file"), (["--restarts", "2", "--dev_file", str(data)], "--dev_file is --eval_file")):
-        done = run(script("run_classifier.py", "--train_file", str(data), "--eval_file", str(data), *arguments,
-                          "--output_dir", str(tmp_path / "bad"), "--verbose", "0"), expect=2)
+    for arguments, message in (
+        (["--restarts", "2"], "give --dev_file"),
+        (["--restarts", "2", "--dev_file", str(data)], "--dev_file is --eval_file"),
+    ):
+        done = run(
+            script(
+                "run_classifier.py",
+                "--train_file",
+                str(data),
+                "--eval_file",
+                str(data),
+                *arguments,
+                "--output_dir",
+                str(tmp_path / "bad"),
+                "--verbose",
+                "0",
+            ),
+            expect=2,
+        )
         assert message in done.stderr and not (tmp_path / "bad").exists()
 
 
@@ -332,20 +481,54 @@ def test_run_classifier_regression(tmp_path, tiny_encoder):
     data = tmp_path / "scores.jsonl"
     data.write_text("".join(json.dumps({"text": f"item {i}", "label": i / 10}) + "\n" for i in range(16)))
     out = tmp_path / "out"
-    run_script("run_classifier.py", "--train_file", str(data), "--eval_file", str(data), "--regression",
-                "--init", tiny_encoder, "--output_dir", str(out), "--epochs", "1", "--batch_size", "8", "--verbose", "0")
+    run_script(
+        "run_classifier.py",
+        "--train_file",
+        str(data),
+        "--eval_file",
+        str(data),
+        "--regression",
+        "--init",
+        tiny_encoder,
+        "--output_dir",
+        str(out),
+        "--epochs",
+        "1",
+        "--batch_size",
+        "8",
+        "--verbose",
+        "0",
+    )
     assert {"pearson", "spearman"} <= set(json.load(open(out / "metrics.json")))
 
 
-@pytest.mark.parametrize("flags", [[], ["--group_by_length"], ["--pad_to_sequence_length"],
-                                   ["--feature_based", "--lstm_units", "8"], ["--crf"]])
+@pytest.mark.parametrize(
+    "flags",
+    [[], ["--group_by_length"], ["--pad_to_sequence_length"], ["--feature_based", "--lstm_units", "8"], ["--crf"]],
+)
 @pytest.mark.slow
 def test_run_ner_end_to_end(tmp_path, tiny_encoder, flags):
     data = tmp_path / "tiny.conll"
     data.write_text("Anna\tB-person\nlives\tO\nin\tO\nOslo\tB-geo-loc\n\nBob\tB-person\nleft\tO\n\n" * 4)
     out = tmp_path / "out"
-    run_script("run_ner.py", "--train_file", str(data), "--eval_file", str(data), "--init", tiny_encoder,
-                "--output_dir", str(out), "--epochs", "1", "--batch_size", "4", "--verbose", "0", *flags)
+    run_script(
+        "run_ner.py",
+        "--train_file",
+        str(data),
+        "--eval_file",
+        str(data),
+        "--init",
+        tiny_encoder,
+        "--output_dir",
+        str(out),
+        "--epochs",
+        "1",
+        "--batch_size",
+        "4",
+        "--verbose",
+        "0",
+        *flags,
+    )
     assert {"precision", "recall", "f1", "per_type"} <= set(json.load(open(out / "metrics.json")))
     assert (out / "predictions.conll").read_text().count("\n\n") == 8
     if "--crf" in flags:
@@ -373,27 +556,55 @@ def test_crf_labels_continue_a_words_entity_and_need_an_o_tag():
 @pytest.mark.slow
 def test_run_squad_end_to_end(tmp_path, tiny_encoder):
     out = tmp_path / "out"
-    output = run_script("run_squad.py", "--init", tiny_encoder, "--output_dir", str(out), "--epochs", "1",
-                         "--batch_size", "8", "--sequence_length", "96", "--verbose", "0", "--version_2_with_negative",
-                         "--group_by_length")  # answer positions stay whole while the windows are cut
+    output = run_script(
+        "run_squad.py",
+        "--init",
+        tiny_encoder,
+        "--output_dir",
+        str(out),
+        "--epochs",
+        "1",
+        "--batch_size",
+        "8",
+        "--sequence_length",
+        "96",
+        "--verbose",
+        "0",
+        "--version_2_with_negative",
+        "--group_by_length",
+    )  # answer positions stay whole while the windows are cut
     metrics = json.load(open(out / "metrics.json"))
     assert metrics["total"] == 12 and "no_answer_exact_match" in metrics
     assert len(json.load(open(out / "predictions.json"))) == 12
     assert "training questions" in output
 
 
-@pytest.mark.parametrize("flags, traced_length", [([], None), (["--group_by_length"], None),
-                                                  (["--pad_to_sequence_length"], 16)])
+@pytest.mark.parametrize(
+    "flags, traced_length", [([], None), (["--group_by_length"], None), (["--pad_to_sequence_length"], 16)]
+)
 @pytest.mark.slow
-def test_training_batches_are_cut_to_their_longest_unless_padding_is_asked_for(tmp_path, tiny_encoder, flags,
-                                                                               traced_length):
+def test_training_batches_are_cut_to_their_longest_unless_padding_is_asked_for(
+    tmp_path, tiny_encoder, flags, traced_length
+):
     import argparse
 
     from bertlayers.runs.finetuning import FinetuningConfig, add_finetuning_arguments, finetune, start
 
     args = add_finetuning_arguments(argparse.ArgumentParser(), sequence_length=16).parse_args(
-        ["--init", tiny_encoder, "--output_dir", str(tmp_path), "--epochs", "1", "--batch_size", "4",
-         "--verbose", "0", *flags])
+        [
+            "--init",
+            tiny_encoder,
+            "--output_dir",
+            str(tmp_path),
+            "--epochs",
+            "1",
+            "--batch_size",
+            "4",
+            "--verbose",
+            "0",
+            *flags,
+        ]
+    )
     lengths = np.random.default_rng(0).integers(3, 16, 12)  # all shorter than the arrays' 16
     mask = (np.arange(16)[None, :] < lengths[:, None]).astype("int32")
     x = {"token_ids": mask * 1000, "segment_ids": np.zeros_like(mask), "padding_mask": mask}

@@ -45,14 +45,20 @@ def google_names_from_minilm():
     for i in range(config["num_hidden_layers"]):
         g, h = f"bert/encoder/layer_{i}/", f"encoder.layer.{i}."
         pairs = {
-            "attention/self/query": "attention.self.query", "attention/self/key": "attention.self.key",
-            "attention/self/value": "attention.self.value", "attention/output/dense": "attention.output.dense",
-            "intermediate/dense": "intermediate.dense", "output/dense": "output.dense",
+            "attention/self/query": "attention.self.query",
+            "attention/self/key": "attention.self.key",
+            "attention/self/value": "attention.self.value",
+            "attention/output/dense": "attention.output.dense",
+            "intermediate/dense": "intermediate.dense",
+            "output/dense": "output.dense",
         }
         for google, hugging in pairs.items():
             out[g + google + "/kernel"] = hf[h + hugging + ".weight"].T  # TF kernels are [in, out]
             out[g + google + "/bias"] = hf[h + hugging + ".bias"]
-        for google, hugging in {"attention/output/LayerNorm": "attention.output.LayerNorm", "output/LayerNorm": "output.LayerNorm"}.items():
+        for google, hugging in {
+            "attention/output/LayerNorm": "attention.output.LayerNorm",
+            "output/LayerNorm": "output.LayerNorm",
+        }.items():
             out[g + google + "/gamma"] = hf[h + hugging + ".weight"]
             out[g + google + "/beta"] = hf[h + hugging + ".bias"]
     hidden, vocab = config["hidden_size"], config["vocab_size"]
@@ -77,10 +83,22 @@ def google_checkpoint(tmp_path_factory):
     tensors["bert/pooler/dense/kernel/adam_m"] = np.zeros_like(tensors["bert/pooler/dense/kernel"])
     tensors["global_step"] = np.array(1000, "int64")
     save_tf1_checkpoint(tensors, str(folder / "bert_model.ckpt"))
-    bert_config = {k: config[k] for k in (
-        "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act",
-        "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size", "initializer_range",
-    )}
+    bert_config = {
+        k: config[k]
+        for k in (
+            "vocab_size",
+            "hidden_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "intermediate_size",
+            "hidden_act",
+            "hidden_dropout_prob",
+            "attention_probs_dropout_prob",
+            "max_position_embeddings",
+            "type_vocab_size",
+            "initializer_range",
+        )
+    }
     (folder / "bert_config.json").write_text(json.dumps(bert_config))
     return str(folder / "bert_model.ckpt"), str(folder / "bert_config.json"), tensors
 
@@ -114,16 +132,22 @@ def test_mismatches_are_listed(google_checkpoint, tmp_path):
     assert "bert/embeddings/word_embeddings: checkpoint shape (30522, 384)" in message
     assert "cls/predictions/output_bias: checkpoint shape (30522,)" in message
 
-    partial = {k: v for k, v in tensors.items() if not k.startswith("cls/") and k != "bert/encoder/layer_2/output/dense/bias"}
+    partial = {
+        k: v for k, v in tensors.items() if not k.startswith("cls/") and k != "bert/encoder/layer_2/output/dense/bias"
+    }
     partial["bert/encoder/layer_9/output/dense/bias"] = np.zeros(384, "float32")  # an unexpected extra
     save_tf1_checkpoint(partial, str(tmp_path / "partial.ckpt"))
-    with pytest.raises(CheckpointMismatchError, match=r"Missing from the checkpoint \(8\):\n  bert/encoder/layer_2/output/dense/bias"):
+    with pytest.raises(
+        CheckpointMismatchError, match=r"Missing from the checkpoint \(8\):\n  bert/encoder/layer_2/output/dense/bias"
+    ):
         load_google_bert(str(tmp_path / "partial.ckpt"), config_path)
     del partial["bert/encoder/layer_9/output/dense/bias"]
     partial["bert/encoder/layer_2/output/dense/bias"] = tensors["bert/encoder/layer_2/output/dense/bias"]
     partial["bert/encoder/layer_9/output/dense/bias"] = np.zeros(384, "float32")
     save_tf1_checkpoint(partial, str(tmp_path / "encoder_only.ckpt"))
-    with pytest.warns(UserWarning, match=r"1 tensors of .* are not used by the model: bert/encoder/layer_9/output/dense/bias"):
+    with pytest.warns(
+        UserWarning, match=r"1 tensors of .* are not used by the model: bert/encoder/layer_9/output/dense/bias"
+    ):
         encoder = load_google_bert(str(tmp_path / "encoder_only.ckpt"), config_path, pretrainer=False)
     assert encoder.config.num_layers == 6
     with pytest.raises(ValueError, match="Cannot read a TF checkpoint at"):
@@ -165,11 +189,23 @@ def test_google_albert_names_on_random_weights(tmp_path):
         tensors[f"{group}{norm}/beta"] = rng.normal(size=(H,))
     tensors = {k: v.astype("float32") for k, v in tensors.items()}
     save_tf1_checkpoint(tensors, str(tmp_path / "model.ckpt"))
-    (tmp_path / "albert_config.json").write_text(json.dumps({
-        "vocab_size": V, "embedding_size": E, "hidden_size": H, "num_hidden_layers": L, "num_hidden_groups": 1,
-        "num_attention_heads": 4, "intermediate_size": I, "inner_group_num": 1, "hidden_act": "gelu",
-        "max_position_embeddings": 64, "type_vocab_size": 2,
-    }))
+    (tmp_path / "albert_config.json").write_text(
+        json.dumps(
+            {
+                "vocab_size": V,
+                "embedding_size": E,
+                "hidden_size": H,
+                "num_hidden_layers": L,
+                "num_hidden_groups": 1,
+                "num_attention_heads": 4,
+                "intermediate_size": I,
+                "inner_group_num": 1,
+                "hidden_act": "gelu",
+                "max_position_embeddings": 64,
+                "type_vocab_size": 2,
+            }
+        )
+    )
     import warnings
 
     with warnings.catch_warnings():
@@ -182,11 +218,18 @@ def test_google_albert_names_on_random_weights(tmp_path):
     np.testing.assert_array_equal(block.attention_layer_norm.gamma, tensors[f"{group}LayerNorm/gamma"])
     np.testing.assert_array_equal(block.output_layer_norm.gamma, tensors[f"{group}LayerNorm_1/gamma"])
     np.testing.assert_array_equal(
-        np.asarray(block.attention_layer.query_dense.kernel).reshape(H, H), tensors[f"{group}attention_1/self/query/kernel"]
+        np.asarray(block.attention_layer.query_dense.kernel).reshape(H, H),
+        tensors[f"{group}attention_1/self/query/kernel"],
     )
-    np.testing.assert_array_equal(encoder.embeddings.embedding_projection.kernel, tensors["bert/encoder/embedding_hidden_mapping_in/kernel"])
-    outputs = pretrainer({
-        "token_ids": np.array([[2, 5, 7, 3]], "int32"), "segment_ids": np.zeros((1, 4), "int32"),
-        "padding_mask": np.ones((1, 4), "int32"), "masked_positions": np.array([[1, 2]], "int32"),
-    })
+    np.testing.assert_array_equal(
+        encoder.embeddings.embedding_projection.kernel, tensors["bert/encoder/embedding_hidden_mapping_in/kernel"]
+    )
+    outputs = pretrainer(
+        {
+            "token_ids": np.array([[2, 5, 7, 3]], "int32"),
+            "segment_ids": np.zeros((1, 4), "int32"),
+            "padding_mask": np.ones((1, 4), "int32"),
+            "masked_positions": np.array([[1, 2]], "int32"),
+        }
+    )
     assert outputs["mlm"].shape == (1, 2, V) and np.all(np.isfinite(outputs["mlm"]))

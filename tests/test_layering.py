@@ -7,7 +7,19 @@ import collections
 import os
 
 # Bottom to top: a package may import only the packages before it.
-TIERS = ("utils", "metrics", "layers", "networks", "models", "data", "convert", "families", "export", "training", "runs")
+TIERS = (
+    "utils",
+    "metrics",
+    "layers",
+    "networks",
+    "models",
+    "data",
+    "convert",
+    "families",
+    "export",
+    "training",
+    "runs",
+)
 ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bertlayers")
 # The package's own __init__ (it imports everything to register the serializable classes) stands
 # outside the tiers; the start-up module (loading TensorFlow where it is needed) is below them all.
@@ -42,7 +54,9 @@ def package_imports():
 
 def test_every_package_is_in_a_tier():
     packages = {n for n in os.listdir(ROOT) if os.path.isfile(os.path.join(ROOT, n, "__init__.py"))}
-    assert packages == set(TIERS), f"place {sorted(packages - set(TIERS))} in TIERS (or drop {sorted(set(TIERS) - packages)})"
+    assert packages == set(TIERS), (
+        f"place {sorted(packages - set(TIERS))} in TIERS (or drop {sorted(set(TIERS) - packages)})"
+    )
 
 
 def test_imports_point_down_the_tiers_and_make_no_cycle():
@@ -57,9 +71,12 @@ def test_imports_point_down_the_tiers_and_make_no_cycle():
 def test_the_start_up_module_imports_nothing_of_ours():
     tree = ast.parse(open(os.path.join(ROOT, f"{BELOW_ALL}.py"), encoding="utf-8").read())
     ours = [
-        node.lineno for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("bertlayers")
-        or isinstance(node, ast.Import) and any(a.name.startswith("bertlayers") for a in node.names)
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        and (node.module or "").startswith("bertlayers")
+        or isinstance(node, ast.Import)
+        and any(a.name.startswith("bertlayers") for a in node.names)
     ]
     assert not ours, f"{BELOW_ALL}.py imports bertlayers at lines {ours}: it must stay below every tier"
 
@@ -79,9 +96,12 @@ def family_mentions(package):
             continue
         tree = ast.parse(open(os.path.join(folder, name), encoding="utf-8").read())
         docstrings = {
-            id(node.body[0].value) for node in ast.walk(tree)
-            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and node.body
-            and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef))
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)
         }
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:

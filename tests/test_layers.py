@@ -4,9 +4,9 @@ import keras
 import numpy as np
 import pytest
 from keras import ops
+from layer_test_helper import run_layer_test
 
 from bertlayers import layers
-from layer_test_helper import run_layer_test
 
 BATCH, SEQ, HIDDEN, HEADS, VOCAB = 2, 6, 16, 4, 50
 rng = np.random.default_rng(0)
@@ -111,8 +111,13 @@ def test_pooler():
 
 @pytest.mark.parametrize("mode", ["mean", "first", "max"])
 def test_sequence_pooling(mode):
-    run_layer_test(layers.SequencePooling, {"mode": mode, "normalize": mode == "mean"},
-                   {"sequence": hidden_states(), "padding_mask": PADDING}, (BATCH, HIDDEN), trainable=False)
+    run_layer_test(
+        layers.SequencePooling,
+        {"mode": mode, "normalize": mode == "mean"},
+        {"sequence": hidden_states(), "padding_mask": PADDING},
+        (BATCH, HIDDEN),
+        trainable=False,
+    )
 
 
 def test_sequence_pooling_reads_real_tokens_only():
@@ -170,9 +175,7 @@ def test_token_classification_head():
 
 
 def test_scalar_mix():
-    run_layer_test(
-        layers.ScalarMix, {}, {"layers": [hidden_states() for _ in range(3)]}, (BATCH, SEQ, HIDDEN)
-    )
+    run_layer_test(layers.ScalarMix, {}, {"layers": [hidden_states() for _ in range(3)]}, (BATCH, SEQ, HIDDEN))
 
 
 @pytest.mark.parametrize("return_sequences, shape", [(True, (BATCH, SEQ, 6)), (False, (BATCH, 6))])
@@ -217,7 +220,9 @@ def test_fused_attention_equals_the_plain_form(policy):
         fused = attention(x, attention_mask=mask)
         plain, _ = attention(x, attention_mask=mask, return_attention_scores=True)
         np.testing.assert_allclose(
-            ops.convert_to_numpy(ops.cast(fused, "float32")), ops.convert_to_numpy(ops.cast(plain, "float32")), atol=tolerance
+            ops.convert_to_numpy(ops.cast(fused, "float32")),
+            ops.convert_to_numpy(ops.cast(plain, "float32")),
+            atol=tolerance,
         )
 
 
@@ -252,7 +257,10 @@ def test_output_positions_compute_the_full_outputs_rows_there(norm_first):
     block = layers.TransformerEncoderBlock(num_heads=HEADS, intermediate_size=32, dropout=0.0, norm_first=norm_first)
     x = hidden_states()
     positions = np.array([[0, 4, 4], [5, 1, 0]], "int32")
-    picked = lambda t: np.take_along_axis(np.asarray(t), positions.reshape(BATCH, 3, *[1] * (np.ndim(t) - 2)), axis=1)
+
+    def picked(t):
+        return np.take_along_axis(np.asarray(t), positions.reshape(BATCH, 3, *[1] * (np.ndim(t) - 2)), axis=1)
+
     full = ops.convert_to_numpy(block(x, padding_mask=PADDING))
     rows = ops.convert_to_numpy(block(x, padding_mask=PADDING, output_positions=positions))
     assert rows.shape == (BATCH, 3, HIDDEN)
@@ -261,7 +269,9 @@ def test_output_positions_compute_the_full_outputs_rows_there(norm_first):
     rows, scores = block(x, use_causal_mask=True, return_attention_scores=True, output_positions=positions)
     np.testing.assert_allclose(rows, picked(causal), atol=1e-5)
     assert tuple(scores.shape) == (BATCH, HEADS, 3, SEQ)
-    np.testing.assert_allclose(scores, np.take_along_axis(np.asarray(causal_scores), positions[:, None, :, None], axis=2), atol=1e-6)
+    np.testing.assert_allclose(
+        scores, np.take_along_axis(np.asarray(causal_scores), positions[:, None, :, None], axis=2), atol=1e-6
+    )
 
 
 def test_post_and_pre_layer_norm_differ_and_post_ln_output_is_normalized():
@@ -406,7 +416,7 @@ def test_the_position_wise_half_runs_on_real_tokens_only(norm_first):
     out = keras.ops.convert_to_numpy(block(x, padding_mask=mask))
     assert seen == [(int(lengths.sum()), 32)]  # [real tokens, H]: no padding row
     for b, n in enumerate(lengths):
-        alone = keras.ops.convert_to_numpy(block(x[b:b + 1, :n], padding_mask=mask[b:b + 1, :n]))
+        alone = keras.ops.convert_to_numpy(block(x[b : b + 1, :n], padding_mask=mask[b : b + 1, :n]))
         np.testing.assert_allclose(out[b, :n], alone[0], atol=1e-5)
         assert not out[b, n:].any()
 
@@ -430,75 +440,123 @@ def test_skipping_padding_compiles_under_xla():
 
 def test_token_embedding():
     run_layer_test(
-        layers.TokenEmbedding, {"vocabulary_size": VOCAB, "embedding_size": HIDDEN, "dropout": 0.0},
-        {"token_ids": token_ids(), "segment_ids": np.zeros((BATCH, SEQ), "int32")}, (BATCH, SEQ, HIDDEN),
+        layers.TokenEmbedding,
+        {"vocabulary_size": VOCAB, "embedding_size": HIDDEN, "dropout": 0.0},
+        {"token_ids": token_ids(), "segment_ids": np.zeros((BATCH, SEQ), "int32")},
+        (BATCH, SEQ, HIDDEN),
     )
 
 
 def test_mask_embedding():
-    run_layer_test(layers.MaskEmbedding, {"hidden_size": HIDDEN},
-                   {"target_mapping": rng.random((BATCH, 3, SEQ)).astype("float32")}, (BATCH, 3, HIDDEN))
+    run_layer_test(
+        layers.MaskEmbedding,
+        {"hidden_size": HIDDEN},
+        {"target_mapping": rng.random((BATCH, 3, SEQ)).astype("float32")},
+        (BATCH, 3, HIDDEN),
+    )
 
 
 def test_tied_output_projection():
     run_layer_test(
-        layers.TiedOutputProjection, {"token_embedding": keras.layers.ReversibleEmbedding(VOCAB, HIDDEN)},
-        {"inputs": hidden_states()}, (BATCH, SEQ, VOCAB), mixed_output_dtype="float32",
+        layers.TiedOutputProjection,
+        {"token_embedding": keras.layers.ReversibleEmbedding(VOCAB, HIDDEN)},
+        {"inputs": hidden_states()},
+        (BATCH, SEQ, VOCAB),
+        mixed_output_dtype="float32",
     )
 
 
 def test_replaced_token_detection_head():
-    run_layer_test(layers.ReplacedTokenDetectionHead, {}, {"sequence": hidden_states()}, (BATCH, SEQ),
-                   mixed_output_dtype="float32")
+    run_layer_test(
+        layers.ReplacedTokenDetectionHead, {}, {"sequence": hidden_states()}, (BATCH, SEQ), mixed_output_dtype="float32"
+    )
 
 
 def test_generator_corruption():
     logits = rng.normal(size=(BATCH, 3, VOCAB)).astype("float32")
     run_layer_test(
-        layers.GeneratorCorruption, {"temperature": 1.0, "seed": 3},
-        {"generator_logits": logits, "token_ids": token_ids(), "masked_positions": np.array([[1, 2, 4], [0, 3, 0]], "int32"),
-         "masked_lm_ids": token_ids(seq=3), "masked_lm_weights": np.array([[1, 1, 1], [1, 1, 0]], "float32"),
-         "sample_seed": np.array([[7, 11], [7, 11]], "int32")},
-        ((BATCH, SEQ), (BATCH, SEQ)), mixed_output_dtype="float32", trainable=False,
+        layers.GeneratorCorruption,
+        {"temperature": 1.0, "seed": 3},
+        {
+            "generator_logits": logits,
+            "token_ids": token_ids(),
+            "masked_positions": np.array([[1, 2, 4], [0, 3, 0]], "int32"),
+            "masked_lm_ids": token_ids(seq=3),
+            "masked_lm_weights": np.array([[1, 1, 1], [1, 1, 0]], "float32"),
+            "sample_seed": np.array([[7, 11], [7, 11]], "int32"),
+        },
+        ((BATCH, SEQ), (BATCH, SEQ)),
+        mixed_output_dtype="float32",
+        trainable=False,
     )
 
 
 def test_span_boundary_head():
     run_layer_test(
-        layers.SpanBoundaryHead, {"token_embedding": keras.layers.ReversibleEmbedding(VOCAB, HIDDEN), "max_span_length": 4},
-        {"sequence": hidden_states(), "left_positions": np.array([[0, 0], [1, 1]], "int32"),
-         "right_positions": np.array([[3, 3], [4, 4]], "int32"), "offsets": np.array([[0, 1], [0, 1]], "int32")},
-        (BATCH, 2, VOCAB), mixed_output_dtype="float32",
+        layers.SpanBoundaryHead,
+        {"token_embedding": keras.layers.ReversibleEmbedding(VOCAB, HIDDEN), "max_span_length": 4},
+        {
+            "sequence": hidden_states(),
+            "left_positions": np.array([[0, 0], [1, 1]], "int32"),
+            "right_positions": np.array([[3, 3], [4, 4]], "int32"),
+            "offsets": np.array([[0, 1], [0, 1]], "int32"),
+        },
+        (BATCH, 2, VOCAB),
+        mixed_output_dtype="float32",
     )
 
 
 def test_relative_position_encoding():
-    run_layer_test(layers.RelativePositionEncoding, {"hidden_size": HIDDEN}, {"sequence": hidden_states()},
-                   (1, 2 * SEQ, HIDDEN), symbolic_output_shape=(1, None, HIDDEN), trainable=False)
+    run_layer_test(
+        layers.RelativePositionEncoding,
+        {"hidden_size": HIDDEN},
+        {"sequence": hidden_states()},
+        (1, 2 * SEQ, HIDDEN),
+        symbolic_output_shape=(1, None, HIDDEN),
+        trainable=False,
+    )
 
 
 def relative_inputs():
     encoding = layers.RelativePositionEncoding(HIDDEN)(hidden_states())
     masks = layers.TwoStreamMasks()(PADDING, np.zeros((BATCH, SEQ), "int32"))
     # The encoding is shared by the batch ([1, R, H]); repeated here so `fit` sees one batch size.
-    return {"content": hidden_states(), "position_encoding": np.repeat(ops.convert_to_numpy(encoding), BATCH, axis=0),
-            "content_mask": ops.convert_to_numpy(masks[0]).astype("int32"), "segment_matrix": ops.convert_to_numpy(masks[2])}
+    return {
+        "content": hidden_states(),
+        "position_encoding": np.repeat(ops.convert_to_numpy(encoding), BATCH, axis=0),
+        "content_mask": ops.convert_to_numpy(masks[0]).astype("int32"),
+        "segment_matrix": ops.convert_to_numpy(masks[2]),
+    }
 
 
 def test_relative_attention():
-    run_layer_test(layers.RelativeAttention, {"num_heads": HEADS, "head_size": HIDDEN // HEADS, "attention_dropout": 0.0},
-                   relative_inputs(), (BATCH, SEQ, HIDDEN), symbolic_output_shape=(None, SEQ, HIDDEN))
+    run_layer_test(
+        layers.RelativeAttention,
+        {"num_heads": HEADS, "head_size": HIDDEN // HEADS, "attention_dropout": 0.0},
+        relative_inputs(),
+        (BATCH, SEQ, HIDDEN),
+        symbolic_output_shape=(None, SEQ, HIDDEN),
+    )
 
 
 def test_relative_encoder_block():
-    run_layer_test(layers.RelativeEncoderBlock, {"num_heads": HEADS, "intermediate_size": 32, "dropout": 0.0,
-                                                 "attention_dropout": 0.0},
-                   relative_inputs(), (BATCH, SEQ, HIDDEN), symbolic_output_shape=(None, SEQ, HIDDEN))
+    run_layer_test(
+        layers.RelativeEncoderBlock,
+        {"num_heads": HEADS, "intermediate_size": 32, "dropout": 0.0, "attention_dropout": 0.0},
+        relative_inputs(),
+        (BATCH, SEQ, HIDDEN),
+        symbolic_output_shape=(None, SEQ, HIDDEN),
+    )
 
 
 def test_two_stream_masks():
-    run_layer_test(layers.TwoStreamMasks, {}, {"padding_mask": PADDING, "segment_ids": np.array([[0, 0, 0, 1, 1, 1]] * 2, "int32")},
-                   ((BATCH, SEQ, SEQ), (BATCH, SEQ, SEQ), (BATCH, SEQ, SEQ)), trainable=False)
+    run_layer_test(
+        layers.TwoStreamMasks,
+        {},
+        {"padding_mask": PADDING, "segment_ids": np.array([[0, 0, 0, 1, 1, 1]] * 2, "int32")},
+        ((BATCH, SEQ, SEQ), (BATCH, SEQ, SEQ), (BATCH, SEQ, SEQ)),
+        trainable=False,
+    )
 
 
 def test_every_public_layer_goes_through_the_shared_helper():

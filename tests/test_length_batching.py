@@ -8,7 +8,9 @@ from bertlayers.models import SequenceClassifier, SpanPredictor, TokenClassifier
 from bertlayers.networks import BertEncoder
 from bertlayers.training.length_batching import length_batches, per_token_outputs, predict_by_length
 
-TINY = dict(vocabulary_size=100, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32, max_sequence_length=64)
+TINY = dict(
+    vocabulary_size=100, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32, max_sequence_length=64
+)
 FULL = 48
 
 
@@ -30,9 +32,17 @@ def test_training_batches_cover_every_example_once_and_are_cut_to_their_longest(
     x, lengths = examples(203)
     index = np.arange(203)
     tags = np.tile(index[:, None], (1, FULL)) * x["padding_mask"]  # per-token labels, 0 past the end
-    dataset = length_batches(x, {"ids": index, "tags": tags}, {"tags": x["padding_mask"].astype("float32")},
-                             batch_size=8, token_outputs={"tags"}, shuffle=True, seed=3,
-                             group_by_length=group_by_length, group_size=5)
+    dataset = length_batches(
+        x,
+        {"ids": index, "tags": tags},
+        {"tags": x["padding_mask"].astype("float32")},
+        batch_size=8,
+        token_outputs={"tags"},
+        shuffle=True,
+        seed=3,
+        group_by_length=group_by_length,
+        group_size=5,
+    )
     assert dataset.cardinality().numpy() == 26
     epochs = []
     for _ in range(2):
@@ -60,8 +70,15 @@ def test_ungrouped_training_batches_do_not_depend_on_the_lengths():
     # Which examples share a batch is the shuffle's alone, as with fixed-length batches: the
     # same seed over the same examples with other lengths gives the same batches.
     def batches(x, group_by_length):
-        dataset = length_batches(x, {"ids": np.arange(120)}, batch_size=8, shuffle=True, seed=5,
-                                 group_by_length=group_by_length, group_size=5)
+        dataset = length_batches(
+            x,
+            {"ids": np.arange(120)},
+            batch_size=8,
+            shuffle=True,
+            seed=5,
+            group_by_length=group_by_length,
+            group_size=5,
+        )
         return [tuple(batch_y["ids"].numpy()) for _, batch_y in dataset.take(15)]
 
     x, _ = examples(120, seed=1)
@@ -80,11 +97,14 @@ def test_evaluation_batches_are_sorted_and_positions_are_never_cut():
     np.testing.assert_array_equal(got, np.sort(positions, kind="stable"))
 
 
-@pytest.mark.parametrize("build", [
-    lambda e: SequenceClassifier(e, 3),
-    lambda e: TokenClassifier(e, 4),
-    SpanPredictor,
-])
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda e: SequenceClassifier(e, 3),
+        lambda e: TokenClassifier(e, 4),
+        SpanPredictor,
+    ],
+)
 @pytest.mark.slow
 def test_predict_by_length_gives_what_predict_gives(build):
     x, lengths = examples(37, seed=1)

@@ -5,7 +5,16 @@ import math
 import pytest
 
 from bertlayers.metrics import (
-    accuracy, classification_metrics, entity_scores, entity_spans, f1, matthews_correlation, normalize_answer, pearson, spearman, squad_scores,
+    accuracy,
+    classification_metrics,
+    entity_scores,
+    entity_spans,
+    f1,
+    matthews_correlation,
+    normalize_answer,
+    pearson,
+    spearman,
+    squad_scores,
 )
 
 
@@ -22,7 +31,9 @@ def test_classification_metrics_by_hand():
 
 
 def test_reported_f1_fits_the_label_set():
-    six = classification_metrics([0, 0, 1, 2, 3, 4, 5], [0, 1, 1, 2, 3, 4, 0], ["ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM"])
+    six = classification_metrics(
+        [0, 0, 1, 2, 3, 4, 5], [0, 1, 1, 2, 3, 4, 0], ["ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM"]
+    )
     # ABBR: tp=1 fp=1 fn=1 → 1/2; DESC: tp=1 fp=1 fn=0 → 2/3; ENTY, HUM, LOC: 1; NUM: tp=0 → 0.
     assert six["macro_f1"] == pytest.approx((1 / 2 + 2 / 3 + 3 + 0) / 6)
     assert "f1" not in six and six["per_class_f1"]["DESC"] == pytest.approx(2 / 3)
@@ -68,7 +79,11 @@ def test_squad_scores_by_hand():
 def test_conlleval_entity_rules():
     # An I- after O opens an entity; a type change closes one; B- after B- starts a new one.
     assert entity_spans(["I-PER", "I-PER", "O", "B-LOC", "I-ORG", "B-LOC", "B-LOC"]) == [
-        ("PER", 0, 2), ("LOC", 3, 4), ("ORG", 4, 5), ("LOC", 5, 6), ("LOC", 6, 7)
+        ("PER", 0, 2),
+        ("LOC", 3, 4),
+        ("ORG", 4, 5),
+        ("LOC", 5, 6),
+        ("LOC", 6, 7),
     ]
     gold = [["B-PER", "I-PER", "O", "B-LOC"], ["B-ORG", "O"]]
     predicted = [["B-PER", "O", "O", "B-LOC"], ["B-ORG", "B-ORG"]]

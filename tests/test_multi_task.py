@@ -7,18 +7,22 @@ import json
 import keras
 import numpy as np
 import pytest
+from processes import run_script
 
 from bertlayers.data import bert_uncased_vocabulary
 from bertlayers.data.checkpoint_tokenizer import text_packer
 from bertlayers.data.multi_task_data import mix_tasks
 from bertlayers.models import MultiTask, Task
 from bertlayers.networks import BertEncoder
-from processes import run_script
 
-TINY = dict(vocabulary_size=30522, num_layers=1, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=64)
-TASKS = {"sentiment": Task("classification", label_names=["rotten", "fresh"]),
-         "topic": Task("classification", 5, loss_weight=0.5),
-         "tags": Task("tagging", 3)}
+TINY = dict(
+    vocabulary_size=30522, num_layers=1, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=64
+)
+TASKS = {
+    "sentiment": Task("classification", label_names=["rotten", "fresh"]),
+    "topic": Task("classification", 5, loss_weight=0.5),
+    "tags": Task("tagging", 3),
+}
 
 
 def inputs(rows, seq=8, seed=0):
@@ -69,11 +73,17 @@ def test_the_loss_sums_each_tasks_own_examples_by_their_weights_and_metrics_coun
     logits = model.predict_on_batch(x)
     # Keras's mean over the batch (every token position for the tagger), the other tasks' rows at weight 0.
     expected = {task: (cross_entropy(logits[task], y[task]) * weights[task]).mean() for task in TASKS}
-    np.testing.assert_allclose(results["loss"], expected["sentiment"] + 0.5 * expected["topic"] + expected["tags"], rtol=1e-5)
+    np.testing.assert_allclose(
+        results["loss"], expected["sentiment"] + 0.5 * expected["topic"] + expected["tags"], rtol=1e-5
+    )
     own = weights["sentiment"] > 0
-    np.testing.assert_allclose(results["sentiment_accuracy"], (logits["sentiment"][own].argmax(-1) == y["sentiment"][own]).mean(), atol=1e-6)
+    np.testing.assert_allclose(
+        results["sentiment_accuracy"], (logits["sentiment"][own].argmax(-1) == y["sentiment"][own]).mean(), atol=1e-6
+    )
     tagged = weights["tags"] > 0
-    np.testing.assert_allclose(results["tags_accuracy"], (logits["tags"].argmax(-1) == y["tags"])[tagged].mean(), atol=1e-6)
+    np.testing.assert_allclose(
+        results["tags_accuracy"], (logits["tags"].argmax(-1) == y["tags"])[tagged].mean(), atol=1e-6
+    )
 
 
 def test_one_encoder_run_feeds_every_head_and_a_task_trains_only_on_its_examples():
@@ -84,20 +94,32 @@ def test_one_encoder_run_feeds_every_head_and_a_task_trains_only_on_its_examples
     model.compile(optimizer=keras.optimizers.SGD(0.1))
     topic = model.heads["topic"].get_weights()
     rows = weights["topic"] == 0  # a batch without topic examples: the topic head gets no gradient
-    model.fit({k: v[rows] for k, v in x.items()}, {k: v[rows] for k, v in y.items()},
-              sample_weight={k: v[rows] for k, v in weights.items()}, batch_size=8, epochs=1, verbose=0)
+    model.fit(
+        {k: v[rows] for k, v in x.items()},
+        {k: v[rows] for k, v in y.items()},
+        sample_weight={k: v[rows] for k, v in weights.items()},
+        batch_size=8,
+        epochs=1,
+        verbose=0,
+    )
     for before, after in zip(topic, model.heads["topic"].get_weights()):
         np.testing.assert_array_equal(before, after)
-    assert not np.allclose(model.heads["sentiment"].get_weights()[0], MultiTask(BertEncoder(**TINY), TASKS).heads["sentiment"].get_weights()[0])
+    assert not np.allclose(
+        model.heads["sentiment"].get_weights()[0],
+        MultiTask(BertEncoder(**TINY), TASKS).heads["sentiment"].get_weights()[0],
+    )
 
 
-@pytest.mark.parametrize("tasks, message", [
-    ({}, "at least one task"),
-    ({"bad name": Task("tagging", 3)}, "Task name 'bad name'"),
-    ({"a": {"kind": "ranking", "num_classes": 2}}, "kind is one of classification, tagging"),
-    ({"a": {"kind": "tagging"}}, "needs num_classes"),
-    ({"a": {"kind": "tagging", "num_classes": 2, "loss_weight": 0}}, "loss_weight must be > 0"),
-])
+@pytest.mark.parametrize(
+    "tasks, message",
+    [
+        ({}, "at least one task"),
+        ({"bad name": Task("tagging", 3)}, "Task name 'bad name'"),
+        ({"a": {"kind": "ranking", "num_classes": 2}}, "kind is one of classification, tagging"),
+        ({"a": {"kind": "tagging"}}, "needs num_classes"),
+        ({"a": {"kind": "tagging", "num_classes": 2, "loss_weight": 0}}, "loss_weight must be > 0"),
+    ],
+)
 def test_bad_tasks_are_named(tasks, message):
     with pytest.raises(ValueError, match=message):
         MultiTask(BertEncoder(**TINY), tasks)
@@ -125,11 +147,17 @@ def test_the_export_serves_every_head_equal_to_keras(tmp_path):
     texts = ["a fine film about london", "shares fell in tokyo"]
     packed = text_packer(bert_uncased_vocabulary(), 16)(texts)
     expected = model.predict_on_batch(packed)
-    paths = export_for_serving(model, "multi", base_dir=str(tmp_path), vocabulary=bert_uncased_vocabulary(), sequence_length=16)
+    paths = export_for_serving(
+        model, "multi", base_dir=str(tmp_path), vocabulary=bert_uncased_vocabulary(), sequence_length=16
+    )
     served = tf.saved_model.load(paths["multi_text"]).signatures["serving_default"](text=tf.constant(texts))
     served = {k: v.numpy() for k, v in served.items()}
-    np.testing.assert_allclose(served["sentiment_probabilities"], tf.nn.softmax(expected["sentiment"]).numpy(), atol=1e-5)
-    assert [n.decode() for n in served["sentiment_label_name"]] == [["rotten", "fresh"][i] for i in expected["sentiment"].argmax(-1)]
+    np.testing.assert_allclose(
+        served["sentiment_probabilities"], tf.nn.softmax(expected["sentiment"]).numpy(), atol=1e-5
+    )
+    assert [n.decode() for n in served["sentiment_label_name"]] == [
+        ["rotten", "fresh"][i] for i in expected["sentiment"].argmax(-1)
+    ]
     np.testing.assert_array_equal(served["topic_label"], expected["topic"].argmax(-1))
     length = served["tags_tags"].shape[1]  # the text model packs to the longest request
     np.testing.assert_array_equal(served["tags_tags"], expected["tags"].argmax(-1)[:, :length])
@@ -143,16 +171,38 @@ def test_run_multi_task_end_to_end(tmp_path):
     encoder = tmp_path / "encoder.keras"
     BertEncoder(**TINY).save(str(encoder))
     sentiment = tmp_path / "sentiment.csv"
-    sentiment.write_text("text,label\n" + "".join(f"a {w} film number {i},{l}\n" for i in range(6) for w, l in (("good", "fresh"), ("bad", "rotten"))))
+    sentiment.write_text(
+        "text,label\n"
+        + "".join(f"a {w} film number {i},{l}\n" for i in range(6) for w, l in (("good", "fresh"), ("bad", "rotten")))
+    )
     topic = tmp_path / "topic.csv"
-    topic.write_text("text,label\n" + "".join(f"news of {t} {i},{t}\n" for i in range(4) for t in ("sport", "tech", "politics")))
+    topic.write_text(
+        "text,label\n" + "".join(f"news of {t} {i},{t}\n" for i in range(4) for t in ("sport", "tech", "politics"))
+    )
     tags = tmp_path / "tags.conll"
     tags.write_text("".join(f"Paris B-loc\nis O\nbig O\n{i} O\n\n" for i in range(8)))
     out = tmp_path / "out"
-    output = run_script("run_multi_task.py", "--classification", f"sentiment={sentiment},{sentiment}",
-                        "--classification", f"topic={topic},{topic}", "--tagging", f"places={tags},{tags}",
-                        "--loss_weight", "topic=0.5", "--init", str(encoder), "--output_dir", str(out),
-                        "--sequence_length", "16", "--batch_size", "8", "--verbose", "0")
+    output = run_script(
+        "run_multi_task.py",
+        "--classification",
+        f"sentiment={sentiment},{sentiment}",
+        "--classification",
+        f"topic={topic},{topic}",
+        "--tagging",
+        f"places={tags},{tags}",
+        "--loss_weight",
+        "topic=0.5",
+        "--init",
+        str(encoder),
+        "--output_dir",
+        str(out),
+        "--sequence_length",
+        "16",
+        "--batch_size",
+        "8",
+        "--verbose",
+        "0",
+    )
     metrics = json.load(open(out / "metrics.json"))
     assert set(metrics["tasks"]) == {"sentiment", "topic", "places"}
     assert 0 <= metrics["tasks"]["sentiment"]["accuracy"] <= 1 and "f1" in metrics["tasks"]["places"]

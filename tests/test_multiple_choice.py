@@ -6,15 +6,17 @@ import json
 import keras
 import numpy as np
 import pytest
+from processes import run_script
 
 from bertlayers.data import bert_uncased_vocabulary
 from bertlayers.data.checkpoint_tokenizer import text_packer
 from bertlayers.data.multiple_choice_data import encode_choices, next_sentence_choices, read_choices, write_choices
 from bertlayers.models import MultipleChoice
 from bertlayers.networks import BertEncoder
-from processes import run_script
 
-TINY = dict(vocabulary_size=30522, num_layers=1, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=64)
+TINY = dict(
+    vocabulary_size=30522, num_layers=1, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=64
+)
 ARTICLES = [
     [f"Article one sentence number {i} goes here." for i in range(6)],
     [f"Article two line {i} has five words." for i in range(5)] + ["Too short."],
@@ -37,11 +39,20 @@ def test_next_sentence_choices_hold_the_true_next_sentence_and_same_article_dist
     assert read_choices(str(tmp_path / "set.jsonl")) == examples
 
 
-@pytest.mark.parametrize("line, message", [
-    ('{"context": "a", "choices": ["b", "c"], "label": 2}', r"bad.jsonl:1: label must index the choices \(0 to 1\), got 2"),
-    ('{"context": "a", "choices": ["b"], "label": 0}', "bad.jsonl:1: choices must be a list of at least two strings"),
-    ('{"context": "a", "label": 0}', r"bad.jsonl:1: expected \{\"context\""),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        (
+            '{"context": "a", "choices": ["b", "c"], "label": 2}',
+            r"bad.jsonl:1: label must index the choices \(0 to 1\), got 2",
+        ),
+        (
+            '{"context": "a", "choices": ["b"], "label": 0}',
+            "bad.jsonl:1: choices must be a list of at least two strings",
+        ),
+        ('{"context": "a", "label": 0}', r"bad.jsonl:1: expected \{\"context\""),
+    ],
+)
 def test_a_bad_line_is_named(tmp_path, line, message):
     (tmp_path / "bad.jsonl").write_text(line + "\n")
     with pytest.raises(ValueError, match=message):
@@ -64,7 +75,9 @@ def test_each_choice_is_scored_as_its_own_sentence_pair(choice_model):
     for row in (0, 5):
         for choice in range(4):
             pair = {name: value[row : row + 1, choice] for name, value in inputs.items()}
-            np.testing.assert_allclose(model.scorer.predict_on_batch(pair)["logits"][0, 0], logits[row, choice], atol=1e-5)
+            np.testing.assert_allclose(
+                model.scorer.predict_on_batch(pair)["logits"][0, 0], logits[row, choice], atol=1e-5
+            )
     model.compile(keras.optimizers.Adam(3e-3))
     history = model.fit(inputs, {"logits": labels}, epochs=15, batch_size=9, verbose=0)
     assert history.history["loss"][-1] < history.history["loss"][0]
@@ -83,11 +96,16 @@ def test_the_served_pair_scores_equal_the_models_logits(choice_model, tmp_path, 
     if pooling != "pooler":  # the scorer reads the pair's mean over its real tokens, not the pooler
         model = MultipleChoice(BertEncoder(**TINY), pooling=pooling)
         assert not model.uses_pooled_output and model.scorer.pooling == pooling
-    paths = export_for_serving(model, "choice", base_dir=str(tmp_path), vocabulary=bert_uncased_vocabulary(), sequence_length=32)
+    paths = export_for_serving(
+        model, "choice", base_dir=str(tmp_path), vocabulary=bert_uncased_vocabulary(), sequence_length=32
+    )
     served = tf.saved_model.load(paths["choice_text"]).signatures["text_pair"](
         text_a=tf.constant([e.context for e in examples for _ in e.choices]),
-        text_b=tf.constant([c for e in examples for c in e.choices]))
-    np.testing.assert_allclose(served["score"].numpy().reshape(9, 4), model.predict_on_batch(inputs)["logits"], atol=1e-5)
+        text_b=tf.constant([c for e in examples for c in e.choices]),
+    )
+    np.testing.assert_allclose(
+        served["score"].numpy().reshape(9, 4), model.predict_on_batch(inputs)["logits"], atol=1e-5
+    )
 
 
 @pytest.mark.slow
@@ -97,8 +115,23 @@ def test_run_multiple_choice_end_to_end(tmp_path):
     data = tmp_path / "set.jsonl"
     write_choices(str(data), next_sentence_choices(ARTICLES, seed=0))
     out = tmp_path / "out"
-    output = run_script("run_multiple_choice.py", "--train_file", str(data), "--eval_file", str(data), "--init", str(encoder),
-                        "--output_dir", str(out), "--sequence_length", "32", "--batch_size", "4", "--verbose", "0")
+    output = run_script(
+        "run_multiple_choice.py",
+        "--train_file",
+        str(data),
+        "--eval_file",
+        str(data),
+        "--init",
+        str(encoder),
+        "--output_dir",
+        str(out),
+        "--sequence_length",
+        "32",
+        "--batch_size",
+        "4",
+        "--verbose",
+        "0",
+    )
     metrics = json.load(open(out / "metrics.json"))
     assert metrics["chance"] == 0.25 and metrics["eval_examples"] == 9 and 0 <= metrics["untuned_cosine_accuracy"] <= 1
     assert keras.saving.load_model(str(out / "model.keras")).scorer is not None

@@ -37,15 +37,22 @@ def test_layerwise_decay_scales_each_layers_step():
     from bertlayers.networks import BertEncoder
     from bertlayers.training.optimization import layerwise_decay_multipliers
 
-    model = SequenceClassifier(BertEncoder(vocabulary_size=50, num_layers=2, hidden_size=8, num_heads=2,
-                                           intermediate_size=16, max_sequence_length=8), 2)
+    model = SequenceClassifier(
+        BertEncoder(
+            vocabulary_size=50, num_layers=2, hidden_size=8, num_heads=2, intermediate_size=16, max_sequence_length=8
+        ),
+        2,
+    )
     multipliers = layerwise_decay_multipliers(model, 0.5)
     by_layer = {}
     for v in model.trainable_variables:
         by_layer.setdefault(v.path.split("/")[0], set()).add(multipliers[id(v)])
     assert by_layer == {
-        "embeddings": {0.125}, "transformer_layer_0": {0.25}, "transformer_layer_1": {0.5},
-        "pooler": {1.0}, "head": {1.0},
+        "embeddings": {0.125},
+        "transformer_layer_0": {0.25},
+        "transformer_layer_1": {0.5},
+        "pooler": {1.0},
+        "head": {1.0},
     }
     optimizer = create_optimizer(1e-2, 10, 0, weight_decay=0.0, clip_global_norm=None, layerwise_decay=0.5, model=model)
     variables = model.trainable_variables

@@ -11,20 +11,35 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from pretraining_fixtures import (
+    PREDICTIONS,
+    SEQ,
+    VOCAB_SIZE,
+    common_args,
+    history,
+    pretrain_command,
+    run_pretrain,
+)
+from processes import environment, start
 
 from bertlayers.networks import AlbertEncoder, BertEncoder
 from bertlayers.runs.pretraining import PretrainingConfig, run_pretraining
-from pretraining_fixtures import (
-    PREDICTIONS, SEQ, VOCAB_SIZE, common_args, history, pretrain_command, run_pretrain,
-)
-from processes import environment, start
 
 
 def config(corpus, output_dir, **changes):
     values = dict(
-        output_dir=str(output_dir), vocabulary=corpus["vocabulary"], corpus=corpus["corpus"],
-        corpus_format="bert", sequence_length=SEQ, max_predictions_per_seq=PREDICTIONS, batch_size=16,
-        num_train_steps=150, checkpoint_every=50, learning_rate=2e-3, dupe_factor=1, verbose=0,
+        output_dir=str(output_dir),
+        vocabulary=corpus["vocabulary"],
+        corpus=corpus["corpus"],
+        corpus_format="bert",
+        sequence_length=SEQ,
+        max_predictions_per_seq=PREDICTIONS,
+        batch_size=16,
+        num_train_steps=150,
+        checkpoint_every=50,
+        learning_rate=2e-3,
+        dupe_factor=1,
+        verbose=0,
     )
     values.update(changes)
     return PretrainingConfig(**values)
@@ -158,7 +173,14 @@ def recipe_args(corpus, output_dir, steps, every, recipe):
     args = common_args(corpus, output_dir, steps, every, "--recipe", recipe)
     if recipe in ("spanbert", "xlnet"):  # their records carry extra features: made from the corpus
         start = args.index("--input_files")
-        args[start : start + 1 + len(corpus["files"])] = ["--corpus", corpus["corpus"], "--corpus_format", "bert", "--dupe_factor", "1"]
+        args[start : start + 1 + len(corpus["files"])] = [
+            "--corpus",
+            corpus["corpus"],
+            "--corpus_format",
+            "bert",
+            "--dupe_factor",
+            "1",
+        ]
     return args
 
 
@@ -199,7 +221,8 @@ def test_mixed_precision_reaches_every_layer_of_the_pretrainer():
     model = build_pretrainer(PretrainingConfig(precision="mixed_bfloat16"), 100)
     computing = [layer for layer in model.encoder.layers if not isinstance(layer, keras.layers.InputLayer)]
     policies = {layer.dtype_policy.name for layer in computing} | {
-        model.lm_head.dtype_policy.name, model.next_sentence_head.dtype_policy.name
+        model.lm_head.dtype_policy.name,
+        model.next_sentence_head.dtype_policy.name,
     }
     assert policies == {"mixed_bfloat16"}, policies
 
@@ -214,7 +237,9 @@ def test_schedule_and_weight_decay_exclusions():
     kernel = keras.Variable(np.ones((2, 2), "float32"), name="kernel")
     bias = keras.Variable(np.ones((2,), "float32"), name="bias")
     gamma = keras.Variable(np.ones((2,), "float32"), name="gamma")
-    optimizer.apply([np.zeros((2, 2), "float32"), np.zeros(2, "float32"), np.zeros(2, "float32")], [kernel, bias, gamma])
+    optimizer.apply(
+        [np.zeros((2, 2), "float32"), np.zeros(2, "float32"), np.zeros(2, "float32")], [kernel, bias, gamma]
+    )
     # Zero gradients: only decoupled weight decay moves a variable, and only the kernel.
     assert np.all(np.asarray(kernel) < 1.0)
     np.testing.assert_array_equal(np.asarray(bias), 1.0)

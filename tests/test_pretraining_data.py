@@ -7,7 +7,12 @@ import tensorflow as tf
 from bertlayers.data import bert_uncased_vocabulary, wordpiece_tokenizer
 from bertlayers.data.corpus import read_bert_format, read_wikipedia_dump, split_sentences, wikipedia_excerpt_path
 from bertlayers.data.mlm_masking import MaskingConfig, clipped_geometric_pmf, mask_example
-from bertlayers.data.pretraining_data import dynamic_mask, pretraining_dataset, tokenize_documents, write_pretraining_data
+from bertlayers.data.pretraining_data import (
+    dynamic_mask,
+    pretraining_dataset,
+    tokenize_documents,
+    write_pretraining_data,
+)
 from bertlayers.data.pretraining_examples import create_examples
 from bertlayers.data.tfrecords import check_tfrecords
 from bertlayers.data.vocabulary import VocabularyInfo
@@ -90,9 +95,7 @@ def test_token_masking_splits_words_sometimes(nsp_examples, vocab):
     partial = 0
     for example, result in masked(nsp_examples, vocab, "token"):
         chosen = set(result.positions)
-        partial += any(
-            vocab.is_continuation[example.token_ids[p]] and p - 1 not in chosen and p > 1 for p in chosen
-        )
+        partial += any(vocab.is_continuation[example.token_ids[p]] and p - 1 not in chosen and p > 1 for p in chosen)
     assert partial > 0  # so the whole-word test above can fail
 
 
@@ -165,8 +168,15 @@ def small_documents(documents):
 
 def write(documents, directory, seed=7, **kwargs):
     return write_pretraining_data(
-        documents, bert_uncased_vocabulary(), str(directory), masking=MaskingConfig(), dupe_factor=1,
-        num_shards=2, seed=seed, verbose=False, **kwargs,
+        documents,
+        bert_uncased_vocabulary(),
+        str(directory),
+        masking=MaskingConfig(),
+        dupe_factor=1,
+        num_shards=2,
+        seed=seed,
+        verbose=False,
+        **kwargs,
     )
 
 
@@ -199,9 +209,15 @@ def test_same_seed_gives_identical_records(small_documents, tmp_path):
 def test_corrupt_and_mismatched_files_are_named(small_documents, tmp_path):
     stats = write(small_documents, tmp_path)
     assert sum(check_tfrecords(stats.files, SEQ, 20).values()) == stats.examples
-    with pytest.raises(ValueError, match=r"pretrain-00000-of-00002.tfrecord: feature input_ids has length 128, but the run expects 64 \(sequence_length\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"pretrain-00000-of-00002.tfrecord: feature input_ids has length 128, but the run expects 64 \(sequence_length\)",
+    ):
         check_tfrecords(stats.files, 64, 20)
-    with pytest.raises(ValueError, match=r"feature masked_lm_positions has length 20, but the run expects 30 \(max_predictions_per_seq\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"feature masked_lm_positions has length 20, but the run expects 30 \(max_predictions_per_seq\)",
+    ):
         check_tfrecords(stats.files, SEQ, 30)
     data = open(stats.files[1], "rb").read()
     open(stats.files[1], "wb").write(data[: len(data) // 2])
@@ -252,5 +268,8 @@ def test_bert_format_and_sentence_splitting(tmp_path):
     path.write_text("First sentence.\nSecond one.\n\nOther document.\n")
     assert read_bert_format(str(path)) == [["First sentence.", "Second one."], ["Other document."]]
     assert split_sentences("Dr. Smith went home. He slept! Did he? Yes.") == [
-        "Dr. Smith went home.", "He slept!", "Did he?", "Yes."
+        "Dr. Smith went home.",
+        "He slept!",
+        "Did he?",
+        "Yes.",
     ]

@@ -61,33 +61,98 @@ def _cases():
         "albert_encoder": (lambda: AlbertEncoder(embedding_size=8, **TINY), base, None, [""], True),
         "xlnet_encoder": (lambda: XLNetEncoder.from_encoder_config(xlnet_config), base, None, [""], False),
         "classifier": (lambda: SequenceClassifier(BertEncoder(**TINY), 2), base, labels, [""], True),
-        "mean_pooled_classifier": (lambda: SequenceClassifier(BertEncoder(**TINY), 2, pooling="mean"), base, labels, [""], True),
+        "mean_pooled_classifier": (
+            lambda: SequenceClassifier(BertEncoder(**TINY), 2, pooling="mean"),
+            base,
+            labels,
+            [""],
+            True,
+        ),
         "tagger": (lambda: TokenClassifier(BertEncoder(**TINY), 3), base, rng.integers(0, 3, (B, S)), [""], True),
-        "crf_tagger": (lambda: TokenClassifier(BertEncoder(**TINY), 3, crf=True), base, {"tags": rng.integers(0, 3, (B, S))},
-                       [""], True),
-        "span_predictor": (lambda: SpanPredictor(BertEncoder(**TINY)), {**base, "span_mask": base["padding_mask"]},
-                           {"start_logits": labels, "end_logits": labels}, [""], True),
-        "multiple_choice": (lambda: MultipleChoice(BertEncoder(**TINY)), encoder_batch(shape=(B, 3, S)),
-                            rng.integers(0, 3, B), [""], True),
+        "crf_tagger": (
+            lambda: TokenClassifier(BertEncoder(**TINY), 3, crf=True),
+            base,
+            {"tags": rng.integers(0, 3, (B, S))},
+            [""],
+            True,
+        ),
+        "span_predictor": (
+            lambda: SpanPredictor(BertEncoder(**TINY)),
+            {**base, "span_mask": base["padding_mask"]},
+            {"start_logits": labels, "end_logits": labels},
+            [""],
+            True,
+        ),
+        "multiple_choice": (
+            lambda: MultipleChoice(BertEncoder(**TINY)),
+            encoder_batch(shape=(B, 3, S)),
+            rng.integers(0, 3, B),
+            [""],
+            True,
+        ),
         "sentence_embedder": (lambda: SentenceEmbedder(BertEncoder(**TINY)), base, None, [""], True),
         "dual_encoder": (lambda: DualEncoder(BertEncoder(**TINY)), pair, None, ["query_", "passage_"], True),
-        "multi_task": (lambda: MultiTask(BertEncoder(**TINY), {"a": Task("classification", 2), "t": Task("tagging", 3)}),
-                       base, {"a": labels, "t": rng.integers(0, 3, (B, S))}, [""], True),
-        "bert_pretrainer": (lambda: BertPretrainer(BertEncoder(**TINY)), {**base, "masked_positions": positions},
-                            {"mlm": lm, "nsp": labels}, [""], True),
-        "causal_pretrainer": (lambda: CausalLMPretrainer(BertEncoder(**TINY, causal=True)), base,
-                              {"lm": np.roll(base["token_ids"], -1, axis=1)}, [""], False),
-        "electra": (lambda: ElectraPretrainer(*electra_encoders(config, 0.5)),
-                    {**base, "masked_positions": positions, "masked_lm_ids": lm, "masked_lm_weights": np.ones((B, P), "float32"),
-                     "sample_seed": np.tile([[3, 4]], (B, 1)).astype("int32")}, None, [""], True),
-        "spanbert": (lambda: SpanBertPretrainer(BertEncoder(**TINY)),
-                     {**base, "masked_positions": positions, "span_left_positions": positions - 1,
-                      "span_right_positions": positions + 1, "span_offsets": np.ones((B, P), "int32")},
-                     {"mlm": lm, "sbo": lm}, [""], True),
-        "xlnet_pretrainer": (lambda: XLNetPretrainer(XLNetEncoder.from_encoder_config(xlnet_config)),
-                             {**base, "perm_mask": perm, "target_mapping": target_mapping}, {"plm": lm}, [""], False),
-        "distiller": (lambda: Distiller(SequenceClassifier(BertEncoder(**TINY), 2)), base,
-                      {"teacher_logits": rng.normal(size=(B, 2)).astype("float32")}, [""], True),
+        "multi_task": (
+            lambda: MultiTask(BertEncoder(**TINY), {"a": Task("classification", 2), "t": Task("tagging", 3)}),
+            base,
+            {"a": labels, "t": rng.integers(0, 3, (B, S))},
+            [""],
+            True,
+        ),
+        "bert_pretrainer": (
+            lambda: BertPretrainer(BertEncoder(**TINY)),
+            {**base, "masked_positions": positions},
+            {"mlm": lm, "nsp": labels},
+            [""],
+            True,
+        ),
+        "causal_pretrainer": (
+            lambda: CausalLMPretrainer(BertEncoder(**TINY, causal=True)),
+            base,
+            {"lm": np.roll(base["token_ids"], -1, axis=1)},
+            [""],
+            False,
+        ),
+        "electra": (
+            lambda: ElectraPretrainer(*electra_encoders(config, 0.5)),
+            {
+                **base,
+                "masked_positions": positions,
+                "masked_lm_ids": lm,
+                "masked_lm_weights": np.ones((B, P), "float32"),
+                "sample_seed": np.tile([[3, 4]], (B, 1)).astype("int32"),
+            },
+            None,
+            [""],
+            True,
+        ),
+        "spanbert": (
+            lambda: SpanBertPretrainer(BertEncoder(**TINY)),
+            {
+                **base,
+                "masked_positions": positions,
+                "span_left_positions": positions - 1,
+                "span_right_positions": positions + 1,
+                "span_offsets": np.ones((B, P), "int32"),
+            },
+            {"mlm": lm, "sbo": lm},
+            [""],
+            True,
+        ),
+        "xlnet_pretrainer": (
+            lambda: XLNetPretrainer(XLNetEncoder.from_encoder_config(xlnet_config)),
+            {**base, "perm_mask": perm, "target_mapping": target_mapping},
+            {"plm": lm},
+            [""],
+            False,
+        ),
+        "distiller": (
+            lambda: Distiller(SequenceClassifier(BertEncoder(**TINY), 2)),
+            base,
+            {"teacher_logits": rng.normal(size=(B, 2)).astype("float32")},
+            [""],
+            True,
+        ),
     }
 
 
@@ -96,6 +161,7 @@ CASES = _cases()
 
 def bad_batches(x, prefixes, reads_first_token):
     """(what, batch, error, message) for each kind of bad input to the encoder inputs of `x`."""
+
     def changed(name, value):
         return {**x, prefixes[0] + name: value}
 
@@ -108,8 +174,12 @@ def bad_batches(x, prefixes, reads_first_token):
     batches = [
         ("float ids", changed("token_ids", ids.astype("float32") + 0.7), TypeError, "token_ids must be an integer"),
         ("an extra axis", changed("token_ids", ids[..., None]), ValueError, "token_ids must have rank"),
-        ("rank 4", {k: (v[..., None, None] if k.endswith(("_ids", "mask")) else v) for k, v in x.items()}, ValueError,
-         "must have rank"),
+        (
+            "rank 4",
+            {k: (v[..., None, None] if k.endswith(("_ids", "mask")) else v) for k, v in x.items()},
+            ValueError,
+            "must have rank",
+        ),
         ("id -1", changed("token_ids", negative), ValueError, "token_ids holds -1, outside"),
         ("id past the vocabulary", changed("token_ids", past), ValueError, f"token_ids holds {V}, outside"),
         ("mask of 2", changed("padding_mask", two), ValueError, "padding_mask holds 2"),
@@ -139,11 +209,17 @@ def test_refused_calls_of_every_kind_leave_the_model_trainable_and_savable(name,
         model.fit(x, y, batch_size=B, epochs=1, verbose=0)
     before = outputs_of(model, x)
     for what, batch, error, message in bad_batches(x, prefixes, reads_first_token):
-        calls = {"predict": lambda: model.predict(batch, verbose=0), "predict_on_batch": lambda: model.predict_on_batch(batch),
-                 "call": lambda: model(batch, training=False)}
+        calls = {
+            "predict": lambda batch=batch: model.predict(batch, verbose=0),
+            "predict_on_batch": lambda batch=batch: model.predict_on_batch(batch),
+            "call": lambda batch=batch: model(batch, training=False),
+        }
         if trains:
-            calls.update(fit=lambda: model.fit(batch, y, verbose=0), evaluate=lambda: model.evaluate(batch, y, verbose=0),
-                         train_on_batch=lambda: model.train_on_batch(batch, y))
+            calls.update(
+                fit=lambda batch=batch: model.fit(batch, y, verbose=0),
+                evaluate=lambda batch=batch: model.evaluate(batch, y, verbose=0),
+                train_on_batch=lambda batch=batch: model.train_on_batch(batch, y),
+            )
         for call, run in calls.items():
             with pytest.raises(error, match=message):
                 run()
@@ -172,8 +248,11 @@ def test_a_step_that_fails_inside_the_compiled_function_gives_the_variables_back
     model.fit(x, y, verbose=0)
     monkeypatch.setattr(GuardedModel, "check_inputs", lambda self, data: None)
     floats = {k: v.astype("float32") for k, v in x.items()}
-    for run in (lambda: model.predict(floats, verbose=0), lambda: model.fit(floats, y, verbose=0),
-                lambda: model.evaluate(floats, y, verbose=0)):
+    for run in (
+        lambda: model.predict(floats, verbose=0),
+        lambda: model.fit(floats, y, verbose=0),
+        lambda: model.evaluate(floats, y, verbose=0),
+    ):
         with pytest.raises(TypeError, match="must be an integer"):
             run()
         assert np.isfinite(model.predict(x, verbose=0)["logits"]).all()
@@ -227,8 +306,10 @@ def test_the_compiled_predictor_checks_a_batch_before_compiling_it():
     predict = compiled_predictor(model)
     x = encoder_batch()
     expected = predict(x)["logits"]
-    for batch, message in ((dict(x, token_ids=x["token_ids"].astype("float32")), "must be an integer"),
-                           (dict(x, token_ids=-x["token_ids"]), "outside")):
+    for batch, message in (
+        (dict(x, token_ids=x["token_ids"].astype("float32")), "must be an integer"),
+        (dict(x, token_ids=-x["token_ids"]), "outside"),
+    ):
         with pytest.raises((TypeError, ValueError), match=message):
             predict(batch)
     np.testing.assert_allclose(predict(x)["logits"], expected, rtol=1e-6)

@@ -9,31 +9,44 @@ import os
 import keras
 import numpy as np
 import pytest
+from processes import run, run_script, script
 
 from bertlayers.data import bert_uncased_vocabulary
 from bertlayers.data.checkpoint_tokenizer import text_packer
 from bertlayers.data.corpus import WikipediaParagraph
 from bertlayers.data.retrieval_data import (
-    RetrievalPair, inverse_cloze_pairs, read_pairs, retrieval_set, squad_question_pairs, write_pairs,
+    RetrievalPair,
+    inverse_cloze_pairs,
+    read_pairs,
+    retrieval_set,
+    squad_question_pairs,
+    write_pairs,
 )
 from bertlayers.models import DualEncoder
 from bertlayers.networks import BertEncoder
 from bertlayers.runs.retrieval import bm25_scores, rerank, reranker_examples
-from processes import run, run_script, script
 
-TINY = dict(vocabulary_size=30522, num_layers=1, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=64)
+TINY = dict(
+    vocabulary_size=30522, num_layers=1, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=64
+)
 SQUAD = os.path.join(os.path.dirname(__file__), "..", "examples", "data", "squad_mini", "dev-v2.0.json")
 
 
 def test_inverse_cloze_pairs_take_the_first_sentence_out_of_the_passage():
-    articles = [[
-        WikipediaParagraph("Abacus", "", ("An abacus counts.", "It has beads.", "Beads slide on rods.")),
-        WikipediaParagraph("Abacus", "History", ("It is old.", "Romans used one.", "So did the Chinese.", "Still used.")),
-        WikipediaParagraph("Abacus", "History", ("Too short.", "Two sentences.")),
-    ]]
+    articles = [
+        [
+            WikipediaParagraph("Abacus", "", ("An abacus counts.", "It has beads.", "Beads slide on rods.")),
+            WikipediaParagraph(
+                "Abacus", "History", ("It is old.", "Romans used one.", "So did the Chinese.", "Still used.")
+            ),
+            WikipediaParagraph("Abacus", "History", ("Too short.", "Two sentences.")),
+        ]
+    ]
     assert inverse_cloze_pairs(articles) == [
         RetrievalPair("Abacus: An abacus counts.", "It has beads. Beads slide on rods."),  # the lead: the title
-        RetrievalPair("History: It is old.", "Romans used one. So did the Chinese. Still used."),  # the section's heading
+        RetrievalPair(
+            "History: It is old.", "Romans used one. So did the Chinese. Still used."
+        ),  # the section's heading
     ]
     assert len(inverse_cloze_pairs(articles, min_sentences=2)) == 3
     with pytest.raises(ValueError, match="min_sentences must be at least 2"):
@@ -44,7 +57,9 @@ def test_squad_questions_keep_the_answerable_ones_and_share_their_contexts(tmp_p
     pairs = squad_question_pairs(SQUAD)
     data = json.load(open(SQUAD))
     qas = [(qa, p["context"]) for a in data["data"] for p in a["paragraphs"] for qa in p["qas"]]
-    assert [(p.query, p.passage) for p in pairs] == [(qa["question"], c) for qa, c in qas if not qa.get("is_impossible")]
+    assert [(p.query, p.passage) for p in pairs] == [
+        (qa["question"], c) for qa, c in qas if not qa.get("is_impossible")
+    ]
     collection = retrieval_set(pairs)
     assert len(collection.passages) == len({c for _, c in qas})  # each context once, however many questions
     assert all(collection.passages[next(iter(r))] == p.passage for r, p in zip(collection.relevant, pairs))
@@ -52,11 +67,14 @@ def test_squad_questions_keep_the_answerable_ones_and_share_their_contexts(tmp_p
     assert read_pairs(str(tmp_path / "pairs.jsonl")) == pairs
 
 
-@pytest.mark.parametrize("line, message", [
-    ('{"query": "q"}', r"pairs.jsonl:2: expected \{\"query\": str, \"passage\": str\}"),
-    ('{"query": "q", "passage": " "}', "pairs.jsonl:2: query and passage must be non-empty strings"),
-    ("not json", "pairs.jsonl:2: expected"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ('{"query": "q"}', r"pairs.jsonl:2: expected \{\"query\": str, \"passage\": str\}"),
+        ('{"query": "q", "passage": " "}', "pairs.jsonl:2: query and passage must be non-empty strings"),
+        ("not json", "pairs.jsonl:2: expected"),
+    ],
+)
 def test_a_bad_pair_line_is_named(tmp_path, line, message):
     path = tmp_path / "pairs.jsonl"
     path.write_text('{"query": "a", "passage": "b"}\n' + line + "\n")
@@ -93,8 +111,12 @@ def number_packer(first, second):
 
 def test_reranking_orders_the_top_k_by_the_cross_encoder_and_keeps_the_rest_below_in_order():
     passages = [f"passage {n}" for n in (5, 9, 1, 7, 3)]  # cross-encoder scores 5, 9, 1, 7, 3
-    first_stage = np.array([[0.9, 0.1, 0.8, 0.5, 0.7],  # top 3 by first stage: 0, 2, 4
-                            [0.0, 0.2, 0.4, 0.6, 0.8]])  # top 3: 4, 3, 2
+    first_stage = np.array(
+        [
+            [0.9, 0.1, 0.8, 0.5, 0.7],  # top 3 by first stage: 0, 2, 4
+            [0.0, 0.2, 0.4, 0.6, 0.8],
+        ]
+    )  # top 3: 4, 3, 2
     scores = rerank(first_stage, score_by_first_id(), number_packer, ["q1", "q2"], passages, top_k=3)
     order = np.argsort(-scores, axis=1, kind="stable")
     # Query 1: of {0, 2, 4}, cross scores 5, 1, 3 → 0, 4, 2; then 3 (0.5), 1 (0.1).
@@ -104,11 +126,16 @@ def test_reranking_orders_the_top_k_by_the_cross_encoder_and_keeps_the_rest_belo
 
 def test_reranker_examples_hold_the_own_passage_among_the_hardest_others():
     pairs = [RetrievalPair(f"q{i}", f"p{i}") for i in range(5)]
-    first_stage = np.array([[5, 4, 3, 2, 1],  # q0: its own p0 ranks first; hardest others p1, p2
-                            [5, 4, 3, 2, 1],  # q1: p0, then its own p1, then p2
-                            [1, 2, 3, 4, 5],
-                            [1, 2, 3, 4, 5],
-                            [1, 2, 3, 4, 5]], "float32")
+    first_stage = np.array(
+        [
+            [5, 4, 3, 2, 1],  # q0: its own p0 ranks first; hardest others p1, p2
+            [5, 4, 3, 2, 1],  # q1: p0, then its own p1, then p2
+            [1, 2, 3, 4, 5],
+            [1, 2, 3, 4, 5],
+            [1, 2, 3, 4, 5],
+        ],
+        "float32",
+    )
     examples = reranker_examples(pairs, first_stage, negatives=2, seed=0)
     hardest = [{"p1", "p2"}, {"p0", "p2"}, {"p4", "p3"}, {"p4", "p2"}, {"p3", "p2"}]
     for example, pair, others in zip(examples, pairs, hardest):
@@ -128,8 +155,12 @@ def test_an_exported_dual_encoder_serves_the_keras_embedding(tmp_path):
 
     model = DualEncoder(BertEncoder(**TINY))
     texts = ["a query about beads", "a passage on the abacus and its rods"]
-    paths = export_for_serving(model, "retriever", base_dir=str(tmp_path), vocabulary=bert_uncased_vocabulary(), sequence_length=24)
-    served = tf.saved_model.load(paths["retriever_text"]).signatures["serving_default"](text=tf.constant(texts))["embedding"]
+    paths = export_for_serving(
+        model, "retriever", base_dir=str(tmp_path), vocabulary=bert_uncased_vocabulary(), sequence_length=24
+    )
+    served = tf.saved_model.load(paths["retriever_text"]).signatures["serving_default"](text=tf.constant(texts))[
+        "embedding"
+    ]
     expected = model.query_embedder.predict_on_batch(text_packer(bert_uncased_vocabulary(), 24)(texts))["embedding"]
     np.testing.assert_allclose(served.numpy(), expected, atol=1e-5)
     with pytest.raises(ValueError, match="two encoders serves two models: export model.query_embedder"):
@@ -140,12 +171,32 @@ def test_an_exported_dual_encoder_serves_the_keras_embedding(tmp_path):
 def test_run_retrieval_end_to_end(tmp_path):
     encoder = tmp_path / "encoder.keras"
     BertEncoder(**TINY).save(str(encoder))
-    pairs = [RetrievalPair(f"question {i} about topic {i}", f"passage {i} telling of topic {i} at length") for i in range(12)]
+    pairs = [
+        RetrievalPair(f"question {i} about topic {i}", f"passage {i} telling of topic {i} at length") for i in range(12)
+    ]
     write_pairs(str(tmp_path / "pairs.jsonl"), pairs)
     out = tmp_path / "out"
-    output = run_script("run_retrieval.py", "--train_file", str(tmp_path / "pairs.jsonl"), "--eval_file", str(tmp_path / "pairs.jsonl"),
-                        "--init", str(encoder), "--output_dir", str(out), "--sequence_length", "24", "--query_length", "12",
-                        "--batch_size", "4", "--rerank_top_k", "5", "--verbose", "0")
+    output = run_script(
+        "run_retrieval.py",
+        "--train_file",
+        str(tmp_path / "pairs.jsonl"),
+        "--eval_file",
+        str(tmp_path / "pairs.jsonl"),
+        "--init",
+        str(encoder),
+        "--output_dir",
+        str(out),
+        "--sequence_length",
+        "24",
+        "--query_length",
+        "12",
+        "--batch_size",
+        "4",
+        "--rerank_top_k",
+        "5",
+        "--verbose",
+        "0",
+    )
     metrics = json.load(open(out / "metrics.json"))
     systems = metrics["results"][f"{tmp_path.name}/pairs.jsonl"]
     assert sorted(systems) == ["bm25", "dual_encoder", "dual_encoder_reranked_top5", "untuned"]
@@ -156,11 +207,41 @@ def test_run_retrieval_end_to_end(tmp_path):
     assert "12 training pairs" in output
     # A trained first stage reused: the same dual-encoder figures, no training of it.
     again = tmp_path / "again"
-    run_script("run_retrieval.py", "--train_file", str(tmp_path / "pairs.jsonl"), "--eval_file", str(tmp_path / "pairs.jsonl"),
-               "--init", str(encoder), "--output_dir", str(again), "--sequence_length", "24", "--query_length", "12",
-               "--first_stage", str(out / "dual_encoder" / "model.keras"), "--rerank_top_k", "0", "--verbose", "0")
+    run_script(
+        "run_retrieval.py",
+        "--train_file",
+        str(tmp_path / "pairs.jsonl"),
+        "--eval_file",
+        str(tmp_path / "pairs.jsonl"),
+        "--init",
+        str(encoder),
+        "--output_dir",
+        str(again),
+        "--sequence_length",
+        "24",
+        "--query_length",
+        "12",
+        "--first_stage",
+        str(out / "dual_encoder" / "model.keras"),
+        "--rerank_top_k",
+        "0",
+        "--verbose",
+        "0",
+    )
     reused = json.load(open(again / "metrics.json"))["results"][f"{tmp_path.name}/pairs.jsonl"]
     assert reused["dual_encoder"] == pytest.approx(systems["dual_encoder"]) and not (again / "dual_encoder").exists()
-    done = run(script("run_retrieval.py", "--train_file", str(tmp_path / "pairs.jsonl"), "--eval_file", str(tmp_path / "pairs.jsonl"),
-                      "--first_stage", str(out / "reranker" / "model.keras"), "--output_dir", str(tmp_path / "bad")), expect=2)
+    done = run(
+        script(
+            "run_retrieval.py",
+            "--train_file",
+            str(tmp_path / "pairs.jsonl"),
+            "--eval_file",
+            str(tmp_path / "pairs.jsonl"),
+            "--first_stage",
+            str(out / "reranker" / "model.keras"),
+            "--output_dir",
+            str(tmp_path / "bad"),
+        ),
+        expect=2,
+    )
     assert "holds a MultipleChoice, not a DualEncoder" in done.stderr and not (tmp_path / "bad").exists()

@@ -11,7 +11,6 @@ import runpy
 import sys
 
 import pytest
-
 from processes import REPO
 
 SCRIPTS = sorted(glob.glob(os.path.join(REPO, "examples", "*.py")))
@@ -23,7 +22,9 @@ def test_every_script_answers_help_without_doing_work(script, tmp_path, monkeypa
     monkeypatch.setattr(sys, "argv", [script, "--help"])
     parsers = []
     real_print_help = argparse.ArgumentParser.print_help
-    monkeypatch.setattr(argparse.ArgumentParser, "print_help", lambda self, *a: (parsers.append(self), real_print_help(self, *a)))
+    monkeypatch.setattr(
+        argparse.ArgumentParser, "print_help", lambda self, *a: (parsers.append(self), real_print_help(self, *a))
+    )
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed), pytest.raises(SystemExit) as exit:
         runpy.run_path(script, run_name="__main__")  # in this process: TensorFlow is loaded once
@@ -33,7 +34,9 @@ def test_every_script_answers_help_without_doing_work(script, tmp_path, monkeypa
     (parser,) = parsers
     options = [a for a in parser._actions if not isinstance(a, argparse._HelpAction)]
     assert [a.option_strings[0] for a in options if not a.help] == [], "options without help text"
-    assert isinstance(parser.formatter_class, type) and issubclass(parser.formatter_class, argparse.ArgumentDefaultsHelpFormatter)
+    assert isinstance(parser.formatter_class, type) and issubclass(
+        parser.formatter_class, argparse.ArgumentDefaultsHelpFormatter
+    )
 
 
 def _write(path, text):
@@ -47,7 +50,9 @@ def bad_inputs(tmp):
     no_label = _write(tmp / "no_label.csv", "text,score\ngood film,1\nbad film,0\n")
     bad_conll = _write(tmp / "bad.conll", "Paris B-LOC\nis\n")
     bad_pairs = _write(tmp / "bad_pairs.jsonl", '{"query": "Where is Paris?"}\n')
-    bad_choice = _write(tmp / "bad.jsonl", '{"context": "It rained.", "choices": ["It stopped.", "Cats."], "label": 2}\n')
+    bad_choice = _write(
+        tmp / "bad.jsonl", '{"context": "It rained.", "choices": ["It stopped.", "Cats."], "label": 2}\n'
+    )
     return {
         "ablation.py": (["--output_dir", out, "--objectives", "no_such_objective"], out),
         "demo.py": (["--workdir", out, "--pretrain_steps", "many"], out),
@@ -56,7 +61,19 @@ def bad_inputs(tmp):
         "export_savedmodel.py": (["--model", tmp / "missing.keras", "--name", "m", "--base_dir", out], out),
         "parity_report.py": (["--no_such_option"], None),
         "prepare_datasets.py": (["--output_dir", out, "--seed", "x"], out),
-        "pretrain.py": (["--corpus", tmp / "missing.txt", "--output_dir", out, "--num_train_steps", "10", "--checkpoint_every", "5"], out),
+        "pretrain.py": (
+            [
+                "--corpus",
+                tmp / "missing.txt",
+                "--output_dir",
+                out,
+                "--num_train_steps",
+                "10",
+                "--checkpoint_every",
+                "5",
+            ],
+            out,
+        ),
         "run_classifier.py": (["--train_file", no_label, "--eval_file", no_label, "--output_dir", out], out),
         "run_multiple_choice.py": (["--train_file", bad_choice, "--eval_file", bad_choice, "--output_dir", out], out),
         "run_retrieval.py": (["--train_file", bad_pairs, "--eval_file", bad_pairs, "--output_dir", out], out),
@@ -80,7 +97,11 @@ def test_a_user_mistake_is_one_line_with_status_2_and_leaves_no_folder(script, t
     monkeypatch.setattr(sys, "argv", [script, *map(str, arguments)])
     monkeypatch.setattr(atomic_files, "_MADE", [])
     errors = io.StringIO()
-    with contextlib.redirect_stderr(errors), contextlib.redirect_stdout(io.StringIO()), pytest.raises(SystemExit) as exit:
+    with (
+        contextlib.redirect_stderr(errors),
+        contextlib.redirect_stdout(io.StringIO()),
+        pytest.raises(SystemExit) as exit,
+    ):
         runpy.run_path(script, run_name="__main__")
     lines = [line for line in errors.getvalue().splitlines() if line.strip()]
     assert exit.value.code == 2, errors.getvalue()[-2000:]

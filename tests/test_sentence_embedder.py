@@ -10,7 +10,9 @@ from bertlayers.data.checkpoint_tokenizer import text_packer
 from bertlayers.models import SentenceEmbedder
 from bertlayers.networks import BertEncoder
 
-TINY = dict(vocabulary_size=30522, num_layers=1, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=64)
+TINY = dict(
+    vocabulary_size=30522, num_layers=1, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=64
+)
 TEXTS = ["A cat sat on the mat.", "Stock markets fell sharply on Monday, the third fall this week."]
 
 
@@ -39,8 +41,14 @@ def test_the_text_savedmodel_serves_unit_vectors_equal_to_keras(embedder, tmp_pa
 
     from bertlayers.export import export_for_serving
 
-    paths = export_for_serving(embedder, "embedder", base_dir=str(tmp_path), vocabulary=bert_uncased_vocabulary(), sequence_length=24)
-    served = tf.saved_model.load(paths["embedder_text"]).signatures["serving_default"](text=tf.constant(TEXTS))["embedding"].numpy()
+    paths = export_for_serving(
+        embedder, "embedder", base_dir=str(tmp_path), vocabulary=bert_uncased_vocabulary(), sequence_length=24
+    )
+    served = (
+        tf.saved_model.load(paths["embedder_text"])
+        .signatures["serving_default"](text=tf.constant(TEXTS))["embedding"]
+        .numpy()
+    )
     np.testing.assert_allclose(np.linalg.norm(served, axis=-1), 1.0, atol=1e-5)
     expected = embedder.predict_on_batch(text_packer(bert_uncased_vocabulary(), 24)(TEXTS))["embedding"]
     np.testing.assert_allclose(served, expected, atol=1e-5)

@@ -8,12 +8,16 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-
-from bertlayers.families.spanbert import span_boundaries
-from bertlayers.data.tfrecords import parse_records
-from bertlayers.families.spanbert import BOUNDARY_INPUTS, OBJECTIVE, SpanBertPretrainer
-from bertlayers.families.spanbert import SpanBoundaryHead
 from pretraining_fixtures import PREDICTIONS, SEQ, fine_tune_export_and_serve, tiny_family_run
+
+from bertlayers.data.tfrecords import parse_records
+from bertlayers.families.spanbert import (
+    BOUNDARY_INPUTS,
+    OBJECTIVE,
+    SpanBertPretrainer,
+    SpanBoundaryHead,
+    span_boundaries,
+)
 
 
 def direct_boundaries(positions, length):
@@ -51,10 +55,14 @@ def spanbert_run(corpus, tmp_path_factory):
 def test_records_carry_the_boundaries_of_their_masked_spans(spanbert_run):
     _, output, _ = spanbert_run
     spec = json.load(open(output / "data" / "data_spec.json"))
-    assert spec["masking"] == "span" and spec["examples"] == "single" and spec["extra_features"] == sorted(BOUNDARY_INPUTS)
+    assert (
+        spec["masking"] == "span" and spec["examples"] == "single" and spec["extra_features"] == sorted(BOUNDARY_INPUTS)
+    )
     files = sorted(str(p) for p in (output / "data").glob("*.tfrecord"))
     extra = OBJECTIVE.feature_lengths(SEQ, PREDICTIONS)
-    records = next(iter(tf.data.TFRecordDataset(files).batch(400).map(lambda s: parse_records(s, SEQ, PREDICTIONS, extra))))
+    records = next(
+        iter(tf.data.TFRecordDataset(files).batch(400).map(lambda s: parse_records(s, SEQ, PREDICTIONS, extra)))
+    )
     records = {k: np.asarray(v) for k, v in records.items()}
     spans = checked = 0
     for row in range(len(records["input_ids"])):

@@ -8,7 +8,6 @@ import os
 
 import numpy as np
 import pytest
-
 from processes import python, run
 
 # Reports the oneDNN setting, and the outputs of a small fixed-seed encoder on fixed inputs,

@@ -28,7 +28,9 @@ def _close_at_real_tokens(ours, theirs, mask, atol=1e-4):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["roberta", "roberta_untied", "xlm-roberta", "albert", "albert_untied", "distilbert", "distilbert_untied"])
+@pytest.mark.parametrize(
+    "name", ["roberta", "roberta_untied", "xlm-roberta", "albert", "albert_untied", "distilbert", "distilbert_untied"]
+)
 def test_masked_lm_folders_give_transformers_outputs(name):
     model = load_encoder(_folder(name))  # the encoder, through the model_type's registered loader
     inputs = _inputs(name)
@@ -36,8 +38,12 @@ def test_masked_lm_folders_give_transformers_outputs(name):
     _close_at_real_tokens(outputs["sequence_output"], REFERENCE[f"{name}.hidden"], inputs["padding_mask"])
 
     family = name.split("_")[0]
-    loader = {"roberta": "load_huggingface_roberta", "xlm-roberta": "load_huggingface_roberta",
-              "albert": "load_huggingface_albert", "distilbert": "load_huggingface_distilbert"}[family]
+    loader = {
+        "roberta": "load_huggingface_roberta",
+        "xlm-roberta": "load_huggingface_roberta",
+        "albert": "load_huggingface_albert",
+        "distilbert": "load_huggingface_distilbert",
+    }[family]
     pretrainer = getattr(bertlayers.convert, loader)(_folder(name))
     assert pretrainer.encoder.config.tie_word_embeddings == (not name.endswith("untied"))
     positions = np.tile(np.arange(inputs["token_ids"].shape[1], dtype="int32"), (len(inputs["token_ids"]), 1))
@@ -70,7 +76,9 @@ def test_untied_models_save_and_load_with_their_own_output_matrix(tmp_path):
     pretrainer.save(path)
     loaded = bertlayers.convert.load_model_file(path)
     np.testing.assert_allclose(
-        loaded({**inputs, "masked_positions": positions})["mlm"], pretrainer({**inputs, "masked_positions": positions})["mlm"], atol=1e-6
+        loaded({**inputs, "masked_positions": positions})["mlm"],
+        pretrainer({**inputs, "masked_positions": positions})["mlm"],
+        atol=1e-6,
     )
     embedding = loaded.encoder.token_embedding
     assert not embedding.tie_weights and embedding.reverse_embeddings.shape == (32, 2000)
@@ -119,8 +127,8 @@ def served_families(tmp_path_factory):
 
     from bertlayers.convert import load_model_file, save_model
     from bertlayers.convert.model_files import vocabulary_of
-    from bertlayers.data.checkpoint_tokenizer import text_packer
     from bertlayers.data.assets import rotten_tomatoes_snippets
+    from bertlayers.data.checkpoint_tokenizer import text_packer
     from bertlayers.export import export_for_serving
     from bertlayers.models import SequenceClassifier
 
@@ -139,8 +147,9 @@ def served_families(tmp_path_factory):
         history = model.fit(x, {"logits": y}, batch_size=16, epochs=4, verbose=0)
         save_model(model, str(root / f"{family}.keras"))
         loaded = load_model_file(str(root / f"{family}.keras"))
-        paths = export_for_serving(loaded, family.replace("-", "_"), base_dir=str(root / "savedmodels"), sequence_length=48,
-                                    truncate=True)  # as the packer cuts the long snippets
+        paths = export_for_serving(
+            loaded, family.replace("-", "_"), base_dir=str(root / "savedmodels"), sequence_length=48, truncate=True
+        )  # as the packer cuts the long snippets
         expected = loaded.predict(packer(check), verbose=0)["logits"]
         results[family] = (paths[family.replace("-", "_") + "_text"], expected, history.history["loss"])
     return check, results
@@ -156,15 +165,23 @@ def test_each_family_fine_tunes_and_serves_text_from_its_own_folder(served_famil
     for family, (_, _, losses) in results.items():
         assert np.isfinite(losses).all() and losses[-1] < losses[0], (family, losses)
     paths = {family: path for family, (path, _, _) in results.items()}
-    answers = json.loads(run(python(SERVE_IN_A_FRESH_PROCESS) + [json.dumps(check), json.dumps(paths)]).stdout.splitlines()[-1])
+    answers = json.loads(
+        run(python(SERVE_IN_A_FRESH_PROCESS) + [json.dumps(check), json.dumps(paths)]).stdout.splitlines()[-1]
+    )
     for family, (_, expected, _) in results.items():
         np.testing.assert_allclose(np.array(answers[family]), expected, atol=1e-4, err_msg=family)
 
 
 # tensorflow-text ops in TF Serving's `ops_lib` (regex_split_ops, normalize_ops,
 # sentencepiece_tokenizer, fast_wordpiece_tokenizer, fast_bert_normalizer), bundled since 2.12.
-SERVING_TF_TEXT_OPS = {"RegexSplitWithOffsets", "NormalizeUTF8", "SentencepieceOp", "SentencepieceTokenizeOp",
-                       "FastBertNormalize", "FastWordpieceTokenizeWithOffsets"}
+SERVING_TF_TEXT_OPS = {
+    "RegexSplitWithOffsets",
+    "NormalizeUTF8",
+    "SentencepieceOp",
+    "SentencepieceTokenizeOp",
+    "FastBertNormalize",
+    "FastWordpieceTokenizeWithOffsets",
+}
 
 
 @pytest.mark.slow
@@ -201,8 +218,18 @@ def test_the_runners_start_from_a_folder_with_its_own_tokenizer(tmp_path):
             csv.writer(f).writerows([("text", "label"), *rows])
     roberta = _checkpoint_folder("roberta", str(tmp_path / "roberta"))
     common = ("--epochs", 1, "--batch_size", 16, "--sequence_length", 40, "--verbose", 0)
-    run_script("run_classifier.py", "--init", roberta, "--train_file", tmp_path / "train.csv",
-               "--eval_file", tmp_path / "eval.csv", "--output_dir", tmp_path / "sentiment", *common)
+    run_script(
+        "run_classifier.py",
+        "--init",
+        roberta,
+        "--train_file",
+        tmp_path / "train.csv",
+        "--eval_file",
+        tmp_path / "eval.csv",
+        "--output_dir",
+        tmp_path / "sentiment",
+        *common,
+    )
     assert json.load(open(tmp_path / "sentiment" / "metrics.json"))["eval_examples"] == 16
     assert recorded_vocabulary(load_model_file(str(tmp_path / "sentiment" / "model.keras"))).model_type == "roberta"
 
@@ -210,15 +237,43 @@ def test_the_runners_start_from_a_folder_with_its_own_tokenizer(tmp_path):
     write_conll(str(tmp_path / "train.conll"), sentences[:48])
     write_conll(str(tmp_path / "eval.conll"), sentences[:16])  # the plumbing is under test: tags the training set knows
     xlnet = _checkpoint_folder("xlnet", str(tmp_path / "xlnet"))
-    run_script("run_ner.py", "--init", xlnet, "--train_file", tmp_path / "train.conll", "--eval_file", tmp_path / "eval.conll",
-               "--output_dir", tmp_path / "tags", *common[:4], "--sequence_length", 64, "--verbose", 0)
+    run_script(
+        "run_ner.py",
+        "--init",
+        xlnet,
+        "--train_file",
+        tmp_path / "train.conll",
+        "--eval_file",
+        tmp_path / "eval.conll",
+        "--output_dir",
+        tmp_path / "tags",
+        *common[:4],
+        "--sequence_length",
+        64,
+        "--verbose",
+        0,
+    )
     metrics = json.load(open(tmp_path / "tags" / "metrics.json"))
     assert metrics["eval_sentences"] == 16 and 0.0 <= metrics["f1"] <= 100.0
     assert recorded_vocabulary(load_model_file(str(tmp_path / "tags" / "model.keras"))).model_type == "xlnet"
 
     # SQuAD 2.0 from the XLNet folder: windows `Q <sep> C <sep> <cls>`, the null answer at <cls>.
-    run_script("run_squad.py", "--init", xlnet, "--output_dir", tmp_path / "squad", "--epochs", 1, "--batch_size", 8,
-               "--sequence_length", 160, "--verbose", 0, "--version_2_with_negative")
+    run_script(
+        "run_squad.py",
+        "--init",
+        xlnet,
+        "--output_dir",
+        tmp_path / "squad",
+        "--epochs",
+        1,
+        "--batch_size",
+        8,
+        "--sequence_length",
+        160,
+        "--verbose",
+        0,
+        "--version_2_with_negative",
+    )
     metrics = json.load(open(tmp_path / "squad" / "metrics.json"))
     assert metrics["total"] == 12 and "no_answer_exact_match" in metrics
 
@@ -237,7 +292,9 @@ def test_load_checkpoint_gives_model_encoder_and_tokenizer_in_one_call(family, t
     outputs = checkpoint.encoder(inputs)
     assert outputs["sequence_output"].shape == (2, 24, 32) and np.isfinite(outputs["sequence_output"]).all()
     os.remove(os.path.join(folder, "sentencepiece.bpe.model" if family == "xlm-roberta" else "spiece.model"))
-    with pytest.raises(FileNotFoundError, match=r"has no (sentencepiece\.bpe|spiece)\.model: a .* checkpoint's tokenizer needs it"):
+    with pytest.raises(
+        FileNotFoundError, match=r"has no (sentencepiece\.bpe|spiece)\.model: a .* checkpoint's tokenizer needs it"
+    ):
         load_checkpoint(folder)
 
 
@@ -262,7 +319,9 @@ def test_sequence_classification_folders_load_as_classifiers(family):
     inputs = _inputs(name)
     logits = classifier(inputs)["logits"]
     np.testing.assert_allclose(np.asarray(logits), REFERENCE[f"{name}.logits"], atol=1e-4, rtol=1e-4)
-    _close_at_real_tokens(classifier.encoder(inputs)["sequence_output"], REFERENCE[f"{name}.hidden"], inputs["padding_mask"])
+    _close_at_real_tokens(
+        classifier.encoder(inputs)["sequence_output"], REFERENCE[f"{name}.hidden"], inputs["padding_mask"]
+    )
 
 
 @pytest.mark.slow
@@ -293,28 +352,56 @@ def test_a_squad_text_model_answers_whole_words_as_the_python_decoder(family, tm
     width = served["start_logits"].shape[1]  # the served batch is cut to its longest request
     real = features.inputs["span_mask"][:, :width] == 1
     np.testing.assert_allclose(served["start_logits"].numpy()[real], keras_logits[:, :width][real], atol=1e-4)
-    predictions, _ = decode_answers(short, features, served["start_logits"].numpy(), served["end_logits"].numpy(), n_best_size=64)
+    predictions, _ = decode_answers(
+        short, features, served["start_logits"].numpy(), served["end_logits"].numpy(), n_best_size=64
+    )
     for i, example in enumerate(short):
         text = served["answer_text"].numpy()[i].decode("utf-8")
         assert text == predictions[example.qid] and text, (family, example.qid)
         start, end = served["answer_start"].numpy()[i], served["answer_end"].numpy()[i]
         assert example.context[start:end] == text
-        assert (start == 0 or example.context[start - 1].isspace()) and (end == len(example.context) or example.context[end].isspace())
+        assert (start == 0 or example.context[start - 1].isspace()) and (
+            end == len(example.context) or example.context[end].isspace()
+        )
 
 
 def test_config_readers_name_what_they_cannot_read():
+    import bertlayers.families  # noqa: F401  (registers the model_types)
     from bertlayers.convert.huggingface import encoder_config_from_huggingface
 
-    import bertlayers.families  # noqa: F401  (registers the model_types)
-
-    roberta = encoder_config_from_huggingface({"model_type": "roberta", "vocab_size": 50265, "num_hidden_layers": 12,
-                                                "hidden_size": 768, "num_attention_heads": 12, "intermediate_size": 3072,
-                                                "max_position_embeddings": 514, "pad_token_id": 1, "type_vocab_size": 1})
+    roberta = encoder_config_from_huggingface(
+        {
+            "model_type": "roberta",
+            "vocab_size": 50265,
+            "num_hidden_layers": 12,
+            "hidden_size": 768,
+            "num_attention_heads": 12,
+            "intermediate_size": 3072,
+            "max_position_embeddings": 514,
+            "pad_token_id": 1,
+            "type_vocab_size": 1,
+        }
+    )
     assert roberta.max_sequence_length == 512 and roberta.type_vocab_size == 1  # positions start after the padding id
-    distilbert = encoder_config_from_huggingface({"model_type": "distilbert", "vocab_size": 30522, "n_layers": 6, "dim": 768,
-                                                   "n_heads": 12, "hidden_dim": 3072, "tie_word_embeddings": False})
-    assert distilbert.type_vocab_size == 0 and not distilbert.tie_word_embeddings and distilbert.pooler_activation == "relu"
+    distilbert = encoder_config_from_huggingface(
+        {
+            "model_type": "distilbert",
+            "vocab_size": 30522,
+            "n_layers": 6,
+            "dim": 768,
+            "n_heads": 12,
+            "hidden_dim": 3072,
+            "tie_word_embeddings": False,
+        }
+    )
+    assert (
+        distilbert.type_vocab_size == 0
+        and not distilbert.tie_word_embeddings
+        and distilbert.pooler_activation == "relu"
+    )
     with pytest.raises(ValueError, match=r"lacks required keys: hidden_dim"):
-        encoder_config_from_huggingface({"model_type": "distilbert", "vocab_size": 1, "n_layers": 1, "dim": 8, "n_heads": 2})
+        encoder_config_from_huggingface(
+            {"model_type": "distilbert", "vocab_size": 1, "n_layers": 1, "dim": 8, "n_heads": 2}
+        )
     with pytest.raises(ValueError, match=r"inner_group_num 2 is not supported"):
         encoder_config_from_huggingface({"model_type": "albert", "inner_group_num": 2})

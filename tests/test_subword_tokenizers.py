@@ -7,9 +7,9 @@ import os
 import numpy as np
 import pytest
 import tensorflow as tf
+from subword_files import FAMILIES, check_sentences, reference_tokenizer, write_tokenizer_folder
 
 from bertlayers.data.checkpoint_tokenizer import checkpoint_tokenizer
-from subword_files import FAMILIES, check_sentences, reference_tokenizer, write_tokenizer_folder
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,9 @@ def _is_a_tie(reference, ours, theirs):
     vocab = json.loads(reference.backend_tokenizer.to_str())["model"]["vocab"]
     score = lambda ids: sum(vocab[i][1] for i in ids)  # noqa: E731
     pieces = lambda ids: "".join(vocab[i][0] for i in ids)  # noqa: E731
-    return type(model).__name__ == "Unigram" and pieces(ours) == pieces(theirs) and np.isclose(score(ours), score(theirs))
+    return (
+        type(model).__name__ == "Unigram" and pieces(ours) == pieces(theirs) and np.isclose(score(ours), score(theirs))
+    )
 
 
 @pytest.mark.slow
@@ -107,14 +109,15 @@ def test_a_sentencepiece_tokenizer_outlives_a_seed_being_set(folders):
 def test_tokenizer_files_that_do_not_fit_are_named(folders, tmp_path):
     import shutil
 
-    from bertlayers.convert import load_encoder
-
     # Tokenizer files of another size than the config's vocab_size.
     other = tmp_path / "other"
     shutil.copytree(folders["albert"], other)
     with open(other / "config.json", "w") as f:
         json.dump({"model_type": "albert", "vocab_size": 1200}, f)
-    with pytest.raises(ValueError, match=r"has 1000 tokens but config.json says vocab_size 1200: the tokenizer files belong to another checkpoint"):
+    with pytest.raises(
+        ValueError,
+        match=r"has 1000 tokens but config.json says vocab_size 1200: the tokenizer files belong to another checkpoint",
+    ):
         checkpoint_tokenizer(str(other))
     # A folder with no tokenizer files.
     bare = tmp_path / "bare"
@@ -131,7 +134,9 @@ def test_tokenizer_files_that_do_not_fit_are_named(folders, tmp_path):
         checkpoint_tokenizer(str(broken))
     with open(broken / "merges.txt", "w", encoding="utf-8") as f:
         f.write("#version: 0.2\nq z\n")
-    with pytest.raises(ValueError, match=r"merges into pieces .*vocab.json lacks \('qz'\): the files do not belong together"):
+    with pytest.raises(
+        ValueError, match=r"merges into pieces .*vocab.json lacks \('qz'\): the files do not belong together"
+    ):
         checkpoint_tokenizer(str(broken))
     # A SentencePiece model file that is not one.
     corrupt = tmp_path / "corrupt"
@@ -142,7 +147,10 @@ def test_tokenizer_files_that_do_not_fit_are_named(folders, tmp_path):
     # An unsupported model_type names the supported ones.
     with open(other / "config.json", "w") as f:
         json.dump({"model_type": "gpt2", "vocab_size": 1000}, f)
-    with pytest.raises(ValueError, match=r"no tokenizer for model_type 'gpt2'; supported: albert, bert, distilbert, electra, roberta, xlm-roberta, xlnet"):
+    with pytest.raises(
+        ValueError,
+        match=r"no tokenizer for model_type 'gpt2'; supported: albert, bert, distilbert, electra, roberta, xlm-roberta, xlnet",
+    ):
         checkpoint_tokenizer(str(other))
 
 
@@ -157,8 +165,11 @@ def test_ner_words_map_to_their_first_piece_as_transformers_aligns_them(folders,
     from bertlayers.data.ner_data import encode_sentences
 
     ours = checkpoint_tokenizer(folders[family])
-    reference = reference_tokenizer(folders[family], add_prefix_space=True) if family == "roberta" \
+    reference = (
+        reference_tokenizer(folders[family], add_prefix_space=True)
+        if family == "roberta"
         else reference_tokenizer(folders[family])
+    )
     sentences = [[(word, "O") for word in sentence.split(" ")] for sentence in real_sentences()["wnut"][:300]]
     inputs, _, weights, starts = encode_sentences(sentences, ours, 192, ["O"], "wnut")
     ties = 0
@@ -186,8 +197,13 @@ def test_squad_windows_in_the_family_layout_with_answers_on_word_spans(folders, 
     covers the gold answer with whole words."""
     from bertlayers.data.squad_data import make_windows, read_squad
 
-    examples = [e for e in read_squad(os.path.join(os.path.dirname(__file__), "..", "examples", "data", "squad_mini", "dev-v2.0.json"))
-                if not e.is_impossible]
+    examples = [
+        e
+        for e in read_squad(
+            os.path.join(os.path.dirname(__file__), "..", "examples", "data", "squad_mini", "dev-v2.0.json")
+        )
+        if not e.is_impossible
+    ]
     ours = checkpoint_tokenizer(folders[family])
     reference = reference_tokenizer(folders[family])
     features = make_windows(examples, ours, sequence_length=384, doc_stride=128)
@@ -200,9 +216,12 @@ def test_squad_windows_in_the_family_layout_with_answers_on_word_spans(folders, 
         assert features.inputs["segment_ids"][window][real].tolist() == encoded["token_type_ids"], (family, example.qid)
         start, end = features.start_positions[window], features.end_positions[window]
         spans = features.token_spans[window]
-        covered = example.context[spans[start][0]:spans[end][1]]
+        covered = example.context[spans[start][0] : spans[end][1]]
         text, first = example.answers[0]
-        assert text in covered and spans[start][0] <= first and first + len(text) <= spans[end][1], (family, example.qid)
+        assert text in covered and spans[start][0] <= first and first + len(text) <= spans[end][1], (
+            family,
+            example.qid,
+        )
         assert not covered[0].isspace() and not covered[-1].isspace()
 
 

@@ -96,7 +96,9 @@ def test_served_tokenizing_and_packing_is_a_small_graph():
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)] * 2)
     def tokenize_and_pack(first, second):
-        return served.layout.pack(served.tokenize(first), served.tokenize(second), 128, truncation="waterfall", truncate=False)
+        return served.layout.pack(
+            served.tokenize(first), served.tokenize(second), 128, truncation="waterfall", truncate=False
+        )
 
     graph = tokenize_and_pack.get_concrete_function().graph.as_graph_def()
     nodes = len(graph.node) + sum(len(f.node_def) for f in graph.library.function)

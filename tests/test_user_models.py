@@ -7,12 +7,12 @@ import zipfile
 import keras
 import numpy as np
 import pytest
+from test_export import run_fresh
 
 from bertlayers.convert import load_encoder, load_model_file, record_vocabulary, recorded_vocabulary, save_model
 from bertlayers.data import BertInputPacker, bert_uncased_vocabulary, minilm_path, wordpiece_tokenizer
 from bertlayers.export import ClassifierOutputs, export_for_serving
 from bertlayers.layers import BertEmbeddings, ClassificationHead, TransformerEncoderBlock
-from test_export import run_fresh
 
 SEQ = 24
 TEXTS = ["a gripping, beautifully acted film", "dull and far too long"]
@@ -32,7 +32,9 @@ def composed_model():
 def minilm_with_a_head():
     """The real MiniLM encoder and the user's own head on its [CLS] row, two outputs in a dict."""
     encoder = load_encoder(minilm_path())
-    inputs = {name: keras.Input((None,), dtype="int32", name=name) for name in ("token_ids", "segment_ids", "padding_mask")}
+    inputs = {
+        name: keras.Input((None,), dtype="int32", name=name) for name in ("token_ids", "segment_ids", "padding_mask")
+    }
     sequence = encoder(inputs)["sequence_output"]  # [batch, seq, 384]
     pooled = sequence[:, 0]  # [batch, 384]
     outputs = {"logits": keras.layers.Dense(2, name="logits")(pooled), "embedding": pooled}
@@ -55,7 +57,10 @@ def test_a_users_model_fits_saves_reloads_exports_and_serves(build, as_classifie
         model, encoder = minilm_with_a_head()
         assert recorded_vocabulary(encoder).lowercase  # read from the folder's vocab.txt and tokenizer_config.json
         x = packed
-        model.compile(keras.optimizers.Adam(1e-4), {"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True), "embedding": None})
+        model.compile(
+            keras.optimizers.Adam(1e-4),
+            {"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True), "embedding": None},
+        )
         logits_name, y = "logits", {"logits": labels}
     before = model.get_weights()
     model.fit(x, y, batch_size=4, epochs=2, verbose=0)
@@ -85,7 +90,11 @@ def test_a_users_model_fits_saves_reloads_exports_and_serves(build, as_classifie
         return
     # The same logits served as a classifier: labels and names, by the user's choice of outputs.
     classifier = export_for_serving(
-        reloaded, "mine_labels", base_dir=str(tmp_path / "savedmodels"), sequence_length=SEQ, text=False,
+        reloaded,
+        "mine_labels",
+        base_dir=str(tmp_path / "savedmodels"),
+        sequence_length=SEQ,
+        text=False,
         outputs=ClassifierOutputs(label_names=["negative", "positive"], output=logits_name),
     )
     labelled = run_fresh(classifier["mine_labels"], "serving_default", x, tmp_path, text=False)
@@ -114,7 +123,9 @@ def test_what_serving_cannot_feed_or_return_is_named(tmp_path):
         export_for_serving(scalar, "m", base_dir=str(tmp_path), text=False)
     from bertlayers.networks import BertEncoder
 
-    encoder = BertEncoder(vocabulary_size=100, num_layers=1, hidden_size=8, num_heads=2, intermediate_size=16, max_sequence_length=16)
+    encoder = BertEncoder(
+        vocabulary_size=100, num_layers=1, hidden_size=8, num_heads=2, intermediate_size=16, max_sequence_length=16
+    )
     with pytest.raises(ValueError, match="label_names needs a classifier's logits"):
         export_for_serving(encoder, "m", base_dir=str(tmp_path), text=False, label_names=["a", "b"])
     fixed = keras.Input((8,), dtype="int32", name="token_ids")

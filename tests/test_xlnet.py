@@ -10,16 +10,24 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from pretraining_fixtures import PREDICTIONS, SEQ, fine_tune_export_and_serve, tiny_family_run
 
 from bertlayers.convert import load_huggingface_xlnet
-from bertlayers.families.xlnet import choose_plm_targets, factorization_masks, xlnet_layout
 from bertlayers.data.tfrecords import parse_records
 from bertlayers.data.vocabulary import VocabularyInfo
-from bertlayers.families.xlnet import TARGET_FEATURE, XLNetEncoder, XLNetPretrainer, plm_objective
+from bertlayers.families.xlnet import (
+    TARGET_FEATURE,
+    RelativeAttention,
+    TwoStreamMasks,
+    XLNetEncoder,
+    XLNetPretrainer,
+    choose_plm_targets,
+    factorization_masks,
+    plm_objective,
+    relative_shift,
+    xlnet_layout,
+)
 from bertlayers.layers.pooler import Pooler
-from bertlayers.families.xlnet import RelativeAttention, relative_shift
-from bertlayers.families.xlnet import TwoStreamMasks
-from pretraining_fixtures import PREDICTIONS, SEQ, fine_tune_export_and_serve, tiny_family_run
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 SEP, CLS = 3, 2
@@ -44,7 +52,9 @@ def test_content_stream_and_two_stream_logits_match_transformers(reference, conv
     inputs = encoder_inputs(reference)
     content = converted.encoder(inputs)["sequence_output"]
     np.testing.assert_allclose(content, reference["content"], atol=1e-4)
-    logits = converted({**inputs, "perm_mask": reference["perm_mask"], "target_mapping": reference["target_mapping"]})["plm"]
+    logits = converted({**inputs, "perm_mask": reference["perm_mask"], "target_mapping": reference["target_mapping"]})[
+        "plm"
+    ]
     np.testing.assert_allclose(logits, reference["logits"], atol=1e-4)
 
 
@@ -91,8 +101,11 @@ def test_memory_and_clamp_len_match_transformers(reference, converted):
 def test_no_gradient_flows_into_the_memory(converted):
     encoder = XLNetEncoder.from_config({**converted.encoder.get_config(), "mem_len": 4})
     memory = tf.random.normal((1, 2, 4, 32))
-    inputs = {"token_ids": tf.constant([[7, 8, 9]]), "segment_ids": tf.zeros((1, 3), tf.int32),
-              "padding_mask": tf.ones((1, 3), tf.int32)}
+    inputs = {
+        "token_ids": tf.constant([[7, 8, 9]]),
+        "segment_ids": tf.zeros((1, 3), tf.int32),
+        "padding_mask": tf.ones((1, 3), tf.int32),
+    }
     with tf.GradientTape() as tape:
         tape.watch(memory)
         outputs = encoder({**inputs, "memory": memory})
@@ -125,8 +138,13 @@ def sample_masks(seed, perm_size=0, length=16):
     is_target = np.zeros_like(token_ids)
     is_target[0, rng.choice([p for p in range(length) if token_ids[0, p] >= 10], 6, replace=False)] = 1
     perm_mask, positions, weights = factorization_masks(
-        tf.constant(token_ids), tf.constant(padding_mask), tf.constant(is_target), (SEP, CLS),
-        tf.constant([seed, 1], tf.int64), perm_size or length, 8,
+        tf.constant(token_ids),
+        tf.constant(padding_mask),
+        tf.constant(is_target),
+        (SEP, CLS),
+        tf.constant([seed, 1], tf.int64),
+        perm_size or length,
+        8,
     )
     return token_ids, is_target, perm_mask.numpy()[0], positions.numpy()[0], weights.numpy()[0]
 
@@ -200,7 +218,9 @@ def test_last_token_pooling_ignores_padding_on_either_side():
     sequence = np.arange(2 * 4 * 3, dtype="float32").reshape(2, 4, 3)
     padding_mask = np.array([[1, 1, 1, 0], [0, 1, 1, 1]])
     pooled = np.asarray(pooler(sequence, padding_mask))
-    expected = np.tanh(np.stack([sequence[0, 2], sequence[1, 3]]) @ pooler.dense.kernel.numpy() + pooler.dense.bias.numpy())
+    expected = np.tanh(
+        np.stack([sequence[0, 2], sequence[1, 3]]) @ pooler.dense.kernel.numpy() + pooler.dense.bias.numpy()
+    )
     np.testing.assert_allclose(pooled, expected, atol=1e-5)
 
 

@@ -29,7 +29,9 @@ def _read_config(path, architecture):
         except json.JSONDecodeError as error:
             raise ValueError(f"{path} is not valid JSON: {error}") from None
     if int(raw.get("inner_group_num", 1)) != 1:
-        raise ValueError(f"{path}: inner_group_num {raw['inner_group_num']} is not supported (ALBERT's releases use 1).")
+        raise ValueError(
+            f"{path}: inner_group_num {raw['inner_group_num']} is not supported (ALBERT's releases use 1)."
+        )
     fields = {field: raw[key] for key, field in CONFIG_KEYS.items() if key in raw}
     try:
         return EncoderConfig(architecture=architecture, **fields)
@@ -64,10 +66,16 @@ def _map_heads(pretrainer, weights):
 def map_attention(block, prefix, config, weights):
     heads, head_size, hidden = config.num_heads, config.head_size, config.hidden_size
     attention = block.attention_layer
-    for name, dense in (("query", attention.query_dense), ("key", attention.key_dense), ("value", attention.value_dense)):
+    for name, dense in (
+        ("query", attention.query_dense),
+        ("key", attention.key_dense),
+        ("value", attention.value_dense),
+    ):
         weights.add(dense.kernel, f"{prefix}/self/{name}/kernel", lambda w: w.reshape(hidden, heads, head_size))
         weights.add(dense.bias, f"{prefix}/self/{name}/bias", lambda b: b.reshape(heads, head_size))
-    weights.add(attention.output_dense.kernel, f"{prefix}/output/dense/kernel", lambda w: w.reshape(heads, head_size, hidden))
+    weights.add(
+        attention.output_dense.kernel, f"{prefix}/output/dense/kernel", lambda w: w.reshape(heads, head_size, hidden)
+    )
     weights.add(attention.output_dense.bias, f"{prefix}/output/dense/bias")
 
 

@@ -81,9 +81,7 @@ def bert_config_fields(hf_config, source):
     """EncoderConfig fields from a BERT-layout `config.json` (BERT, and families that kept its names)."""
     position_type = hf_config.get("position_embedding_type", "absolute")
     if position_type != "absolute":
-        raise ValueError(
-            f"{source}: position_embedding_type {position_type!r} is not supported; expected 'absolute'."
-        )
+        raise ValueError(f"{source}: position_embedding_type {position_type!r} is not supported; expected 'absolute'.")
     required = ("vocab_size", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size")
     return renamed_fields(hf_config, BERT_CONFIG_KEYS, required, source)
 
@@ -122,7 +120,9 @@ def tied_output(hf_config):
     (transformers' `tie_word_embeddings`, true unless a config says otherwise)."""
     tied = hf_config.get("tie_word_embeddings", True)
     if not isinstance(tied, bool):
-        raise ValueError(f"config.json: tie_word_embeddings must be true or false, got {tied!r} ({type(tied).__name__}).")
+        raise ValueError(
+            f"config.json: tie_word_embeddings must be true or false, got {tied!r} ({type(tied).__name__})."
+        )
     return tied
 
 
@@ -134,11 +134,15 @@ def add_output_projection(weights, encoder, output_key, embedding_key):
         weights.add(encoder.token_embedding.reverse_embeddings, output_key, transposed)
         return
     tensors = weights.tensors
-    if output_key in tensors and embedding_key in tensors and not np.array_equal(tensors[output_key], tensors[embedding_key]):
+    if (
+        output_key in tensors
+        and embedding_key in tensors
+        and not np.array_equal(tensors[output_key], tensors[embedding_key])
+    ):
         raise ValueError(
             f"{weights.source}: config.json says tie_word_embeddings (true unless set) but {output_key} differs from "
             f"{embedding_key}; loaded tied, the LM head's logits would be wrong. If the checkpoint was trained "
-            "untied, set \"tie_word_embeddings\": false in its config.json."
+            'untied, set "tie_word_embeddings": false in its config.json.'
         )
 
 
@@ -278,7 +282,7 @@ def with_sequence_classifier(model, hf_config, weights, output, pooler=None):
 
 def without_prefix(tensors, prefix):
     """`tensors` with the base model's `prefix` ("bert.", "roberta.") taken off its names."""
-    return {key[len(prefix):] if key.startswith(prefix) else key: value for key, value in tensors.items()}
+    return {key[len(prefix) :] if key.startswith(prefix) else key: value for key, value in tensors.items()}
 
 
 def map_encoder_weights(encoder, config, weights, pooler=True, positions=lambda table: table):
@@ -288,8 +292,13 @@ def map_encoder_weights(encoder, config, weights, pooler=True, positions=lambda 
         prefix = f"encoder.layer.{index}."
         self_attention = prefix + "attention.self."
         add_attention(
-            weights, block.attention_layer, config,
-            self_attention + "query", self_attention + "key", self_attention + "value", prefix + "attention.output.dense",
+            weights,
+            block.attention_layer,
+            config,
+            self_attention + "query",
+            self_attention + "key",
+            self_attention + "value",
+            prefix + "attention.output.dense",
         )
         add_norms_and_feed_forward(
             weights,
@@ -303,4 +312,3 @@ def map_encoder_weights(encoder, config, weights, pooler=True, positions=lambda 
     if pooler:
         weights.add(encoder.pooler.dense.kernel, "pooler.dense.weight", transposed)
         weights.add(encoder.pooler.dense.bias, "pooler.dense.bias")
-

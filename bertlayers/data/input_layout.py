@@ -89,7 +89,9 @@ class InputLayout:
             else:  # as Hugging Face's tokenizers: the shorter (the first on a tie) keeps up to half
                 half = budget // 2
                 keep_a = tf.where(
-                    length_a <= length_b, tf.minimum(length_a, half), tf.minimum(length_a, budget - tf.minimum(length_b, half))
+                    length_a <= length_b,
+                    tf.minimum(length_a, half),
+                    tf.minimum(length_a, budget - tf.minimum(length_b, half)),
                 )
         keep_b = tf.minimum(length_b, budget - keep_a)
 
@@ -117,7 +119,9 @@ class InputLayout:
             last_segment = self.second_segment
         in_end = (column >= b_to) & (column < total)
         token_ids = tf.where(in_end, constant_at(end, column - b_to), token_ids)
-        end_segments = tf.constant([last_segment if s is None else s for s in (self.end_segments or (None,) * len(self.end))] or [0], tf.int32)
+        end_segments = tf.constant(
+            [last_segment if s is None else s for s in (self.end_segments or (None,) * len(self.end))] or [0], tf.int32
+        )
         segment_ids = tf.where(in_end, constant_at(end_segments, column - b_to), segment_ids)
         real = column < total  # [batch, length]
         token_ids = tf.where(real, token_ids, self.pad_id)
@@ -146,4 +150,3 @@ def _pieces_at(segment, index):
 def bert_layout(cls_id, sep_id, pad_id, segments=True):
     """`[CLS] A [SEP] B [SEP]` (BERT, ALBERT, ELECTRA; DistilBERT with `segments=False`)."""
     return InputLayout((cls_id,), (sep_id,), (sep_id,), pad_id, second_segment=1 if segments else 0)
-

@@ -161,6 +161,4 @@ def mask_example(token_ids, vocab, config, rng):
         elif draw < config.mask_token_rate + config.random_token_rate:
             output[position] = int(vocab.replacement_ids[rng.integers(len(vocab.replacement_ids))])
     positions = sorted(p for unit in units for p in unit)
-    return MaskedExample(
-        token_ids=output, positions=positions, labels=[token_ids[p] for p in positions], spans=spans
-    )
+    return MaskedExample(token_ids=output, positions=positions, labels=[token_ids[p] for p in positions], spans=spans)

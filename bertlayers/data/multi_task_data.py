@@ -32,11 +32,15 @@ def mix_tasks(task_data):
         labels = np.asarray(labels)
         weights = np.ones(labels.shape, "float32") if weights is None else np.asarray(weights, "float32")
         if len(labels) != len(np.asarray(task_data[task][0]["token_ids"])):
-            raise ValueError(f"Task {task!r}: {len(labels)} labels for {len(task_data[task][0]['token_ids'])} examples.")
+            raise ValueError(
+                f"Task {task!r}: {len(labels)} labels for {len(task_data[task][0]['token_ids'])} examples."
+            )
         if weights.shape != labels.shape:
-            raise ValueError(f"Task {task!r}: sample weights of shape {weights.shape} for labels of shape {labels.shape}.")
+            raise ValueError(
+                f"Task {task!r}: sample weights of shape {weights.shape} for labels of shape {labels.shape}."
+            )
         parts_y, parts_w = [], []
-        for other, (other_x, other_labels, _) in task_data.items():
+        for other, (other_x, _other_labels, _) in task_data.items():
             rows = len(np.asarray(other_x["token_ids"]))
             if other == task:
                 parts_y.append(labels.astype("int32"))

@@ -47,7 +47,9 @@ def write_choices(path, examples):
     """JSON lines: {"context", "choices", "label"} (atomically)."""
     from bertlayers.utils import atomic_files
 
-    lines = "".join(json.dumps({"context": e.context, "choices": list(e.choices), "label": e.label}) + "\n" for e in examples)
+    lines = "".join(
+        json.dumps({"context": e.context, "choices": list(e.choices), "label": e.label}) + "\n" for e in examples
+    )
     atomic_files.write_text(path, lines)
 
 
@@ -62,7 +64,9 @@ def read_choices(path):
             record = json.loads(line)
             context, choices, label = record["context"], record["choices"], record["label"]
         except (json.JSONDecodeError, KeyError, TypeError) as error:
-            raise ValueError(f"{where}: expected {{\"context\": str, \"choices\": [str, ...], \"label\": int}} ({error}).") from None
+            raise ValueError(
+                f'{where}: expected {{"context": str, "choices": [str, ...], "label": int}} ({error}).'
+            ) from None
         if not isinstance(context, str) or not context.strip():
             raise ValueError(f"{where}: context must be a non-empty string, got {context!r}.")
         if not isinstance(choices, list) or len(choices) < 2 or not all(isinstance(c, str) for c in choices):
@@ -73,7 +77,9 @@ def read_choices(path):
         if isinstance(label, bool) or not isinstance(label, int) or not 0 <= label < len(choices):
             raise ValueError(f"{where}: label must index the choices (0 to {len(choices) - 1}), got {label!r}.")
         if count is not None and len(choices) != count:
-            raise ValueError(f"{where}: {len(choices)} choices where the lines before have {count}; one number per file.")
+            raise ValueError(
+                f"{where}: {len(choices)} choices where the lines before have {count}; one number per file."
+            )
         count = len(choices)
         examples.append(ChoiceExample(context, tuple(choices), label))
     if not examples:
@@ -89,5 +95,7 @@ def encode_choices(packer, examples):
     choices = len(examples[0].choices)
     first = [e.context for e in examples for _ in e.choices]
     second = [c for e in examples for c in e.choices]
-    inputs = {key: value.reshape(len(examples), choices, -1) for key, value in pack_in_chunks(packer, first, second).items()}
+    inputs = {
+        key: value.reshape(len(examples), choices, -1) for key, value in pack_in_chunks(packer, first, second).items()
+    }
     return inputs, np.array([e.label for e in examples], "int32")

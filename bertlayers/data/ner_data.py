@@ -5,8 +5,8 @@ import warnings
 import numpy as np
 
 from bertlayers.data.text_files import numbered_lines
-from bertlayers.utils.atomic_files import write_text
 from bertlayers.startup import require_tensorflow
+from bertlayers.utils.atomic_files import write_text
 
 tf = require_tensorflow(__name__)
 
@@ -37,7 +37,7 @@ def write_conll(path, sentences):
 
 
 def tag_vocabulary(sentences):
-    """"O" first, then the other tags sorted."""
+    """ "O" first, then the other tags sorted."""
     tags = {tag for sentence in sentences for _, tag in sentence}
     return ["O"] + sorted(tags - {"O"})
 
@@ -75,7 +75,9 @@ def encode_sentences(sentences, tokenizer, sequence_length, tags, source, every_
         ids, starts, lengths = [], [], []
         for position, (_, tag) in enumerate(sentence):
             if tag not in index:
-                raise ValueError(f"{source}: sentence {row + 1}, word {position + 1}: unknown tag {tag!r}; known: {tags}.")
+                raise ValueError(
+                    f"{source}: sentence {row + 1}, word {position + 1}: unknown tag {tag!r}; known: {tags}."
+                )
             word_pieces = list(pieces[offset + position]) or [tokenizer.unknown_id]
             if (starts and starts[-1] < 0) or len(ids) + len(word_pieces) > room:
                 starts.append(-1)  # this word and every later one no longer fit
@@ -94,11 +96,17 @@ def encode_sentences(sentences, tokenizer, sequence_length, tags, source, every_
             f"their last words were cut (and count as predicted 'O').",
             stacklevel=2,
         )
-    ragged = tf.RaggedTensor.from_row_lengths(tf.constant([i for ids in rows for i in ids], tf.int32), [len(ids) for ids in rows])
-    inputs = tokenizer.padded(dict(zip(("token_ids", "segment_ids", "padding_mask"), layout.pack(ragged, None, sequence_length))),
-                              sequence_length)
+    ragged = tf.RaggedTensor.from_row_lengths(
+        tf.constant([i for ids in rows for i in ids], tf.int32), [len(ids) for ids in rows]
+    )
+    inputs = tokenizer.padded(
+        dict(zip(("token_ids", "segment_ids", "padding_mask"), layout.pack(ragged, None, sequence_length))),
+        sequence_length,
+    )
     # A word's position: after the padding (on the left in XLNet's layout) and the start tokens.
-    before = (sequence_length - inputs["padding_mask"].sum(axis=1) if layout.pad_left else np.zeros(n, "int64")) + len(layout.start)
+    before = (sequence_length - inputs["padding_mask"].sum(axis=1) if layout.pad_left else np.zeros(n, "int64")) + len(
+        layout.start
+    )
     word_starts = [[int(before[row]) + s if s >= 0 else -1 for s in starts] for row, starts in enumerate(word_starts)]
     labels = np.zeros((n, sequence_length), "int32")
     weights = np.zeros((n, sequence_length), "float32")

@@ -5,7 +5,6 @@ from bertlayers.startup import require_tensorflow
 tf = require_tensorflow(__name__)
 
 
-
 def padded_length(longest, sequence_length, multiple=1):
     """The length a batch is padded to: its `longest` row (rounded up to a multiple of
     `multiple`), at least 1 and at most `sequence_length` (a scalar tensor).

@@ -3,7 +3,8 @@
 import contextlib
 import dataclasses
 import os
-from typing import Callable, Optional
+from collections.abc import Callable
+from typing import Optional
 
 import keras
 import numpy as np
@@ -13,10 +14,11 @@ from bertlayers.data.pretraining_examples import create_examples
 from bertlayers.data.tfrecords import parse_records, serialize_example
 from bertlayers.data.tokenizer import wordpiece_tokenizer
 from bertlayers.data.vocabulary import VocabularyInfo
-from bertlayers.utils.atomic_files import atomic_path
 from bertlayers.startup import require_tensorflow
+from bertlayers.utils.atomic_files import atomic_path
 
 tf = require_tensorflow(__name__)
+
 
 @dataclasses.dataclass(frozen=True)
 class BatchContext:
@@ -161,8 +163,15 @@ def write_pretraining_data(
                 extra = objective.record_extras(result, token_ids, record_context) if extra_features else None
                 records.append(
                     serialize_example(
-                        token_ids, example.segment_ids, positions, labels, example.label,
-                        sequence_length, max_predictions_per_seq, extra=extra, extra_features=extra_features,
+                        token_ids,
+                        example.segment_ids,
+                        positions,
+                        labels,
+                        example.label,
+                        sequence_length,
+                        max_predictions_per_seq,
+                        extra=extra,
+                        extra_features=extra_features,
                     )
                 )
                 tokens += len(token_ids)

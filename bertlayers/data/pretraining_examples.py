@@ -123,9 +123,7 @@ def _single_segment_examples(documents, sequence_length, short_seq_prob, vocab, 
     return examples
 
 
-def create_examples(
-    documents, vocab, sequence_length, mode="nsp", short_seq_prob=0.1, rng=None, document_range=None
-):
+def create_examples(documents, vocab, sequence_length, mode="nsp", short_seq_prob=0.1, rng=None, document_range=None):
     """Packed examples from `documents` (lists of sentences, each a list of WordPiece ids).
 
     Args:

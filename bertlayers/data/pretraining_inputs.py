@@ -4,6 +4,7 @@ given), checked, and the batch stream its objective feeds to `model.fit`."""
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 from typing import Optional
 
@@ -13,8 +14,10 @@ from bertlayers.data.mlm_masking import MaskingConfig
 from bertlayers.data.pretraining_data import pretraining_dataset, write_pretraining_data
 from bertlayers.data.tfrecords import check_tfrecords
 from bertlayers.data.vocabulary import VocabularyInfo, build_wordpiece_vocabulary
-from bertlayers.utils.atomic_files import atomic_path, write_json
 from bertlayers.startup import require_tensorflow
+from bertlayers.utils.atomic_files import atomic_path, write_json
+
+logger = logging.getLogger(__name__)
 
 tf = require_tensorflow(__name__)
 
@@ -104,11 +107,14 @@ def pretraining_inputs(config, work_dir, objective, batch_size, num_train_steps,
     vocab = VocabularyInfo.from_file(vocabulary)
     files = _records(config, work_dir, objective, vocabulary)
     counts = check_tfrecords(
-        files, config.sequence_length, config.max_predictions_per_seq, vocabulary_size=vocab.size,
+        files,
+        config.sequence_length,
+        config.max_predictions_per_seq,
+        vocabulary_size=vocab.size,
         extra_features=objective.feature_lengths(config.sequence_length, config.max_predictions_per_seq),
     )
     num_records = sum(counts.values())
-    print(f"Training data: {num_records} records in {len(files)} files", flush=True)
+    logger.info(f"Training data: {num_records} records in {len(files)} files")
     dataset = pretraining_dataset(
         files,
         batch_size,
@@ -142,7 +148,7 @@ def resolve_vocabulary(config, work_dir):
     path = os.path.join(work_dir, "vocab.txt")
     if not os.path.exists(path):
         corpus = config.corpus or wikipedia_excerpt_path()
-        print(f"Training a {config.vocabulary_size}-token WordPiece vocabulary on {corpus} ...", flush=True)
+        logger.info(f"Training a {config.vocabulary_size}-token WordPiece vocabulary on {corpus} ...")
         documents = read_corpus(corpus, config.corpus_format)
         with atomic_path(path) as temporary:
             build_wordpiece_vocabulary(documents, config.vocabulary_size, temporary, lowercase=config.lowercase)
@@ -189,9 +195,9 @@ def _records(config, work_dir, objective, vocabulary):
             f"Use a new --output_dir, or delete {data_dir} to make the data again."
         )
     path = config.corpus or wikipedia_excerpt_path()
-    print(f"Reading {path} ...", flush=True)
+    logger.info(f"Reading {path} ...")
     documents = read_corpus(path, config.corpus_format)
-    print(f"Creating pretraining examples from {len(documents)} documents ...", flush=True)
+    logger.info(f"Creating pretraining examples from {len(documents)} documents ...")
     # Every worker of a multi-worker run may prepare; each writes its own staging folder and the
     # first rename wins (the contents are identical: same inputs, same seed).
     try:
@@ -212,7 +218,7 @@ def _records(config, work_dir, objective, vocabulary):
                 objective=objective,
             )
             write_json(os.path.join(staging, "data_spec.json"), spec, indent=1)
-            print(f"  {stats.examples} examples, {stats.tokens} tokens, {stats.masked} masked", flush=True)
+            logger.info(f"  {stats.examples} examples, {stats.tokens} tokens, {stats.masked} masked")
     except OSError:
         if not os.path.exists(spec_path):  # not another worker's data already in place
             raise

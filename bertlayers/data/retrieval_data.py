@@ -71,7 +71,7 @@ def read_pairs(path):
             record = json.loads(line)
             query, passage = record["query"], record["passage"]
         except (json.JSONDecodeError, KeyError, TypeError) as error:
-            raise ValueError(f"{path}:{number}: expected {{\"query\": str, \"passage\": str}} ({error}).") from None
+            raise ValueError(f'{path}:{number}: expected {{"query": str, "passage": str}} ({error}).') from None
         if not (isinstance(query, str) and isinstance(passage, str) and query.strip() and passage.strip()):
             raise ValueError(f"{path}:{number}: query and passage must be non-empty strings.")
         pairs.append(RetrievalPair(query, passage))
@@ -100,8 +100,10 @@ def check_training_pairs(pairs, batch_size, source):
     other rows' passages, so one pair (or a batch of one) has none and trains at loss 0, and rows
     that all share a query or a passage make every "negative" a positive."""
     if len(pairs) < 2 or batch_size < 2:
-        raise ValueError(f"{source}: in-batch negatives need at least two pairs a batch; got {len(pairs)} pair(s) and "
-                         f"--batch_size {batch_size}.")
+        raise ValueError(
+            f"{source}: in-batch negatives need at least two pairs a batch; got {len(pairs)} pair(s) and "
+            f"--batch_size {batch_size}."
+        )
     for what in ("query", "passage"):
         if len({getattr(p, what) for p in pairs}) < 2:
             raise ValueError(f"{source}: every pair has the same {what}; in-batch negatives need pairs that differ.")

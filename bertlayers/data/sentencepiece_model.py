@@ -8,6 +8,7 @@ import hashlib
 
 import numpy as np
 from tensorflow_text.python.ops import sentencepiece_tokenizer as tf_text_sentencepiece
+
 from bertlayers.startup import require_tensorflow
 
 tf = require_tensorflow(__name__)
@@ -63,7 +64,11 @@ class SentencePiece(tf.Module):
 
         processor = sentencepiece.SentencePieceProcessor(model_proto=model)
         self.pieces = [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
-        self.lowercase, self.strip_accents, self.replace_quotes = bool(lowercase), bool(strip_accents), bool(replace_quotes)
+        self.lowercase, self.strip_accents, self.replace_quotes = (
+            bool(lowercase),
+            bool(strip_accents),
+            bool(replace_quotes),
+        )
         self._id_map = None if id_map is None else tf.constant(np.asarray(id_map, "int32"))
         self._model = tf_text.SentencepieceTokenizer(model=model, out_type=tf.int32)
         self._model._model_resource = _NamedModelResource(model, None)

@@ -84,7 +84,7 @@ def read_squad(path):
                     if context[start : start + len(text)] != text:
                         raise ValueError(
                             f"{where_q}: answer {text!r} is not at character {start} "
-                            f"of its context (found {context[start:start + len(text)]!r})."
+                            f"of its context (found {context[start : start + len(text)]!r})."
                         )
                     answers.append((text, start))
                 if not impossible and not answers:
@@ -158,7 +158,7 @@ def tokenize_with_offsets(texts, tokenizer, lowercase=True):
     results, offset = [], 0
     for text, tokens in zip(texts, basic):
         result = []
-        for word, ((normalized, start, end), ids) in enumerate(zip(tokens, pieces[offset : offset + len(tokens)])):
+        for word, ((_normalized, start, end), ids) in enumerate(zip(tokens, pieces[offset : offset + len(tokens)])):
             ids = list(ids)
             if not ids or unk in ids:
                 result.append((unk, start, end, word))  # BERT's WordPiece turns a whole failing token into [UNK]
@@ -191,7 +191,9 @@ def _word_spans(texts, tokenizer):
     the byte spans turned into character spans of the original text."""
     if not texts:
         return []
-    ids, starts, ends, starts_word, _ = (x.to_list() for x in tokenizer.tokenize_with_offsets(tf.constant(texts, tf.string)))
+    ids, starts, ends, starts_word, _ = (
+        x.to_list() for x in tokenizer.tokenize_with_offsets(tf.constant(texts, tf.string))
+    )
     results = []
     for text, row in zip(texts, zip(ids, starts, ends, starts_word)):
         # Byte b of the UTF-8 text lies in character char_at[b]; one more entry for the end.
@@ -238,7 +240,9 @@ def make_windows(examples, tokenizer, sequence_length=384, doc_stride=128, max_q
     if not examples:
         raise ValueError("make_windows: no questions to window.")
     layout = _layout(tokenizer)
-    end_segments = [layout.second_segment if s is None else s for s in (layout.end_segments or (None,) * len(layout.end))]
+    end_segments = [
+        layout.second_segment if s is None else s for s in (layout.end_segments or (None,) * len(layout.end))
+    ]
     questions = tokenize_with_offsets([e.question for e in examples], tokenizer, lowercase)
     contexts = tokenize_with_offsets([e.context for e in examples], tokenizer, lowercase)
     rows = collections.defaultdict(list)
@@ -247,7 +251,9 @@ def make_windows(examples, tokenizer, sequence_length=384, doc_stride=128, max_q
         query = [t for t, *_ in question][:max_query_length]
         room = sequence_length - len(query) - layout.special_tokens(pair=True)
         if room <= 0:
-            raise ValueError(f"Question {example.qid}: sequence_length {sequence_length} leaves no room for the context.")
+            raise ValueError(
+                f"Question {example.qid}: sequence_length {sequence_length} leaves no room for the context."
+            )
         answer = None
         if example.answers and not example.is_impossible:
             text, start_char = example.answers[0]
@@ -263,7 +269,13 @@ def make_windows(examples, tokenizer, sequence_length=384, doc_stride=128, max_q
                 break
             start += min(length, doc_stride)
         for window_start, length in windows:
-            ids = [*layout.start, *query, *layout.between, *(t for t, *_ in context[window_start : window_start + length]), *layout.end]
+            ids = [
+                *layout.start,
+                *query,
+                *layout.between,
+                *(t for t, *_ in context[window_start : window_start + length]),
+                *layout.end,
+            ]
             offset = len(layout.start) + len(query) + len(layout.between)
             # The summary token: the first ([CLS], <s>), or XLNet's <cls> at the end.
             null = 0 if layout.start else len(ids) - 1
@@ -294,8 +306,14 @@ def make_windows(examples, tokenizer, sequence_length=384, doc_stride=128, max_q
             max_context.append(best)
     inputs = {k: np.array(rows[k], "int32") for k in ("token_ids", "segment_ids", "padding_mask", "span_mask")}
     return SquadFeatures(
-        inputs, np.array(rows["start"], "int32"), np.array(rows["end"], "int32"),
-        np.array(rows["example"], "int32"), token_spans, word_edges, max_context, np.array(rows["null"], "int32"),
+        inputs,
+        np.array(rows["start"], "int32"),
+        np.array(rows["end"], "int32"),
+        np.array(rows["example"], "int32"),
+        token_spans,
+        word_edges,
+        max_context,
+        np.array(rows["null"], "int32"),
     )
 
 
@@ -317,8 +335,14 @@ def _has_max_context(windows, current_start, token):
 
 
 def decode_answers(
-    examples, features, start_logits, end_logits, n_best_size=20, max_answer_length=30,
-    version_2=False, null_score_diff_threshold=0.0,
+    examples,
+    features,
+    start_logits,
+    end_logits,
+    n_best_size=20,
+    max_answer_length=30,
+    version_2=False,
+    null_score_diff_threshold=0.0,
 ):
     """Best answer text per question id, from the windows' start/end logits.
 

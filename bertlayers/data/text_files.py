@@ -8,7 +8,9 @@ def numbered_lines(path):
     with open(path, "rb") as f:
         for number, raw in enumerate(f, 1):
             if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raise ValueError(f"{path}:1: starts with a UTF-8 byte-order mark (BOM); save the file as UTF-8 without one.")
+                raise ValueError(
+                    f"{path}:1: starts with a UTF-8 byte-order mark (BOM); save the file as UTF-8 without one."
+                )
             try:
                 yield number, raw.decode("utf-8")
             except UnicodeDecodeError as error:

@@ -15,11 +15,19 @@ keep their names and meaning, so such records still train every other recipe.
 import os
 
 import numpy as np
+
 from bertlayers.startup import require_tensorflow
 
 tf = require_tensorflow(__name__)
 
-INT_FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids", "next_sentence_labels")
+INT_FEATURES = (
+    "input_ids",
+    "input_mask",
+    "segment_ids",
+    "masked_lm_positions",
+    "masked_lm_ids",
+    "next_sentence_labels",
+)
 FLOAT_FEATURES = ("masked_lm_weights",)
 
 
@@ -51,8 +59,15 @@ def _padded(values, length, dtype):
 
 
 def serialize_example(
-    token_ids, segment_ids, positions, labels, next_sentence_label, sequence_length, max_predictions_per_seq,
-    extra=None, extra_features=None,
+    token_ids,
+    segment_ids,
+    positions,
+    labels,
+    next_sentence_label,
+    sequence_length,
+    max_predictions_per_seq,
+    extra=None,
+    extra_features=None,
 ):
     """One record, padded to the fixed lengths; `extra` holds {name: int list} for the
     `extra_features` ({name: length})."""
@@ -116,7 +131,9 @@ def check_tfrecords(
     return counts
 
 
-def _count_and_check_ranges(path, sequence_length, max_predictions_per_seq, vocabulary_size, type_vocab_size, extra_features):
+def _count_and_check_ranges(
+    path, sequence_length, max_predictions_per_seq, vocabulary_size, type_vocab_size, extra_features
+):
     """One pass over a file (its first record already checked): the record count, and every
     id, segment, position and mask value within its range."""
     limits = {
@@ -128,8 +145,10 @@ def _count_and_check_ranges(path, sequence_length, max_predictions_per_seq, voca
     }
     low = {name: np.inf for name in limits}
     high = {name: -np.inf for name in limits}
-    batches = tf.data.TFRecordDataset(path).batch(4096).map(
-        lambda s: parse_records(s, sequence_length, max_predictions_per_seq, extra_features)
+    batches = (
+        tf.data.TFRecordDataset(path)
+        .batch(4096)
+        .map(lambda s: parse_records(s, sequence_length, max_predictions_per_seq, extra_features))
     )
     count = 0
     try:
@@ -176,7 +195,11 @@ def _check_first_record(path, serialized, expected):
             raise ValueError(f"{path}: feature {name} is a {kind}, expected {want}.")
         actual = len(getattr(feature, kind).value)
         if actual != length:
-            what = "sequence_length" if length == expected["input_ids"] and name != "masked_lm_positions" else "max_predictions_per_seq"
+            what = (
+                "sequence_length"
+                if length == expected["input_ids"] and name != "masked_lm_positions"
+                else "max_predictions_per_seq"
+            )
             if name == "next_sentence_labels":
                 what = "1"
             raise ValueError(

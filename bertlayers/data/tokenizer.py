@@ -24,11 +24,15 @@ def load_vocabulary(path):
         # Whitespace at a token's end never matches (WordPiece splits on it) but is harmless: keras-hub's
         # vocabulary trainer writes " " and "## ". Inside a token it is another format's line ("tok\t-3.4").
         if not token or any(character.isspace() for character in token.strip()):
-            raise ValueError(f"{path}:{number}: the token {token!r} is empty or holds whitespace inside; a WordPiece "
-                             "vocab.txt has one token per line.")
+            raise ValueError(
+                f"{path}:{number}: the token {token!r} is empty or holds whitespace inside; a WordPiece "
+                "vocab.txt has one token per line."
+            )
         if token in lines:
-            raise ValueError(f"{path}:{number}: the token {token!r} is on line {lines[token]} already; each token "
-                             "must be listed once (its line gives its id).")
+            raise ValueError(
+                f"{path}:{number}: the token {token!r} is on line {lines[token]} already; each token "
+                "must be listed once (its line gives its id)."
+            )
         lines[token] = number
         vocabulary.append(token)
     missing = [token for token in SPECIAL_TOKENS if token not in vocabulary]

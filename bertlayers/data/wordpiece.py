@@ -34,8 +34,12 @@ class InGraphTokenizer(tf.Module):
         self.lowercase = bool(lowercase)
         self.normalizer = tf_text.FastBertNormalizer(lower_case_nfd_strip_accents=self.lowercase)
         self.wordpiece = tf_text.FastWordpieceTokenizer(
-            tokens, suffix_indicator="##", unknown_token="[UNK]", no_pretokenization=False,
-            token_out_type=tf.int32, support_detokenization=False,
+            tokens,
+            suffix_indicator="##",
+            unknown_token="[UNK]",
+            no_pretokenization=False,
+            token_out_type=tf.int32,
+            support_detokenization=False,
         )
         # A word's first piece is the only one without the "##" prefix.
         self._continues_word = tf.constant([t.startswith("##") for t in tokens])

@@ -1,10 +1,15 @@
 """SavedModel export for TF Serving: token ids in, and raw text in."""
 
+from bertlayers.data.wordpiece import InGraphTokenizer
 from bertlayers.export.saved_model import export_for_serving, next_version, recover_exports, write_models_config
 from bertlayers.export.serving_outputs import (
-    ClassifierOutputs, EncoderOutputs, ModelOutputs, MultiTaskOutputs, SpanOutputs, TaggerOutputs,
+    ClassifierOutputs,
+    EncoderOutputs,
+    ModelOutputs,
+    MultiTaskOutputs,
+    SpanOutputs,
+    TaggerOutputs,
 )
-from bertlayers.data.wordpiece import InGraphTokenizer
 
 __all__ = [
     "ClassifierOutputs",

@@ -104,8 +104,10 @@ def checked_rows_have_tokens(padding_mask):
             tf.equal(tf.shape(padding_mask)[0], 0),
             tf.logical_and(length > 0, tf.reduce_all(tf.reduce_max(padding_mask, axis=1) > 0)),
         ),
-        ["every sequence needs at least one real token (padding_mask 1, token id not [PAD]); "
-         "real tokens per row:", tf.reduce_sum(padding_mask, axis=1)],
+        [
+            "every sequence needs at least one real token (padding_mask 1, token id not [PAD]); real tokens per row:",
+            tf.reduce_sum(padding_mask, axis=1),
+        ],
     )
     return _after([check], {"padding_mask": padding_mask})["padding_mask"]
 

@@ -13,11 +13,13 @@ finishes a pair whose renames a kill interrupted); the weights are stored once (
 """
 
 import json
+import logging
 import os
 import re
 import shutil
 import uuid
 
+from bertlayers.convert.model_files import recorded_vocabulary
 from bertlayers.data.checkpoint_tokenizer import CheckpointTokenizer, TokenizerFiles
 from bertlayers.data.tokenizer import ModelVocabulary, check_vocabulary_fits
 from bertlayers.data.wordpiece import InGraphTokenizer
@@ -27,15 +29,17 @@ from bertlayers.export.serving_outputs import (
     check_servable,
     default_outputs,
 )
-from bertlayers.convert.model_files import recorded_vocabulary
 from bertlayers.layers.masking import mask_logits
 from bertlayers.models.encoder_model import EncoderModel
 from bertlayers.networks.encoder_base import EncoderBase
 from bertlayers.networks.input_limits import input_limits
-from bertlayers.utils import atomic_files
 from bertlayers.startup import require_tensorflow
+from bertlayers.utils import atomic_files
+
+logger = logging.getLogger(__name__)
 
 tf = require_tensorflow(__name__)
+
 
 class _Servable(tf.Module):
     """The model's computation with named, batch-first outputs; variables tracked once."""
@@ -88,7 +92,11 @@ def _id_signatures(servable, sequence_length, truncate):
     def prepare(token_ids, segment_ids=None, padding_mask=None):
         given = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
         inputs = checked_id_request(
-            {name: given[name] for name in names}, sequence_length, limits.vocabulary_size, limits.type_vocab_size, truncate
+            {name: given[name] for name in names},
+            sequence_length,
+            limits.vocabulary_size,
+            limits.type_vocab_size,
+            truncate,
         )
         # The model runs at the request's own length (no padding to the exported one).
         return servable.run(inputs)
@@ -140,7 +148,11 @@ def _text_signatures(servable, tokenizer, sequence_length, truncate):
                 question_ids, context_ids, sequence_length, truncation=tokenizer.truncation, truncate=truncate
             )
             # Context token k sits after the special tokens and the question.
-            offset = tf.cast(question_ids.row_lengths(), tf.int32) + len(tokenizer.layout.start) + len(tokenizer.layout.between)
+            offset = (
+                tf.cast(question_ids.row_lengths(), tf.int32)
+                + len(tokenizer.layout.start)
+                + len(tokenizer.layout.between)
+            )
 
             def at_positions(flags):  # ragged [b, (context)] → [b, seq], False outside the context
                 before = tf.ragged.range(tf.zeros_like(offset), offset) < 0
@@ -154,7 +166,10 @@ def _text_signatures(servable, tokenizer, sequence_length, truncate):
             outputs = run_ids(token_ids, segment_ids, padding_mask, span_mask)
 
             start, end, score, null_score = best_span(
-                outputs["start_logits"], outputs["end_logits"], at_positions(starts_word), at_positions(ends_word),
+                outputs["start_logits"],
+                outputs["end_logits"],
+                at_positions(starts_word),
+                at_positions(ends_word),
                 outputs_kind.max_answer_length,
             )
             first, last = start - offset, end - offset
@@ -227,8 +242,14 @@ def check_same_endpoint(model_dir, staged_dir):
     """Refuse a new version whose signatures (their names, inputs or outputs) differ from the newest
     version's in `model_dir`: TF Serving serves the newest version, so its clients would find the
     endpoint's inputs changed under them (a text model replaced by an ids model, say)."""
-    versions = sorted((int(n) for n in os.listdir(model_dir) if n.isdigit()
-                       and os.path.isfile(os.path.join(model_dir, n, "saved_model.pb"))), reverse=True)
+    versions = sorted(
+        (
+            int(n)
+            for n in os.listdir(model_dir)
+            if n.isdigit() and os.path.isfile(os.path.join(model_dir, n, "saved_model.pb"))
+        ),
+        reverse=True,
+    )
     if not versions:
         return
     newest = os.path.join(model_dir, str(versions[0]))
@@ -326,7 +347,8 @@ def write_models_config(base_dir):
     (a `stale.partial/`, an empty folder) are not listed.
     """
     names = sorted(
-        n for n in os.listdir(base_dir)
+        n
+        for n in os.listdir(base_dir)
         if re.fullmatch(r"[A-Za-z0-9_.-]+", n) and not n.startswith(".") and is_model_folder(os.path.join(base_dir, n))
     )
     entries = "".join(
@@ -365,9 +387,21 @@ def in_precision(model, precision):
 
 
 def export_for_serving(
-    model, name, base_dir="savedmodels", vocabulary=None, lowercase=None, text=True, outputs=None,
-    sequence_length=128, truncate=False, version=None, max_query_length=64, max_answer_length=30, label_names=None,
-    precision="float32", verbose=False,
+    model,
+    name,
+    base_dir="savedmodels",
+    vocabulary=None,
+    lowercase=None,
+    text=True,
+    outputs=None,
+    sequence_length=128,
+    truncate=False,
+    version=None,
+    max_query_length=64,
+    max_answer_length=30,
+    label_names=None,
+    precision="float32",
+    verbose=False,
 ):
     """Export `model` as NAME (ids in) and NAME_text (strings in, tokenized in the graph).
 
@@ -421,7 +455,9 @@ def export_for_serving(
     input_names = check_servable(model, outputs.extra_inputs)
     limits = input_limits(model)
     if sequence_length > limits.max_sequence_length:
-        raise ValueError(f"sequence_length {sequence_length} exceeds the model's max_sequence_length {limits.max_sequence_length}.")
+        raise ValueError(
+            f"sequence_length {sequence_length} exceeds the model's max_sequence_length {limits.max_sequence_length}."
+        )
     tokenizer = None
     if text:
         recorded = recorded_vocabulary(model)
@@ -438,7 +474,9 @@ def export_for_serving(
         else:
             if isinstance(vocabulary, ModelVocabulary):
                 vocabulary, lowercase = vocabulary.tokens, vocabulary.lowercase if lowercase is None else lowercase
-            tokenizer = InGraphTokenizer(check_vocabulary_fits(vocabulary, limits.vocabulary_size), True if lowercase is None else lowercase)
+            tokenizer = InGraphTokenizer(
+                check_vocabulary_fits(vocabulary, limits.vocabulary_size), True if lowercase is None else lowercase
+            )
         if outputs.text_kind == "question_context" and not tokenizer.layout.start:
             raise ValueError(
                 "A question-answering text model reads the null answer at the first token; this model's layout "
@@ -449,12 +487,38 @@ def export_for_serving(
     # One export at a time into a base: versions are numbered, staged, committed and listed in
     # models.config against what the folder holds, and a second writer would race all four.
     with atomic_files.locked(base_dir, "export into"):
-        return _export(model, outputs, input_names, limits, name, names, base_dir, tokenizer, sequence_length, truncate,
-                       version, precision, verbose)
+        return _export(
+            model,
+            outputs,
+            input_names,
+            limits,
+            name,
+            names,
+            base_dir,
+            tokenizer,
+            sequence_length,
+            truncate,
+            version,
+            precision,
+            verbose,
+        )
 
 
-def _export(model, outputs, input_names, limits, name, names, base_dir, tokenizer, sequence_length, truncate, version,
-            precision, verbose):
+def _export(
+    model,
+    outputs,
+    input_names,
+    limits,
+    name,
+    names,
+    base_dir,
+    tokenizer,
+    sequence_length,
+    truncate,
+    version,
+    precision,
+    verbose,
+):
     recover_exports(base_dir)
     if version is None:
         version = max(next_version(os.path.join(base_dir, n)) for n in names)
@@ -476,7 +540,7 @@ def _export(model, outputs, input_names, limits, name, names, base_dir, tokenize
             if n.endswith("_text"):  # the tokenizer's tables and files travel with the text model
                 servable.tokenizer = tokenizer.tokenizer if isinstance(tokenizer, CheckpointTokenizer) else tokenizer
             if verbose:
-                print(f"Writing {finals[n]} ({len(signatures[n])} signatures) ...", flush=True)
+                logger.info(f"Writing {finals[n]} ({len(signatures[n])} signatures) ...")
             staged[staging] = finals[n]
             tf.saved_model.save(servable, staging, signatures=signatures[n])
             check_same_endpoint(os.path.join(base_dir, n), staging)

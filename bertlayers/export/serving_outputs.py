@@ -102,7 +102,9 @@ def check_servable(model, extra_inputs=()):
         )
     scalar = [name for name, tensor in symbolic_outputs(model).items() if len(tensor.shape) == 0]
     if scalar:
-        raise ValueError(f"Outputs {scalar} of {model.name!r} have no batch axis; a served output is one row per request.")
+        raise ValueError(
+            f"Outputs {scalar} of {model.name!r} have no batch axis; a served output is one row per request."
+        )
     return [n for n in ID_INPUTS if n in names]
 
 
@@ -156,7 +158,9 @@ class ClassifierOutputs(ModelOutputs):
     def __call__(self, model, inputs):
         outputs = call_model(model, inputs)
         if self.output not in outputs:
-            raise ValueError(f"ClassifierOutputs reads output {self.output!r}; {model.name!r} returns {sorted(outputs)}.")
+            raise ValueError(
+                f"ClassifierOutputs reads output {self.output!r}; {model.name!r} returns {sorted(outputs)}."
+            )
         return self.read(outputs)
 
     def read(self, outputs):
@@ -202,9 +206,12 @@ class MultiTaskOutputs(ModelOutputs):
 
     def bind(self, model):
         if not isinstance(model, MultiTask):
-            raise ValueError(f"MultiTaskOutputs serves a MultiTask model's heads; {model.name!r} is a {type(model).__name__}.")
+            raise ValueError(
+                f"MultiTaskOutputs serves a MultiTask model's heads; {model.name!r} is a {type(model).__name__}."
+            )
         self.readers = {
-            task: ClassifierOutputs(spec.label_names, output=task).bind(model) if spec.kind == "classification"
+            task: ClassifierOutputs(spec.label_names, output=task).bind(model)
+            if spec.kind == "classification"
             else TaggerOutputs(output=task, decoded=None)
             for task, spec in model.tasks.items()
         }
@@ -213,7 +220,11 @@ class MultiTaskOutputs(ModelOutputs):
 
     def __call__(self, model, inputs):
         outputs = call_model(model, inputs)
-        return {f"{task}_{name}": value for task, reader in self.readers.items() for name, value in reader.read(outputs).items()}
+        return {
+            f"{task}_{name}": value
+            for task, reader in self.readers.items()
+            for name, value in reader.read(outputs).items()
+        }
 
 
 class SpanOutputs(ModelOutputs):

@@ -6,7 +6,8 @@ registry is filled by importing `bertlayers.families`, which importing this modu
 """
 
 import dataclasses
-from typing import Callable, Optional
+from collections.abc import Callable
+from typing import Optional
 
 from bertlayers.utils.validation import Range
 

@@ -23,9 +23,7 @@ def canonical_activation(name):
     """The canonical name for `name`, or a ValueError listing the known ones."""
     name = _ALIASES.get(name, name)
     if name not in _ACTIVATIONS:
-        raise ValueError(
-            f"Unknown activation {name!r}; known activations: {', '.join(activation_names())}."
-        )
+        raise ValueError(f"Unknown activation {name!r}; known activations: {', '.join(activation_names())}.")
     return name
 
 

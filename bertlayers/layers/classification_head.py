@@ -115,9 +115,7 @@ class NextSentenceHead(ClassificationHead):
     _FIXED = ("num_classes", "inner_dim", "activation", "dropout")
 
     def __init__(self, kernel_initializer=None, **kwargs):
-        super().__init__(
-            num_classes=2, inner_dim=0, dropout=0.0, kernel_initializer=kernel_initializer, **kwargs
-        )
+        super().__init__(num_classes=2, inner_dim=0, dropout=0.0, kernel_initializer=kernel_initializer, **kwargs)
 
     def get_config(self):
         config = super().get_config()

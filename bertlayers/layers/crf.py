@@ -66,7 +66,9 @@ class LinearChainCRF(keras.layers.Layer):
 
     def build(self, emissions_shape=None, padding_mask_shape=None, tags_shape=None):
         tags = self.num_tags
-        self.transitions = self.add_weight(name="transitions", shape=(tags, tags), initializer=clone_initializer(self.initializer))
+        self.transitions = self.add_weight(
+            name="transitions", shape=(tags, tags), initializer=clone_initializer(self.initializer)
+        )
         self.start_transitions = self.add_weight(name="start_transitions", shape=(tags,), initializer="zeros")
         self.end_transitions = self.add_weight(name="end_transitions", shape=(tags,), initializer="zeros")
         self.built = True
@@ -109,7 +111,9 @@ class LinearChainCRF(keras.layers.Layer):
             score, previous = carry[:, 0], ops.cast(carry[:, 1], "int32")  # [B], [B] (-1: no real token yet)
             emission, tag, real = inputs[:, :-2], ops.cast(inputs[:, -2], "int32"), ops.not_equal(inputs[:, -1], 0)
             emitted = ops.take_along_axis(emission, tag[:, None], axis=1)[:, 0]
-            from_previous = ops.take_along_axis(ops.take(transitions, ops.maximum(previous, 0), axis=0), tag[:, None], axis=1)[:, 0]
+            from_previous = ops.take_along_axis(
+                ops.take(transitions, ops.maximum(previous, 0), axis=0), tag[:, None], axis=1
+            )[:, 0]
             moved = ops.where(previous >= 0, from_previous, ops.take(start, tag))
             score = ops.where(real, score + emitted + moved, score)
             return ops.stack([score, ops.cast(ops.where(real, tag, previous), "float32")], axis=1), None

@@ -42,8 +42,11 @@ class GatedFeedForward(keras.layers.Layer):
 
     def _dense(self, units, name):
         return keras.layers.Dense(
-            units, use_bias=self.use_bias, kernel_initializer=clone_initializer(self.kernel_initializer),
-            dtype=self.dtype_policy, name=name,
+            units,
+            use_bias=self.use_bias,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            dtype=self.dtype_policy,
+            name=name,
         )
 
     def build(self, inputs_shape):

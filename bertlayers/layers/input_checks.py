@@ -45,9 +45,7 @@ def check_integer_ids(tensor, name):
 
 def check_rank(tensor, rank, name, layout):
     if len(tensor.shape) != rank:
-        raise ValueError(
-            f"{name} must have rank {rank} ({layout}), got shape {tuple(tensor.shape)}."
-        )
+        raise ValueError(f"{name} must have rank {rank} ({layout}), got shape {tuple(tensor.shape)}.")
 
 
 def check_same_shape(tensors):
@@ -69,7 +67,12 @@ def check_same_shape(tensors):
         ):
             raise ValueError(f"{message}; got {shape} and {first_shape}.")
         tf = _tensorflow_backend()
-        if None in shape + first_shape and tf and not tf.executing_eagerly() and not isinstance(tensor, keras.KerasTensor):
+        if (
+            None in shape + first_shape
+            and tf
+            and not tf.executing_eagerly()
+            and not isinstance(tensor, keras.KerasTensor)
+        ):
             check = tf.debugging.Assert(
                 tf.reduce_all(tf.equal(tf.shape(tensor), tf.shape(first))),
                 [message + "; got", tf.shape(tensor), tf.shape(first)],
@@ -166,9 +169,7 @@ def check_padding_mask(mask, name="padding_mask", real_first=False):
             rows = values.reshape(-1, values.shape[-1]) != 0
             empty = np.flatnonzero(~rows.any(axis=1))
             if empty.size:
-                raise ValueError(
-                    f"{name} row {empty[0]} has no real token (all 0): every sequence needs at least one."
-                )
+                raise ValueError(f"{name} row {empty[0]} has no real token (all 0): every sequence needs at least one.")
             left = np.flatnonzero(~rows[:, 0])
             if real_first and left.size:
                 raise ValueError(_LEFT_PADDING.format(name=name, row=left[0]))
@@ -180,20 +181,28 @@ def check_padding_mask(mask, name="padding_mask", real_first=False):
     checks = [
         tf.debugging.Assert(
             tf.reduce_all(tf.logical_or(tf.equal(values, 0), tf.equal(values, 1))),
-            [f"{name} must be 1 at real tokens and 0 at padding; its min and max are",
-             tf.reduce_min(values), tf.reduce_max(values)],
+            [
+                f"{name} must be 1 at real tokens and 0 at padding; its min and max are",
+                tf.reduce_min(values),
+                tf.reduce_max(values),
+            ],
         ),
         tf.debugging.Assert(
             tf.logical_and(tf.shape(values)[1] > 0, tf.reduce_all(tf.reduce_max(values, axis=1) > 0)),
-            [f"{name} has a row with no real token (all 0), or no positions; every sequence needs at least one. "
-             "Real tokens per row:", tf.reduce_sum(values, axis=1)],
+            [
+                f"{name} has a row with no real token (all 0), or no positions; every sequence needs at least one. "
+                "Real tokens per row:",
+                tf.reduce_sum(values, axis=1),
+            ],
         ),
     ]
     if real_first:
-        checks.append(tf.debugging.Assert(
-            tf.reduce_all(tf.equal(values[:, 0], 1)),
-            [_LEFT_PADDING.format(name=name, row="of this batch") + " First position per row:", values[:, 0]],
-        ))
+        checks.append(
+            tf.debugging.Assert(
+                tf.reduce_all(tf.equal(values[:, 0], 1)),
+                [_LEFT_PADDING.format(name=name, row="of this batch") + " First position per row:", values[:, 0]],
+            )
+        )
     with tf.control_dependencies(checks):
         return tf.identity(mask)
 
@@ -206,8 +215,11 @@ def check_encoder_values(inputs, vocabulary_size, type_vocab_size, max_sequence_
     values cannot be checked: there a JAX gather reads id -1 as the last row and an id past the
     table as NaN, a TensorFlow graph under XLA drops its assertions.
     """
-    ids = {prefix + name: inputs[prefix + name] for name in ("token_ids", "segment_ids", "padding_mask")
-           if inputs.get(prefix + name) is not None}
+    ids = {
+        prefix + name: inputs[prefix + name]
+        for name in ("token_ids", "segment_ids", "padding_mask")
+        if inputs.get(prefix + name) is not None
+    }
     if not ids:
         return
     check_same_shape(ids)

@@ -98,9 +98,7 @@ class MaskedLMHead(keras.layers.Layer):
                 name="output",
             )
             self.output_dense.build(gathered_shape[:-1] + (width,))
-        self.output_bias = self.add_weight(
-            name="output_bias", shape=(self.vocabulary_size,), initializer="zeros"
-        )
+        self.output_bias = self.add_weight(name="output_bias", shape=(self.vocabulary_size,), initializer="zeros")
         self.built = True
 
     def call(self, sequence, masked_positions=None):
@@ -118,7 +116,9 @@ class MaskedLMHead(keras.layers.Layer):
         return logits
 
     def compute_output_shape(self, sequence_shape, masked_positions_shape=None):
-        positions_shape = tuple(sequence_shape[:-1]) if masked_positions_shape is None else tuple(masked_positions_shape)
+        positions_shape = (
+            tuple(sequence_shape[:-1]) if masked_positions_shape is None else tuple(masked_positions_shape)
+        )
         return positions_shape + (self.vocabulary_size,)
 
     def compute_output_spec(self, sequence, masked_positions=None):
@@ -129,9 +129,7 @@ class MaskedLMHead(keras.layers.Layer):
         config = super().get_config()
         config.update(
             {
-                "token_embedding": (
-                    keras.layers.serialize(self.token_embedding) if self.token_embedding else None
-                ),
+                "token_embedding": (keras.layers.serialize(self.token_embedding) if self.token_embedding else None),
                 "vocabulary_size": self.vocabulary_size,
                 "activation": self.activation,
                 "layer_norm_epsilon": self.layer_norm_epsilon,

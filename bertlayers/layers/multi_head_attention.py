@@ -124,11 +124,7 @@ class MultiHeadAttention(keras.layers.Layer):
         TensorFlow's form is the same einsums as below, which its own graph optimizer already
         fuses. Not when the probabilities are asked for, nor under attention dropout, which the
         fused kernels do not apply."""
-        return (
-            keras.backend.backend() == "jax"
-            and not return_attention_scores
-            and not (training and self.dropout > 0)
-        )
+        return keras.backend.backend() == "jax" and not return_attention_scores and not (training and self.dropout > 0)
 
     def get_config(self):
         config = super().get_config()

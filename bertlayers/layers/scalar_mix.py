@@ -21,9 +21,7 @@ class ScalarMix(keras.layers.Layer):
         if not isinstance(layers_shape, (list, tuple)) or not layers_shape:
             raise ValueError("ScalarMix takes a non-empty list of layer outputs.")
         self.num_layers = len(layers_shape)
-        self.layer_weights = self.add_weight(
-            name="layer_weights", shape=(self.num_layers,), initializer="zeros"
-        )
+        self.layer_weights = self.add_weight(name="layer_weights", shape=(self.num_layers,), initializer="zeros")
         self.gamma = self.add_weight(name="gamma", shape=(), initializer="ones")
         self.built = True
 

@@ -14,8 +14,8 @@ from bertlayers.layers.masking import (
     local_attention_mask,
     merge_attention_masks,
 )
-from bertlayers.layers.registered import registered_class, registered_name
 from bertlayers.layers.multi_head_attention import MultiHeadAttention
+from bertlayers.layers.registered import registered_class, registered_name
 from bertlayers.layers.token_rows import on_token_rows
 
 
@@ -132,9 +132,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
     def build(self, inputs_shape, padding_mask_shape=None, attention_mask_shape=None):
         hidden_size = inputs_shape[-1]
         if hidden_size % self.num_heads:
-            raise ValueError(
-                f"hidden size {hidden_size} is not divisible by num_heads {self.num_heads}."
-            )
+            raise ValueError(f"hidden size {hidden_size} is not divisible by num_heads {self.num_heads}.")
         if self.attention_layer is None:
             self.attention_layer = MultiHeadAttention(
                 num_heads=self.num_heads,
@@ -166,7 +164,9 @@ class TransformerEncoderBlock(keras.layers.Layer):
     def computes_rows(self):
         """Whether `output_positions` may be used: the attention layer is told where its queries
         sit (or is the default one), so rows computed alone equal the full output's rows."""
-        return self.attention_layer is None or "query_positions" in inspect.signature(self.attention_layer.call).parameters
+        return (
+            self.attention_layer is None or "query_positions" in inspect.signature(self.attention_layer.call).parameters
+        )
 
     def _feed_forward(self, rows, training):
         if self.feed_forward_layer is not None:
@@ -193,11 +193,13 @@ class TransformerEncoderBlock(keras.layers.Layer):
         output_positions=None,
         training=None,
     ):
-        for allowed in (causal_attention_mask(inputs) if use_causal_mask else None,
-                        local_attention_mask(inputs, self.attention_window) if self.attention_window else None):
+        for allowed in (
+            causal_attention_mask(inputs) if use_causal_mask else None,
+            local_attention_mask(inputs, self.attention_window) if self.attention_window else None,
+        ):
             if allowed is not None:  # [B, S, S]
-                attention_mask = allowed if attention_mask is None else ops.logical_and(
-                    ops.cast(attention_mask, "bool"), allowed
+                attention_mask = (
+                    allowed if attention_mask is None else ops.logical_and(ops.cast(attention_mask, "bool"), allowed)
                 )
         mask = merge_attention_masks(padding_mask, attention_mask)  # [B, 1 or S, S]
         residual = _rows_at(inputs, output_positions)  # [B, S or P, H]
@@ -213,7 +215,11 @@ class TransformerEncoderBlock(keras.layers.Layer):
         query = _rows_at(x, output_positions)  # [B, S or P, H]
         positions = {"query_positions": output_positions} if self.computes_rows else {}
         attended = self.attention_layer(
-            query, x, attention_mask=mask, return_attention_scores=return_attention_scores, training=training,
+            query,
+            x,
+            attention_mask=mask,
+            return_attention_scores=return_attention_scores,
+            training=training,
             **positions,
         )
         if return_attention_scores:
@@ -247,9 +253,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
                 "use_bias": self.use_bias,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "attention_layer": (
-                    keras.saving.serialize_keras_object(self.attention_layer)
-                    if self._attention_was_given
-                    else None
+                    keras.saving.serialize_keras_object(self.attention_layer) if self._attention_was_given else None
                 ),
                 "feed_forward_layer": (
                     keras.saving.serialize_keras_object(self.feed_forward_layer)

@@ -2,7 +2,12 @@
 MRR@10 / nDCG@10 / recall@k)."""
 
 from bertlayers.metrics.classification import (
-    accuracy, classification_metrics, f1, matthews_correlation, pearson, spearman,
+    accuracy,
+    classification_metrics,
+    f1,
+    matthews_correlation,
+    pearson,
+    spearman,
 )
 from bertlayers.metrics.entities import entity_scores, entity_spans
 from bertlayers.metrics.ranking import mrr_at_k, ndcg_at_k, ranking_metrics, recall_at_k

@@ -22,7 +22,9 @@ def ranked(scores, k):
 def _relevant_sets(relevant, num_queries):
     sets = [set(int(d) for d in docs) for docs in relevant]
     if len(sets) != num_queries:
-        raise ValueError(f"relevant has {len(sets)} entries for {num_queries} queries (one set of documents per query).")
+        raise ValueError(
+            f"relevant has {len(sets)} entries for {num_queries} queries (one set of documents per query)."
+        )
     return sets
 
 
@@ -31,7 +33,9 @@ def mrr_at_k(scores, relevant, k=10):
     top = ranked(scores, k)
     sets = _relevant_sets(relevant, len(top))
     reciprocal = [
-        next((1.0 / (rank + 1) for rank, doc in enumerate(row) if doc in docs), 0.0) for row, docs in zip(top, sets) if docs
+        next((1.0 / (rank + 1) for rank, doc in enumerate(row) if doc in docs), 0.0)
+        for row, docs in zip(top, sets)
+        if docs
     ]
     return float(np.mean(reciprocal)) if reciprocal else 0.0
 

@@ -41,7 +41,9 @@ class Distiller(GuardedModel, keras.Model):
     examples where student and teacher pick the same class.
     """
 
-    def __init__(self, student, teacher=None, temperature=2.0, soft_loss="kl", hard_label_weight=0.0, name="distiller", **kwargs):
+    def __init__(
+        self, student, teacher=None, temperature=2.0, soft_loss="kl", hard_label_weight=0.0, name="distiller", **kwargs
+    ):
         super().__init__(name=name, **kwargs)
         if soft_loss not in SOFT_LOSSES:
             raise ValueError(f"Unknown soft_loss {soft_loss!r}; use one of {SOFT_LOSSES}.")

@@ -58,12 +58,20 @@ class DualEncoder(EncoderModel):
 
     uses_pooled_output = False
 
-    def __init__(self, encoder, passage_encoder=None, pooling="mean", scale=20.0, symmetric=False,
-                 name="dual_encoder", **kwargs):
+    def __init__(
+        self, encoder, passage_encoder=None, pooling="mean", scale=20.0, symmetric=False, name="dual_encoder", **kwargs
+    ):
         query_embedder = SentenceEmbedder(encoder, pooling=pooling, name="query_embedder")
-        passage_embedder = (query_embedder if passage_encoder is None
-                            else SentenceEmbedder(passage_encoder, pooling=pooling, name="passage_embedder"))
-        inputs = {prefix + n: keras.Input((None,), dtype="int32", name=prefix + n) for prefix in (QUERY, PASSAGE) for n in INPUT_NAMES}
+        passage_embedder = (
+            query_embedder
+            if passage_encoder is None
+            else SentenceEmbedder(passage_encoder, pooling=pooling, name="passage_embedder")
+        )
+        inputs = {
+            prefix + n: keras.Input((None,), dtype="int32", name=prefix + n)
+            for prefix in (QUERY, PASSAGE)
+            for n in INPUT_NAMES
+        }
         queries = query_embedder({n: inputs[QUERY + n] for n in INPUT_NAMES})["embedding"]  # [B, H]
         passages = passage_embedder({n: inputs[PASSAGE + n] for n in INPUT_NAMES})["embedding"]  # [B, H]
         similarity = InBatchSimilarity(scale, name="similarity")(queries, passages)  # [B, B]
@@ -100,8 +108,10 @@ class DualEncoder(EncoderModel):
 
     def serving_model(self):
         if self.passage_encoder is not None:
-            raise ValueError("A DualEncoder with two encoders serves two models: export model.query_embedder "
-                             "and model.passage_embedder, each under its own name.")
+            raise ValueError(
+                "A DualEncoder with two encoders serves two models: export model.query_embedder "
+                "and model.passage_embedder, each under its own name."
+            )
         return self.query_embedder  # text in, its unit-length embedding out (queries and passages alike)
 
     def default_losses(self):
@@ -115,6 +125,8 @@ class DualEncoder(EncoderModel):
         targets = ops.arange(ops.shape(similarity)[0], dtype="int32")  # row i's positive: column i
         per_row = keras.losses.sparse_categorical_crossentropy(targets, similarity, from_logits=True)  # [B]
         if self.symmetric:
-            per_column = keras.losses.sparse_categorical_crossentropy(targets, ops.transpose(similarity), from_logits=True)
+            per_column = keras.losses.sparse_categorical_crossentropy(
+                targets, ops.transpose(similarity), from_logits=True
+            )
             per_row = (per_row + per_column) / 2
         return self.reduced_loss(per_row)

@@ -34,14 +34,25 @@ class LogitsModel(EncoderModel):
     POOLINGS = ("pooler",) + POOLING_MODES
 
     def __init__(
-        self, encoder, num_classes, dropout=0.1, feature_based=False, lstm_units=256, decoder=None, pooling="pooler",
-        name=None, trainable=True, **kwargs
+        self,
+        encoder,
+        num_classes,
+        dropout=0.1,
+        feature_based=False,
+        lstm_units=256,
+        decoder=None,
+        pooling="pooler",
+        name=None,
+        trainable=True,
+        **kwargs,
     ):
         if pooling not in self.POOLINGS:
             raise ValueError(f"pooling must be one of {', '.join(self.POOLINGS)}; got {pooling!r}.")
         if pooling != "pooler" and (self.encoder_output != "pooled_output" or feature_based):
-            raise ValueError(f"pooling={pooling!r} pools the sequence for a sentence-level head; a per-token head "
-                             "or feature_based=True (a BiLSTM's final states) reads no pooled vector.")
+            raise ValueError(
+                f"pooling={pooling!r} pools the sequence for a sentence-level head; a per-token head "
+                "or feature_based=True (a BiLSTM's final states) reads no pooled vector."
+            )
         inputs = encoder_inputs()
         head = self.head_class(
             num_classes,
@@ -56,7 +67,8 @@ class LogitsModel(EncoderModel):
         elif pooling != "pooler":
             sequence = encoder(inputs)["sequence_output"]  # [B, S, H]
             features = SequencePooling(pooling, dtype=encoder.layer_dtype_policy, name="pooling")(
-                sequence, inputs["padding_mask"])  # [B, H]
+                sequence, inputs["padding_mask"]
+            )  # [B, H]
         else:
             features = encoder(inputs)[self.encoder_output]
         outputs = {"logits": head(features)}

@@ -60,7 +60,9 @@ class Task:
             if len(self.label_names) != self.num_classes:
                 raise ValueError(f"label_names has {len(self.label_names)} names for num_classes={self.num_classes}.")
         if not isinstance(self.num_classes, int) or isinstance(self.num_classes, bool) or self.num_classes < 2:
-            raise ValueError(f"A task needs num_classes (an integer of at least 2) or label_names; got {self.num_classes!r}.")
+            raise ValueError(
+                f"A task needs num_classes (an integer of at least 2) or label_names; got {self.num_classes!r}."
+            )
         if not float(self.loss_weight) > 0:
             raise ValueError(f"loss_weight must be > 0, got {self.loss_weight!r}.")
         object.__setattr__(self, "loss_weight", float(self.loss_weight))
@@ -92,15 +94,21 @@ class MultiTask(EncoderModel):
         tasks = {str(task): _task(spec) for task, spec in tasks.items()}
         for task in tasks:
             if not _TASK_NAME.match(task):
-                raise ValueError(f"Task name {task!r}: letters, digits and '_', starting with a letter (it names outputs).")
+                raise ValueError(
+                    f"Task name {task!r}: letters, digits and '_', starting with a letter (it names outputs)."
+                )
         inputs = encoder_inputs()
         features = encoder(inputs)  # pooled_output [B, H], sequence_output [B, S, H]
         heads, outputs = {}, {}
         for task, spec in tasks.items():
             head_class, read = TASK_KINDS[spec.kind]
-            heads[task] = head_class(spec.num_classes, dropout=dropout,
-                                     kernel_initializer=bert_initializer(encoder.config.initializer_range),
-                                     dtype=encoder.layer_dtype_policy, name=f"{task}_head")
+            heads[task] = head_class(
+                spec.num_classes,
+                dropout=dropout,
+                kernel_initializer=bert_initializer(encoder.config.initializer_range),
+                dtype=encoder.layer_dtype_policy,
+                name=f"{task}_head",
+            )
             outputs[task] = heads[task](features[read])  # [B, C] or [B, S, C]
         super().__init__(inputs=inputs, outputs=outputs, name=name, **kwargs)
         self.encoder = encoder

@@ -30,8 +30,16 @@ class SequenceClassifier(LogitsModel):
     encoder_output = "pooled_output"
     head_class = ClassificationHead
 
-    def __init__(self, encoder, num_classes=None, dropout=0.1, label_names=None, pooling="pooler", name="sequence_classifier",
-                 **kwargs):
+    def __init__(
+        self,
+        encoder,
+        num_classes=None,
+        dropout=0.1,
+        label_names=None,
+        pooling="pooler",
+        name="sequence_classifier",
+        **kwargs,
+    ):
         if label_names is not None:
             label_names = [str(name) for name in label_names]
             if num_classes is None:

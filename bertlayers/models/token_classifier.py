@@ -34,8 +34,12 @@ class TokenClassifier(LogitsModel):
     def __init__(self, encoder, num_classes, dropout=0.1, crf=False, name="token_classifier", **kwargs):
         decoder = None
         if crf:
-            decoder = LinearChainCRF(num_classes, initializer=bert_initializer(encoder.config.initializer_range),
-                                     dtype=encoder.layer_dtype_policy, name="crf")
+            decoder = LinearChainCRF(
+                num_classes,
+                initializer=bert_initializer(encoder.config.initializer_range),
+                dtype=encoder.layer_dtype_policy,
+                name="crf",
+            )
         super().__init__(encoder, num_classes, dropout=dropout, decoder=decoder, name=name, **kwargs)
         self.crf = decoder
 

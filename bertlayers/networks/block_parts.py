@@ -48,13 +48,26 @@ def _multi_head(settings, num_heads, key_dim, dropout, kernel_initializer, dtype
         )
     if settings.use_bias:
         return None  # the block's own, built and named as in every checkpoint mapping
-    return MultiHeadAttention(num_heads, key_dim, dropout=dropout, use_bias=False,
-                              kernel_initializer=kernel_initializer, dtype=dtype, name="self_attention")
+    return MultiHeadAttention(
+        num_heads,
+        key_dim,
+        dropout=dropout,
+        use_bias=False,
+        kernel_initializer=kernel_initializer,
+        dtype=dtype,
+        name="self_attention",
+    )
 
 
 def _gated(settings, intermediate_size, activation, kernel_initializer, dtype):
-    return GatedFeedForward(intermediate_size, activation=activation, use_bias=settings.use_bias,
-                            kernel_initializer=kernel_initializer, dtype=dtype, name="feed_forward")
+    return GatedFeedForward(
+        intermediate_size,
+        activation=activation,
+        use_bias=settings.use_bias,
+        kernel_initializer=kernel_initializer,
+        dtype=dtype,
+        name="feed_forward",
+    )
 
 
 register_attention("multi_head", _multi_head)
@@ -66,7 +79,9 @@ register_feed_forward("gated", _gated)
 
 def _chosen(table, what, name):
     if name not in table:
-        raise ValueError(f"EncoderConfig.{what} {name!r} is not a registered kind; registered: {', '.join(sorted(table))}.")
+        raise ValueError(
+            f"EncoderConfig.{what} {name!r} is not a registered kind; registered: {', '.join(sorted(table))}."
+        )
     return table[name]
 
 
@@ -109,6 +124,10 @@ def plugged_parts(config, settings, dtype):
 def build_block(config, settings, dtype, name, block_class=None, block_config=None):
     """The block of one layer: `block_class` (default `TransformerEncoderBlock`) from the config's
     sizes, the layer's `settings` and `block_config` (which wins)."""
-    arguments = {**block_arguments(config), "norm_first": settings.norm_first, **plugged_parts(config, settings, dtype),
-                 **(block_config or {})}
+    arguments = {
+        **block_arguments(config),
+        "norm_first": settings.norm_first,
+        **plugged_parts(config, settings, dtype),
+        **(block_config or {}),
+    }
     return (block_class or TransformerEncoderBlock)(**arguments, dtype=dtype, name=name)

@@ -73,8 +73,9 @@ class BlockStack:
     def computes_rows(self):
         """Whether the last layer can be run on chosen rows alone: its block says so
         (`TransformerEncoderBlock.computes_rows`: its attention is told the queries' positions)."""
-        return type(self).__call__ is BlockStack.__call__ and bool(getattr(self.blocks[self.block_of_layer[-1]],
-                                                                           "computes_rows", False))
+        return type(self).__call__ is BlockStack.__call__ and bool(
+            getattr(self.blocks[self.block_of_layer[-1]], "computes_rows", False)
+        )
 
     def rows_at(self, last_input, padding_mask, positions):
         """The last layer's output `[B, P, H]` at `positions` `[B, P]` only, run on that layer's

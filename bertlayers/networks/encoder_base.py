@@ -143,7 +143,9 @@ class EncoderBase(GuardedModel, keras.Model):
             # A shared embedding narrower than this encoder (one table at width E shared by
             # encoders of different widths): each encoder projects E -> H itself.
             embedding_projection = keras.layers.Dense(
-                config.hidden_size, kernel_initializer=bert_initializer(config.initializer_range), dtype=dtype,
+                config.hidden_size,
+                kernel_initializer=bert_initializer(config.initializer_range),
+                dtype=dtype,
                 name="embedding_projection",
             )
         plan = self.block_of_layer(config)
@@ -164,8 +166,13 @@ class EncoderBase(GuardedModel, keras.Model):
             dtype=dtype,
             name="pooler",
         )
-        return {"embeddings": embeddings, "embedding_projection": embedding_projection, "stack": stack,
-                "final_layer_norm": final_layer_norm, "pooler": pooler}
+        return {
+            "embeddings": embeddings,
+            "embedding_projection": embedding_projection,
+            "stack": stack,
+            "final_layer_norm": final_layer_norm,
+            "pooler": pooler,
+        }
 
     def _outputs(self, config, parts, inputs, return_attention_scores):
         """The functional graph from `inputs` to the output dict."""
@@ -185,8 +192,14 @@ class EncoderBase(GuardedModel, keras.Model):
             # The pooler reads [CLS] alone, so it gets its own call of the last block that
             # computes only that row. A graph runs only what its outputs need: a classifier
             # never computes the last layer's other rows, a token-level head never this one.
-            pooler_input = _last_layer_rows(parts["stack"], final_layer_norm, encoder_outputs, embedding_output,
-                                            inputs["padding_mask"], first_positions(inputs["padding_mask"]))  # [B, 1, H]
+            pooler_input = _last_layer_rows(
+                parts["stack"],
+                final_layer_norm,
+                encoder_outputs,
+                embedding_output,
+                inputs["padding_mask"],
+                first_positions(inputs["padding_mask"]),
+            )  # [B, 1, H]
         outputs = {
             "sequence_output": x,  # [B, S, H]
             "pooled_output": pooler(pooler_input, inputs["padding_mask"]),  # [B, H]
@@ -214,8 +227,10 @@ class EncoderBase(GuardedModel, keras.Model):
         for index in set(plan):
             kinds = {config.layer_settings(depth) for depth in range(config.num_layers) if plan[depth] == index}
             if len(kinds) > 1:
-                raise ValueError(f"EncoderConfig.layer_types: the layers sharing block {index} (num_layer_groups="
-                                 f"{config.num_layer_groups}) are of different kinds.")
+                raise ValueError(
+                    f"EncoderConfig.layer_types: the layers sharing block {index} (num_layer_groups="
+                    f"{config.num_layer_groups}) are of different kinds."
+                )
         return plan
 
     def make_block(self, config, index, dtype):
@@ -223,8 +238,14 @@ class EncoderBase(GuardedModel, keras.Model):
         (`block_class` and `block_config` when given). A block is called as `block(x,
         padding_mask=, use_causal_mask=, return_attention_scores=)` (`BlockStack`)."""
         depth = self.block_of_layer(config).index(index)
-        return build_block(config, config.layer_settings(depth), dtype, f"transformer_layer_{index}",
-                           block_class=self._block_class, block_config=self._block_config)
+        return build_block(
+            config,
+            config.layer_settings(depth),
+            dtype,
+            f"transformer_layer_{index}",
+            block_class=self._block_class,
+            block_config=self._block_config,
+        )
 
     def make_stack(self, config, blocks, block_of_layer, dtype):
         """The stack running `blocks` (`BlockStack`; a family whose blocks take other inputs
@@ -261,8 +282,14 @@ class EncoderBase(GuardedModel, keras.Model):
         """Ids, segments, length and padding mask of concrete inputs ({prefix + name: NumPy array})
         within this encoder's limits (see `GuardedModel`)."""
         config = self.config
-        check_encoder_values(inputs, config.vocabulary_size, config.type_vocab_size, config.max_sequence_length,
-                             real_first=self.reads_first_token, prefix=prefix)
+        check_encoder_values(
+            inputs,
+            config.vocabulary_size,
+            config.type_vocab_size,
+            config.max_sequence_length,
+            real_first=self.reads_first_token,
+            prefix=prefix,
+        )
 
     def freeze_lower_layers(self, num_layers):
         """Freeze the embeddings and the first `num_layers` layers; the layers above, the pooler
@@ -276,7 +303,9 @@ class EncoderBase(GuardedModel, keras.Model):
         """
         total = self.config.num_layers
         if isinstance(num_layers, bool) or not isinstance(num_layers, int) or not 0 <= num_layers <= total:
-            raise ValueError(f"num_layers to freeze must be an integer in [0, {total}] (this encoder's layers), got {num_layers!r}.")
+            raise ValueError(
+                f"num_layers to freeze must be an integer in [0, {total}] (this encoder's layers), got {num_layers!r}."
+            )
         plan = self.stack.block_of_layer
         frozen, training = set(plan[:num_layers]), set(plan[num_layers:])
         if frozen & training:
@@ -303,8 +332,14 @@ class EncoderBase(GuardedModel, keras.Model):
         check_integer_ids(positions, "positions")
         if not self.stack.computes_rows:
             return ops.take_along_axis(outputs["sequence_output"], ops.expand_dims(positions, -1), axis=1)
-        return _last_layer_rows(self.stack, self.final_layer_norm, outputs["encoder_outputs"],
-                                outputs["embedding_output"], padding_mask, positions)
+        return _last_layer_rows(
+            self.stack,
+            self.final_layer_norm,
+            outputs["encoder_outputs"],
+            outputs["embedding_output"],
+            padding_mask,
+            positions,
+        )
 
     @property
     def token_embedding(self):

@@ -7,7 +7,15 @@ from bertlayers.layers.activations import canonical_activation
 from bertlayers.layers.masking import check_attention_window
 
 # The fields a layer may set for itself (`layer_kinds`); the others hold for the whole encoder.
-PER_LAYER_FIELDS = ("attention", "attention_window", "rotary_theta", "normalization", "feed_forward", "use_bias", "norm_first")
+PER_LAYER_FIELDS = (
+    "attention",
+    "attention_window",
+    "rotary_theta",
+    "normalization",
+    "feed_forward",
+    "use_bias",
+    "norm_first",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,10 +105,18 @@ class EncoderConfig:
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"EncoderConfig.{field} must be a positive integer, got {value!r}.")
-        if isinstance(self.type_vocab_size, bool) or not isinstance(self.type_vocab_size, int) or self.type_vocab_size < 0:
-            raise ValueError(f"EncoderConfig.type_vocab_size must be a non-negative integer, got {self.type_vocab_size!r}.")
+        if (
+            isinstance(self.type_vocab_size, bool)
+            or not isinstance(self.type_vocab_size, int)
+            or self.type_vocab_size < 0
+        ):
+            raise ValueError(
+                f"EncoderConfig.type_vocab_size must be a non-negative integer, got {self.type_vocab_size!r}."
+            )
         if not isinstance(self.tie_word_embeddings, bool):
-            raise ValueError(f"EncoderConfig.tie_word_embeddings must be True or False, got {self.tie_word_embeddings!r}.")
+            raise ValueError(
+                f"EncoderConfig.tie_word_embeddings must be True or False, got {self.tie_word_embeddings!r}."
+            )
         if self.embedding_size is not None and (
             isinstance(self.embedding_size, bool)
             or not isinstance(self.embedding_size, int)
@@ -111,8 +127,7 @@ class EncoderConfig:
             )
         if self.hidden_size % self.num_heads:
             raise ValueError(
-                f"EncoderConfig.hidden_size ({self.hidden_size}) must be divisible by "
-                f"num_heads ({self.num_heads})."
+                f"EncoderConfig.hidden_size ({self.hidden_size}) must be divisible by num_heads ({self.num_heads})."
             )
         for field in ("dropout", "attention_dropout"):
             value = getattr(self, field)
@@ -149,23 +164,31 @@ class EncoderConfig:
                 raise ValueError("EncoderConfig.layer_kinds is set but layer_types is not: name each layer's kind.")
             return
         if len(self.layer_types) != self.num_layers:
-            raise ValueError(f"EncoderConfig.layer_types names {len(self.layer_types)} layers; the encoder has "
-                             f"num_layers={self.num_layers}.")
+            raise ValueError(
+                f"EncoderConfig.layer_types names {len(self.layer_types)} layers; the encoder has "
+                f"num_layers={self.num_layers}."
+            )
         for kind, changes in kinds.items():
             if not isinstance(changes, dict):
-                raise ValueError(f"EncoderConfig.layer_kinds[{kind!r}] must be a dict of per-layer fields, got {changes!r}.")
+                raise ValueError(
+                    f"EncoderConfig.layer_kinds[{kind!r}] must be a dict of per-layer fields, got {changes!r}."
+                )
             unknown = sorted(set(changes) - set(PER_LAYER_FIELDS))
             if unknown:
-                raise ValueError(f"EncoderConfig.layer_kinds[{kind!r}] sets {', '.join(unknown)}; a layer may set "
-                                 f"only {', '.join(PER_LAYER_FIELDS)}.")
+                raise ValueError(
+                    f"EncoderConfig.layer_kinds[{kind!r}] sets {', '.join(unknown)}; a layer may set "
+                    f"only {', '.join(PER_LAYER_FIELDS)}."
+                )
             try:  # each kind's values checked as the whole encoder's would be
                 dataclasses.replace(self, layer_types=None, layer_kinds=None, **changes)
             except ValueError as error:
                 raise ValueError(f"EncoderConfig.layer_kinds[{kind!r}]: {error}") from None
         for depth, kind in enumerate(self.layer_types):
             if not isinstance(kind, str) or (kind not in kinds and kinds):
-                raise ValueError(f"EncoderConfig.layer_types[{depth}] is {kind!r}, not a kind of layer_kinds "
-                                 f"({', '.join(sorted(kinds)) or 'none'}).")
+                raise ValueError(
+                    f"EncoderConfig.layer_types[{depth}] is {kind!r}, not a kind of layer_kinds "
+                    f"({', '.join(sorted(kinds)) or 'none'})."
+                )
 
     def layer_settings(self, depth):
         """The `LayerSettings` of the layer at `depth` (0 is the first)."""
@@ -203,7 +226,15 @@ def _check_type(field, value):
     else:
         right = isinstance(value, kind) and not isinstance(value, bool)
     if not right:
-        wanted = {bool: "true or false", int: "an integer", float: "a number", str: "a string", tuple: "a list",
-                  dict: "a mapping"}[kind]
-        raise ValueError(f"EncoderConfig.{field.name} must be {wanted}{' or None' if optional else ''}, "
-                         f"got {value!r} ({type(value).__name__}).")
+        wanted = {
+            bool: "true or false",
+            int: "an integer",
+            float: "a number",
+            str: "a string",
+            tuple: "a list",
+            dict: "a mapping",
+        }[kind]
+        raise ValueError(
+            f"EncoderConfig.{field.name} must be {wanted}{' or None' if optional else ''}, "
+            f"got {value!r} ({type(value).__name__})."
+        )

@@ -1,8 +1,6 @@
 """Named encoder configurations (architecture only; no weights): the registry each family's
 `presets` module fills on import (`bertlayers.families.bert.presets`, ...)."""
 
-from bertlayers.networks.encoder_config import EncoderConfig
-
 _PRESETS = {}
 
 _ALIASES = {}

@@ -2,6 +2,7 @@
 
 import argparse
 import dataclasses
+import logging
 import math
 import os
 from typing import Optional
@@ -16,15 +17,23 @@ from bertlayers.models.logits_model import LogitsModel
 from bertlayers.networks import reinitialized
 from bertlayers.runs.output_folder import take_output_folder
 from bertlayers.runs.pretraining import PRECISIONS
+from bertlayers.startup import require_tensorflow
 from bertlayers.training.callbacks import JsonHistory
 from bertlayers.training.distribute import STRATEGIES, build_strategy, compile_options
 from bertlayers.training.length_batching import length_batches, per_token_outputs
 from bertlayers.training.optimization import create_optimizer
 from bertlayers.utils import atomic_files
 from bertlayers.utils.validation import (
-    NON_NEGATIVE_FLOAT, NON_NEGATIVE_INT, POSITIVE_FLOAT, POSITIVE_INT, PROBABILITY, Range, check_fields,
+    NON_NEGATIVE_FLOAT,
+    NON_NEGATIVE_INT,
+    POSITIVE_FLOAT,
+    POSITIVE_INT,
+    PROBABILITY,
+    Range,
+    check_fields,
 )
-from bertlayers.startup import require_tensorflow
+
+logger = logging.getLogger(__name__)
 
 tf = require_tensorflow(__name__)
 
@@ -32,33 +41,71 @@ tf = require_tensorflow(__name__)
 def add_finetuning_arguments(parser, sequence_length=128, epochs=3, batch_size=32, learning_rate=5e-5):
     """The flags every task script takes."""
     group = parser.add_argument_group("fine-tuning")
-    group.add_argument("--init", default=None, help="encoder to start from: a Hugging Face folder, a .keras "
-                       "file, or a pretrain.py output folder (default: the real all-MiniLM-L6-v2)")
+    group.add_argument(
+        "--init",
+        default=None,
+        help="encoder to start from: a Hugging Face folder, a .keras "
+        "file, or a pretrain.py output folder (default: the real all-MiniLM-L6-v2)",
+    )
     group.add_argument("--random_init", action="store_true", help="same architecture, random weights (no pretraining)")
     group.add_argument("--output_dir", required=True, help="where the model, metrics, history and TensorBoard logs go")
-    group.add_argument("--overwrite", action="store_true", help="replace the run already in --output_dir (without it, "
-                       "a folder holding a finished or interrupted run is refused: runs do not resume)")
-    group.add_argument("--sequence_length", type=int, default=sequence_length, help="pieces per example, [CLS] and [SEP]s included")
+    group.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the run already in --output_dir (without it, "
+        "a folder holding a finished or interrupted run is refused: runs do not resume)",
+    )
+    group.add_argument(
+        "--sequence_length", type=int, default=sequence_length, help="pieces per example, [CLS] and [SEP]s included"
+    )
     group.add_argument("--epochs", type=int, default=epochs, help="passes over the training examples")
     group.add_argument("--batch_size", type=int, default=batch_size, help="examples per step")
-    group.add_argument("--learning_rate", type=float, default=None,
-                       help=f"peak rate (default {learning_rate}; {FEATURE_BASED_LEARNING_RATE} with --feature_based)")
+    group.add_argument(
+        "--learning_rate",
+        type=float,
+        default=None,
+        help=f"peak rate (default {learning_rate}; {FEATURE_BASED_LEARNING_RATE} with --feature_based)",
+    )
     group.add_argument("--warmup_proportion", type=float, default=0.1, help="share of the steps with linear warmup")
-    group.add_argument("--weight_decay", type=float, default=0.01, help="decoupled weight decay (not on LayerNorm or biases)")
+    group.add_argument(
+        "--weight_decay", type=float, default=0.01, help="decoupled weight decay (not on LayerNorm or biases)"
+    )
     group.add_argument("--layerwise_decay", type=float, default=None, help="e.g. 0.9: lower layers learn slower")
-    group.add_argument("--freeze_layers", type=int, default=None, metavar="K",
-                       help="freeze the embeddings and the encoder's first K layers (0: the embeddings only)")
-    group.add_argument("--precision", default="float32", choices=["float32", "mixed_bfloat16", "mixed_float16"], help="compute dtype policy (variables stay float32)")
+    group.add_argument(
+        "--freeze_layers",
+        type=int,
+        default=None,
+        metavar="K",
+        help="freeze the embeddings and the encoder's first K layers (0: the embeddings only)",
+    )
+    group.add_argument(
+        "--precision",
+        default="float32",
+        choices=["float32", "mixed_bfloat16", "mixed_float16"],
+        help="compute dtype policy (variables stay float32)",
+    )
     group.add_argument("--strategy", default="default", choices=list(STRATEGIES), help="tf.distribute strategy")
     group.add_argument("--tpu", default=None, help="TPU name or address, for --strategy tpu")
-    group.add_argument("--num_cpu_devices", type=int, default=None, help="split the CPU into this many logical devices (to try mirrored training)")
+    group.add_argument(
+        "--num_cpu_devices",
+        type=int,
+        default=None,
+        help="split the CPU into this many logical devices (to try mirrored training)",
+    )
     batches = group.add_mutually_exclusive_group()
-    batches.add_argument("--group_by_length", action=argparse.BooleanOptionalAction, default=False,
-                         help="training batches of similar lengths: less padding still, but 0.67 and 0.23 points lower "
-                         "accuracy on Rotten Tomatoes in two 8-seed studies (docs/fine-tuning.md, 'Length-aware batches')")
-    batches.add_argument("--pad_to_sequence_length", action="store_true",
-                         help="pad every training batch to --sequence_length instead of cutting it to its longest "
-                         "example: the same arithmetic, more work (how the fixed-length rows of docs/papers.md were trained)")
+    batches.add_argument(
+        "--group_by_length",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="training batches of similar lengths: less padding still, but 0.67 and 0.23 points lower "
+        "accuracy on Rotten Tomatoes in two 8-seed studies (docs/fine-tuning.md, 'Length-aware batches')",
+    )
+    batches.add_argument(
+        "--pad_to_sequence_length",
+        action="store_true",
+        help="pad every training batch to --sequence_length instead of cutting it to its longest "
+        "example: the same arithmetic, more work (how the fixed-length rows of docs/papers.md were trained)",
+    )
     group.add_argument("--seed", type=int, default=0, help="seed of the head's weights, dropout and the data order")
     group.add_argument("--verbose", type=int, default=1, help="0 silent, 1 progress bar, 2 one line per epoch")
     parser.set_defaults(default_learning_rate=learning_rate)
@@ -74,8 +121,11 @@ def add_feature_based_arguments(parser):
     """`--feature_based` and `--lstm_units`, for the runners whose models take them
     (`SequenceClassifier`, `TokenClassifier`)."""
     group = parser.add_argument_group("feature-based use (ELMo style)")
-    group.add_argument("--feature_based", action="store_true", help="freeze the encoder; train a scalar mix of "
-                       "all its layers, a BiLSTM and the head")
+    group.add_argument(
+        "--feature_based",
+        action="store_true",
+        help="freeze the encoder; train a scalar mix of all its layers, a BiLSTM and the head",
+    )
     group.add_argument("--lstm_units", type=int, default=256, help="width of each BiLSTM direction")
     return parser
 
@@ -83,10 +133,15 @@ def add_feature_based_arguments(parser):
 def add_pooling_argument(parser):
     """`--pooling`, for the runners whose heads read one vector a sequence (`SequenceClassifier`
     and the models built on it)."""
-    parser.add_argument("--pooling", choices=LogitsModel.POOLINGS, default="pooler", help="what the head reads: the "
-                        "encoder's pooler (BERT's tanh dense on [CLS]), or the mean / first / max of its sequence output "
-                        "('mean' for a sentence-embedding checkpoint such as the default all-MiniLM-L6-v2, whose pooler "
-                        "was never trained)")
+    parser.add_argument(
+        "--pooling",
+        choices=LogitsModel.POOLINGS,
+        default="pooler",
+        help="what the head reads: the "
+        "encoder's pooler (BERT's tanh dense on [CLS]), or the mean / first / max of its sequence output "
+        "('mean' for a sentence-embedding checkpoint such as the default all-MiniLM-L6-v2, whose pooler "
+        "was never trained)",
+    )
     return parser
 
 
@@ -148,7 +203,9 @@ class FinetuningConfig:
         if self.group_by_length and self.pad_to_sequence_length:
             raise ValueError("group_by_length and pad_to_sequence_length exclude each other.")
         if self.feature_based and self.freeze_layers is not None:
-            raise ValueError("feature_based freezes the whole encoder already; freeze_layers cannot be combined with it.")
+            raise ValueError(
+                "feature_based freezes the whole encoder already; freeze_layers cannot be combined with it."
+            )
 
     @classmethod
     def from_args(cls, args):
@@ -282,15 +339,34 @@ def finetune(strategy, config, build_model, train, validation=None, num_examples
     if validation is not None and by_length:
         validation = length_batches(*validation, batch_size=config.batch_size, token_outputs=token_outputs)
     if by_length and not config.pad_to_sequence_length:
-        data = length_batches(*train, batch_size=config.batch_size, token_outputs=token_outputs, shuffle=True,
-                              group_by_length=config.group_by_length, seed=config.seed)
-        model.fit(data, epochs=config.epochs, validation_data=validation, callbacks=callbacks, verbose=config.verbose,
-                  shuffle=False)  # the dataset reshuffles itself every epoch
+        data = length_batches(
+            *train,
+            batch_size=config.batch_size,
+            token_outputs=token_outputs,
+            shuffle=True,
+            group_by_length=config.group_by_length,
+            seed=config.seed,
+        )
+        model.fit(
+            data,
+            epochs=config.epochs,
+            validation_data=validation,
+            callbacks=callbacks,
+            verbose=config.verbose,
+            shuffle=False,
+        )  # the dataset reshuffles itself every epoch
     else:
         x, y, sample_weight = train
         model.fit(
-            x, y, sample_weight=sample_weight, batch_size=config.batch_size, epochs=config.epochs,
-            validation_data=validation, callbacks=callbacks, verbose=config.verbose, shuffle=True,
+            x,
+            y,
+            sample_weight=sample_weight,
+            batch_size=config.batch_size,
+            epochs=config.epochs,
+            validation_data=validation,
+            callbacks=callbacks,
+            verbose=config.verbose,
+            shuffle=True,
         )
     # For serving: weights, config and the vocabulary (the resumable state is the backup's job).
     save_model(record_vocabulary(model, vocabulary), os.path.join(config.output_dir, "model.keras"))
@@ -300,10 +376,17 @@ def finetune(strategy, config, build_model, train, validation=None, num_examples
 def add_restart_arguments(parser):
     """`--restarts N` and the `--dev_file` that picks among them, for the runners that take them."""
     group = parser.add_argument_group("random restarts (BERT's choice for small data: several seeds, the best on dev)")
-    group.add_argument("--restarts", type=int, default=1, help="fine-tune N times, seeds --seed, --seed + 1, ...; keep "
-                       "the model best on --dev_file")
-    group.add_argument("--dev_file", default=None, help="what picks the best restart (never --eval_file, which "
-                       "would then no longer be held out)")
+    group.add_argument(
+        "--restarts",
+        type=int,
+        default=1,
+        help="fine-tune N times, seeds --seed, --seed + 1, ...; keep the model best on --dev_file",
+    )
+    group.add_argument(
+        "--dev_file",
+        default=None,
+        help="what picks the best restart (never --eval_file, which would then no longer be held out)",
+    )
     return parser
 
 
@@ -335,7 +418,7 @@ def finetune_restarts(strategy, config, build_model, train, dev_score, restarts,
         run = dataclasses.replace(config, seed=seed, output_dir=os.path.join(config.output_dir, f"restart_{k}"))
         model = finetune(strategy, run, build_model, train, validation)
         scores.append(float(dev_score(model)))
-        print(f"restart {k} (seed {seed}): dev score {scores[-1]:.4f}", flush=True)
+        logger.info(f"restart {k} (seed {seed}): dev score {scores[-1]:.4f}")
         if best is None or scores[-1] > max(scores[:-1]):
             best = model
         del model  # only the best stays in memory
@@ -347,5 +430,3 @@ def finetune_restarts(strategy, config, build_model, train, dev_score, restarts,
 def write_json(path, value):
     """Write `value` as indented JSON to `path`, atomically."""
     atomic_files.write_json(path, value, indent=1)
-
-

@@ -16,9 +16,20 @@ from bertlayers.utils import atomic_files
 
 # What the runners write into their --output_dir (files, folders and patterns).
 RUN_OUTPUTS = (
-    "model.keras", "metrics.json", "history.json", "logs", "predictions.json", "predictions.jsonl",
-    "predictions.conll", "nbest_predictions.json", "tags.json", "summary.json", "savedmodels",
-    "dual_encoder", "reranker", "restart_*",
+    "model.keras",
+    "metrics.json",
+    "history.json",
+    "logs",
+    "predictions.json",
+    "predictions.jsonl",
+    "predictions.conll",
+    "nbest_predictions.json",
+    "tags.json",
+    "summary.json",
+    "savedmodels",
+    "dual_encoder",
+    "reranker",
+    "restart_*",
 )
 FINISHED = ("model.keras", "metrics.json")
 

@@ -6,6 +6,7 @@ The recipes (`--recipe`) are registered by the families in `bertlayers/families/
 
 import dataclasses
 import json
+import logging
 import os
 import time
 from typing import Optional
@@ -16,16 +17,25 @@ import numpy as np
 from bertlayers.convert.model_files import record_vocabulary, save_model
 from bertlayers.data.pretraining_inputs import DATA_HELP, PretrainingDataConfig, pretraining_inputs
 from bertlayers.data.tokenizer import ModelVocabulary
+from bertlayers.families.recipes import get_recipe
 from bertlayers.networks import get_preset
 from bertlayers.training.callbacks import JsonHistory, LearningRateLogger
 from bertlayers.training.checkpointing import ResumableBackup
 from bertlayers.training.distribute import build_strategy, compile_options, worker_info
 from bertlayers.training.optimization import create_optimizer
-from bertlayers.families.recipes import get_recipe
 from bertlayers.utils import atomic_files
 from bertlayers.utils.validation import (
-    DROPOUT, NON_NEGATIVE_FLOAT, NON_NEGATIVE_INT, POSITIVE_FLOAT, POSITIVE_INT, PROBABILITY, Range, check_fields,
+    DROPOUT,
+    NON_NEGATIVE_FLOAT,
+    NON_NEGATIVE_INT,
+    POSITIVE_FLOAT,
+    POSITIVE_INT,
+    PROBABILITY,
+    Range,
+    check_fields,
 )
+
+logger = logging.getLogger(__name__)
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
@@ -108,7 +118,15 @@ RANGES = {
 }
 
 # Settings that may change between a run and its resumption: they do not change what is trained.
-RESUMABLE_CHANGES = ("output_dir", "verbose", "strategy", "tpu", "num_cpu_devices", "jit_compile", "steps_per_execution")
+RESUMABLE_CHANGES = (
+    "output_dir",
+    "verbose",
+    "strategy",
+    "tpu",
+    "num_cpu_devices",
+    "jit_compile",
+    "steps_per_execution",
+)
 
 
 def check_run_settings(config, trained):
@@ -126,7 +144,8 @@ def check_run_settings(config, trained):
             recorded = json.load(f)
         differs = [
             f"{key}: {recorded.get(key)!r} then, {value!r} now"
-            for key, value in settings.items() if recorded.get(key) != json.loads(json.dumps(value))
+            for key, value in settings.items()
+            if recorded.get(key) != json.loads(json.dumps(value))
         ]
         if differs:
             raise ValueError(
@@ -177,8 +196,11 @@ def _run_pretraining(config, is_chief, suffix):
 
     recipe = get_recipe(config.recipe)
     data = pretraining_inputs(
-        config, config.output_dir, recipe.objective_for(recipe.resolved_options(config.options)),
-        config.batch_size, config.num_train_steps,
+        config,
+        config.output_dir,
+        recipe.objective_for(recipe.resolved_options(config.options)),
+        config.batch_size,
+        config.num_train_steps,
         skip_batches=initial_epoch * config.checkpoint_every,
     )
     dataset, vocab = data.dataset, data.vocab
@@ -200,20 +222,24 @@ def _run_pretraining(config, is_chief, suffix):
         ResumableBackup(backup_dir),
         LearningRateLogger(every=config.checkpoint_every),
         JsonHistory(os.path.join(config.output_dir, "history" + suffix + ".json")),
-        keras.callbacks.TensorBoard(os.path.join(config.output_dir, "logs" + suffix), update_freq=config.checkpoint_every),
+        keras.callbacks.TensorBoard(
+            os.path.join(config.output_dir, "logs" + suffix), update_freq=config.checkpoint_every
+        ),
     ]
     loss_key = recipe.loss_key
     initial_path = os.path.join(config.output_dir, "initial_loss" + suffix + ".json")
     if initial_epoch >= epochs:
-        print(f"{config.output_dir} is complete ({config.num_train_steps} steps); nothing left to train.", flush=True)
+        logger.info(f"{config.output_dir} is complete ({config.num_train_steps} steps); nothing left to train.")
     elif initial_epoch:
-        print(f"Resuming after step {initial_epoch * config.checkpoint_every} (epoch {initial_epoch} of {epochs})", flush=True)
+        logger.info(
+            f"Resuming after step {initial_epoch * config.checkpoint_every} (epoch {initial_epoch} of {epochs})"
+        )
     else:
         # The untrained model's loss on the first batches: what training is measured against.
         initial = model.evaluate(dataset, steps=4, verbose=0, return_dict=True)
         atomic_files.write_json(initial_path, {k: float(v) for k, v in initial.items()})
-        print(f"Initial {loss_key}: {_logged_metric(initial, loss_key):.3f}", flush=True)
-        print(f"Training {config.num_train_steps} steps of {config.batch_size} sequences", flush=True)
+        logger.info(f"Initial {loss_key}: {_logged_metric(initial, loss_key):.3f}")
+        logger.info(f"Training {config.num_train_steps} steps of {config.batch_size} sequences")
     started = time.time()
     model.fit(
         dataset,

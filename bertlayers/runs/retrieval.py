@@ -30,11 +30,14 @@ def embed(embedder, packer, texts, batch_size=64, verbose=0):
     """A `SentenceEmbedder`'s embeddings of `texts`: float `[len(texts), hidden]`."""
     from bertlayers.training.length_batching import predict_by_length
 
-    return predict_by_length(embedder, pack_in_chunks(packer, texts), batch_size=batch_size, verbose=verbose)["embedding"]
+    return predict_by_length(embedder, pack_in_chunks(packer, texts), batch_size=batch_size, verbose=verbose)[
+        "embedding"
+    ]
 
 
-def embedding_scores(query_embedder, passage_embedder, query_packer, passage_packer, queries, passages,
-                     batch_size=64, verbose=0):
+def embedding_scores(
+    query_embedder, passage_embedder, query_packer, passage_packer, queries, passages, batch_size=64, verbose=0
+):
     """Dot products of the queries' and passages' embeddings (cosines, as a `SentenceEmbedder`
     normalizes): float `[queries, passages]`."""
     q = embed(query_embedder, query_packer, queries, batch_size, verbose)  # [Q, H]
@@ -61,7 +64,9 @@ def rerank(scores, scorer, pair_packer, queries, passages, top_k=10, batch_size=
     top = ranked(scores, top_k)  # [Q, k]
     first = [queries[q] for q in range(len(top)) for _ in top[q]]
     second = [passages[d] for row in top for d in row]
-    cross = predict_by_length(scorer, pack_in_chunks(pair_packer, first, second), batch_size=batch_size, verbose=verbose)["logits"][:, 0].reshape(top.shape)
+    cross = predict_by_length(
+        scorer, pack_in_chunks(pair_packer, first, second), batch_size=batch_size, verbose=verbose
+    )["logits"][:, 0].reshape(top.shape)
     # Below every re-ranked passage, the rest keep their first-stage order.
     rest = ranked(scores, scores.shape[1])[:, top.shape[1] :]  # [Q, P - k]
     result = np.empty(scores.shape, "float64")
@@ -80,8 +85,10 @@ def reranker_examples(pairs, first_stage_scores, negatives=3, seed=0):
 
     collection = retrieval_set(pairs)
     if len(collection.passages) <= negatives:
-        raise ValueError(f"{negatives} negatives a query need more than {negatives} distinct passages; "
-                         f"the pairs have {len(collection.passages)}.")
+        raise ValueError(
+            f"{negatives} negatives a query need more than {negatives} distinct passages; "
+            f"the pairs have {len(collection.passages)}."
+        )
     rng = np.random.default_rng(seed)
     top = ranked(first_stage_scores, negatives + 1)  # the own passage can be among them
     examples = []

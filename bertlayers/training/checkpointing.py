@@ -41,7 +41,7 @@ class ResumableBackup(keras.callbacks.BackupAndRestore):
             int(metadata["epoch"]), str(metadata["weights"])
         except (ValueError, KeyError, TypeError):
             raise ValueError(
-                f"{path} is not a backup record (expected {{\"epoch\": N, \"weights\": NAME}}); it was not "
+                f'{path} is not a backup record (expected {{"epoch": N, "weights": NAME}}); it was not '
                 f"written by this library. Move it away to start the run afresh."
             ) from None
         return metadata
@@ -55,7 +55,9 @@ class ResumableBackup(keras.callbacks.BackupAndRestore):
     def _save_model(self):
         name = f"epoch-{self._current_epoch:06d}.weights.h5"
         atomic_files.save_weights(self.model, os.path.join(self.backup_dir, name))
-        atomic_files.write_json(os.path.join(self.backup_dir, self.METADATA), {"epoch": self._current_epoch, "weights": name})
+        atomic_files.write_json(
+            os.path.join(self.backup_dir, self.METADATA), {"epoch": self._current_epoch, "weights": name}
+        )
         backups = sorted(glob.glob(os.path.join(self.backup_dir, "epoch-*.weights.h5")))
         for old in backups[: -self.keep]:
             os.remove(old)

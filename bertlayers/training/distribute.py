@@ -11,6 +11,7 @@ import json
 import os
 
 import keras
+
 from bertlayers.startup import require_tensorflow
 
 tf = require_tensorflow(__name__)
@@ -76,9 +77,7 @@ def compile_options(strategy, jit_compile=False, steps_per_execution=1):
                 "use it with --strategy default only."
             )
         if steps_per_execution > 1:
-            raise ValueError(
-                "steps_per_execution > 1 fails under tf.distribute with Keras 3.15 (keras#19246); use 1."
-            )
+            raise ValueError("steps_per_execution > 1 fails under tf.distribute with Keras 3.15 (keras#19246); use 1.")
     return {"jit_compile": bool(jit_compile), "steps_per_execution": int(steps_per_execution)}
 
 
@@ -115,9 +114,9 @@ def _patch_keras_for_multi_worker():
     def reduce_per_replica(values, strategy, reduction):
         if tf_trainer._collective_all_reduce_multi_worker(strategy) and reduction in ("auto", "mean"):
             return tf.nest.map_structure(
-                lambda v: strategy.reduce("MEAN", v, axis=None)
-                if isinstance(v, tf.distribute.DistributedValues)
-                else v,
+                lambda v: (
+                    strategy.reduce("MEAN", v, axis=None) if isinstance(v, tf.distribute.DistributedValues) else v
+                ),
                 values,
             )
         return original_reduce(values, strategy, reduction)
@@ -129,9 +128,11 @@ def _patch_keras_for_multi_worker():
             for _, _, it in iterator:
                 batch = next(it)
                 data_batch = tf.nest.map_structure(
-                    lambda v: self.distribute_strategy.experimental_local_results(v)[0]
-                    if isinstance(v, tf.distribute.DistributedValues)
-                    else v,
+                    lambda v: (
+                        self.distribute_strategy.experimental_local_results(v)[0]
+                        if isinstance(v, tf.distribute.DistributedValues)
+                        else v
+                    ),
                     batch,
                 )
                 break

@@ -53,7 +53,7 @@ def _trim_batch(x, y, sample_weight, token_outputs):
     first = tf.minimum(first, full - length)
 
     def cut(t):
-        return t[:, first:first + length] if t.shape.rank >= 2 and t.shape[1] == full else t
+        return t[:, first : first + length] if t.shape.rank >= 2 and t.shape[1] == full else t
 
     # Labels of a per-token output are cut only when they are per token too: SQuAD's are
     # positions, `[B]`, and stay inside the cut (an answer lies within the real tokens).
@@ -69,8 +69,18 @@ def _sort_group(x, y, sample_weight):
     return tf.nest.map_structure(lambda t: tf.gather(t, order), (x, y, sample_weight))
 
 
-def length_batches(x, y=None, sample_weight=None, *, batch_size, token_outputs=(), shuffle=False,
-                   group_by_length=False, seed=None, group_size=GROUP_SIZE):
+def length_batches(
+    x,
+    y=None,
+    sample_weight=None,
+    *,
+    batch_size,
+    token_outputs=(),
+    shuffle=False,
+    group_by_length=False,
+    seed=None,
+    group_size=GROUP_SIZE,
+):
     """A `tf.data.Dataset` of `(x, y, sample_weight)` batches, each cut to its longest example.
 
     Args:
@@ -128,15 +138,17 @@ def predict_by_length(model, x, batch_size=32, verbose="auto"):
     progress = keras.utils.Progbar(len(order), verbose=1 if verbose == "auto" else verbose) if verbose else None
     results = {}
     for start in range(0, len(order), batch_size):
-        rows = order[start:start + batch_size]
+        rows = order[start : start + batch_size]
         batch = {name: np.asarray(value)[rows] for name, value in x.items()}
         # The columns holding any real token (right or left padding).
         columns = np.flatnonzero(batch["padding_mask"].any(axis=0))
         first, end = (int(columns[0]), int(columns[-1]) + 1) if len(columns) else (0, 1)
         length = int(padded_length(end - first, full))
         first = min(first, full - length)
-        batch = {name: value[:, first:first + length] if value.ndim >= 2 and value.shape[1] == full else value
-                 for name, value in batch.items()}
+        batch = {
+            name: value[:, first : first + length] if value.ndim >= 2 and value.shape[1] == full else value
+            for name, value in batch.items()
+        }
         outputs = model.predict_on_batch(batch)
         outputs = outputs if isinstance(outputs, dict) else {model.output_names[0]: outputs}
         for name, value in outputs.items():

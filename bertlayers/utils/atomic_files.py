@@ -22,12 +22,15 @@ import errno
 import fcntl
 import io
 import json
+import logging
 import os
 import re
 import shutil
 import time
 import uuid
 import zipfile
+
+logger = logging.getLogger(__name__)
 
 STAGING_PREFIX = ".partial-"
 _STAGING = re.compile(r"\.partial-(\d+)-[0-9a-f]{8}-")
@@ -243,10 +246,10 @@ def locked(directory, what="write into", wait=True, lock_name=".lock"):
                 raise FolderBusyError(
                     f"Another process is using {directory} ({what}); wait for it to end or use another folder."
                 ) from None
-            print(f"Waiting for another process to finish its {what} {directory} ...", flush=True)
+            logger.info(f"Waiting for another process to finish its {what} {directory} ...")
             started = time.time()
             fcntl.flock(handle, fcntl.LOCK_EX)
-            print(f"... waited {time.time() - started:.0f} s.", flush=True)
+            logger.info(f"... waited {time.time() - started:.0f} s.")
         yield
     finally:
         if not handle.closed:

@@ -9,6 +9,7 @@ path and the cause, and exit status 1, and what was written stays for the run to
 
 import argparse
 import json
+import logging
 import os
 import sys
 
@@ -29,7 +30,9 @@ def argument_parser(description, **kwargs):
 
 
 def run_script(main):
-    """Run `main()`, reporting user errors and machine faults on one line (see the module)."""
+    """Run `main()`, reporting user errors and machine faults on one line (see the module), and
+    the library's progress (its `logging` records of level INFO and above) on stdout."""
+    show_progress()
     try:
         return main()
     except (DiskFullError, FolderBusyError) as error:
@@ -42,6 +45,18 @@ def run_script(main):
         _fail(error, 1)
 
 
+def show_progress():
+    """Send the library's log records (INFO and above) to stdout, one message a line: a script's
+    progress. The library itself only logs (`logging.getLogger("bertlayers...")`)."""
+    logger = logging.getLogger("bertlayers")
+    if not any(getattr(handler, "_bertlayers_progress", False) for handler in logger.handlers):
+        handler = logging.StreamHandler(sys.stdout)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        handler._bertlayers_progress = True
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+
+
 def _fail(error, status):
     if os.environ.get("BERTLAYERS_TRACEBACK") == "1":
         raise error
@@ -50,5 +65,6 @@ def _fail(error, status):
         message = f"cannot use {error.filename}: {error.strerror}"
     if isinstance(error, json.JSONDecodeError):
         message = f"not valid JSON: {error}"
-    print(f"error: {message}", file=sys.stderr, flush=True)
+    sys.stderr.write(f"error: {message}\n")
+    sys.stderr.flush()
     raise SystemExit(status) from None

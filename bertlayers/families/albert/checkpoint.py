@@ -16,17 +16,22 @@ from bertlayers.convert.huggingface import (
     transposed,
     with_sequence_classifier,
 )
-from bertlayers.models.pretrainer import BertPretrainer
 from bertlayers.families.albert.encoder import AlbertEncoder
+from bertlayers.models.pretrainer import BertPretrainer
 
 
 def albert_config_from_huggingface(hf_config, source):
     """BERT's config names, the embedding width E and the number of distinct layer groups."""
     if int(hf_config.get("inner_group_num", 1)) != 1:
-        raise ValueError(f"{source}: inner_group_num {hf_config['inner_group_num']} is not supported (ALBERT's releases use 1).")
+        raise ValueError(
+            f"{source}: inner_group_num {hf_config['inner_group_num']} is not supported (ALBERT's releases use 1)."
+        )
     fields = bert_config_fields(hf_config, source)
-    fields.update(architecture="albert", embedding_size=hf_config.get("embedding_size", 128),
-                  num_layer_groups=hf_config.get("num_hidden_groups", 1))
+    fields.update(
+        architecture="albert",
+        embedding_size=hf_config.get("embedding_size", 128),
+        num_layer_groups=hf_config.get("num_hidden_groups", 1),
+    )
     return config_from_fields(fields, source)
 
 
@@ -57,8 +62,23 @@ def load_huggingface_albert(path, dtype=None):
     for group, block in enumerate(encoder.transformer_layers):
         prefix = f"encoder.albert_layer_groups.{group}.albert_layers.0."
         attention = prefix + "attention."
-        add_attention(weights, block.attention_layer, config, attention + "query", attention + "key", attention + "value", attention + "dense")
-        add_norms_and_feed_forward(weights, block, attention + "LayerNorm", prefix + "ffn", prefix + "ffn_output", prefix + "full_layer_layer_norm")
+        add_attention(
+            weights,
+            block.attention_layer,
+            config,
+            attention + "query",
+            attention + "key",
+            attention + "value",
+            attention + "dense",
+        )
+        add_norms_and_feed_forward(
+            weights,
+            block,
+            attention + "LayerNorm",
+            prefix + "ffn",
+            prefix + "ffn_output",
+            prefix + "full_layer_layer_norm",
+        )
     if "pooler.weight" in tensors:
         weights.add(encoder.pooler.dense.kernel, "pooler.weight", transposed)
         weights.add(encoder.pooler.dense.bias, "pooler.bias")
@@ -67,7 +87,13 @@ def load_huggingface_albert(path, dtype=None):
     if "predictions.dense.weight" in tensors:
         sentence_order = "sop_classifier.classifier.weight" in tensors
         model = BertPretrainer(encoder, next_sentence=sentence_order, name="albert_pretrainer")
-        add_lm_transform(weights, model.lm_head, "predictions.dense", "predictions.LayerNorm", output_bias_key(tensors, "predictions"))
+        add_lm_transform(
+            weights,
+            model.lm_head,
+            "predictions.dense",
+            "predictions.LayerNorm",
+            output_bias_key(tensors, "predictions"),
+        )
         add_output_projection(weights, encoder, "predictions.decoder.weight", "embeddings.word_embeddings.weight")
         if sentence_order:
             weights.add(model.next_sentence_head.output_dense.kernel, "sop_classifier.classifier.weight", transposed)

@@ -18,5 +18,6 @@ def map_albert_layers(encoder, config, weights):
 
 def load_google_albert(checkpoint_prefix, albert_config_json, pretrainer=True, dtype=None):
     """The same as `load_google_bert` for google-research/albert TF1 checkpoints (shared layer groups)."""
-    return load_google_checkpoint(checkpoint_prefix, albert_config_json, AlbertEncoder, map_albert_layers, pretrainer,
-                                  dtype)
+    return load_google_checkpoint(
+        checkpoint_prefix, albert_config_json, AlbertEncoder, map_albert_layers, pretrainer, dtype
+    )

@@ -10,13 +10,16 @@ for _name, (_layers, _hidden, _heads) in {
     "albert_xlarge": (24, 2048, 16),
     "albert_xxlarge": (12, 4096, 64),
 }.items():
-    register_preset(_name, EncoderConfig(
-        architecture="albert",
-        vocabulary_size=30000,
-        num_layers=_layers,
-        hidden_size=_hidden,
-        num_heads=_heads,
-        intermediate_size=4 * _hidden,
-        embedding_size=128,
-        num_layer_groups=1,
-    ))
+    register_preset(
+        _name,
+        EncoderConfig(
+            architecture="albert",
+            vocabulary_size=30000,
+            num_layers=_layers,
+            hidden_size=_hidden,
+            num_heads=_heads,
+            intermediate_size=4 * _hidden,
+            embedding_size=128,
+            num_layer_groups=1,
+        ),
+    )

@@ -7,7 +7,10 @@ from bertlayers.data.input_layout import bert_layout
 
 def albert_checkpoint_tokenizer(folder, config, tokenizer_config):
     tokenizer, special = spiece_tokenizer(
-        folder, "albert", tokenizer_config.get("do_lower_case", True), strip_accents=not tokenizer_config.get("keep_accents", False)
+        folder,
+        "albert",
+        tokenizer_config.get("do_lower_case", True),
+        strip_accents=not tokenizer_config.get("keep_accents", False),
     )
     layout = bert_layout(special("[CLS]"), special("[SEP]"), special("<pad>"))
     return CheckpointTokenizer(tokenizer, layout, len(tokenizer.pieces), "sentencepiece", unknown_id=special("<unk>"))

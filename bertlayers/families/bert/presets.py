@@ -7,12 +7,15 @@ from bertlayers.networks.presets import register_preset
 # Google released them: heads = H/64, intermediate = 4H.
 for _layers in (2, 4, 6, 8, 10, 12):
     for _hidden in (128, 256, 512, 768):
-        register_preset(f"bert_uncased_L-{_layers}_H-{_hidden}_A-{_hidden // 64}", EncoderConfig(
-            num_layers=_layers,
-            hidden_size=_hidden,
-            num_heads=_hidden // 64,
-            intermediate_size=4 * _hidden,
-        ))
+        register_preset(
+            f"bert_uncased_L-{_layers}_H-{_hidden}_A-{_hidden // 64}",
+            EncoderConfig(
+                num_layers=_layers,
+                hidden_size=_hidden,
+                num_heads=_hidden // 64,
+                intermediate_size=4 * _hidden,
+            ),
+        )
 
 for _alias, _name in {
     "bert_tiny": "bert_uncased_L-2_H-128_A-2",

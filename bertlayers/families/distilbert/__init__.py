@@ -8,7 +8,10 @@ Importing it registers transformers' model_type "distilbert" (loader and tokeniz
 from bertlayers.startup import tensorflow_available
 
 if tensorflow_available():  # checkpoint folders come with their tokenizer
-    from bertlayers.families.distilbert.checkpoint import distilbert_config_from_huggingface, load_huggingface_distilbert
+    from bertlayers.families.distilbert.checkpoint import (
+        distilbert_config_from_huggingface,
+        load_huggingface_distilbert,
+    )
     from bertlayers.families.distilbert.tokenizer import distilbert_checkpoint_tokenizer
 
 __all__ = ["distilbert_checkpoint_tokenizer", "distilbert_config_from_huggingface", "load_huggingface_distilbert"]

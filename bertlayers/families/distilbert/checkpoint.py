@@ -14,8 +14,8 @@ from bertlayers.convert.huggingface import (
     start_loading,
     with_sequence_classifier,
 )
-from bertlayers.models.pretrainer import BertPretrainer
 from bertlayers.families.bert.encoder import BertEncoder
+from bertlayers.models.pretrainer import BertPretrainer
 
 # DistilBERT's config.json names (its LayerNorm epsilon is fixed at 1e-12, BERT's default).
 DISTILBERT_CONFIG_KEYS = {
@@ -34,7 +34,9 @@ DISTILBERT_CONFIG_KEYS = {
 
 def distilbert_config_from_huggingface(hf_config, source):
     """An `EncoderConfig` with no segment embedding (`type_vocab_size` 0)."""
-    fields = renamed_fields(hf_config, DISTILBERT_CONFIG_KEYS, ("vocab_size", "n_layers", "dim", "n_heads", "hidden_dim"), source)
+    fields = renamed_fields(
+        hf_config, DISTILBERT_CONFIG_KEYS, ("vocab_size", "n_layers", "dim", "n_heads", "hidden_dim"), source
+    )
     # No segment embedding; no pretrained pooler: a fresh one reads [CLS] through ReLU, as
     # transformers' DistilBertForSequenceClassification's `pre_classifier` does.
     fields.update(type_vocab_size=0, pooler_activation="relu")
@@ -67,8 +69,23 @@ def load_huggingface_distilbert(path, dtype=None):
     for index, block in enumerate(encoder.transformer_layers):
         prefix = f"transformer.layer.{index}."
         attention = prefix + "attention."
-        add_attention(weights, block.attention_layer, config, attention + "q_lin", attention + "k_lin", attention + "v_lin", attention + "out_lin")
-        add_norms_and_feed_forward(weights, block, prefix + "sa_layer_norm", prefix + "ffn.lin1", prefix + "ffn.lin2", prefix + "output_layer_norm")
+        add_attention(
+            weights,
+            block.attention_layer,
+            config,
+            attention + "q_lin",
+            attention + "k_lin",
+            attention + "v_lin",
+            attention + "out_lin",
+        )
+        add_norms_and_feed_forward(
+            weights,
+            block,
+            prefix + "sa_layer_norm",
+            prefix + "ffn.lin1",
+            prefix + "ffn.lin2",
+            prefix + "output_layer_norm",
+        )
     model = with_sequence_classifier(encoder, hf_config, weights, "classifier", pooler="pre_classifier")
     if "vocab_transform.weight" in tensors:
         model = BertPretrainer(encoder, next_sentence=False, name="distilbert_pretrainer")

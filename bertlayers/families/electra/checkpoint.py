@@ -58,7 +58,13 @@ def load_huggingface_electra(path, dtype=None):
 
     if any(key.startswith("generator_predictions.") for key in tensors):
         model = ElectraGenerator(encoder)
-        add_lm_transform(weights, model.generator_head, "generator_predictions.dense", "generator_predictions.LayerNorm", "generator_lm_head.bias")
+        add_lm_transform(
+            weights,
+            model.generator_head,
+            "generator_predictions.dense",
+            "generator_predictions.LayerNorm",
+            "generator_lm_head.bias",
+        )
         add_output_projection(weights, encoder, "generator_lm_head.weight", "embeddings.word_embeddings.weight")
     elif any(key.startswith("discriminator_predictions.") for key in tensors):
         model = ElectraDiscriminator(encoder)

@@ -72,7 +72,14 @@ class ElectraPretrainer(EncoderModel):
     uses_pooled_output = False
 
     def __init__(
-        self, encoder, generator, discriminator_weight=50.0, temperature=1.0, name="electra_pretrainer", trainable=True, **kwargs
+        self,
+        encoder,
+        generator,
+        discriminator_weight=50.0,
+        temperature=1.0,
+        name="electra_pretrainer",
+        trainable=True,
+        **kwargs,
     ):
         discriminator_weight = POSITIVE_FLOAT.check("discriminator_weight", discriminator_weight)
         temperature = POSITIVE_FLOAT.check("temperature", temperature)
@@ -96,8 +103,12 @@ class ElectraPretrainer(EncoderModel):
         mlm_logits = generator_head(masked_states)  # [B, P, V]
         corruption = GeneratorCorruption(temperature=temperature, name="corruption")
         corrupted, replaced = corruption(
-            mlm_logits, inputs["token_ids"], inputs["masked_positions"], inputs["masked_lm_ids"],
-            inputs["masked_lm_weights"], inputs["sample_seed"],
+            mlm_logits,
+            inputs["token_ids"],
+            inputs["masked_positions"],
+            inputs["masked_lm_ids"],
+            inputs["masked_lm_weights"],
+            inputs["sample_seed"],
         )  # [B, S] each
         discriminator_head = _discriminator_head(encoder, "discriminator_head")
         rtd_logits = discriminator_head(encoder({**encoder_input, "token_ids": corrupted})["sequence_output"])  # [B, S]
@@ -114,7 +125,14 @@ class ElectraPretrainer(EncoderModel):
         self.head_names = ["mlm", "rtd"]
         self.trackers = {
             name: keras.metrics.Mean(name=name)
-            for name in ("mlm_loss", "mlm_accuracy", "rtd_loss", "rtd_accuracy", "rtd_baseline_accuracy", "replaced_fraction")
+            for name in (
+                "mlm_loss",
+                "mlm_accuracy",
+                "rtd_loss",
+                "rtd_accuracy",
+                "rtd_baseline_accuracy",
+                "replaced_fraction",
+            )
         }
         # How well the discriminator ranks replaced tokens above original ones (0.5: chance),
         # which shows learning before any probability crosses 0.5.
@@ -145,11 +163,15 @@ class ElectraPretrainer(EncoderModel):
         predicted = ops.cast(logits > 0, "float32")
         values = {
             "mlm_loss": mlm_loss,
-            "mlm_accuracy": _weighted_mean(ops.equal(ops.cast(ops.argmax(y_pred["mlm"], -1), "int32"), ops.cast(labels, "int32")), prediction_weights),
+            "mlm_accuracy": _weighted_mean(
+                ops.equal(ops.cast(ops.argmax(y_pred["mlm"], -1), "int32"), ops.cast(labels, "int32")),
+                prediction_weights,
+            ),
             "rtd_loss": rtd_loss,
             "rtd_accuracy": _weighted_mean(ops.equal(predicted, replaced), token_weights),
             "rtd_baseline_accuracy": _weighted_mean(1.0 - replaced, token_weights),
-            "replaced_fraction": ops.sum(replaced) / ops.maximum(ops.sum(ops.cast(prediction_weights, "float32")), 1e-6),
+            "replaced_fraction": ops.sum(replaced)
+            / ops.maximum(ops.sum(ops.cast(prediction_weights, "float32")), 1e-6),
         }
         for name, value in values.items():
             self.trackers[name].update_state(value)
@@ -187,7 +209,13 @@ class ElectraDiscriminator(EncoderModel):
         inputs = encoder_inputs()
         head = _discriminator_head(encoder, "discriminator_head")
         sequence = encoder(inputs)["sequence_output"]
-        super().__init__(inputs=inputs, outputs={"rtd": head(sequence), "sequence_output": sequence}, name=name, trainable=trainable, **kwargs)
+        super().__init__(
+            inputs=inputs,
+            outputs={"rtd": head(sequence), "sequence_output": sequence},
+            name=name,
+            trainable=trainable,
+            **kwargs,
+        )
         self.encoder = encoder
         self.discriminator_head = head
 
@@ -203,6 +231,12 @@ class ElectraGenerator(EncoderModel):
     def __init__(self, encoder, name="electra_generator", trainable=True, **kwargs):
         inputs = encoder_inputs()
         head = masked_lm_head(encoder, "generator_head")
-        super().__init__(inputs=inputs, outputs={"mlm": head(encoder(inputs)["sequence_output"])}, name=name, trainable=trainable, **kwargs)
+        super().__init__(
+            inputs=inputs,
+            outputs={"mlm": head(encoder(inputs)["sequence_output"])},
+            name=name,
+            trainable=trainable,
+            **kwargs,
+        )
         self.encoder = encoder
         self.generator_head = head

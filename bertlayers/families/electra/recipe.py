@@ -4,8 +4,8 @@ from bertlayers.data.pretraining_data import DataObjective, masked_lm_batch
 from bertlayers.families.electra.encoders import GENERATOR_FRACTION, electra_encoders
 from bertlayers.families.electra.pretrainer import ElectraPretrainer
 from bertlayers.families.recipes import Option, Recipe, register_recipe
-from bertlayers.utils.validation import POSITIVE_FLOAT
 from bertlayers.startup import require_tensorflow
+from bertlayers.utils.validation import POSITIVE_FLOAT
 
 tf = require_tensorflow(__name__)
 
@@ -31,7 +31,10 @@ OBJECTIVE = DataObjective(
 def build_pretrainer(encoder_config, dtype, options):
     discriminator, generator = electra_encoders(encoder_config, options["generator_fraction"], dtype=dtype)
     return ElectraPretrainer(
-        discriminator, generator, discriminator_weight=options["discriminator_weight"], temperature=options["temperature"]
+        discriminator,
+        generator,
+        discriminator_weight=options["discriminator_weight"],
+        temperature=options["temperature"],
     )
 
 

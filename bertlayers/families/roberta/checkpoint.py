@@ -13,8 +13,8 @@ from bertlayers.convert.huggingface import (
     start_loading,
     with_sequence_classifier,
 )
-from bertlayers.models.pretrainer import BertPretrainer
 from bertlayers.families.bert.encoder import BertEncoder
+from bertlayers.models.pretrainer import BertPretrainer
 
 
 def _padding_id(hf_config):
@@ -53,13 +53,23 @@ def load_huggingface_roberta(path, dtype=None):
     Raises:
       As `load_huggingface_bert`.
     """
-    hf_config, tensors, encoder, weights = start_loading(path, ("roberta", "xlm-roberta"), "roberta.", BertEncoder, dtype)
+    hf_config, tensors, encoder, weights = start_loading(
+        path, ("roberta", "xlm-roberta"), "roberta.", BertEncoder, dtype
+    )
     first_position = _padding_id(hf_config) + 1
-    map_encoder_weights(encoder, encoder.config, weights, pooler="pooler.dense.weight" in tensors, positions=lambda table: table[first_position:])
+    map_encoder_weights(
+        encoder,
+        encoder.config,
+        weights,
+        pooler="pooler.dense.weight" in tensors,
+        positions=lambda table: table[first_position:],
+    )
     model = with_sequence_classifier(encoder, hf_config, weights, "classifier.out_proj", pooler="classifier.dense")
     if "lm_head.dense.weight" in tensors:
         model = BertPretrainer(encoder, next_sentence=False, name="roberta_pretrainer")
-        add_lm_transform(weights, model.lm_head, "lm_head.dense", "lm_head.layer_norm", output_bias_key(tensors, "lm_head"))
+        add_lm_transform(
+            weights, model.lm_head, "lm_head.dense", "lm_head.layer_norm", output_bias_key(tensors, "lm_head")
+        )
         add_output_projection(weights, encoder, "lm_head.decoder.weight", "embeddings.word_embeddings.weight")
     # The LM head's other bias copy, and a task head, are not ours.
     weights.apply(ignore=IGNORED_TENSORS + (r"^lm_head\.(decoder\.)?(weight|bias)$", r"^qa_outputs\."))

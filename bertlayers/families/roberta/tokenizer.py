@@ -1,7 +1,12 @@
 """RoBERTa's byte-level BPE and XLM-R's SentencePiece, both packed `<s> A </s></s> B </s>`."""
 
 from bertlayers.data.byte_level_bpe import ByteLevelBPE
-from bertlayers.data.checkpoint_tokenizer import CheckpointTokenizer, register_checkpoint_tokenizer, required_file, special_id
+from bertlayers.data.checkpoint_tokenizer import (
+    CheckpointTokenizer,
+    register_checkpoint_tokenizer,
+    required_file,
+    special_id,
+)
 from bertlayers.data.input_layout import InputLayout
 from bertlayers.data.sentencepiece_model import SentencePiece, read_sentencepiece_model
 
@@ -17,7 +22,9 @@ def roberta_checkpoint_tokenizer(folder, config, tokenizer_config):
     tokenizer = ByteLevelBPE.from_files(vocab_json, required_file(folder, "merges.txt", "roberta"))
     special = lambda token: special_id(tokenizer.token_to_id, token, vocab_json)  # noqa: E731
     layout = roberta_input_layout(special("<s>"), special("</s>"), special("<pad>"))
-    return CheckpointTokenizer(tokenizer, layout, tokenizer.vocabulary_size, "byte_level_bpe", unknown_id=special("<unk>"))
+    return CheckpointTokenizer(
+        tokenizer, layout, tokenizer.vocabulary_size, "byte_level_bpe", unknown_id=special("<unk>")
+    )
 
 
 def xlm_roberta_checkpoint_tokenizer(folder, config, tokenizer_config):

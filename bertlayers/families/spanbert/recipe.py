@@ -5,8 +5,8 @@ from bertlayers.families.recipes import Option, Recipe, register_recipe
 from bertlayers.families.spanbert.pretrainer import BOUNDARY_INPUTS, SpanBertPretrainer
 from bertlayers.families.spanbert.span_boundaries import span_boundaries
 from bertlayers.networks import build_encoder
-from bertlayers.utils.validation import POSITIVE_INT
 from bertlayers.startup import require_tensorflow
+from bertlayers.utils.validation import POSITIVE_INT
 
 tf = require_tensorflow(__name__)
 

@@ -70,7 +70,10 @@ class SpanBoundaryHead(keras.layers.Layer):
         )
         self.offset_embedding.build(gathered)
         self.dense_1 = keras.layers.Dense(
-            hidden_size, kernel_initializer=clone_initializer(self.kernel_initializer), dtype=self.dtype_policy, name="dense_1"
+            hidden_size,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            dtype=self.dtype_policy,
+            name="dense_1",
         )
         self.dense_1.build(gathered + (2 * hidden_size + position_size,))
         self.layer_norm_1 = keras.layers.LayerNormalization(
@@ -78,7 +81,10 @@ class SpanBoundaryHead(keras.layers.Layer):
         )
         self.layer_norm_1.build(gathered + (hidden_size,))
         self.dense_2 = keras.layers.Dense(
-            width, kernel_initializer=clone_initializer(self.kernel_initializer), dtype=self.dtype_policy, name="dense_2"
+            width,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            dtype=self.dtype_policy,
+            name="dense_2",
         )
         self.dense_2.build(gathered + (hidden_size,))
         self.layer_norm_2 = keras.layers.LayerNormalization(
@@ -93,7 +99,11 @@ class SpanBoundaryHead(keras.layers.Layer):
         self.built = True
 
     def call(self, sequence, left_positions, right_positions, offsets):
-        for value, name in ((left_positions, "left_positions"), (right_positions, "right_positions"), (offsets, "offsets")):
+        for value, name in (
+            (left_positions, "left_positions"),
+            (right_positions, "right_positions"),
+            (offsets, "offsets"),
+        ):
             check_integer_ids(value, name)
 
         def at(positions):

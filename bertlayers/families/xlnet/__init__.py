@@ -5,14 +5,14 @@ Importing it registers the encoder (architecture "xlnet"), the presets `xlnet_ba
 `xlnet_large`, the recipe "xlnet" and transformers' model_type "xlnet".
 """
 
-from bertlayers.families.xlnet.mask_embedding import MaskEmbedding
-from bertlayers.families.xlnet.tied_output_projection import TiedOutputProjection
-from bertlayers.families.xlnet.encoder import QueryStream, RelativeStack, XLNetEncoder, relative_stack
 from bertlayers.families.xlnet import presets  # noqa: F401  (registers xlnet_base, xlnet_large)
+from bertlayers.families.xlnet.encoder import QueryStream, RelativeStack, XLNetEncoder, relative_stack
+from bertlayers.families.xlnet.mask_embedding import MaskEmbedding
 from bertlayers.families.xlnet.pretrainer import XLNetPretrainer
 from bertlayers.families.xlnet.relative_attention import RelativeAttention, relative_shift
 from bertlayers.families.xlnet.relative_encoder_block import RelativeEncoderBlock
 from bertlayers.families.xlnet.relative_position_encoding import RelativePositionEncoding
+from bertlayers.families.xlnet.tied_output_projection import TiedOutputProjection
 from bertlayers.families.xlnet.two_stream_masks import TwoStreamMasks
 from bertlayers.startup import tensorflow_available
 

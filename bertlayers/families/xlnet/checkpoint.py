@@ -39,14 +39,16 @@ def xlnet_config_from_huggingface(hf_config, source):
     require_keys(hf_config, XLNET_REQUIRED_KEYS, source)
     if hf_config.get("attn_type", "bi") != "bi":
         raise ValueError(f"{source}: attn_type {hf_config['attn_type']!r} is not supported; expected 'bi'.")
-    if hf_config.get("d_head", hf_config["d_model"] // hf_config["n_head"]) * hf_config["n_head"] != hf_config["d_model"]:
+    if (
+        hf_config.get("d_head", hf_config["d_model"] // hf_config["n_head"]) * hf_config["n_head"]
+        != hf_config["d_model"]
+    ):
         raise ValueError(f"{source}: d_head x n_head must equal d_model.")
     fields = renamed_fields(hf_config, XLNET_CONFIG_KEYS, XLNET_REQUIRED_KEYS, source)
     fields["attention_dropout"] = fields.get("dropout", 0.1)
     # Segments 0 and 1, and 2 for XLNet's [CLS]; no position table, so the limit is ours.
     fields.update(architecture="xlnet", type_vocab_size=3)
     return config_from_fields(fields, source)
-
 
 
 def load_huggingface_xlnet(path, dtype=None):
@@ -97,7 +99,12 @@ def load_huggingface_xlnet(path, dtype=None):
         ):
             weights.add(variable, f"{prefix}rel_attn.{key}")
         add_norms_and_feed_forward(
-            weights, block, prefix + "rel_attn.layer_norm", prefix + "ff.layer_1", prefix + "ff.layer_2", prefix + "ff.layer_norm"
+            weights,
+            block,
+            prefix + "rel_attn.layer_norm",
+            prefix + "ff.layer_1",
+            prefix + "ff.layer_2",
+            prefix + "ff.layer_norm",
         )
     if "sequence_summary.summary.weight" in tensors:
         weights.add(encoder.pooler.dense.kernel, "sequence_summary.summary.weight", transposed)
@@ -109,7 +116,10 @@ def load_huggingface_xlnet(path, dtype=None):
         weights.add(model.lm_head.output_bias, "lm_loss.bias")
         add_output_projection(weights, encoder, "lm_loss.weight", "word_embedding.weight")
     # A tied LM head's matrix is the word embedding; a task head's output layer is not ours.
-    weights.apply(ignore=IGNORED_TENSORS + (r"^lm_loss\.weight$", r"^qa_outputs\.", r"^start_logits\.", r"^end_logits\.", r"^answer_class\."))
+    weights.apply(
+        ignore=IGNORED_TENSORS
+        + (r"^lm_loss\.weight$", r"^qa_outputs\.", r"^start_logits\.", r"^end_logits\.", r"^answer_class\.")
+    )
     return model
 
 

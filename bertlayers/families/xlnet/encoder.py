@@ -21,11 +21,11 @@ BERT's, pooled at the last real token (XLNet puts its [CLS] last).
 import keras
 from keras import ops
 
+from bertlayers.families.xlnet.mask_embedding import MaskEmbedding
 from bertlayers.families.xlnet.relative_encoder_block import RelativeEncoderBlock
 from bertlayers.families.xlnet.relative_position_encoding import RelativePositionEncoding
 from bertlayers.families.xlnet.two_stream_masks import TwoStreamMasks
 from bertlayers.layers.initializers import bert_initializer
-from bertlayers.families.xlnet.mask_embedding import MaskEmbedding
 from bertlayers.layers.token_embedding import TokenEmbedding
 from bertlayers.networks.block_stack import BlockStack, StackOutputs
 from bertlayers.networks.encoder_base import EncoderBase, block_arguments
@@ -80,8 +80,14 @@ class XLNetEncoder(EncoderBase):
         return RelativeEncoderBlock(**block_arguments(config), dtype=dtype, name=f"transformer_layer_{index}")
 
     def make_stack(self, config, blocks, block_of_layer, dtype):
-        return RelativeStack(blocks, config, clamp_len=self.clamp_len, mem_len=self.mem_len,
-                             bidirectional_data=self.bidirectional_data, dtype=dtype)
+        return RelativeStack(
+            blocks,
+            config,
+            clamp_len=self.clamp_len,
+            mem_len=self.mem_len,
+            bidirectional_data=self.bidirectional_data,
+            dtype=dtype,
+        )
 
     def get_config(self):
         config = super().get_config()
@@ -106,13 +112,19 @@ class RelativeStack(BlockStack):
         self.mem_len = mem_len
         policy = blocks[0].dtype_policy
         self.position_encoding = RelativePositionEncoding(
-            config.hidden_size, clamp_len=clamp_len, bidirectional_data=bidirectional_data, dtype=policy,
+            config.hidden_size,
+            clamp_len=clamp_len,
+            bidirectional_data=bidirectional_data,
+            dtype=policy,
             name="position_encoding",
         )
         self.attention_masks = TwoStreamMasks(name="attention_masks")
         self.stream_dropout = keras.layers.Dropout(config.dropout, dtype=policy, name="stream_dropout")
         self.mask_embedding = MaskEmbedding(
-            config.hidden_size, initializer=bert_initializer(config.initializer_range), dtype=policy, name="mask_embedding"
+            config.hidden_size,
+            initializer=bert_initializer(config.initializer_range),
+            dtype=policy,
+            name="mask_embedding",
         )
         self.mask_embedding.build()
 
@@ -123,8 +135,12 @@ class RelativeStack(BlockStack):
         return inputs
 
     def layers(self):
-        return {"position_encoding": self.position_encoding, "attention_masks": self.attention_masks,
-                "stream_dropout": self.stream_dropout, "mask_embedding": self.mask_embedding}
+        return {
+            "position_encoding": self.position_encoding,
+            "attention_masks": self.attention_masks,
+            "stream_dropout": self.stream_dropout,
+            "mask_embedding": self.mask_embedding,
+        }
 
     def unused_layers(self):
         return [self.mask_embedding]
@@ -135,7 +151,11 @@ class RelativeStack(BlockStack):
 
     def __call__(self, x, inputs, return_attention_scores=False):
         stack = relative_stack(
-            self, x, inputs["padding_mask"], inputs["segment_ids"], memory=inputs.get("memory"),
+            self,
+            x,
+            inputs["padding_mask"],
+            inputs["segment_ids"],
+            memory=inputs.get("memory"),
             return_attention_scores=return_attention_scores,
         )
         extra = {"memory": stack["memory"]} if self.mem_len else {}

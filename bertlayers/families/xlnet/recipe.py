@@ -7,8 +7,8 @@ from bertlayers.families.recipes import Option, Recipe, register_recipe
 from bertlayers.families.xlnet.encoder import XLNetEncoder
 from bertlayers.families.xlnet.permutation_lm import choose_plm_targets, factorization_masks, xlnet_layout
 from bertlayers.families.xlnet.pretrainer import XLNetPretrainer
-from bertlayers.utils.validation import NON_NEGATIVE_INT, Range
 from bertlayers.startup import require_tensorflow
+from bertlayers.utils.validation import NON_NEGATIVE_INT, Range
 
 tf = require_tensorflow(__name__)
 
@@ -68,7 +68,9 @@ def xlnet_config(config):
 
 
 def build_pretrainer(encoder_config, dtype, options):
-    encoder = XLNetEncoder.from_encoder_config(encoder_config, clamp_len=options["clamp_len"], dtype=dtype, name="encoder")
+    encoder = XLNetEncoder.from_encoder_config(
+        encoder_config, clamp_len=options["clamp_len"], dtype=dtype, name="encoder"
+    )
     return XLNetPretrainer(encoder)
 
 

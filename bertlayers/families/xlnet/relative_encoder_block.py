@@ -3,9 +3,9 @@ the content stream and (in pretraining) the query stream with the same weights."
 
 import keras
 
+from bertlayers.families.xlnet.relative_attention import RelativeAttention
 from bertlayers.layers.activations import canonical_activation, get_activation
 from bertlayers.layers.initializers import bert_initializer, clone_initializer
-from bertlayers.families.xlnet.relative_attention import RelativeAttention
 from bertlayers.layers.token_rows import on_token_rows
 
 
@@ -68,7 +68,10 @@ class RelativeEncoderBlock(keras.layers.Layer):
         )
         self.attention_layer_norm.build(content_shape)
         self.intermediate_dense = keras.layers.Dense(
-            self.intermediate_size, kernel_initializer=clone_initializer(self.kernel_initializer), dtype=policy, name="intermediate"
+            self.intermediate_size,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            dtype=policy,
+            name="intermediate",
         )
         self.intermediate_dense.build(content_shape)
         self.output_dense = keras.layers.Dense(
@@ -85,13 +88,16 @@ class RelativeEncoderBlock(keras.layers.Layer):
     def _finish(self, stream, attended, training):
         """Residual + LayerNorm around the attention, then the feed-forward network."""
         x = self.attention_layer_norm(stream + self.dropout_layer(attended, training=training))
+
         def feed_forward(rows):
             inner = self.dropout_layer(self._activation_fn(self.intermediate_dense(rows)), training=training)
             return self.output_dense(inner)
 
         return self.output_layer_norm(x + self.dropout_layer(on_token_rows(feed_forward, x), training=training))
 
-    def call(self, content, position_encoding, query=None, return_attention_scores=False, training=None, **attention_args):
+    def call(
+        self, content, position_encoding, query=None, return_attention_scores=False, training=None, **attention_args
+    ):
         results = self.attention(
             content,
             position_encoding,

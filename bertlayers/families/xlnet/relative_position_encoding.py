@@ -65,6 +65,10 @@ class RelativePositionEncoding(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(
-            {"hidden_size": self.hidden_size, "clamp_len": self.clamp_len, "bidirectional_data": self.bidirectional_data}
+            {
+                "hidden_size": self.hidden_size,
+                "clamp_len": self.clamp_len,
+                "bidirectional_data": self.bidirectional_data,
+            }
         )
         return config

@@ -27,7 +27,9 @@ class TiedOutputProjection(keras.layers.Layer):
     def build(self, inputs_shape=None):
         if not self.token_embedding.built:
             self.token_embedding.build()
-        self.output_bias = self.add_weight(name="output_bias", shape=(self.token_embedding.input_dim,), initializer="zeros")
+        self.output_bias = self.add_weight(
+            name="output_bias", shape=(self.token_embedding.input_dim,), initializer="zeros"
+        )
         self.built = True
 
     def call(self, inputs):
