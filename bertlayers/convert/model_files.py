@@ -18,6 +18,9 @@ import json
 import os
 import zipfile
 
+import keras
+
+from bertlayers import backend
 from bertlayers.data.checkpoint_tokenizer import TokenizerFiles
 from bertlayers.data.tokenizer import ModelVocabulary, check_vocabulary_fits
 from bertlayers.networks.input_limits import input_limits
@@ -49,11 +52,11 @@ def recorded_vocabulary(model):
     """The `ModelVocabulary` or `TokenizerFiles` recorded on `model`, else on a layer inside it
     (the encoder a task model or a user's own model was built on), or None."""
     recorded = getattr(model, _ATTRIBUTE, None)
-    if recorded is None and hasattr(model, "_flatten_layers"):
+    if recorded is None and isinstance(model, keras.layers.Layer):
         recorded = next(
             (
                 getattr(layer, _ATTRIBUTE)
-                for layer in model._flatten_layers(include_self=False)
+                for layer in backend.flatten_layers(model, include_self=False)
                 if getattr(layer, _ATTRIBUTE, None) is not None
             ),
             None,

@@ -16,6 +16,7 @@ The library's models get theirs by default (`default_outputs`); a model a user c
 `outputs=ClassifierOutputs(label_names=[...])`.
 """
 
+from bertlayers import backend
 from bertlayers.models.multi_task import MultiTask
 from bertlayers.models.sequence_classifier import SequenceClassifier
 from bertlayers.models.span_predictor import SpanPredictor
@@ -30,9 +31,8 @@ ID_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
 def model_input_names(model):
     """The names `model` takes its inputs by (its `keras.Input` names, or its input dict's keys)."""
-    # A functional model keeps the structure it was built with (a dict's keys are what `call` takes);
-    # Keras has no public accessor for it.
-    struct = getattr(model, "_inputs_struct", None)
+    # A functional model keeps the structure it was built with (a dict's keys are what `call` takes).
+    struct = backend.input_structure(model)
     if isinstance(struct, dict):
         return list(struct)
     inputs = getattr(model, "inputs", None)
@@ -75,7 +75,7 @@ def symbolic_outputs(model):
 def call_model(model, inputs):
     """`model` on {name: tensor} (the inputs it takes, by name), as {output name: tensor}."""
     names = model_input_names(model)
-    struct = getattr(model, "_inputs_struct", None)
+    struct = backend.input_structure(model)
     if isinstance(struct, dict):
         outputs = model({name: inputs[name] for name in names}, training=False)
     elif len(names) == 1:

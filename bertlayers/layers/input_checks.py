@@ -7,33 +7,10 @@ which would rewrite every step: there only shapes are checked, and an id past th
 as NaN (JAX's gathers fill out-of-range rows), so call the model once eagerly on suspect data.
 """
 
-import sys
-
 import keras
 import numpy as np
 
-
-def known_values(tensor):
-    """`tensor` as a NumPy array if its values are known now, else None (symbolic, or traced)."""
-    if isinstance(tensor, keras.KerasTensor):
-        return None
-    if isinstance(tensor, np.ndarray):
-        return tensor
-    backend = keras.backend.backend()
-    if backend == "tensorflow":
-        return np.asarray(tensor) if sys.modules["tensorflow"].executing_eagerly() else None
-    if backend == "jax":
-        import jax
-
-        return None if isinstance(tensor, jax.core.Tracer) else np.asarray(tensor)
-    return keras.ops.convert_to_numpy(tensor)
-
-
-def _tensorflow_backend():
-    """TensorFlow under its backend (whose graphs take assertions), else None."""
-    if keras.backend.backend() != "tensorflow":
-        return None
-    return sys.modules["tensorflow"]
+from bertlayers import backend
 
 
 def check_integer_ids(tensor, name):
@@ -66,7 +43,7 @@ def check_same_shape(tensors):
             a is not None and b is not None and a != b for a, b in zip(shape, first_shape)
         ):
             raise ValueError(f"{message}; got {shape} and {first_shape}.")
-        tf = _tensorflow_backend()
+        tf = backend.graph_assertions()
         if (
             None in shape + first_shape
             and tf
@@ -91,13 +68,13 @@ def check_id_range(ids, limit, name, what):
     """
     if isinstance(ids, keras.KerasTensor):
         return ids
-    values = known_values(ids)
+    values = backend.known_values(ids)
     if values is not None:
         if values.size and (values.min() < 0 or values.max() >= limit):
             bad = values.min() if values.min() < 0 else values.max()
             raise ValueError(f"{name} holds {bad}, outside [0, {limit}) ({what}).")
         return ids
-    tf = _tensorflow_backend()
+    tf = backend.graph_assertions()
     if tf is None:
         return ids
     low, high = tf.reduce_min(ids), tf.reduce_max(ids)
@@ -124,7 +101,7 @@ def check_sequence_length(tensor, max_length, name, axis=1):
                 f"{max_length} this model supports (max_sequence_length)."
             )
         return tensor
-    tf = _tensorflow_backend()
+    tf = backend.graph_assertions()
     if tf is None:
         return tensor
     check = tf.debugging.assert_less_equal(
@@ -159,7 +136,7 @@ def check_padding_mask(mask, name="padding_mask", real_first=False):
         return mask
     if len(mask.shape) == 2 and mask.shape[1] == 0:
         raise ValueError(f"{name} has sequence length 0: every sequence needs at least one token.")
-    values = known_values(mask)
+    values = backend.known_values(mask)
     if values is not None:
         if values.dtype != bool and values.size:
             other = (values != 0) & (values != 1)
@@ -174,7 +151,7 @@ def check_padding_mask(mask, name="padding_mask", real_first=False):
             if real_first and left.size:
                 raise ValueError(_LEFT_PADDING.format(name=name, row=left[0]))
         return mask
-    tf = _tensorflow_backend()
+    tf = backend.graph_assertions()
     if tf is None:
         return mask
     values = tf.cast(mask, tf.int32)

@@ -5,6 +5,7 @@ import math
 import keras
 from keras import ops
 
+from bertlayers import backend
 from bertlayers.layers.initializers import bert_initializer, clone_initializer
 from bertlayers.layers.masking import mask_logits
 
@@ -119,12 +120,8 @@ class MultiHeadAttention(keras.layers.Layer):
         return output
 
     def _fused(self, return_attention_scores, training):
-        """Whether to call the backend's fused attention (`ops.dot_product_attention`: cuDNN's
-        flash attention on a GPU where JAX has it, one XLA fusion elsewhere). Under JAX only:
-        TensorFlow's form is the same einsums as below, which its own graph optimizer already
-        fuses. Not when the probabilities are asked for, nor under attention dropout, which the
-        fused kernels do not apply."""
-        return keras.backend.backend() == "jax" and not return_attention_scores and not (training and self.dropout > 0)
+        """Whether to call the backend's fused attention (`bertlayers.backend.fuses_attention`)."""
+        return backend.fuses_attention(return_attention_scores, dropout_active=bool(training and self.dropout > 0))
 
     def get_config(self):
         config = super().get_config()

@@ -1,7 +1,8 @@
 """Position-wise layers applied to a sequence seen as one matrix of token rows."""
 
-import keras
 from keras import ops
+
+from bertlayers import backend
 
 
 def on_token_rows(fn, x, padding_mask=None):
@@ -28,7 +29,7 @@ def on_token_rows(fn, x, padding_mask=None):
     rows = ops.reshape(x, (-1, shape[-1]))  # [tokens, width]
     if padding_mask is None:
         out = fn(rows)  # [tokens, width_out]
-    elif keras.backend.backend() != "tensorflow":
+    elif not backend.skips_padding_rows():
         out = fn(rows)  # [tokens, width_out]
         out = out * ops.cast(ops.not_equal(ops.reshape(padding_mask, (-1, 1)), 0), out.dtype)
     else:

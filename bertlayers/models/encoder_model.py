@@ -4,6 +4,7 @@ rebuilds them over the deserialized encoder, and default losses per head."""
 import keras
 from keras import ops
 
+from bertlayers import backend
 from bertlayers.networks.encoder_base import INPUT_NAMES
 from bertlayers.networks.guarded_model import GuardedModel
 
@@ -77,7 +78,7 @@ class EncoderModel(GuardedModel, keras.Model):
         `compute_loss`): their mean as Keras takes it, plus the losses its layers added."""
         loss = _PER_EXAMPLE(ops.zeros_like(per_example), per_example)
         for extra in self.losses:
-            loss = loss + self._aggregate_additional_loss(extra)
+            loss = loss + backend.additional_loss(self, extra)
         return loss
 
     def serving_model(self):

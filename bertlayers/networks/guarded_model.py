@@ -21,7 +21,7 @@ import weakref
 import keras
 import numpy as np
 
-from bertlayers.layers.input_checks import known_values as _known_values
+from bertlayers import backend
 from bertlayers.utils.atomic_files import save_model
 
 
@@ -82,7 +82,7 @@ class GuardedModel:
     def _check_known_values(self, features):
         """`check_input_values` on the inputs whose values are at hand (NumPy, eager tensors)."""
         specs = self._input_specs()
-        values = {name: _known_values(value) for name, value in features.items() if name in specs}
+        values = {name: backend.known_values(value) for name, value in features.items() if name in specs}
         self.check_input_values({name: value for name, value in values.items() if value is not None})
 
     def call(self, inputs, *args, **kwargs):
@@ -196,7 +196,7 @@ class kept_state:
     def __exit__(self, kind, error, traceback):
         model = self.model
         _DEPTH[model] -= 1
-        if kind is None or keras.backend.backend() != "jax":
+        if kind is None or not backend.restores_state_after_failed_step():
             if not _DEPTH[model]:  # the outermost call ended: the loop put every value back
                 _CLEARED.pop(model, None)
             return False

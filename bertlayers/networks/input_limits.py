@@ -2,6 +2,7 @@
 
 import dataclasses
 
+from bertlayers import backend
 from bertlayers.layers.bert_embeddings import BertEmbeddings
 from bertlayers.networks.encoder_base import EncoderBase
 
@@ -23,7 +24,7 @@ def input_limits(model):
     Raises:
       ValueError: `model` holds neither, so nothing says which ids it accepts.
     """
-    for layer in model._flatten_layers(include_self=True, recursive=True):
+    for layer in backend.flatten_layers(model):
         if isinstance(layer, EncoderBase):
             config = layer.config
             return InputLimits(config.vocabulary_size, config.type_vocab_size, config.max_sequence_length)

@@ -12,6 +12,7 @@ import os
 
 import keras
 
+from bertlayers import backend
 from bertlayers.startup import require_tensorflow
 
 tf = require_tensorflow(__name__)
@@ -105,7 +106,7 @@ def _patch_keras_for_multi_worker():
             f"--strategy multi_worker is supported with Keras {_PATCHED_KERAS}x, whose bugs bertlayers "
             f"works around; this is Keras {keras.__version__}. Check keras#20585 before using it."
         )
-    from keras.src.backend.tensorflow import trainer as tf_trainer
+    tf_trainer = backend.tensorflow_trainer_module()
 
     if getattr(tf_trainer, "_bertlayers_patched", False):
         return

@@ -1,9 +1,9 @@
 """BERT's optimizer: AdamW (or LAMB), linear warmup then linear decay, global-norm clipping."""
 
-import sys
-
 import keras
 from keras import ops
+
+from bertlayers import backend
 
 # Variables BERT exempts from weight decay: LayerNorm scales and offsets, and every bias.
 NO_DECAY = ("bias", "gamma", "beta")
@@ -56,7 +56,7 @@ class SumThenClip:
     _FIXED_IN = "3.15."
 
     def _clip_gradients(self, grads):
-        tf = sys.modules.get("tensorflow") if keras.backend.backend() == "tensorflow" else None
+        tf = backend.tensorflow()
         context = tf.distribute.get_replica_context() if tf else None
         clips = self.clipnorm or self.global_clipnorm or self.clipvalue
         if (
@@ -113,20 +113,15 @@ class FusedAdamStep:
     β1); v += (g² − v)(1 − β2); w −= α·m / (√v + ε), α = lr·√(1 − β2^t) / (1 − β1^t)) in one
     pass. Other backends, AMSGrad and non-float32 variables keep Keras's step. The global norm
     for clipping is likewise TensorFlow's one-pass `global_norm` (same value up to rounding).
-    (Under TensorFlow, which Keras has then imported: `sys.modules` holds it.)
     """
 
     def _fused(self, variable):
-        return (
-            keras.backend.backend() == "tensorflow"
-            and not self.amsgrad
-            and keras.backend.standardize_dtype(variable.dtype) == "float32"
-        )
+        return backend.fused_adam_step(variable) and not self.amsgrad
 
     def update_step(self, gradient, variable, learning_rate):
         if not self._fused(variable):
             return super().update_step(gradient, variable, learning_rate)
-        tf = sys.modules["tensorflow"]
+        tf = backend.tensorflow()
         index = self._get_variable_index(variable)
         step = tf.cast(self.iterations + 1, tf.float32)
         beta_1, beta_2 = tf.constant(self.beta_1, tf.float32), tf.constant(self.beta_2, tf.float32)
@@ -144,8 +139,8 @@ class FusedAdamStep:
         )
 
     def _clip_gradients(self, grads):
-        if keras.backend.backend() == "tensorflow" and self.global_clipnorm and not self.clipnorm:
-            tf = sys.modules["tensorflow"]
+        tf = backend.tensorflow()
+        if tf is not None and self.global_clipnorm and not self.clipnorm:
             # tf.clip_by_global_norm skips None entries and keeps the list's positions.
             return tf.clip_by_global_norm(grads, self.global_clipnorm)[0]
         return super()._clip_gradients(grads)

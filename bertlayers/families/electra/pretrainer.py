@@ -19,8 +19,8 @@ from the original token.
 
 import keras
 from keras import ops
-from keras.src.losses.loss import scale_loss_for_distribution
 
+from bertlayers import backend
 from bertlayers.families.electra.replaced_token_detection import GeneratorCorruption, ReplacedTokenDetectionHead
 from bertlayers.layers.initializers import bert_initializer
 from bertlayers.models.encoder_model import EncoderModel, encoder_inputs
@@ -177,7 +177,7 @@ class ElectraPretrainer(EncoderModel):
             self.trackers[name].update_state(value)
         self.rtd_auc.update_state(replaced, logits, sample_weight=ops.cast(token_weights, "float32"))
         total = mlm_loss + self.discriminator_weight * rtd_loss
-        return scale_loss_for_distribution(total)
+        return backend.scale_loss_for_distribution(total)
 
     def _constructor_args(self):
         return {

@@ -1,11 +1,10 @@
 """ELECTRA's replaced-token detection (Clark et al. 2020): corrupting the input with the
 generator's samples, and the discriminator's per-token head."""
 
-import sys
-
 import keras
 from keras import ops
 
+from bertlayers import backend
 from bertlayers.layers.activations import canonical_activation, get_activation
 from bertlayers.layers.initializers import bert_initializer, clone_initializer
 
@@ -113,13 +112,8 @@ class GeneratorCorruption(keras.layers.Layer):
         flat = ops.reshape(logits, (-1, vocabulary_size))  # [batch * P, V]
         if sample_seed is None:
             sample = keras.random.categorical(flat, 1, dtype="int32", seed=self.seed_generator)
-        elif keras.backend.backend() == "tensorflow":
-            # keras.random takes no tensor seed under TensorFlow; its stateless sampler does.
-            tf = sys.modules["tensorflow"]
-            sample = tf.random.stateless_categorical(flat, 1, seed=ops.cast(sample_seed[0], "int64"), dtype=tf.int32)
         else:
-            # JAX's keras.random takes a tensor seed as the raw key (uint32 [2]).
-            sample = keras.random.categorical(flat, 1, dtype="int32", seed=ops.cast(sample_seed[0], "uint32"))
+            sample = backend.categorical(flat, sample_seed[0])
         sample = ops.reshape(sample, ops.shape(masked_positions))  # [batch, P]
 
         sequence_length = ops.shape(token_ids)[1]

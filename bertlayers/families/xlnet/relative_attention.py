@@ -23,6 +23,7 @@ through other positions allowed to see it.
 import keras
 from keras import ops
 
+from bertlayers import backend
 from bertlayers.layers.initializers import bert_initializer, clone_initializer
 from bertlayers.layers.masking import mask_logits
 
@@ -39,7 +40,7 @@ def relative_shift(scores, key_length):
     x = ops.reshape(scores, (batch, heads, distances, length))  # [B, N, R, S]
     x = x[:, :, 1:, :]  # [B, N, R - 1, S]
     x = ops.reshape(x, (batch, heads, length, distances - 1))  # [B, N, S, R - 1]
-    if keras.backend.backend() == "jax" and not isinstance(distances, int):
+    if backend.symbolic_sizes_share_symbols() and not isinstance(distances, int):
         # Inferring a functional model's shapes, JAX gives every unknown size one symbol, so
         # R (= K + S) reads as K and R - 1 < K; one column of padding makes the slice below
         # valid there. Real calls have concrete sizes and never come here.

@@ -1,0 +1,251 @@
+"""The Keras backend in one place: what each backend can do, and every Keras internal we use.
+
+The model code is one `keras.ops` implementation for every backend; where a backend can do more
+(or must be met halfway), the code asks a named capability here instead of testing the
+backend's name. Every private Keras name the library reads, calls or overrides is listed in
+`KERAS_INTERNALS` with where and why, checked against `KERAS_CHECKED`:
+`tests/test_keras_internals.py` fails when Keras changes under any of them (or its version
+changes, so that each is looked at again).
+
+It sits below every tier beside `bertlayers.startup` and imports nothing else of ours.
+"""
+
+import sys
+
+import keras
+
+# The Keras release every internal below was read against.
+KERAS_CHECKED = "3.15.1"
+
+# (owner, name, used in, why). An owner is a class or module path; a name on an instance only
+# (a functional model's input structure) is checked on one built in the test.
+KERAS_INTERNALS = (
+    (
+        "keras.Model",
+        "_flatten_layers",
+        "networks/input_limits.py, convert/model_files.py",
+        "every sublayer of a model, nested models included (Keras has no public walk)",
+    ),
+    (
+        "keras.Model",
+        "_aggregate_additional_loss",
+        "models/encoder_model.py",
+        "a layer's added loss reduced as Keras reduces it, for a model that computes its own loss",
+    ),
+    (
+        "keras.Model",
+        "_symbolic_build",
+        "networks/guarded_model.py, training/distribute.py",
+        "overridden: Keras's build from a symbolic batch is not the user's input; called by the multi-worker patch",
+    ),
+    (
+        "keras.Model",
+        "_inputs_struct@functional",
+        "export/serving_outputs.py",
+        "a functional model's inputs by name, as it was built",
+    ),
+    (
+        "keras.optimizers.Optimizer",
+        "_clip_gradients",
+        "training/optimization.py",
+        "overridden: gradients summed across replicas before clipping; TensorFlow's one-pass global norm",
+    ),
+    (
+        "keras.optimizers.Optimizer",
+        "_all_reduce_sum_gradients",
+        "training/optimization.py",
+        "overridden: skipped where the gradients were summed before clipping",
+    ),
+    (
+        "keras.optimizers.Optimizer",
+        "_get_variable_index",
+        "training/optimization.py",
+        "the slot of a variable's Adam moments, for the fused step",
+    ),
+    (
+        "keras.optimizers.Adam",
+        "_momentums@instance",
+        "training/optimization.py",
+        "Adam's first moments, for the fused step",
+    ),
+    (
+        "keras.optimizers.Adam",
+        "_velocities@instance",
+        "training/optimization.py",
+        "Adam's second moments, for the fused step",
+    ),
+    (
+        "keras.src.backend.tensorflow.trainer.TensorFlowTrainer",
+        "_maybe_symbolic_build",
+        "training/distribute.py",
+        "patched: a multi-worker strategy's first batch is not reduced across workers to build the model",
+    ),
+    (
+        "keras.src.backend.tensorflow.trainer",
+        "reduce_per_replica",
+        "training/distribute.py",
+        "patched: scalar logs reduced across workers with axis=None (tensorflow#72388)",
+    ),
+    (
+        "keras.src.backend.tensorflow.trainer",
+        "_collective_all_reduce_multi_worker",
+        "training/distribute.py",
+        "whether a strategy spans workers, as Keras decides it",
+    ),
+    (
+        "keras.src.backend.jax.trainer.JAXTrainer",
+        "_purge_model_variables",
+        "networks/guarded_model.py",
+        "overridden: the values Keras clears before a JAX loop, kept to put back if a step fails",
+    ),
+    (
+        "keras.src.backend.jax.trainer.JAXTrainer",
+        "jax_state_sync",
+        "networks/guarded_model.py",
+        "the loop's last state written back to the variables after a failed step",
+    ),
+    (
+        "keras.src.backend.jax.trainer.JAXTrainer",
+        "_jax_state@runtime",
+        "networks/guarded_model.py",
+        "the state a JAX loop holds (set while it runs; tests/test_refused_calls.py exercises it)",
+    ),
+    (
+        "keras.src.losses.loss",
+        "scale_loss_for_distribution",
+        "families/electra/pretrainer.py",
+        "a loss scaled as Keras scales it across replicas, for a model adding two losses",
+    ),
+)
+
+
+def _resolve(path):
+    """The class or module at a dotted `path`."""
+    import importlib
+
+    module, _, rest = path.partition(".")
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            target = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for name in parts[cut:]:
+            target = getattr(target, name)
+        return target
+    raise ImportError(f"cannot import {path} ({module}{rest})")
+
+
+def internal(owner, name):
+    """The Keras internal `owner.name` listed in `KERAS_INTERNALS` (refused if not listed there)."""
+    if not any(entry[0] == owner and entry[1].split("@")[0] == name for entry in KERAS_INTERNALS):
+        raise KeyError(f"{owner}.{name} is not a listed Keras internal (bertlayers.backend.KERAS_INTERNALS).")
+    return getattr(_resolve(owner), name)
+
+
+# --- The internals, by what they do ---
+
+
+def flatten_layers(model, include_self=True, recursive=True):
+    """Every layer of `model` (nested models' layers too, with `recursive`)."""
+    return model._flatten_layers(include_self=include_self, recursive=recursive)
+
+
+def input_structure(model):
+    """A functional model's inputs as it was built (a dict by name, a list...), or None."""
+    return getattr(model, "_inputs_struct", None)
+
+
+def additional_loss(model, loss):
+    """A loss a layer added, reduced as Keras reduces it into the training loss."""
+    return model._aggregate_additional_loss(loss)
+
+
+def scale_loss_for_distribution(loss):
+    """`loss` scaled as Keras scales a loss across the replicas of a strategy."""
+    return internal("keras.src.losses.loss", "scale_loss_for_distribution")(loss)
+
+
+def tensorflow_trainer_module():
+    """Keras's TensorFlow trainer module (patched by `bertlayers.training.distribute`)."""
+    return _resolve("keras.src.backend.tensorflow.trainer")
+
+
+# --- Capabilities ---
+
+
+def name():
+    """Keras's backend: "tensorflow", "jax", ..."""
+    return keras.backend.backend()
+
+
+def tensorflow():
+    """TensorFlow where Keras runs on it (its graphs, tf.distribute, raw ops), else None."""
+    return sys.modules.get("tensorflow") if name() == "tensorflow" else None
+
+
+def skips_padding_rows():
+    """Whether the position-wise half of a block may run on the real tokens' rows alone:
+    TensorFlow's graphs take dynamic shapes (a gather of the real rows, a scatter back); JAX's
+    compiled steps need static shapes, so there every row is computed and the padding zeroed
+    (the padding is cut before the model instead, by length-bucketed batches)."""
+    return name() == "tensorflow"
+
+
+def fuses_attention(return_attention_scores, dropout_active):
+    """Whether attention calls the backend's fused kernel (`ops.dot_product_attention`: cuDNN's
+    flash attention on a GPU where JAX has it, one XLA fusion elsewhere). Under JAX only:
+    TensorFlow's form is the same einsums, which its graph optimizer already fuses. Not when
+    the probabilities are asked for, nor under attention dropout, which the kernels do not apply."""
+    return name() == "jax" and not return_attention_scores and not dropout_active
+
+
+def graph_assertions():
+    """TensorFlow, whose graphs take assertions on data (a bad id inside `tf.function` is an
+    error naming it), else None (JAX's compiled steps cannot raise on values)."""
+    return tensorflow()
+
+
+def fused_adam_step(variable):
+    """Whether Adam's update of `variable` may be TensorFlow's one-pass `ResourceApplyAdam`
+    (float32 variables under TensorFlow) instead of Keras's ten element-wise passes."""
+    return name() == "tensorflow" and keras.backend.standardize_dtype(variable.dtype) == "float32"
+
+
+def restores_state_after_failed_step():
+    """Whether a step that raises leaves the variables' values outside them: JAX's loops hold
+    the state in the step (and clear the variables first), so it must be put back."""
+    return name() == "jax"
+
+
+def symbolic_sizes_share_symbols():
+    """Whether a functional model's shape inference gives every unknown size one symbol (JAX),
+    so that sizes which differ in a real call may read as equal while a model is built."""
+    return name() == "jax"
+
+
+def known_values(tensor):
+    """`tensor` as a NumPy array if its values are known now, else None (symbolic, or traced)."""
+    import numpy as np
+
+    if isinstance(tensor, keras.KerasTensor):
+        return None
+    if isinstance(tensor, np.ndarray):
+        return tensor
+    if name() == "tensorflow":
+        return np.asarray(tensor) if sys.modules["tensorflow"].executing_eagerly() else None
+    if name() == "jax":
+        import jax
+
+        return None if isinstance(tensor, jax.core.Tracer) else np.asarray(tensor)
+    return keras.ops.convert_to_numpy(tensor)
+
+
+def categorical(logits, seed):
+    """One sample per row of `logits` `[rows, V]` (int32 `[rows, 1]`), drawn with a tensor seed
+    (int `[2]`): the same seed, the same draw. `keras.random` takes no tensor seed under
+    TensorFlow, whose stateless sampler does; JAX's takes it as the raw key (uint32 [2])."""
+    tf = tensorflow()
+    if tf is not None:
+        return tf.random.stateless_categorical(logits, 1, seed=keras.ops.cast(seed, "int64"), dtype=tf.int32)
+    return keras.random.categorical(logits, 1, dtype="int32", seed=keras.ops.cast(seed, "uint32"))
