@@ -14,8 +14,8 @@ first keeps that off the screen; `BERTLAYERS_VERBOSE=1` shows it again.
 
 TensorFlow turns its oneDNN rewrites (fused MatMul + BiasAdd, oneDNN matmuls and softmax) on by
 default only where the CPU has AVX-512 VNNI, AVX-512 BF16 or AMX. On an AVX2-only CPU they are
-off, yet they serve the MiniLM classifier 1.34x faster at batch 32 there and fine-tune it faster
-(at some cost to batch-1 latency: benchmarks/README.md), so bertlayers turns them on unless
+off, yet they serve and fine-tune faster there (at some cost to batch-1 latency: the figures and
+their commands are in docs/performance.md), so bertlayers turns them on unless
 `TF_ENABLE_ONEDNN_OPTS` is already set. TensorFlow reads the
 variable once, when it loads: importing tensorflow before bertlayers keeps its own default.
 """

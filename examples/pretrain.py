@@ -15,13 +15,12 @@ from its last backup.
 """
 
 import argparse
-import dataclasses
 import os
-import typing
 
 from bertlayers.families.recipes import get_recipe, recipe_names
-from bertlayers.runs.pretraining import HELP, PretrainingConfig, chance_loss, run_pretraining
+from bertlayers.runs.pretraining import PretrainingConfig, chance_loss, run_pretraining
 from bertlayers.utils.cli import argument_parser, run_script
+from bertlayers.utils.options import add_flags, help_of
 
 
 def _recipes_help():
@@ -42,25 +41,16 @@ def _option(text):
 
 def parse_args():
     parser = argument_parser(__doc__, epilog=_recipes_help())
-    choices = {
-        "recipe": recipe_names(),
-        "masking": ["token", "whole_word", "span"],
-        "precision": ["float32", "mixed_bfloat16", "mixed_float16"],
-        "strategy": ["default", "mirrored", "multi_worker", "tpu"],
-        "optimizer": ["adamw", "lamb"],
-    }
-    for field in dataclasses.fields(PretrainingConfig):
-        kind = typing.get_args(field.type)[0] if typing.get_origin(field.type) is typing.Union else field.type
-        flag = f"--{field.name}"
-        help = HELP[field.name]
-        if kind is bool:
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=field.default, help=help)
-        elif field.name == "input_files":
-            parser.add_argument(flag, nargs="+", default=None, help=help)
-        elif field.name == "options":
-            parser.add_argument("--option", dest="options", type=_option, action="append", default=None, help=help)
-        else:
-            parser.add_argument(flag, type=kind, default=field.default, choices=choices.get(field.name), help=help)
+    add_flags(parser, PretrainingConfig)  # every field's flag, help and range from the config
+    parser.add_argument("--input_files", nargs="+", default=None, help=help_of(PretrainingConfig, "input_files"))
+    parser.add_argument(
+        "--option",
+        dest="options",
+        type=_option,
+        action="append",
+        default=None,
+        help=help_of(PretrainingConfig, "options"),
+    )
     args = vars(parser.parse_args())
     args["options"] = dict(args["options"]) if args["options"] else None
     try:

@@ -83,4 +83,6 @@ def test_the_reference_builds(tmp_path):
     pdoc.pdoc("bertlayers", output_directory=tmp_path)
     pages = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.html")}
     assert {"bertlayers/layers.html", "bertlayers/export.html", "bertlayers/families/xlnet.html"} <= pages
-    assert "RelativeAttention" in (tmp_path / "bertlayers" / "layers.html").read_text()
+    assert "TransformerEncoderBlock" in (tmp_path / "bertlayers" / "layers.html").read_text()
+    assert "RelativeAttention" in (tmp_path / "bertlayers" / "families" / "xlnet.html").read_text()
+    assert "BertEncoder" in (tmp_path / "bertlayers" / "families" / "bert.html").read_text()

@@ -45,13 +45,13 @@ def padded(inputs, extra):
     "changes, message",
     [
         ({"hidden_size": 100, "num_heads": 12}, r"hidden_size \(100\) must be divisible by num_heads \(12\)"),
-        ({"num_layers": 0}, r"EncoderConfig.num_layers must be a positive integer, got 0"),
-        ({"vocabulary_size": -5}, r"EncoderConfig.vocabulary_size must be a positive integer"),
+        ({"num_layers": 0}, r"EncoderConfig.num_layers must be an int with 1 <= value, got 0"),
+        ({"vocabulary_size": -5}, r"EncoderConfig.vocabulary_size must be an int with 1 <= value, got -5"),
         ({"intermediate_size": 3.5}, r"EncoderConfig.intermediate_size must be an integer, got 3.5 \(float\)"),
         ({"activation": "sigmoidish"}, r"EncoderConfig.activation: Unknown activation 'sigmoidish'"),
-        ({"dropout": 1.5}, r"EncoderConfig.dropout must be in \[0, 1\)"),
-        ({"layer_norm_epsilon": 0.0}, r"EncoderConfig.layer_norm_epsilon must be > 0"),
-        ({"embedding_size": 0}, r"EncoderConfig.embedding_size must be a positive integer or None"),
+        ({"dropout": 1.5}, r"EncoderConfig.dropout must be a float with 0 <= value < 1, got 1.5"),
+        ({"layer_norm_epsilon": 0.0}, r"EncoderConfig.layer_norm_epsilon must be a float with 0 < value, got 0.0"),
+        ({"embedding_size": 0}, r"EncoderConfig.embedding_size must be an int with 1 <= value, got 0"),
         ({"num_layers": 2, "layer_types": ("a",)}, r"layer_types names 1 layers; the encoder has num_layers=2"),
         (
             {"num_layers": 1, "layer_types": ("a",), "layer_kinds": {"a": {"hidden_size": 8}}},
@@ -59,10 +59,10 @@ def padded(inputs, extra):
         ),
         (
             {"num_layers": 1, "layer_types": ("a",), "layer_kinds": {"a": {"attention_window": 0}}},
-            r"layer_kinds\['a'\]: attention_window must be a positive integer or None, got 0",
+            r"layer_kinds\['a'\]: EncoderConfig.attention_window must be an int with 1 <= value, got 0",
         ),
         ({"num_layers": 1, "layer_types": ("b",), "layer_kinds": {"a": {}}}, r"layer_types\[0\] is 'b', not a kind"),
-        ({"rotary_theta": 0.0}, r"rotary_theta must be > 0 or None"),
+        ({"rotary_theta": 0.0}, r"EncoderConfig.rotary_theta must be a float with 0 < value, got 0.0"),
         ({"architecture": ""}, r"EncoderConfig.architecture must be a name"),
     ],
 )

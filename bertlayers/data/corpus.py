@@ -161,6 +161,9 @@ def wikipedia_excerpt_path():
     )
 
 
+CORPUS_FORMATS = ("auto", "bert", "text", "jsonl", "wikipedia")
+
+
 def read_corpus(path, corpus_format="auto"):
     """Documents of `path` in `corpus_format` ("bert", "text", "jsonl", "wikipedia" or "auto")."""
     if not os.path.exists(path):

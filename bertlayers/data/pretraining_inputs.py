@@ -9,13 +9,16 @@ import os
 from typing import Optional
 
 from bertlayers.data.assets import bert_uncased_vocabulary
-from bertlayers.data.corpus import read_corpus, wikipedia_excerpt_path
+from bertlayers.data.corpus import CORPUS_FORMATS, read_corpus, wikipedia_excerpt_path
+from bertlayers.data.mlm_masking import STRATEGIES as MASKINGS
 from bertlayers.data.mlm_masking import MaskingConfig
 from bertlayers.data.pretraining_data import pretraining_dataset, write_pretraining_data
 from bertlayers.data.tfrecords import check_tfrecords
 from bertlayers.data.vocabulary import VocabularyInfo, build_wordpiece_vocabulary
 from bertlayers.startup import require_tensorflow
 from bertlayers.utils.atomic_files import atomic_path, write_json
+from bertlayers.utils.options import option
+from bertlayers.utils.validation import POSITIVE_INT, PROBABILITY, Range
 
 logger = logging.getLogger(__name__)
 
@@ -30,20 +33,31 @@ class PretrainingDataConfig:
     vocabulary on the corpus instead of using `vocabulary` (default: bert-base-uncased's).
     """
 
-    corpus: Optional[str] = None  # default: the real Wikipedia excerpt
-    corpus_format: str = "auto"
-    input_files: Optional[list] = None  # existing TFRecords instead of a corpus
-    vocabulary: Optional[str] = None  # default: the real bert-base-uncased vocab.txt
-    vocabulary_size: Optional[int] = None  # train a WordPiece vocabulary of this size instead
-    lowercase: bool = True
-    sequence_length: int = 128
-    max_predictions_per_seq: int = 20
-    masking: str = "token"
-    masked_lm_prob: float = 0.15
-    dupe_factor: int = 2
-    short_seq_prob: float = 0.1
-    seed: int = 0
-    verbose: int = 1
+    corpus: Optional[str] = option(None, "text to pretrain on (default: the Wikipedia excerpt that ships with gensim)")
+    corpus_format: str = option(
+        "auto",
+        "'bert' (a sentence per line, a blank line between documents), 'text' (the whole file one document), "
+        "'jsonl' (a document per line, its 'text' field), 'wikipedia' (a gensim dump) or 'auto'",
+        choices=CORPUS_FORMATS,
+    )
+    input_files: Optional[list] = option(None, "existing TFRecords to train on instead of a corpus", flag=False)
+    vocabulary: Optional[str] = option(None, "WordPiece vocab.txt (default: bert-base-uncased's)")
+    vocabulary_size: Optional[int] = option(
+        None, "train a WordPiece vocabulary of this size on the corpus instead", POSITIVE_INT
+    )
+    lowercase: bool = option(True, "lower-case and strip accents before WordPiece (uncased models)")
+    sequence_length: int = option(128, "pieces per example, [CLS] and [SEP]s included", Range(int, 2))
+    max_predictions_per_seq: int = option(20, "most masked positions per example", POSITIVE_INT)
+    masking: str = option(
+        "token", "which pieces are masked together: single tokens, whole words, or spans of words", choices=MASKINGS
+    )
+    masked_lm_prob: float = option(0.15, "share of the pieces masked", Range(float, 0, 1, low_open=True))
+    dupe_factor: int = option(2, "times each document is made into examples, each with other masks", POSITIVE_INT)
+    short_seq_prob: float = option(
+        0.1, "share of examples made shorter than sequence_length (as BERT's data does)", PROBABILITY
+    )
+    seed: int = option(0, "seed of the data, the masks and the initial weights", Range(int))
+    verbose: int = option(1, "0 silent, 1 progress bar, 2 one line per epoch", Range(int, 0, 2))
 
     def check_files(self):
         """A FileNotFoundError naming each given input file that does not exist (before a run writes anything)."""
@@ -60,25 +74,6 @@ class PretrainingDataConfig:
                 max_predictions_per_seq=self.max_predictions_per_seq,
             )
         )
-
-
-# What each field means, for the command line (`examples/pretrain.py --help`).
-DATA_HELP = {
-    "corpus": "text to pretrain on (default: the Wikipedia excerpt that ships with gensim)",
-    "corpus_format": "'bert' (a sentence per line, a blank line between documents), 'wikipedia' (a gensim dump) or 'auto'",
-    "input_files": "existing TFRecords to train on instead of a corpus",
-    "vocabulary": "WordPiece vocab.txt (default: bert-base-uncased's)",
-    "vocabulary_size": "train a WordPiece vocabulary of this size on the corpus instead",
-    "lowercase": "lower-case and strip accents before WordPiece (uncased models)",
-    "sequence_length": "pieces per example, [CLS] and [SEP]s included",
-    "max_predictions_per_seq": "most masked positions per example",
-    "masking": "which pieces are masked together: single tokens, whole words, or spans of words",
-    "masked_lm_prob": "share of the pieces masked",
-    "dupe_factor": "times each document is made into examples, each with other masks",
-    "short_seq_prob": "share of examples made shorter than sequence_length (as BERT's data does)",
-    "seed": "seed of the data, the masks and the initial weights",
-    "verbose": "0 silent, 1 progress bar, 2 one line per epoch",
-}
 
 
 @dataclasses.dataclass

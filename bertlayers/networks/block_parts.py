@@ -98,15 +98,14 @@ def block_arguments(config):
     )
 
 
-def plugged_parts(config, settings, dtype):
+def plugged_parts(config, settings, kernel_initializer, dtype):
     """The block arguments `settings` changes from the block's defaults: {} for BERT's block, so a
     block class of the user's that knows none of them still takes the default settings."""
-    arguments = block_arguments(config)
     attention = _chosen(ATTENTIONS, "attention", settings.attention)(
-        settings, config.num_heads, config.head_size, config.attention_dropout, arguments["kernel_initializer"], dtype
+        settings, config.num_heads, config.head_size, config.attention_dropout, kernel_initializer, dtype
     )
     feed_forward = _chosen(FEED_FORWARDS, "feed_forward", settings.feed_forward)(
-        settings, config.intermediate_size, config.activation, arguments["kernel_initializer"], dtype
+        settings, config.intermediate_size, config.activation, kernel_initializer, dtype
     )
     normalization = _chosen(NORMALIZATIONS, "normalization", settings.normalization)
     parts = {
@@ -124,10 +123,12 @@ def plugged_parts(config, settings, dtype):
 def build_block(config, settings, dtype, name, block_class=None, block_config=None):
     """The block of one layer: `block_class` (default `TransformerEncoderBlock`) from the config's
     sizes, the layer's `settings` and `block_config` (which wins)."""
-    arguments = {
-        **block_arguments(config),
-        "norm_first": settings.norm_first,
-        **plugged_parts(config, settings, dtype),
+    # One initializer for the block (each made draws the global seed: one more per block would
+    # change every later layer's initial weights).
+    arguments = block_arguments(config)
+    arguments.update(
+        norm_first=settings.norm_first,
+        **plugged_parts(config, settings, arguments["kernel_initializer"], dtype),
         **(block_config or {}),
-    }
+    )
     return (block_class or TransformerEncoderBlock)(**arguments, dtype=dtype, name=name)

@@ -4,7 +4,8 @@ import dataclasses
 from typing import Optional
 
 from bertlayers.layers.activations import canonical_activation
-from bertlayers.layers.masking import check_attention_window
+from bertlayers.utils.options import check_options, option
+from bertlayers.utils.validation import DROPOUT, NON_NEGATIVE_INT, POSITIVE_FLOAT, POSITIVE_INT
 
 # The fields a layer may set for itself (`layer_kinds`); the others hold for the whole encoder.
 PER_LAYER_FIELDS = (
@@ -59,83 +60,44 @@ class EncoderConfig:
         per-layer fields a kind changes. None: every layer as the defaults say.
     """
 
-    vocabulary_size: int = 30522
-    num_layers: int = 12
-    hidden_size: int = 768
-    num_heads: int = 12
-    intermediate_size: int = 3072
-    activation: str = "gelu"
-    dropout: float = 0.1
-    attention_dropout: float = 0.1
-    max_sequence_length: int = 512
-    type_vocab_size: int = 2
-    layer_norm_epsilon: float = 1e-12
-    initializer_range: float = 0.02
-    norm_first: bool = False
-    causal: bool = False
-    embedding_size: Optional[int] = None
-    num_layer_groups: int = 1
-    architecture: str = "bert"
-    tie_word_embeddings: bool = True
-    pooler_activation: str = "tanh"
-    attention: str = "multi_head"
-    attention_window: Optional[int] = None
-    rotary_theta: Optional[float] = None
-    normalization: str = "layer_norm"
-    feed_forward: str = "dense"
-    use_bias: bool = True
-    layer_types: Optional[tuple] = None
-    layer_kinds: Optional[dict] = None
+    vocabulary_size: int = option(30522, "token ids the embedding takes", POSITIVE_INT)
+    num_layers: int = option(12, "layers L", POSITIVE_INT)
+    hidden_size: int = option(768, "width H of every layer", POSITIVE_INT)
+    num_heads: int = option(12, "attention heads (H must be divisible by them)", POSITIVE_INT)
+    intermediate_size: int = option(3072, "inner width of the feed-forward network", POSITIVE_INT)
+    activation: str = option("gelu", "the feed-forward network's activation")
+    dropout: float = option(0.1, "dropout on embeddings and sublayer outputs", DROPOUT)
+    attention_dropout: float = option(0.1, "dropout on the attention probabilities", DROPOUT)
+    max_sequence_length: int = option(512, "positions the encoder takes", POSITIVE_INT)
+    type_vocab_size: int = option(2, "segment ids (0: no segment embedding)", NON_NEGATIVE_INT)
+    layer_norm_epsilon: float = option(1e-12, "the norms' epsilon", POSITIVE_FLOAT)
+    initializer_range: float = option(0.02, "standard deviation of the truncated-normal initializer", POSITIVE_FLOAT)
+    norm_first: bool = option(False, "pre-normalization (a final norm closes the stack)")
+    causal: bool = option(False, "left-to-right attention")
+    embedding_size: Optional[int] = option(None, "the token table's width E (None: H)", POSITIVE_INT)
+    num_layer_groups: int = option(1, "distinct blocks where the encoder shares layers", POSITIVE_INT)
+    architecture: str = option("bert", "the encoder class's registered name")
+    tie_word_embeddings: bool = option(True, "LM heads project with the token table's transpose")
+    pooler_activation: str = option("tanh", "the pooler's activation")
+    attention: str = option("multi_head", "the attention implementation, by its name in the table")
+    attention_window: Optional[int] = option(None, "local attention over this many tokens (None: global)", POSITIVE_INT)
+    rotary_theta: Optional[float] = option(None, "base of rotary position embedding", POSITIVE_FLOAT)
+    normalization: str = option("layer_norm", "the norm, by its name in the table")
+    feed_forward: str = option("dense", "the feed-forward network, by its name in the table")
+    use_bias: bool = option(True, "biases on the block's dense projections")
+    layer_types: Optional[tuple] = option(None, "one kind name per layer")
+    layer_kinds: Optional[dict] = option(None, "{kind: {per-layer field: value}}")
 
     def __post_init__(self):
         if isinstance(self.layer_types, list):  # read back from JSON
             object.__setattr__(self, "layer_types", tuple(self.layer_types))
         for field in dataclasses.fields(self):
             _check_type(field, getattr(self, field.name))
-        positive = (
-            "vocabulary_size",
-            "num_layers",
-            "hidden_size",
-            "num_heads",
-            "intermediate_size",
-            "max_sequence_length",
-            "num_layer_groups",
-        )
-        for field in positive:
-            value = getattr(self, field)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"EncoderConfig.{field} must be a positive integer, got {value!r}.")
-        if (
-            isinstance(self.type_vocab_size, bool)
-            or not isinstance(self.type_vocab_size, int)
-            or self.type_vocab_size < 0
-        ):
-            raise ValueError(
-                f"EncoderConfig.type_vocab_size must be a non-negative integer, got {self.type_vocab_size!r}."
-            )
-        if not isinstance(self.tie_word_embeddings, bool):
-            raise ValueError(
-                f"EncoderConfig.tie_word_embeddings must be True or False, got {self.tie_word_embeddings!r}."
-            )
-        if self.embedding_size is not None and (
-            isinstance(self.embedding_size, bool)
-            or not isinstance(self.embedding_size, int)
-            or self.embedding_size <= 0
-        ):
-            raise ValueError(
-                f"EncoderConfig.embedding_size must be a positive integer or None, got {self.embedding_size!r}."
-            )
+        check_options(self, prefix="EncoderConfig.")
         if self.hidden_size % self.num_heads:
             raise ValueError(
                 f"EncoderConfig.hidden_size ({self.hidden_size}) must be divisible by num_heads ({self.num_heads})."
             )
-        for field in ("dropout", "attention_dropout"):
-            value = getattr(self, field)
-            if not 0.0 <= value < 1.0:
-                raise ValueError(f"EncoderConfig.{field} must be in [0, 1), got {value!r}.")
-        for field in ("layer_norm_epsilon", "initializer_range"):
-            if not getattr(self, field) > 0:
-                raise ValueError(f"EncoderConfig.{field} must be > 0, got {getattr(self, field)!r}.")
         for field in ("activation", "pooler_activation"):
             try:
                 canonical_activation(getattr(self, field))
@@ -149,9 +111,6 @@ class EncoderConfig:
                 f"EncoderConfig.num_layer_groups ({self.num_layer_groups}) cannot exceed "
                 f"num_layers ({self.num_layers})."
             )
-        check_attention_window(self.attention_window)
-        if self.rotary_theta is not None and not self.rotary_theta > 0:
-            raise ValueError(f"EncoderConfig.rotary_theta must be > 0 or None, got {self.rotary_theta!r}.")
         for field in ("attention", "normalization", "feed_forward"):
             if not getattr(self, field):
                 raise ValueError(f"EncoderConfig.{field} must be a name, got {getattr(self, field)!r}.")

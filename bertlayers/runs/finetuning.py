@@ -1,6 +1,5 @@
 """Fine-tuning a pretrained encoder with a task head: what the task scripts share."""
 
-import argparse
 import dataclasses
 import logging
 import math
@@ -23,6 +22,7 @@ from bertlayers.training.distribute import STRATEGIES, build_strategy, compile_o
 from bertlayers.training.length_batching import length_batches, per_token_outputs
 from bertlayers.training.optimization import create_optimizer
 from bertlayers.utils import atomic_files
+from bertlayers.utils.options import add_flags, check_options, option
 from bertlayers.utils.validation import (
     NON_NEGATIVE_FLOAT,
     NON_NEGATIVE_INT,
@@ -30,7 +30,6 @@ from bertlayers.utils.validation import (
     POSITIVE_INT,
     PROBABILITY,
     Range,
-    check_fields,
 )
 
 logger = logging.getLogger(__name__)
@@ -38,95 +37,41 @@ logger = logging.getLogger(__name__)
 tf = require_tensorflow(__name__)
 
 
-def add_finetuning_arguments(parser, sequence_length=128, epochs=3, batch_size=32, learning_rate=5e-5):
-    """The flags every task script takes."""
-    group = parser.add_argument_group("fine-tuning")
-    group.add_argument(
-        "--init",
-        default=None,
-        help="encoder to start from: a Hugging Face folder, a .keras "
-        "file, or a pretrain.py output folder (default: the real all-MiniLM-L6-v2)",
-    )
-    group.add_argument("--random_init", action="store_true", help="same architecture, random weights (no pretraining)")
-    group.add_argument("--output_dir", required=True, help="where the model, metrics, history and TensorBoard logs go")
-    group.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="replace the run already in --output_dir (without it, "
-        "a folder holding a finished or interrupted run is refused: runs do not resume)",
-    )
-    group.add_argument(
-        "--sequence_length", type=int, default=sequence_length, help="pieces per example, [CLS] and [SEP]s included"
-    )
-    group.add_argument("--epochs", type=int, default=epochs, help="passes over the training examples")
-    group.add_argument("--batch_size", type=int, default=batch_size, help="examples per step")
-    group.add_argument(
-        "--learning_rate",
-        type=float,
-        default=None,
-        help=f"peak rate (default {learning_rate}; {FEATURE_BASED_LEARNING_RATE} with --feature_based)",
-    )
-    group.add_argument("--warmup_proportion", type=float, default=0.1, help="share of the steps with linear warmup")
-    group.add_argument(
-        "--weight_decay", type=float, default=0.01, help="decoupled weight decay (not on LayerNorm or biases)"
-    )
-    group.add_argument("--layerwise_decay", type=float, default=None, help="e.g. 0.9: lower layers learn slower")
-    group.add_argument(
-        "--freeze_layers",
-        type=int,
-        default=None,
-        metavar="K",
-        help="freeze the embeddings and the encoder's first K layers (0: the embeddings only)",
-    )
-    group.add_argument(
-        "--precision",
-        default="float32",
-        choices=["float32", "mixed_bfloat16", "mixed_float16"],
-        help="compute dtype policy (variables stay float32)",
-    )
-    group.add_argument("--strategy", default="default", choices=list(STRATEGIES), help="tf.distribute strategy")
-    group.add_argument("--tpu", default=None, help="TPU name or address, for --strategy tpu")
-    group.add_argument(
-        "--num_cpu_devices",
-        type=int,
-        default=None,
-        help="split the CPU into this many logical devices (to try mirrored training)",
-    )
-    batches = group.add_mutually_exclusive_group()
-    batches.add_argument(
-        "--group_by_length",
-        action=argparse.BooleanOptionalAction,
-        default=False,
-        help="training batches of similar lengths: less padding still, but 0.67 and 0.23 points lower "
-        "accuracy on Rotten Tomatoes in two 8-seed studies (docs/fine-tuning.md, 'Length-aware batches')",
-    )
-    batches.add_argument(
-        "--pad_to_sequence_length",
-        action="store_true",
-        help="pad every training batch to --sequence_length instead of cutting it to its longest "
-        "example: the same arithmetic, more work (how the fixed-length rows of docs/papers.md were trained)",
-    )
-    group.add_argument("--seed", type=int, default=0, help="seed of the head's weights, dropout and the data order")
-    group.add_argument("--verbose", type=int, default=1, help="0 silent, 1 progress bar, 2 one line per epoch")
-    parser.set_defaults(default_learning_rate=learning_rate)
-    return parser
-
-
 # A frozen encoder leaves only a freshly initialized BiLSTM and head to train: ELMo's task
 # networks train at Adam's usual rate, far above what fine-tuning a pretrained network takes.
 FEATURE_BASED_LEARNING_RATE = 1e-3
+DEFAULT_LEARNING_RATE = 5e-5
+# Flags made in their own groups: the two ways of batching by length exclude each other; the
+# feature-based settings only for the runners whose models take them.
+LENGTH_BATCHING = ("group_by_length", "pad_to_sequence_length")
+FEATURE_BASED = ("feature_based", "lstm_units")
+
+
+def _all_but(names):
+    return [field.name for field in dataclasses.fields(FinetuningConfig) if field.name not in names]
+
+
+def add_finetuning_arguments(parser, sequence_length=128, epochs=3, batch_size=32, learning_rate=5e-5):
+    """The flags every task script takes, made from `FinetuningConfig`'s fields (their help and
+    ranges), with the script's own defaults. `--learning_rate` left unset takes `learning_rate`,
+    or the feature-based rate with `--feature_based` (`FinetuningConfig.from_args`)."""
+    group = parser.add_argument_group("fine-tuning")
+    defaults = {"sequence_length": sequence_length, "epochs": epochs, "batch_size": batch_size}
+    flags = add_flags(group, FinetuningConfig, defaults, skip=(*LENGTH_BATCHING, *FEATURE_BASED))
+    flags[
+        "learning_rate"
+    ].help = f"peak rate (default {learning_rate}; {FEATURE_BASED_LEARNING_RATE} with --feature_based)"
+    batches = group.add_mutually_exclusive_group()
+    add_flags(batches, FinetuningConfig, skip=_all_but(LENGTH_BATCHING))
+    parser.set_defaults(default_learning_rate=learning_rate)
+    return parser
 
 
 def add_feature_based_arguments(parser):
     """`--feature_based` and `--lstm_units`, for the runners whose models take them
     (`SequenceClassifier`, `TokenClassifier`)."""
     group = parser.add_argument_group("feature-based use (ELMo style)")
-    group.add_argument(
-        "--feature_based",
-        action="store_true",
-        help="freeze the encoder; train a scalar mix of all its layers, a BiLSTM and the head",
-    )
-    group.add_argument("--lstm_units", type=int, default=256, help="width of each BiLSTM direction")
+    add_flags(group, FinetuningConfig, skip=_all_but(FEATURE_BASED))
     return parser
 
 
@@ -152,54 +97,68 @@ class FinetuningConfig:
     their flags onto it (`from_args`).
     """
 
-    output_dir: str
-    init: Optional[str] = None  # a Hugging Face folder, a .keras file or a pretraining folder; default MiniLM
-    random_init: bool = False  # same architecture, random weights
-    vocabulary: Optional[str] = None  # default: the encoder folder's vocab.txt, else bert-base-uncased's
-    sequence_length: int = 128
-    epochs: int = 3
-    batch_size: int = 32
-    learning_rate: float = 5e-5
-    warmup_proportion: float = 0.1
-    weight_decay: float = 0.01
-    layerwise_decay: Optional[float] = None
-    freeze_layers: Optional[int] = None  # the embeddings and the first K layers stay as loaded
-    precision: str = "float32"
-    strategy: str = "default"
-    tpu: Optional[str] = None
-    num_cpu_devices: Optional[int] = None
-    group_by_length: bool = False
-    pad_to_sequence_length: bool = False
-    feature_based: bool = False
-    lstm_units: int = 256
-    seed: int = 0
-    verbose: int = 1
-    overwrite: bool = False  # replace the run already in output_dir (else such a folder is refused)
-
-    RANGES = {
-        "sequence_length": Range(int, 2),
-        "epochs": POSITIVE_INT,
-        "batch_size": POSITIVE_INT,
-        "learning_rate": POSITIVE_FLOAT,
-        "warmup_proportion": PROBABILITY,
-        "weight_decay": NON_NEGATIVE_FLOAT,
-        "layerwise_decay": Range(float, 0, 1, low_open=True),
-        "freeze_layers": NON_NEGATIVE_INT,
-        "num_cpu_devices": POSITIVE_INT,
-        "lstm_units": POSITIVE_INT,
-        "seed": Range(int),
-        "verbose": Range(int, 0, 2),
-    }
+    output_dir: str = option(help="where the model, metrics, history and TensorBoard logs go")
+    init: Optional[str] = option(
+        None,
+        "encoder to start from: a Hugging Face folder, a .keras file, or a pretrain.py output folder "
+        "(default: the real all-MiniLM-L6-v2)",
+    )
+    random_init: bool = option(False, "same architecture, random weights (no pretraining)")
+    vocabulary: Optional[str] = option(
+        None, "vocab.txt (default: the encoder folder's, else bert-base-uncased's)", flag=False
+    )
+    overwrite: bool = option(
+        False,
+        "replace the run already in --output_dir (without it, a folder holding a finished or "
+        "interrupted run is refused: runs do not resume)",
+    )
+    sequence_length: int = option(128, "pieces per example, [CLS] and [SEP]s included", Range(int, 2))
+    epochs: int = option(3, "passes over the training examples", POSITIVE_INT)
+    batch_size: int = option(32, "examples per step", POSITIVE_INT)
+    learning_rate: Optional[float] = option(
+        None, f"peak rate (default: the script's; {FEATURE_BASED_LEARNING_RATE} with --feature_based)", POSITIVE_FLOAT
+    )
+    warmup_proportion: float = option(0.1, "share of the steps with linear warmup", PROBABILITY)
+    weight_decay: float = option(0.01, "decoupled weight decay (not on LayerNorm or biases)", NON_NEGATIVE_FLOAT)
+    layerwise_decay: Optional[float] = option(
+        None, "e.g. 0.9: lower layers learn slower", Range(float, 0, 1, low_open=True)
+    )
+    freeze_layers: Optional[int] = option(
+        None,
+        "freeze the embeddings and the encoder's first K layers (0: the embeddings only)",
+        NON_NEGATIVE_INT,
+        metavar="K",
+    )
+    precision: str = option("float32", "compute dtype policy (variables stay float32)", choices=PRECISIONS)
+    strategy: str = option("default", "tf.distribute strategy", choices=STRATEGIES)
+    tpu: Optional[str] = option(None, "TPU name or address, for --strategy tpu")
+    num_cpu_devices: Optional[int] = option(
+        None, "split the CPU into this many logical devices (to try mirrored training)", POSITIVE_INT
+    )
+    group_by_length: bool = option(
+        False,
+        "training batches of similar lengths: less padding still, but lower accuracy in the studies of "
+        "docs/fine-tuning.md ('Length-aware batches')",
+    )
+    pad_to_sequence_length: bool = option(
+        False,
+        "pad every training batch to --sequence_length instead of cutting it to its longest example: the "
+        "same arithmetic, more work (how the fixed-length rows of docs/papers.md were trained)",
+    )
+    feature_based: bool = option(
+        False, "freeze the encoder; train a scalar mix of all its layers, a BiLSTM and the head"
+    )
+    lstm_units: int = option(256, "width of each BiLSTM direction", POSITIVE_INT)
+    seed: int = option(0, "seed of the head's weights, dropout and the data order", Range(int))
+    verbose: int = option(1, "0 silent, 1 progress bar, 2 one line per epoch", Range(int, 0, 2))
 
     def __post_init__(self):
         if not isinstance(self.output_dir, (str, os.PathLike)) or not str(self.output_dir):
             raise ValueError(f"output_dir must name a folder, got {self.output_dir!r}.")
         self.output_dir = str(self.output_dir)
-        check_fields(self, self.RANGES)
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}.")
-        if self.strategy not in STRATEGIES:
-            raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}.")
+        if self.learning_rate is None:
+            self.learning_rate = FEATURE_BASED_LEARNING_RATE if self.feature_based else DEFAULT_LEARNING_RATE
+        check_options(self)
         if self.group_by_length and self.pad_to_sequence_length:
             raise ValueError("group_by_length and pad_to_sequence_length exclude each other.")
         if self.feature_based and self.freeze_layers is not None:
@@ -299,8 +258,8 @@ def finetune(strategy, config, build_model, train, validation=None, num_examples
     shapes): validation batches sorted by length (the same metrics, less padding), training
     batches random, as Hugging Face's padding collator makes them (the same arithmetic at the
     real tokens as fixed-length batches; `config.pad_to_sequence_length` keeps those), or grouped
-    by length with `config.group_by_length` (less padding still, but 0.67 and 0.23 points lower on
-    Rotten Tomatoes in two 8-seed studies; docs/fine-tuning.md, "Length-aware batches").
+    by length with `config.group_by_length` (less padding still, but lower accuracy in the studies
+    of docs/fine-tuning.md, "Length-aware batches").
 
     Returns:
       The trained model, also saved atomically to `<output_dir>/model.keras` (no optimizer state;

@@ -15,60 +15,66 @@ import keras
 import numpy as np
 
 from bertlayers.convert.model_files import record_vocabulary, save_model
-from bertlayers.data.pretraining_inputs import DATA_HELP, PretrainingDataConfig, pretraining_inputs
+from bertlayers.data.pretraining_inputs import PretrainingDataConfig, pretraining_inputs
 from bertlayers.data.tokenizer import ModelVocabulary
-from bertlayers.families.recipes import get_recipe
+from bertlayers.families.recipes import get_recipe, recipe_names
 from bertlayers.networks import get_preset
 from bertlayers.training.callbacks import JsonHistory, LearningRateLogger
 from bertlayers.training.checkpointing import ResumableBackup
-from bertlayers.training.distribute import build_strategy, compile_options, worker_info
+from bertlayers.training.distribute import STRATEGIES, build_strategy, compile_options, worker_info
 from bertlayers.training.optimization import create_optimizer
 from bertlayers.utils import atomic_files
-from bertlayers.utils.validation import (
-    DROPOUT,
-    NON_NEGATIVE_FLOAT,
-    NON_NEGATIVE_INT,
-    POSITIVE_FLOAT,
-    POSITIVE_INT,
-    PROBABILITY,
-    Range,
-    check_fields,
-)
+from bertlayers.utils.options import check_options, option
+from bertlayers.utils.validation import DROPOUT, NON_NEGATIVE_FLOAT, NON_NEGATIVE_INT, POSITIVE_FLOAT, POSITIVE_INT
 
 logger = logging.getLogger(__name__)
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+OPTIMIZERS = ("adamw", "lamb")
 
 
 @dataclasses.dataclass
 class PretrainingConfig(PretrainingDataConfig):
-    """A run: its data (the `PretrainingDataConfig` fields), recipe, model and training."""
+    """A run: its data (the `PretrainingDataConfig` fields), recipe, model and training. Every
+    field carries its help text and range (`bertlayers.utils.options`): checked when the config
+    is made (a ValueError names the field), and `examples/pretrain.py`'s flags are made from them.
 
-    output_dir: str = "runs/pretrain"
-    recipe: str = "bert"
-    preset: str = "bert_tiny"
-    batch_size: int = 32
-    num_train_steps: int = 600
-    checkpoint_every: int = 100
-    learning_rate: float = 1e-3
-    warmup_steps: Optional[int] = None  # default: 10% of the steps
-    optimizer: str = "adamw"
-    weight_decay: float = 0.01
-    precision: str = "float32"
-    jit_compile: bool = False
-    steps_per_execution: int = 1
-    strategy: str = "default"
-    tpu: Optional[str] = None
-    num_cpu_devices: Optional[int] = None
-    dropout: Optional[float] = None  # default: the preset's
-    options: Optional[dict] = None  # the recipe's own settings ({name: value})
+    The recipe is looked up and its options resolved once, here: `recipe_spec` and
+    `recipe_options` are what the run uses.
+    """
+
+    output_dir: str = option(
+        "runs/pretrain", "where the run writes its records, backups, logs and models (a killed run resumes here)"
+    )
+    recipe: str = option("bert", "the pretraining objective (listed below)", choices=recipe_names)
+    preset: str = option("bert_tiny", "the encoder's sizes by name (bert_tiny, bert_base, albert_base, ...)")
+    batch_size: int = option(32, "examples per step, over all replicas", POSITIVE_INT)
+    num_train_steps: int = option(600, "steps in all", POSITIVE_INT)
+    checkpoint_every: int = option(
+        100, "steps per epoch: a backup after each (num_train_steps must be a multiple)", POSITIVE_INT
+    )
+    learning_rate: float = option(1e-3, "peak learning rate, after warmup; linear decay to 0", POSITIVE_FLOAT)
+    warmup_steps: Optional[int] = option(None, "steps of linear warmup (default: 10% of the steps)", NON_NEGATIVE_INT)
+    optimizer: str = option("adamw", "adamw, or lamb (large batches)", choices=OPTIMIZERS)
+    weight_decay: float = option(0.01, "decoupled weight decay (not on LayerNorm or biases)", NON_NEGATIVE_FLOAT)
+    precision: str = option("float32", "compute dtype policy (variables stay float32)", choices=PRECISIONS)
+    jit_compile: bool = option(False, "compile the train step with XLA")
+    steps_per_execution: int = option(1, "steps per call into the compiled loop", POSITIVE_INT)
+    strategy: str = option("default", "tf.distribute strategy", choices=STRATEGIES)
+    tpu: Optional[str] = option(None, "TPU name or address, for --strategy tpu")
+    num_cpu_devices: Optional[int] = option(
+        None, "split the CPU into this many logical devices (to try mirrored training)", POSITIVE_INT
+    )
+    dropout: Optional[float] = option(None, "dropout of the encoder (default: the preset's)", DROPOUT)
+    options: Optional[dict] = option(
+        None, "the recipe's own settings, NAME=VALUE (repeatable; listed below)", flag=False
+    )
 
     def __post_init__(self):
         self.check_files()
-        get_recipe(self.recipe).resolved_options(self.options)
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"Unknown precision {self.precision!r}; known: {', '.join(PRECISIONS)}.")
-        check_fields(self, RANGES)
+        check_options(self)
+        self.recipe_spec = get_recipe(self.recipe)
+        self.recipe_options = self.recipe_spec.resolved_options(self.options)
         if self.num_train_steps % self.checkpoint_every:
             raise ValueError(
                 f"num_train_steps ({self.num_train_steps}) must be a multiple of checkpoint_every "
@@ -76,46 +82,6 @@ class PretrainingConfig(PretrainingDataConfig):
             )
         get_preset(self.preset)
 
-
-HELP = {
-    **DATA_HELP,
-    "output_dir": "where the run writes its records, backups, logs and models (a killed run resumes here)",
-    "recipe": "the pretraining objective (listed below)",
-    "preset": "the encoder's sizes by name (bert_tiny, bert_base, albert_base, ...)",
-    "batch_size": "examples per step, over all replicas",
-    "num_train_steps": "steps in all",
-    "checkpoint_every": "steps per epoch: a backup after each (num_train_steps must be a multiple)",
-    "learning_rate": "peak learning rate, after warmup; linear decay to 0",
-    "warmup_steps": "steps of linear warmup (default: 10%% of the steps)",
-    "optimizer": "adamw, or lamb (large batches)",
-    "weight_decay": "decoupled weight decay (not on LayerNorm or biases)",
-    "precision": "compute dtype policy (variables stay float32)",
-    "jit_compile": "compile the train step with XLA",
-    "steps_per_execution": "steps per call into the compiled loop",
-    "strategy": "tf.distribute strategy",
-    "tpu": "TPU name or address, for --strategy tpu",
-    "num_cpu_devices": "split the CPU into this many logical devices (to try mirrored training)",
-    "dropout": "dropout of the encoder (default: the preset's)",
-    "options": "the recipe's own settings, NAME=VALUE (repeatable; listed below)",
-}
-
-RANGES = {
-    "batch_size": POSITIVE_INT,
-    "num_train_steps": POSITIVE_INT,
-    "checkpoint_every": POSITIVE_INT,
-    "sequence_length": Range(int, 2),
-    "max_predictions_per_seq": POSITIVE_INT,
-    "vocabulary_size": POSITIVE_INT,
-    "masked_lm_prob": Range(float, 0, 1, low_open=True),
-    "dupe_factor": POSITIVE_INT,
-    "short_seq_prob": PROBABILITY,
-    "learning_rate": POSITIVE_FLOAT,
-    "warmup_steps": NON_NEGATIVE_INT,
-    "weight_decay": NON_NEGATIVE_FLOAT,
-    "steps_per_execution": POSITIVE_INT,
-    "num_cpu_devices": POSITIVE_INT,
-    "dropout": DROPOUT,
-}
 
 # Settings that may change between a run and its resumption: they do not change what is trained.
 RESUMABLE_CHANGES = (
@@ -158,7 +124,7 @@ def check_run_settings(config, trained):
 
 def build_pretrainer(config, vocabulary_size):
     """The recipe's pretrainer over the preset's architecture (random initialization)."""
-    recipe = get_recipe(config.recipe)
+    recipe = config.recipe_spec
     encoder_config = get_preset(config.preset).replace(vocabulary_size=vocabulary_size)
     if config.sequence_length > encoder_config.max_sequence_length:
         raise ValueError(
@@ -168,7 +134,7 @@ def build_pretrainer(config, vocabulary_size):
         encoder_config = encoder_config.replace(dropout=config.dropout, attention_dropout=config.dropout)
     if recipe.encoder_config is not None:
         encoder_config = recipe.encoder_config(encoder_config)
-    return recipe.build_pretrainer(encoder_config, config.precision, recipe.resolved_options(config.options))
+    return recipe.build_pretrainer(encoder_config, config.precision, config.recipe_options)
 
 
 def run_pretraining(config):
@@ -194,11 +160,11 @@ def _run_pretraining(config, is_chief, suffix):
     initial_epoch = ResumableBackup.restored_epoch(backup_dir)
     check_run_settings(config, trained=initial_epoch > 0)
 
-    recipe = get_recipe(config.recipe)
+    recipe = config.recipe_spec
     data = pretraining_inputs(
         config,
         config.output_dir,
-        recipe.objective_for(recipe.resolved_options(config.options)),
+        recipe.objective_for(config.recipe_options),
         config.batch_size,
         config.num_train_steps,
         skip_batches=initial_epoch * config.checkpoint_every,
