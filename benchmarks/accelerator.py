@@ -479,8 +479,8 @@ def prepare():
     import numpy as np
 
     sys.path.insert(0, REPO)
-    from bertlayers.data import BertInputPacker, bert_uncased_vocabulary, wordpiece_tokenizer
-    from bertlayers.data.assets import rotten_tomatoes_snippets
+    from bertlayers.tokenizers import BertInputPacker, bert_uncased_vocabulary, wordpiece_tokenizer
+    from bertlayers.utils.assets import rotten_tomatoes_snippets
 
     snippets = rotten_tomatoes_snippets()[:REAL_EXAMPLES]
     packer = BertInputPacker(wordpiece_tokenizer(bert_uncased_vocabulary()), sequence_length=REAL_LENGTH)

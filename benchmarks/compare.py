@@ -142,10 +142,10 @@ def run_bertlayers(work, precision, data, quick):
     import numpy as np
 
     from bertlayers.convert.loading import load_encoder
-    from bertlayers.data.tokenizer import BertInputPacker, wordpiece_tokenizer
     from bertlayers.export import export_for_serving
     from bertlayers.export.serving_latency import serving_latency
     from bertlayers.models import SequenceClassifier
+    from bertlayers.tokenizers.tokenizer import BertInputPacker, wordpiece_tokenizer
     from bertlayers.training.length_batching import length_batches
     from bertlayers.training.optimization import create_optimizer
 
@@ -455,8 +455,8 @@ def worker(args):
 
 
 def write_data(path, quick, finetune_examples):
-    from bertlayers.data.assets import minilm_path, rotten_tomatoes_snippets
-    from bertlayers.data.classification_data import read_text_examples
+    from bertlayers.task_data.classification import read_text_examples
+    from bertlayers.utils.assets import minilm_path, rotten_tomatoes_snippets
 
     examples = read_text_examples(os.path.join(REPO, "data", "rotten_tomatoes", "train.csv"))
     examples = examples[: 256 if quick else finetune_examples]
@@ -734,7 +734,7 @@ def print_table(path, chart_path=None):
 def real_tokens_per_example(data):
     """Mean WordPiece tokens per training snippet, [CLS] and [SEP] included, at most 64: every
     library trains on all of them once per epoch, so real tokens/s = examples/s x this."""
-    from bertlayers.data.tokenizer import BertInputPacker, wordpiece_tokenizer
+    from bertlayers.tokenizers.tokenizer import BertInputPacker, wordpiece_tokenizer
 
     packer = BertInputPacker(wordpiece_tokenizer(data["vocabulary"]), FINETUNE_LENGTH)
     return float(packer(data["texts"])["padding_mask"].sum(axis=1).mean())

@@ -14,9 +14,9 @@ import tempfile
 import numpy as np
 
 from bertlayers.convert import load_encoder, save_model
-from bertlayers.data import minilm_path
 from bertlayers.models import SequenceClassifier
 from bertlayers.training.optimization import create_optimizer
+from bertlayers.utils.assets import minilm_path
 
 
 def main():

@@ -36,7 +36,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 # bertlayers first: it loads TensorFlow with the settings its users get (oneDNN rewrites on).
-from bertlayers.data.assets import minilm_path  # noqa: E402
+from bertlayers.utils.assets import minilm_path  # noqa: E402
 
 
 def classifier(dtype="float32"):

@@ -27,7 +27,7 @@ from bertlayers.export.serving_latency import cpu_model, load_text_ops, request_
 
 
 def snippets(count):
-    from bertlayers.data.assets import rotten_tomatoes_snippets
+    from bertlayers.utils.assets import rotten_tomatoes_snippets
 
     return [text for text, _ in rotten_tomatoes_snippets()[:count]]
 
@@ -36,8 +36,8 @@ def pretokenized_call(path, texts, args, multiple):
     """A text-in call for `request_latency` over an ids SavedModel: every request it will send is
     tokenized and cut to its longest (rounded up to a multiple of `multiple`) before the clock
     starts."""
-    from bertlayers.data.padding import padded_length
-    from bertlayers.data.tokenizer import BertInputPacker, wordpiece_tokenizer
+    from bertlayers.tokenizers.padding import padded_length
+    from bertlayers.tokenizers.tokenizer import BertInputPacker, wordpiece_tokenizer
 
     if not args.vocabulary:
         raise SystemExit("--ids_model needs --vocabulary")

@@ -26,9 +26,6 @@ import keras  # noqa: E402
 import numpy as np
 
 from bertlayers.convert.loading import load_encoder, load_model_file  # first: loads TensorFlow as bertlayers sets it up
-from bertlayers.data.assets import bert_uncased_vocabulary
-from bertlayers.data.classification_data import LabelMap, TextExample, encode_examples, read_text_examples
-from bertlayers.data.tokenizer import BertInputPacker, check_vocabulary_fits, wordpiece_tokenizer
 from bertlayers.export import export_for_serving
 from bertlayers.export.serving_latency import load_text_ops, serving_latency
 from bertlayers.metrics import accuracy
@@ -36,8 +33,11 @@ from bertlayers.models import Distiller, SequenceClassifier
 from bertlayers.networks import BertEncoder, reinitialized
 from bertlayers.runs.finetuning import write_json
 from bertlayers.runs.output_folder import take_output_folder
+from bertlayers.task_data.classification import LabelMap, TextExample, encode_examples, read_text_examples
+from bertlayers.tokenizers.tokenizer import BertInputPacker, check_vocabulary_fits, wordpiece_tokenizer
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.training.optimization import create_optimizer
+from bertlayers.utils.assets import bert_uncased_vocabulary
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import NON_NEGATIVE_INT, POSITIVE_FLOAT, POSITIVE_INT, Range, flag
 
@@ -96,7 +96,7 @@ def parse_args():
 
 
 def wikipedia_sentences(count):
-    from bertlayers.data.corpus import read_wikipedia_dump, wikipedia_excerpt_path
+    from bertlayers.pretraining_data.corpus import read_wikipedia_dump, wikipedia_excerpt_path
 
     sentences = [
         s for document in read_wikipedia_dump(wikipedia_excerpt_path()) for s in document if len(s.split()) >= 5

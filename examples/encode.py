@@ -15,9 +15,10 @@ import os
 import numpy as np
 
 from bertlayers.convert import load_huggingface_bert
-from bertlayers.data import BertInputPacker, bert_uncased_vocabulary, minilm_path, wordpiece_tokenizer
 from bertlayers.layers import SequencePooling
 from bertlayers.networks import build_encoder
+from bertlayers.tokenizers import BertInputPacker, bert_uncased_vocabulary, wordpiece_tokenizer
+from bertlayers.utils.assets import minilm_path
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import Range, flag
 

@@ -15,8 +15,8 @@ import os
 import numpy as np
 
 from bertlayers.convert import load_huggingface_bert, load_huggingface_electra, load_huggingface_xlnet
-from bertlayers.data import minilm_path
 from bertlayers.families.xlnet import XLNetEncoder
+from bertlayers.utils.assets import minilm_path
 from bertlayers.utils.cli import argument_parser, run_script
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures")

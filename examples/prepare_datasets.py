@@ -19,11 +19,11 @@ import os
 
 import numpy as np
 
-from bertlayers.data.assets import asset_path, bbc_news_articles, rotten_tomatoes_snippets
-from bertlayers.data.corpus import read_wikipedia_dump, read_wikipedia_paragraphs, wikipedia_excerpt_path
-from bertlayers.data.multiple_choice_data import next_sentence_choices, write_choices
-from bertlayers.data.ner_data import read_conll, write_conll
-from bertlayers.data.retrieval_data import inverse_cloze_pairs, squad_question_pairs, write_pairs
+from bertlayers.pretraining_data.corpus import read_wikipedia_dump, read_wikipedia_paragraphs, wikipedia_excerpt_path
+from bertlayers.task_data.multiple_choice import next_sentence_choices, write_choices
+from bertlayers.task_data.ner import read_conll, write_conll
+from bertlayers.task_data.retrieval import inverse_cloze_pairs, squad_question_pairs, write_pairs
+from bertlayers.utils.assets import asset_path, bbc_news_articles, rotten_tomatoes_snippets
 from bertlayers.utils.cli import argument_parser, run_script
 
 

@@ -17,7 +17,6 @@ import os
 
 import numpy as np
 
-from bertlayers.data.classification_data import LabelMap, encode_examples, read_text_examples, regression_targets
 from bertlayers.metrics import accuracy, classification_metrics, pearson, spearman
 from bertlayers.models import SequenceClassifier
 from bertlayers.runs.finetuning import (
@@ -34,6 +33,7 @@ from bertlayers.runs.finetuning import (
     start,
     write_json,
 )
+from bertlayers.task_data.classification import LabelMap, encode_examples, read_text_examples, regression_targets
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.utils.atomic_files import write_text
 from bertlayers.utils.cli import argument_parser, run_script

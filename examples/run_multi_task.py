@@ -16,10 +16,6 @@ entity-level F1 per tagging task. Writes metrics.json, model.keras and TensorBoa
 import argparse
 import os
 
-from bertlayers.data.checkpoint_tokenizer import text_tokenizer
-from bertlayers.data.classification_data import LabelMap, encode_examples, read_text_examples
-from bertlayers.data.multi_task_data import mix_tasks
-from bertlayers.data.ner_data import decode_tags, encode_sentences, read_conll, tag_vocabulary
 from bertlayers.metrics import classification_metrics, entity_scores
 from bertlayers.models import MultiTask, Task
 from bertlayers.runs.finetuning import (
@@ -32,6 +28,10 @@ from bertlayers.runs.finetuning import (
     vocabulary_for,
     write_json,
 )
+from bertlayers.task_data.classification import LabelMap, encode_examples, read_text_examples
+from bertlayers.task_data.multi_task import mix_tasks
+from bertlayers.task_data.ner import decode_tags, encode_sentences, read_conll, tag_vocabulary
+from bertlayers.tokenizers.checkpoint_tokenizer import text_tokenizer
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import POSITIVE_INT, flag

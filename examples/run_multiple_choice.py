@@ -16,7 +16,6 @@ import os
 
 import numpy as np
 
-from bertlayers.data.multiple_choice_data import encode_choices, read_choices
 from bertlayers.metrics import accuracy
 from bertlayers.models import MultipleChoice, SentenceEmbedder
 from bertlayers.runs.finetuning import (
@@ -29,6 +28,7 @@ from bertlayers.runs.finetuning import (
     start,
     write_json,
 )
+from bertlayers.task_data.multiple_choice import encode_choices, read_choices
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import POSITIVE_INT, flag
 

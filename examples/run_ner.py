@@ -16,8 +16,6 @@ entity, the special tokens are "O"); words are still scored by their first piece
 
 import os
 
-from bertlayers.data.checkpoint_tokenizer import text_tokenizer
-from bertlayers.data.ner_data import decode_tags, encode_sentences, read_conll, tag_vocabulary, word_tags, write_conll
 from bertlayers.metrics import entity_scores
 from bertlayers.models import TokenClassifier
 from bertlayers.runs.finetuning import (
@@ -33,6 +31,8 @@ from bertlayers.runs.finetuning import (
     vocabulary_for,
     write_json,
 )
+from bertlayers.task_data.ner import decode_tags, encode_sentences, read_conll, tag_vocabulary, word_tags, write_conll
+from bertlayers.tokenizers.checkpoint_tokenizer import text_tokenizer
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import POSITIVE_INT, flag

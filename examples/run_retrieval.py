@@ -17,9 +17,6 @@ import dataclasses
 import os
 
 from bertlayers.convert import load_encoder, load_model_file
-from bertlayers.data.checkpoint_tokenizer import pack_in_chunks
-from bertlayers.data.multiple_choice_data import encode_choices
-from bertlayers.data.retrieval_data import check_training_pairs, read_pairs, retrieval_set
 from bertlayers.metrics import ranking_metrics
 from bertlayers.models import DualEncoder, MultipleChoice, SentenceEmbedder
 from bertlayers.runs.finetuning import (
@@ -33,6 +30,9 @@ from bertlayers.runs.finetuning import (
     write_json,
 )
 from bertlayers.runs.retrieval import bm25_scores, embedding_scores, rerank, reranker_examples
+from bertlayers.task_data.multiple_choice import encode_choices
+from bertlayers.task_data.retrieval import check_training_pairs, read_pairs, retrieval_set
+from bertlayers.tokenizers.checkpoint_tokenizer import pack_in_chunks
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import NON_NEGATIVE_INT, POSITIVE_INT, flag
 

@@ -12,9 +12,6 @@ Writes predictions.json, nbest_predictions.json, metrics.json, model.keras and T
 
 import os
 
-from bertlayers.data.checkpoint_tokenizer import TokenizerFiles, text_tokenizer
-from bertlayers.data.squad_data import decode_answers, make_windows, read_squad
-from bertlayers.data.tokenizer import wordpiece_tokenizer
 from bertlayers.metrics import squad_scores
 from bertlayers.models import SpanPredictor
 from bertlayers.runs.finetuning import (
@@ -26,6 +23,9 @@ from bertlayers.runs.finetuning import (
     vocabulary_for,
     write_json,
 )
+from bertlayers.task_data.squad import decode_answers, make_windows, read_squad
+from bertlayers.tokenizers.checkpoint_tokenizer import TokenizerFiles, text_tokenizer
+from bertlayers.tokenizers.tokenizer import wordpiece_tokenizer
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import POSITIVE_INT, Range, flag

@@ -6,10 +6,10 @@ import os
 
 from processes import environment, run, script
 
-from bertlayers.data.corpus import read_wikipedia_dump, wikipedia_excerpt_path
-from bertlayers.data.mlm_masking import MaskingConfig
-from bertlayers.data.pretraining_data import write_pretraining_data
-from bertlayers.data.vocabulary import build_wordpiece_vocabulary
+from bertlayers.pretraining_data.corpus import read_wikipedia_dump, wikipedia_excerpt_path
+from bertlayers.pretraining_data.mlm_masking import MaskingConfig
+from bertlayers.pretraining_data.objectives import write_pretraining_data
+from bertlayers.tokenizers.vocabulary import build_wordpiece_vocabulary
 
 SEQ, PREDICTIONS, VOCAB_SIZE = 64, 10, 1000
 
@@ -89,7 +89,7 @@ def fine_tune_export_and_serve(init, vocabulary, tmp_path):
     from processes import run_script
     from test_export import run_fresh
 
-    from bertlayers.data.assets import rotten_tomatoes_snippets
+    from bertlayers.utils.assets import rotten_tomatoes_snippets
 
     rows = rotten_tomatoes_snippets()[:48]
     data = tmp_path / "reviews.csv"

@@ -35,9 +35,9 @@ EDGE_CASES = [
 @functools.cache
 def real_sentences():
     """{source: [sentence]}: the Wikipedia excerpt, Rotten Tomatoes snippets, WNUT-2016 tweets."""
-    from bertlayers.data.assets import asset_path, rotten_tomatoes_snippets
-    from bertlayers.data.corpus import read_wikipedia_dump, wikipedia_excerpt_path
-    from bertlayers.data.ner_data import read_conll
+    from bertlayers.pretraining_data.corpus import read_wikipedia_dump, wikipedia_excerpt_path
+    from bertlayers.task_data.ner import read_conll
+    from bertlayers.utils.assets import asset_path, rotten_tomatoes_snippets
 
     wikipedia = [s for document in read_wikipedia_dump(wikipedia_excerpt_path()) for s in document]
     return {

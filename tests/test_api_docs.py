@@ -14,7 +14,7 @@ PUBLIC = (
     "bertlayers.models",
     "bertlayers.convert",
     "bertlayers.export",
-    "bertlayers.data",
+    "bertlayers.tokenizers",
     "bertlayers.training",
     "bertlayers.metrics",
     "bertlayers.families.electra",

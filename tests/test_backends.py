@@ -115,7 +115,7 @@ report["data_parallel_max_difference"] = max(float(np.abs(a - b).max()) for a, b
 report["data_parallel_largest_move"] = max(float(np.abs(a - b).max()) for a, b in zip(one, start))
 
 try:
-    import bertlayers.data  # noqa: F401
+    import bertlayers.tokenizers  # noqa: F401
 except ModuleNotFoundError as error:
     report["data_error"] = str(error)
 report["tensorflow_loaded"] = sorted(m for m in sys.modules if m.split(".")[0] == "tensorflow")
@@ -185,7 +185,7 @@ import json, sys
 import numpy as np
 import bertlayers
 from bertlayers.convert import load_encoder
-from bertlayers.data import minilm_path
+from bertlayers.utils.assets import minilm_path
 inputs = {k: np.asarray(v, "int32") for k, v in json.loads(sys.argv[1]).items()}
 outputs = load_encoder(minilm_path())(inputs)
 print(json.dumps({k: np.asarray(v).tolist() for k, v in outputs.items() if k in ("sequence_output", "pooled_output")}))
@@ -196,7 +196,7 @@ print(json.dumps({k: np.asarray(v).tolist() for k, v in outputs.items() if k in 
 def test_real_minilm_weights_give_the_same_outputs_under_both_backends():
     """JAX in a child process, TensorFlow here."""
     from bertlayers.convert import load_encoder
-    from bertlayers.data import minilm_path
+    from bertlayers.utils.assets import minilm_path
 
     rng = np.random.default_rng(3)
     mask = np.ones((2, 20), "int32")

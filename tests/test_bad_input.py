@@ -17,14 +17,14 @@ import tensorflow as tf
 from pretraining_fixtures import PREDICTIONS, SEQ
 
 from bertlayers.convert import load_model_file
-from bertlayers.data.classification_data import LabelMap, read_text_examples, regression_targets
-from bertlayers.data.corpus import read_corpus
-from bertlayers.data.ner_data import read_conll
-from bertlayers.data.squad_data import read_squad
-from bertlayers.data.tfrecords import check_tfrecords, serialize_example
-from bertlayers.data.tokenizer import check_vocabulary_fits, load_vocabulary
 from bertlayers.networks import BertEncoder
+from bertlayers.pretraining_data.corpus import read_corpus
+from bertlayers.pretraining_data.tfrecords import check_tfrecords, serialize_example
 from bertlayers.runs.pretraining import PretrainingConfig, run_pretraining
+from bertlayers.task_data.classification import LabelMap, read_text_examples, regression_targets
+from bertlayers.task_data.ner import read_conll
+from bertlayers.task_data.squad import read_squad
+from bertlayers.tokenizers.tokenizer import check_vocabulary_fits, load_vocabulary
 
 TINY = dict(
     vocabulary_size=100, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32, max_sequence_length=16
@@ -683,7 +683,7 @@ def test_a_byte_order_mark_is_named():
     ],
 )
 def test_byte_level_bpe_files_are_checked_whole(tmp_path, vocabulary, merges, message):
-    from bertlayers.data.byte_level_bpe import read_bpe_files
+    from bertlayers.tokenizers.byte_level_bpe import read_bpe_files
 
     vocab_json, merges_txt = (
         write(tmp_path / "vocab.json", json.dumps(vocabulary)),
@@ -698,8 +698,8 @@ def test_byte_level_bpe_files_are_checked_whole(tmp_path, vocabulary, merges, me
 
 
 def test_a_lone_surrogate_is_named_with_its_text():
-    from bertlayers.data.assets import bert_uncased_vocabulary
-    from bertlayers.data.tokenizer import BertInputPacker, wordpiece_tokenizer
+    from bertlayers.tokenizers.tokenizer import BertInputPacker, wordpiece_tokenizer
+    from bertlayers.utils.assets import bert_uncased_vocabulary
 
     packer = BertInputPacker(wordpiece_tokenizer(bert_uncased_vocabulary()), 16)
     bad = b"caf\xe9 au lait".decode("utf-8", errors="surrogateescape")
@@ -742,7 +742,7 @@ def test_a_folder_whose_config_names_another_model_type_is_refused(tmp_path):
 
     from bertlayers.convert import load_encoder
     from bertlayers.convert.huggingface import start_loading
-    from bertlayers.data.assets import minilm_path
+    from bertlayers.utils.assets import minilm_path
 
     folder = tmp_path / "bert_as_roberta"
     folder.mkdir()
@@ -839,8 +839,8 @@ def test_an_operating_system_error_is_one_line_naming_the_path(capsys):
 
 
 def test_retrieval_files_group_a_querys_passages_and_training_pairs_must_differ(tmp_path):
-    from bertlayers.data.retrieval_data import RetrievalPair, check_training_pairs, retrieval_set
     from bertlayers.metrics.ranking import ranking_metrics
+    from bertlayers.task_data.retrieval import RetrievalPair, check_training_pairs, retrieval_set
 
     pairs = [RetrievalPair("capital of france", f"passage {i}") for i in range(3)] + [
         RetrievalPair("river", "passage 3")
@@ -873,7 +873,7 @@ def test_retrieval_files_group_a_querys_passages_and_training_pairs_must_differ(
     ],
 )
 def test_multiple_choice_files_refuse_boolean_labels_and_empty_texts(tmp_path, line, message):
-    from bertlayers.data.multiple_choice_data import read_choices
+    from bertlayers.task_data.multiple_choice import read_choices
 
     with pytest.raises(ValueError, match=rf"c\.jsonl:1: {message}"):
         read_choices(write(tmp_path / "c.jsonl", line + "\n"))

@@ -16,10 +16,6 @@ import tensorflow as tf
 from pretraining_fixtures import fine_tune_export_and_serve, tiny_family_run
 
 from bertlayers.convert import load_encoder, load_huggingface_bert, load_huggingface_electra
-from bertlayers.data.assets import bert_uncased_vocabulary, rotten_tomatoes_snippets
-from bertlayers.data.mlm_masking import MaskingConfig
-from bertlayers.data.pretraining_data import BatchContext
-from bertlayers.data.vocabulary import VocabularyInfo
 from bertlayers.families.electra import (
     OBJECTIVE,
     ElectraDiscriminator,
@@ -29,6 +25,10 @@ from bertlayers.families.electra import (
     electra_encoders,
 )
 from bertlayers.networks import BertEncoder, get_preset
+from bertlayers.pretraining_data.mlm_masking import MaskingConfig
+from bertlayers.pretraining_data.objectives import BatchContext
+from bertlayers.tokenizers.vocabulary import VocabularyInfo
+from bertlayers.utils.assets import bert_uncased_vocabulary, rotten_tomatoes_snippets
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 INPUTS = ("token_ids", "segment_ids", "padding_mask")
@@ -193,7 +193,7 @@ def test_discriminator_loss_reaches_only_shared_weights_and_lambda_weighs_it():
 def test_masking_rates_on_real_text():
     """ELECTRA's masks on 50k+ real tokens: 15% of non-special tokens, 85% [MASK], 15% kept, none random."""
     vocab = VocabularyInfo.from_file(bert_uncased_vocabulary())
-    from bertlayers.data.tokenizer import wordpiece_tokenizer
+    from bertlayers.tokenizers.tokenizer import wordpiece_tokenizer
 
     tokenizer = wordpiece_tokenizer(bert_uncased_vocabulary())
     rows, length = [], 64

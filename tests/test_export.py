@@ -13,11 +13,11 @@ import pytest
 import tensorflow as tf
 from processes import REPO, environment, python, run, script
 
-from bertlayers.data import bert_uncased_vocabulary, wordpiece_tokenizer
-from bertlayers.data.squad_data import SquadExample, decode_answers, make_windows, read_squad
 from bertlayers.export import export_for_serving
 from bertlayers.models import SequenceClassifier, SpanPredictor, TokenClassifier
 from bertlayers.networks import BertEncoder
+from bertlayers.task_data.squad import SquadExample, decode_answers, make_windows, read_squad
+from bertlayers.tokenizers import bert_uncased_vocabulary, wordpiece_tokenizer
 
 SEQ = 32
 TINY = dict(
@@ -148,7 +148,7 @@ def test_optional_inputs_are_derived(exported, tmp_path):
 def test_text_model_tokenizes_in_the_graph(exported, tmp_path):
     _, models, paths = exported
     served = run_fresh(paths["classifier_text"], "serving_default", {"text": np.array(TEXTS)}, tmp_path, text=True)
-    from bertlayers.data import BertInputPacker
+    from bertlayers.tokenizers import BertInputPacker
 
     packed = BertInputPacker(wordpiece_tokenizer(bert_uncased_vocabulary()), SEQ)(TEXTS)
     np.testing.assert_allclose(served["logits"], keras_outputs(models["classifier"], packed)["logits"], atol=1e-5)
@@ -589,7 +589,7 @@ def test_the_demo_client_answers_as_the_python_model(exported, tmp_path):
     assert request == {"signature_name": "serving_default", "instances": [{"text": t} for t in TEXTS]}
     end = next(i for i, line in enumerate(lines) if line.startswith("(answered by TensorFlow"))
     response = json.loads("\n".join(lines[curl + 1 : end]))
-    from bertlayers.data import BertInputPacker
+    from bertlayers.tokenizers import BertInputPacker
 
     expected = keras_outputs(
         models["classifier"], BertInputPacker(wordpiece_tokenizer(bert_uncased_vocabulary()), SEQ)(TEXTS)

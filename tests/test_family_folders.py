@@ -76,7 +76,7 @@ from bertlayers.convert.huggingface import (
     register_huggingface_family,
 )
 from bertlayers.convert.weight_map import WeightMap
-from bertlayers.data.pretraining_data import OBJECTIVES
+from bertlayers.pretraining_data.objectives import OBJECTIVES
 from bertlayers.families.recipes import Recipe, register_recipe
 from bertlayers.models.pretrainer import BertPretrainer
 from bertlayers.networks import BertEncoder, build_encoder
@@ -117,9 +117,9 @@ def test_a_family_is_its_folder_and_its_import(tmp_path, monkeypatch):
     import json
 
     from bertlayers.convert import load_encoder, load_huggingface_bert
-    from bertlayers.data import minilm_path
     from bertlayers.families.recipes import RECIPES, get_recipe
     from bertlayers.networks import build_encoder, get_preset, presets
+    from bertlayers.utils.assets import minilm_path
 
     (tmp_path / "toy_family").mkdir()
     (tmp_path / "toy_family" / "__init__.py").write_text(TOY_FAMILY)
@@ -334,3 +334,15 @@ def test_a_modern_family_plugs_rotary_attention_a_window_and_rmsnorm_into_the_co
         block_parts.ATTENTIONS.pop("toy_rotary", None)
         block_parts.NORMALIZATIONS.pop("toy_rms", None)
         ENCODERS.pop("toy_modern", None)
+
+
+def test_the_former_data_modules_are_the_new_ones():
+    import bertlayers.data
+    from bertlayers.data.squad_data import read_squad  # a path the docs showed
+    from bertlayers.task_data.squad import read_squad as moved
+
+    assert read_squad is moved
+    for old, new in bertlayers.data.MOVED_MODULES.items():
+        assert importlib.import_module(f"bertlayers.data.{old}") is importlib.import_module(new)
+        assert getattr(bertlayers.data, old) is importlib.import_module(new)
+    from bertlayers.data import BertInputPacker, minilm_path  # noqa: F401  (the package's own names)

@@ -19,12 +19,12 @@ import pytest
 from pretraining_fixtures import PREDICTIONS, SEQ
 from processes import python, run, script, start
 
-from bertlayers.data.assets import bert_uncased_vocabulary
 from bertlayers.export import export_for_serving
 from bertlayers.networks import BertEncoder
 from bertlayers.runs.pretraining import PretrainingConfig, run_pretraining
 from bertlayers.training.checkpointing import ResumableBackup
 from bertlayers.utils import atomic_files
+from bertlayers.utils.assets import bert_uncased_vocabulary
 
 TINY = dict(
     vocabulary_size=30522, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32, max_sequence_length=32
@@ -131,7 +131,7 @@ def test_a_second_fine_tuning_run_in_a_busy_folder_is_refused(tmp_path):
 
 
 def classifier_command(tmp_path, output):
-    from bertlayers.data.assets import rotten_tomatoes_snippets
+    from bertlayers.utils.assets import rotten_tomatoes_snippets
 
     data = tmp_path / "reviews.csv"
     if not data.exists():

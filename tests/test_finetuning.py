@@ -9,12 +9,13 @@ import pytest
 from processes import REPO, run, run_script, script
 
 from bertlayers.convert import load_encoder
-from bertlayers.data import bert_uncased_vocabulary, minilm_path, wordpiece_tokenizer
-from bertlayers.data.classification_data import LabelMap, read_text_examples
-from bertlayers.data.ner_data import decode_tags, encode_sentences, tag_vocabulary
-from bertlayers.data.squad_data import SquadExample, decode_answers, make_windows, read_squad
 from bertlayers.models import BertPretrainer, SequenceClassifier, SpanPredictor, TokenClassifier
 from bertlayers.networks import BertEncoder
+from bertlayers.task_data.classification import LabelMap, read_text_examples
+from bertlayers.task_data.ner import decode_tags, encode_sentences, tag_vocabulary
+from bertlayers.task_data.squad import SquadExample, decode_answers, make_windows, read_squad
+from bertlayers.tokenizers import bert_uncased_vocabulary, wordpiece_tokenizer
+from bertlayers.utils.assets import minilm_path
 
 SQUAD = os.path.join(REPO, "examples", "data", "squad_mini")
 TINY = dict(
@@ -60,8 +61,8 @@ def test_answers_start_and_end_on_word_boundaries(tokenizer):
     served graph's decoder both answer with whole words instead."""
     import tensorflow as tf
 
-    from bertlayers.data.wordpiece import InGraphTokenizer
     from bertlayers.export.saved_model import best_span
+    from bertlayers.tokenizers.wordpiece import InGraphTokenizer
 
     context = "The Tarsen Glacier moved north."
     example = SquadExample("q", "Which glacier?", context, [], True)
@@ -124,7 +125,7 @@ def test_classification_files_and_their_errors(tmp_path):
 
 
 def test_ner_labels_sit_on_the_first_wordpiece():
-    from bertlayers.data.checkpoint_tokenizer import text_tokenizer
+    from bertlayers.tokenizers.checkpoint_tokenizer import text_tokenizer
 
     tokenizer = text_tokenizer(bert_uncased_vocabulary())
     vocabulary = tokenizer.tokenizer.vocabulary
@@ -537,7 +538,7 @@ def test_run_ner_end_to_end(tmp_path, tiny_encoder, flags):
 
 
 def test_crf_labels_continue_a_words_entity_and_need_an_o_tag():
-    from bertlayers.data.checkpoint_tokenizer import text_tokenizer
+    from bertlayers.tokenizers.checkpoint_tokenizer import text_tokenizer
 
     tokenizer = text_tokenizer(bert_uncased_vocabulary())
     sentence = [("Anna", "B-person"), ("Zwolinski", "I-person"), ("visits", "O"), ("Oslo", "B-geo-loc")]
@@ -672,10 +673,10 @@ def test_the_fine_tuning_config_is_typed_and_range_checked(capsys):
 
 @pytest.mark.slow
 def test_short_minilm_fine_tune_beats_chance():
-    from bertlayers.data.assets import rotten_tomatoes_snippets
-    from bertlayers.data.classification_data import TextExample, encode_examples
-    from bertlayers.data.tokenizer import BertInputPacker
+    from bertlayers.task_data.classification import TextExample, encode_examples
+    from bertlayers.tokenizers.tokenizer import BertInputPacker
     from bertlayers.training.optimization import create_optimizer
+    from bertlayers.utils.assets import rotten_tomatoes_snippets
 
     snippets = rotten_tomatoes_snippets()
     order = np.random.default_rng(0).permutation(len(snippets))

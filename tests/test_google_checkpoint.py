@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 from bertlayers.convert import CheckpointMismatchError, load_google_albert, load_google_bert, load_huggingface_bert
-from bertlayers.data import minilm_path
+from bertlayers.utils.assets import minilm_path
 
 rng = np.random.default_rng(0)
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from bertlayers.convert import CheckpointMismatchError, load_huggingface_bert
-from bertlayers.data import minilm_path
+from bertlayers.utils.assets import minilm_path
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "minilm_reference.npz")
 INPUTS = ("token_ids", "segment_ids", "padding_mask")

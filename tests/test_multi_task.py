@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from processes import run_script
 
-from bertlayers.data import bert_uncased_vocabulary
-from bertlayers.data.checkpoint_tokenizer import text_packer
-from bertlayers.data.multi_task_data import mix_tasks
 from bertlayers.models import MultiTask, Task
 from bertlayers.networks import BertEncoder
+from bertlayers.task_data.multi_task import mix_tasks
+from bertlayers.tokenizers import bert_uncased_vocabulary
+from bertlayers.tokenizers.checkpoint_tokenizer import text_packer
 
 TINY = dict(
     vocabulary_size=30522, num_layers=1, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=64

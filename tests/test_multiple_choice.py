@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from processes import run_script
 
-from bertlayers.data import bert_uncased_vocabulary
-from bertlayers.data.checkpoint_tokenizer import text_packer
-from bertlayers.data.multiple_choice_data import encode_choices, next_sentence_choices, read_choices, write_choices
 from bertlayers.models import MultipleChoice
 from bertlayers.networks import BertEncoder
+from bertlayers.task_data.multiple_choice import encode_choices, next_sentence_choices, read_choices, write_choices
+from bertlayers.tokenizers import bert_uncased_vocabulary
+from bertlayers.tokenizers.checkpoint_tokenizer import text_packer
 
 TINY = dict(
     vocabulary_size=30522, num_layers=1, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=64

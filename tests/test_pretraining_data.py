@@ -4,18 +4,23 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bertlayers.data import bert_uncased_vocabulary, wordpiece_tokenizer
-from bertlayers.data.corpus import read_bert_format, read_wikipedia_dump, split_sentences, wikipedia_excerpt_path
-from bertlayers.data.mlm_masking import MaskingConfig, clipped_geometric_pmf, mask_example
-from bertlayers.data.pretraining_data import (
+from bertlayers.pretraining_data.corpus import (
+    read_bert_format,
+    read_wikipedia_dump,
+    split_sentences,
+    wikipedia_excerpt_path,
+)
+from bertlayers.pretraining_data.examples import create_examples
+from bertlayers.pretraining_data.mlm_masking import MaskingConfig, clipped_geometric_pmf, mask_example
+from bertlayers.pretraining_data.objectives import (
     dynamic_mask,
     pretraining_dataset,
     tokenize_documents,
     write_pretraining_data,
 )
-from bertlayers.data.pretraining_examples import create_examples
-from bertlayers.data.tfrecords import check_tfrecords
-from bertlayers.data.vocabulary import VocabularyInfo
+from bertlayers.pretraining_data.tfrecords import check_tfrecords
+from bertlayers.tokenizers import bert_uncased_vocabulary, wordpiece_tokenizer
+from bertlayers.tokenizers.vocabulary import VocabularyInfo
 
 SEQ = 128
 

@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 from processes import run, run_script, script
 
-from bertlayers.data import bert_uncased_vocabulary
-from bertlayers.data.checkpoint_tokenizer import text_packer
-from bertlayers.data.corpus import WikipediaParagraph
-from bertlayers.data.retrieval_data import (
+from bertlayers.models import DualEncoder
+from bertlayers.networks import BertEncoder
+from bertlayers.pretraining_data.corpus import WikipediaParagraph
+from bertlayers.runs.retrieval import bm25_scores, rerank, reranker_examples
+from bertlayers.task_data.retrieval import (
     RetrievalPair,
     inverse_cloze_pairs,
     read_pairs,
@@ -22,9 +23,8 @@ from bertlayers.data.retrieval_data import (
     squad_question_pairs,
     write_pairs,
 )
-from bertlayers.models import DualEncoder
-from bertlayers.networks import BertEncoder
-from bertlayers.runs.retrieval import bm25_scores, rerank, reranker_examples
+from bertlayers.tokenizers import bert_uncased_vocabulary
+from bertlayers.tokenizers.checkpoint_tokenizer import text_packer
 
 TINY = dict(
     vocabulary_size=30522, num_layers=1, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=64

@@ -5,10 +5,10 @@ import keras
 import numpy as np
 import pytest
 
-from bertlayers.data import bert_uncased_vocabulary
-from bertlayers.data.checkpoint_tokenizer import text_packer
 from bertlayers.models import SentenceEmbedder
 from bertlayers.networks import BertEncoder
+from bertlayers.tokenizers import bert_uncased_vocabulary
+from bertlayers.tokenizers.checkpoint_tokenizer import text_packer
 
 TINY = dict(
     vocabulary_size=30522, num_layers=1, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=64

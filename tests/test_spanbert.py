@@ -10,7 +10,6 @@ import pytest
 import tensorflow as tf
 from pretraining_fixtures import PREDICTIONS, SEQ, fine_tune_export_and_serve, tiny_family_run
 
-from bertlayers.data.tfrecords import parse_records
 from bertlayers.families.spanbert import (
     BOUNDARY_INPUTS,
     OBJECTIVE,
@@ -18,6 +17,7 @@ from bertlayers.families.spanbert import (
     SpanBoundaryHead,
     span_boundaries,
 )
+from bertlayers.pretraining_data.tfrecords import parse_records
 
 
 def direct_boundaries(positions, length):

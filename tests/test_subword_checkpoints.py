@@ -103,7 +103,7 @@ def _checkpoint_folder(family, folder):
 
     from subword_files import write_tokenizer_folder
 
-    from bertlayers.data.assets import bert_uncased_vocabulary
+    from bertlayers.utils.assets import bert_uncased_vocabulary
 
     shutil.copytree(_folder(family), folder)
     if family == "distilbert":  # WordPiece: the real vocabulary's first 1,000 entries
@@ -127,10 +127,10 @@ def served_families(tmp_path_factory):
 
     from bertlayers.convert import load_model_file, save_model
     from bertlayers.convert.model_files import vocabulary_of
-    from bertlayers.data.assets import rotten_tomatoes_snippets
-    from bertlayers.data.checkpoint_tokenizer import text_packer
     from bertlayers.export import export_for_serving
     from bertlayers.models import SequenceClassifier
+    from bertlayers.tokenizers.checkpoint_tokenizer import text_packer
+    from bertlayers.utils.assets import rotten_tomatoes_snippets
 
     root = tmp_path_factory.mktemp("families")
     snippets = rotten_tomatoes_snippets()
@@ -209,8 +209,8 @@ def test_the_runners_start_from_a_folder_with_its_own_tokenizer(tmp_path):
 
     from bertlayers.convert import load_model_file
     from bertlayers.convert.model_files import recorded_vocabulary
-    from bertlayers.data.assets import asset_path, rotten_tomatoes_snippets
-    from bertlayers.data.ner_data import read_conll, write_conll
+    from bertlayers.task_data.ner import read_conll, write_conll
+    from bertlayers.utils.assets import asset_path, rotten_tomatoes_snippets
 
     snippets = rotten_tomatoes_snippets()
     for name, rows in (("train.csv", snippets[:48]), ("eval.csv", snippets[2000:2016])):
@@ -333,9 +333,9 @@ def test_a_squad_text_model_answers_whole_words_as_the_python_decoder(family, tm
     import tensorflow as tf
 
     from bertlayers.convert.model_files import vocabulary_of
-    from bertlayers.data.squad_data import SquadExample, decode_answers, make_windows, read_squad
     from bertlayers.export import export_for_serving
     from bertlayers.models import SpanPredictor
+    from bertlayers.task_data.squad import SquadExample, decode_answers, make_windows, read_squad
 
     folder = _checkpoint_folder(family, str(tmp_path / family))
     model = SpanPredictor(load_encoder(folder))

@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 from subword_files import FAMILIES, check_sentences, reference_tokenizer, write_tokenizer_folder
 
-from bertlayers.data.checkpoint_tokenizer import checkpoint_tokenizer
+from bertlayers.tokenizers.checkpoint_tokenizer import checkpoint_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -162,7 +162,7 @@ def test_ner_words_map_to_their_first_piece_as_transformers_aligns_them(folders,
     SentencePiece's their "▁")."""
     from subword_files import real_sentences
 
-    from bertlayers.data.ner_data import encode_sentences
+    from bertlayers.task_data.ner import encode_sentences
 
     ours = checkpoint_tokenizer(folders[family])
     reference = (
@@ -195,7 +195,7 @@ def test_squad_windows_in_the_family_layout_with_answers_on_word_spans(folders, 
     """The project's SQuAD file windowed for each family: a whole (question, context) window has
     transformers' ids for the pair (the family's layout and segments), and every answer's target
     covers the gold answer with whole words."""
-    from bertlayers.data.squad_data import make_windows, read_squad
+    from bertlayers.task_data.squad import make_windows, read_squad
 
     examples = [
         e
@@ -269,7 +269,7 @@ def test_layouts_pack_special_tokens_segments_padding_and_truncation():
 
 
 def test_byte_level_bpe_files_are_checked_by_name(tmp_path):
-    from bertlayers.data.byte_level_bpe import ByteLevelBPE, bytes_to_unicode
+    from bertlayers.tokenizers.byte_level_bpe import ByteLevelBPE, bytes_to_unicode
 
     vocab = {char: i for i, char in enumerate(bytes_to_unicode().values())}
     vocab.update({"ab": 256, "Ġab": 257})  # "Ġ" (the space byte) is among the bytes already

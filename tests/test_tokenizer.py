@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from bertlayers.data import BertInputPacker, bert_uncased_vocabulary, load_vocabulary, wordpiece_tokenizer
+from bertlayers.tokenizers import BertInputPacker, bert_uncased_vocabulary, load_vocabulary, wordpiece_tokenizer
 
 FOX_IDS = [101, 1996, 4248, 2829, 4419, 14523, 2058, 1996, 13971, 3899, 1012, 102]
 
@@ -66,7 +66,7 @@ def test_served_tokenizer_matches_the_training_tokenizer(tokenizer):
     mark where each word's pieces begin and end, and its offsets are bytes of the original."""
     import tensorflow as tf
 
-    from bertlayers.data.wordpiece import InGraphTokenizer
+    from bertlayers.tokenizers.wordpiece import InGraphTokenizer
 
     served = InGraphTokenizer(bert_uncased_vocabulary())
     ids, starts, ends, starts_word, ends_word = served.tokenize_with_offsets(tf.constant(TRICKY))
@@ -90,7 +90,7 @@ def test_served_tokenizing_and_packing_is_a_small_graph():
     checks took thousands)."""
     import tensorflow as tf
 
-    from bertlayers.data.wordpiece import InGraphTokenizer
+    from bertlayers.tokenizers.wordpiece import InGraphTokenizer
 
     served = InGraphTokenizer(bert_uncased_vocabulary())
 

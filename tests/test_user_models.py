@@ -10,9 +10,10 @@ import pytest
 from test_export import run_fresh
 
 from bertlayers.convert import load_encoder, load_model_file, record_vocabulary, recorded_vocabulary, save_model
-from bertlayers.data import BertInputPacker, bert_uncased_vocabulary, minilm_path, wordpiece_tokenizer
 from bertlayers.export import ClassifierOutputs, export_for_serving
 from bertlayers.layers import BertEmbeddings, ClassificationHead, TransformerEncoderBlock
+from bertlayers.tokenizers import BertInputPacker, bert_uncased_vocabulary, wordpiece_tokenizer
+from bertlayers.utils.assets import minilm_path
 
 SEQ = 24
 TEXTS = ["a gripping, beautifully acted film", "dull and far too long"]

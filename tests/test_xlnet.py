@@ -13,8 +13,6 @@ import tensorflow as tf
 from pretraining_fixtures import PREDICTIONS, SEQ, fine_tune_export_and_serve, tiny_family_run
 
 from bertlayers.convert import load_huggingface_xlnet
-from bertlayers.data.tfrecords import parse_records
-from bertlayers.data.vocabulary import VocabularyInfo
 from bertlayers.families.xlnet import (
     TARGET_FEATURE,
     RelativeAttention,
@@ -28,6 +26,8 @@ from bertlayers.families.xlnet import (
     xlnet_layout,
 )
 from bertlayers.layers.pooler import Pooler
+from bertlayers.pretraining_data.tfrecords import parse_records
+from bertlayers.tokenizers.vocabulary import VocabularyInfo
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 SEP, CLS = 3, 2

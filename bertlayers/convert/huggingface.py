@@ -11,8 +11,8 @@ import os
 import numpy as np
 
 from bertlayers.convert.weight_map import WeightMap
-from bertlayers.data.checkpoint_tokenizer import check_tokenizer_files
 from bertlayers.networks.encoder_config import EncoderConfig
+from bertlayers.tokenizers.checkpoint_tokenizer import check_tokenizer_files
 
 # config.json key → EncoderConfig field (Hugging Face kept google-research/bert's names).
 BERT_CONFIG_KEYS = {

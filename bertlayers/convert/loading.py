@@ -16,8 +16,8 @@ from bertlayers.convert.model_files import (
     vocabulary_of,
 )
 from bertlayers.convert.weight_map import describe_non_finite
-from bertlayers.data.checkpoint_tokenizer import CheckpointTokenizer, checkpoint_tokenizer
 from bertlayers.networks.encoder_base import EncoderBase
+from bertlayers.tokenizers.checkpoint_tokenizer import CheckpointTokenizer, checkpoint_tokenizer
 
 
 def load_encoder(source, dtype=None):

@@ -21,9 +21,9 @@ import zipfile
 import keras
 
 from bertlayers import backend
-from bertlayers.data.checkpoint_tokenizer import TokenizerFiles
-from bertlayers.data.tokenizer import ModelVocabulary, check_vocabulary_fits
 from bertlayers.networks.input_limits import input_limits
+from bertlayers.tokenizers.checkpoint_tokenizer import TokenizerFiles
+from bertlayers.tokenizers.tokenizer import ModelVocabulary, check_vocabulary_fits
 from bertlayers.utils import atomic_files
 
 VOCABULARY_MEMBER = "bertlayers/vocab.txt"

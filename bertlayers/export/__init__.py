@@ -1,6 +1,5 @@
 """SavedModel export for TF Serving: token ids in, and raw text in."""
 
-from bertlayers.data.wordpiece import InGraphTokenizer
 from bertlayers.export.saved_model import export_for_serving, next_version, recover_exports, write_models_config
 from bertlayers.export.serving_outputs import (
     ClassifierOutputs,
@@ -10,6 +9,7 @@ from bertlayers.export.serving_outputs import (
     SpanOutputs,
     TaggerOutputs,
 )
+from bertlayers.tokenizers.wordpiece import InGraphTokenizer
 
 __all__ = [
     "ClassifierOutputs",

@@ -20,9 +20,6 @@ import shutil
 import uuid
 
 from bertlayers.convert.model_files import recorded_vocabulary
-from bertlayers.data.checkpoint_tokenizer import CheckpointTokenizer, TokenizerFiles
-from bertlayers.data.tokenizer import ModelVocabulary, check_vocabulary_fits
-from bertlayers.data.wordpiece import InGraphTokenizer
 from bertlayers.export.request_checks import checked_id_request, checked_ranks, checked_text_request
 from bertlayers.export.serving_outputs import (
     ID_INPUTS,
@@ -34,6 +31,9 @@ from bertlayers.models.encoder_model import EncoderModel
 from bertlayers.networks.encoder_base import EncoderBase
 from bertlayers.networks.input_limits import input_limits
 from bertlayers.startup import require_tensorflow
+from bertlayers.tokenizers.checkpoint_tokenizer import CheckpointTokenizer, TokenizerFiles
+from bertlayers.tokenizers.tokenizer import ModelVocabulary, check_vocabulary_fits
+from bertlayers.tokenizers.wordpiece import InGraphTokenizer
 from bertlayers.utils import atomic_files
 
 logger = logging.getLogger(__name__)

@@ -36,7 +36,7 @@ class Recipe:
     Attributes:
       name: what `--recipe` takes.
       description: one line for `--help`.
-      objective: its `bertlayers.data.pretraining_data.DataObjective`, or a function of the
+      objective: its `bertlayers.pretraining_data.objectives.DataObjective`, or a function of the
         resolved options returning one (when an option shapes the data).
       build_pretrainer: `(encoder_config, dtype, options) -> keras.Model`, the pretrainer
         over a randomly initialized encoder; the model has an `.encoder` (what fine-tuning

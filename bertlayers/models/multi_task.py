@@ -8,7 +8,7 @@ Dimensions: B batch (examples of every task), S sequence, H hidden, C_t task t's
     tagging task t:        TokenClassificationHead(sequence) logits_t [B, S, C_t]
 
 Every head scores every example; an example trains only its own task's head, through the sample
-weights (`bertlayers.data.multi_task_data.mix_tasks` writes them: 1 on an example's own task,
+weights (`bertlayers.task_data.multi_task.mix_tasks` writes them: 1 on an example's own task,
 0 on the others). Keras averages each task's weighted loss over the whole batch, so a task pulls in
 proportion to its share of the batch, scaled by its `loss_weight`; each task's metrics, weighted
 the same way, count its own examples only.

@@ -48,7 +48,7 @@ class MultipleChoice(EncoderModel):
     """logits `[B, C]`: W · Dropout(pooled_output) + b for each (context, choice) pair.
 
     Inputs: the encoder's, with a choices axis: int `[batch, choices, seq]` (each choice packed as
-    a sentence pair after its context: `bertlayers.data.multiple_choice_data.encode_choices`).
+    a sentence pair after its context: `bertlayers.task_data.multiple_choice.encode_choices`).
     Output `logits`: `[batch, choices]`, trained with a softmax over the choices (the default loss,
     accuracy the default metric).
 

@@ -20,7 +20,7 @@ def compiled_predictor(model):
     """`predict(inputs) -> outputs` for `model` in inference mode (dropout off), outputs as NumPy.
 
     `inputs` is what the model takes (a dict of `[batch, seq]` int arrays for our encoders); each new
-    shape compiles once, so batches of a few fixed lengths (`bertlayers.data.padding`) keep it fast.
+    shape compiles once, so batches of a few fixed lengths (`bertlayers.tokenizers.padding`) keep it fast.
     """
     if not isinstance(model, keras.Model):
         raise TypeError(f"compiled_predictor needs a keras.Model, got {type(model).__name__}")

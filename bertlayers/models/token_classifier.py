@@ -20,7 +20,7 @@ class TokenClassifier(LogitsModel):
     the model also outputs `tags`, int32 `[batch, seq]`, the best tag path over the real tokens
     (Viterbi), and trains on the negative log-likelihood of the gold path, averaged over the
     sequences (`compile` needs no loss). Every real token is on the chain, so label every one,
-    `{"tags": [batch, seq]}` (`bertlayers.data.ner_data.encode_sentences(every_piece=True)`:
+    `{"tags": [batch, seq]}` (`bertlayers.task_data.ner.encode_sentences(every_piece=True)`:
     a word's later pieces continue its entity, the special tokens are "O").
 
     With `feature_based=True` the encoder is frozen and each token's logits read a BiLSTM

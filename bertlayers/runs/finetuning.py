@@ -10,13 +10,13 @@ import keras
 
 from bertlayers.convert.loading import load_encoder
 from bertlayers.convert.model_files import record_vocabulary, save_model, vocabulary_of
-from bertlayers.data.checkpoint_tokenizer import TokenizerFiles, text_packer
-from bertlayers.data.tokenizer import ModelVocabulary, check_vocabulary_fits
 from bertlayers.models.logits_model import LogitsModel
 from bertlayers.networks import reinitialized
 from bertlayers.runs.output_folder import take_output_folder
 from bertlayers.runs.pretraining import PRECISIONS
 from bertlayers.startup import require_tensorflow
+from bertlayers.tokenizers.checkpoint_tokenizer import TokenizerFiles, text_packer
+from bertlayers.tokenizers.tokenizer import ModelVocabulary, check_vocabulary_fits
 from bertlayers.training.callbacks import JsonHistory
 from bertlayers.training.distribute import STRATEGIES, build_strategy, compile_options
 from bertlayers.training.length_batching import length_batches, per_token_outputs
@@ -221,7 +221,7 @@ def _check_config(config):
 
 def encoder_source(config):
     """Where a run's encoder comes from: `config.init`, else the real all-MiniLM-L6-v2."""
-    from bertlayers.data.assets import minilm_path
+    from bertlayers.utils.assets import minilm_path
 
     return config.init or minilm_path()
 
@@ -230,7 +230,7 @@ def vocabulary_for(config):
     """The `ModelVocabulary` (or a checkpoint's `TokenizerFiles`) a run tokenizes with: its
     `vocabulary` (lower-cased), else the one recorded with (or beside) the encoder it starts
     from, else bert-base-uncased's."""
-    from bertlayers.data.assets import bert_uncased_vocabulary
+    from bertlayers.utils.assets import bert_uncased_vocabulary
 
     if config.vocabulary:
         return ModelVocabulary.from_file(config.vocabulary)

@@ -15,10 +15,10 @@ import keras
 import numpy as np
 
 from bertlayers.convert.model_files import record_vocabulary, save_model
-from bertlayers.data.pretraining_inputs import PretrainingDataConfig, pretraining_inputs
-from bertlayers.data.tokenizer import ModelVocabulary
 from bertlayers.families.recipes import get_recipe, recipe_names
 from bertlayers.networks import get_preset
+from bertlayers.pretraining_data.inputs import PretrainingDataConfig, pretraining_inputs
+from bertlayers.tokenizers.tokenizer import ModelVocabulary
 from bertlayers.training.callbacks import JsonHistory, LearningRateLogger
 from bertlayers.training.checkpointing import ResumableBackup
 from bertlayers.training.distribute import STRATEGIES, build_strategy, compile_options, worker_info

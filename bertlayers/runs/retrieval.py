@@ -9,9 +9,9 @@ import re
 
 import numpy as np
 
-from bertlayers.data.checkpoint_tokenizer import pack_in_chunks
-from bertlayers.data.multiple_choice_data import ChoiceExample
 from bertlayers.metrics.ranking import ranked
+from bertlayers.task_data.multiple_choice import ChoiceExample
+from bertlayers.tokenizers.checkpoint_tokenizer import pack_in_chunks
 
 _WORD = re.compile(r"\w+")
 
@@ -81,7 +81,7 @@ def reranker_examples(pairs, first_stage_scores, negatives=3, seed=0):
     each query's own passage among `negatives` hard negatives, the highest-scored other passages
     of the first stage, in a random order. `first_stage_scores` `[pairs, passages]` ranks the
     pairs' distinct passages (in `retrieval_set(pairs)`'s order)."""
-    from bertlayers.data.retrieval_data import retrieval_set
+    from bertlayers.task_data.retrieval import retrieval_set
 
     collection = retrieval_set(pairs)
     if len(collection.passages) <= negatives:

@@ -21,8 +21,8 @@ import math
 import keras
 import numpy as np
 
-from bertlayers.data.padding import padded_length
 from bertlayers.startup import require_tensorflow
+from bertlayers.tokenizers.padding import padded_length
 
 tf = require_tensorflow(__name__)
 

@@ -1,8 +1,12 @@
 """ALBERT's text: its `spiece.model`, lower-cased and accent-stripped unless the checkpoint's
 tokenizer_config.json says otherwise, packed as BERT's `[CLS] A [SEP] B [SEP]`."""
 
-from bertlayers.data.checkpoint_tokenizer import CheckpointTokenizer, register_checkpoint_tokenizer, spiece_tokenizer
-from bertlayers.data.input_layout import bert_layout
+from bertlayers.tokenizers.checkpoint_tokenizer import (
+    CheckpointTokenizer,
+    register_checkpoint_tokenizer,
+    spiece_tokenizer,
+)
+from bertlayers.tokenizers.input_layout import bert_layout
 
 
 def albert_checkpoint_tokenizer(folder, config, tokenizer_config):

@@ -7,10 +7,10 @@ ltr:     single segments, causal attention, next-token prediction (the BERT pape
          "LTR & No NSP" ablation).
 """
 
-from bertlayers.data.pretraining_data import OBJECTIVES
 from bertlayers.families.recipes import Recipe, register_recipe
 from bertlayers.models.pretrainer import BertPretrainer, CausalLMPretrainer
 from bertlayers.networks import build_encoder
+from bertlayers.pretraining_data.objectives import OBJECTIVES
 
 
 def _masked_lm(next_sentence):

@@ -1,7 +1,7 @@
 """DistilBERT's text: BERT's WordPiece and `[CLS] A [SEP] B [SEP]`, every segment id 0 (it has
 no segment embedding)."""
 
-from bertlayers.data.checkpoint_tokenizer import register_checkpoint_tokenizer, wordpiece_checkpoint_tokenizer
+from bertlayers.tokenizers.checkpoint_tokenizer import register_checkpoint_tokenizer, wordpiece_checkpoint_tokenizer
 
 
 def distilbert_checkpoint_tokenizer(folder, config, tokenizer_config):

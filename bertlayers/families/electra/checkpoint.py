@@ -15,9 +15,9 @@ from bertlayers.convert.huggingface import (
     without_prefix,
 )
 from bertlayers.convert.weight_map import WeightMap
-from bertlayers.data.checkpoint_tokenizer import register_checkpoint_tokenizer, wordpiece_checkpoint_tokenizer
 from bertlayers.families.electra.encoders import electra_embeddings, electra_encoder
 from bertlayers.families.electra.pretrainer import ElectraDiscriminator, ElectraGenerator
+from bertlayers.tokenizers.checkpoint_tokenizer import register_checkpoint_tokenizer, wordpiece_checkpoint_tokenizer
 
 
 def electra_config_from_huggingface(hf_config, source):

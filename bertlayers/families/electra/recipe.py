@@ -1,9 +1,9 @@
 """ELECTRA's pretraining recipe: masked records for the generator, a sample seed per batch."""
 
-from bertlayers.data.pretraining_data import DataObjective, masked_lm_batch
 from bertlayers.families.electra.encoders import GENERATOR_FRACTION, electra_encoders
 from bertlayers.families.electra.pretrainer import ElectraPretrainer
 from bertlayers.families.recipes import Option, Recipe, register_recipe
+from bertlayers.pretraining_data.objectives import DataObjective, masked_lm_batch
 from bertlayers.startup import require_tensorflow
 from bertlayers.utils.validation import POSITIVE_FLOAT
 

@@ -1,14 +1,14 @@
 """RoBERTa's byte-level BPE and XLM-R's SentencePiece, both packed `<s> A </s></s> B </s>`."""
 
-from bertlayers.data.byte_level_bpe import ByteLevelBPE
-from bertlayers.data.checkpoint_tokenizer import (
+from bertlayers.tokenizers.byte_level_bpe import ByteLevelBPE
+from bertlayers.tokenizers.checkpoint_tokenizer import (
     CheckpointTokenizer,
     register_checkpoint_tokenizer,
     required_file,
     special_id,
 )
-from bertlayers.data.input_layout import InputLayout
-from bertlayers.data.sentencepiece_model import SentencePiece, read_sentencepiece_model
+from bertlayers.tokenizers.input_layout import InputLayout
+from bertlayers.tokenizers.sentencepiece_model import SentencePiece, read_sentencepiece_model
 
 
 def roberta_input_layout(bos_id, eos_id, pad_id):

@@ -1,10 +1,10 @@
 """SpanBERT's pretraining recipe: span-masked records that carry each span's boundaries."""
 
-from bertlayers.data.pretraining_data import DataObjective, masked_lm_batch, normalized_weights
 from bertlayers.families.recipes import Option, Recipe, register_recipe
 from bertlayers.families.spanbert.pretrainer import BOUNDARY_INPUTS, SpanBertPretrainer
 from bertlayers.families.spanbert.span_boundaries import span_boundaries
 from bertlayers.networks import build_encoder
+from bertlayers.pretraining_data.objectives import DataObjective, masked_lm_batch, normalized_weights
 from bertlayers.startup import require_tensorflow
 from bertlayers.utils.validation import POSITIVE_INT
 

@@ -21,7 +21,7 @@ uninterrupted one would.
 
 import numpy as np
 
-from bertlayers.data.mlm_masking import word_groups
+from bertlayers.pretraining_data.mlm_masking import word_groups
 from bertlayers.startup import require_tensorflow
 
 tf = require_tensorflow(__name__)

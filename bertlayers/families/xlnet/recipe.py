@@ -2,11 +2,11 @@
 
 import functools
 
-from bertlayers.data.pretraining_data import DataObjective, normalized_weights
 from bertlayers.families.recipes import Option, Recipe, register_recipe
 from bertlayers.families.xlnet.encoder import XLNetEncoder
 from bertlayers.families.xlnet.permutation_lm import choose_plm_targets, factorization_masks, xlnet_layout
 from bertlayers.families.xlnet.pretrainer import XLNetPretrainer
+from bertlayers.pretraining_data.objectives import DataObjective, normalized_weights
 from bertlayers.startup import require_tensorflow
 from bertlayers.utils.validation import NON_NEGATIVE_INT, Range
 

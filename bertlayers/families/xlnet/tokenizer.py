@@ -1,7 +1,11 @@
 """XLNet's text: its `spiece.model` and its layout, `A <sep> B <sep> <cls>`, padded on the left."""
 
-from bertlayers.data.checkpoint_tokenizer import CheckpointTokenizer, register_checkpoint_tokenizer, spiece_tokenizer
-from bertlayers.data.input_layout import InputLayout
+from bertlayers.tokenizers.checkpoint_tokenizer import (
+    CheckpointTokenizer,
+    register_checkpoint_tokenizer,
+    spiece_tokenizer,
+)
+from bertlayers.tokenizers.input_layout import InputLayout
 
 
 def xlnet_input_layout(sep_id, cls_id, pad_id):

@@ -4,7 +4,7 @@ import dataclasses
 
 import numpy as np
 
-from bertlayers.data.tokenizer import SPECIAL_TOKENS, load_vocabulary
+from bertlayers.tokenizers.tokenizer import SPECIAL_TOKENS, load_vocabulary
 from bertlayers.utils.atomic_files import write_text
 
 

@@ -13,10 +13,10 @@ import unicodedata
 
 import numpy as np
 
-from bertlayers.data.checkpoint_tokenizer import CheckpointTokenizer
-from bertlayers.data.input_layout import bert_layout
-from bertlayers.data.text_files import read_text
 from bertlayers.startup import require_tensorflow
+from bertlayers.tokenizers.checkpoint_tokenizer import CheckpointTokenizer
+from bertlayers.tokenizers.input_layout import bert_layout
+from bertlayers.utils.text_files import read_text
 
 tf = require_tensorflow(__name__)
 

@@ -9,12 +9,12 @@ from typing import Optional
 import keras
 import numpy as np
 
-from bertlayers.data.mlm_masking import MaskingConfig, mask_example
-from bertlayers.data.pretraining_examples import create_examples
-from bertlayers.data.tfrecords import parse_records, serialize_example
-from bertlayers.data.tokenizer import wordpiece_tokenizer
-from bertlayers.data.vocabulary import VocabularyInfo
+from bertlayers.pretraining_data.examples import create_examples
+from bertlayers.pretraining_data.mlm_masking import MaskingConfig, mask_example
+from bertlayers.pretraining_data.tfrecords import parse_records, serialize_example
 from bertlayers.startup import require_tensorflow
+from bertlayers.tokenizers.tokenizer import wordpiece_tokenizer
+from bertlayers.tokenizers.vocabulary import VocabularyInfo
 from bertlayers.utils.atomic_files import atomic_path
 
 tf = require_tensorflow(__name__)

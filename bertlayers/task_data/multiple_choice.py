@@ -12,7 +12,7 @@ import json
 
 import numpy as np
 
-from bertlayers.data.text_files import numbered_lines
+from bertlayers.utils.text_files import numbered_lines
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,7 +90,7 @@ def read_choices(path):
 def encode_choices(packer, examples):
     """Encoder inputs `[N, choices, seq]` (each choice packed after its context as a sentence pair)
     and the labels `[N]`."""
-    from bertlayers.data.checkpoint_tokenizer import pack_in_chunks
+    from bertlayers.tokenizers.checkpoint_tokenizer import pack_in_chunks
 
     choices = len(examples[0].choices)
     first = [e.context for e in examples for _ in e.choices]

@@ -10,8 +10,8 @@ since 2.12 links.
 
 import json
 
-from bertlayers.data.text_files import numbered_lines, read_text
 from bertlayers.startup import require_tensorflow
+from bertlayers.utils.text_files import numbered_lines, read_text
 
 tf = require_tensorflow(__name__)
 import tensorflow_text as tf_text  # noqa: E402  (after the check above, which names what is missing)

@@ -12,8 +12,8 @@ a training batch eagerly and a request inside a SavedModel.
 
 import dataclasses
 
-from bertlayers.data.padding import padded_length
 from bertlayers.startup import require_tensorflow
+from bertlayers.tokenizers.padding import padded_length
 
 tf = require_tensorflow(__name__)
 

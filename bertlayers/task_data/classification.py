@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from bertlayers.data.text_files import numbered_lines
+from bertlayers.utils.text_files import numbered_lines
 
 logger = logging.getLogger(__name__)
 

@@ -8,14 +8,14 @@ import logging
 import os
 from typing import Optional
 
-from bertlayers.data.assets import bert_uncased_vocabulary
-from bertlayers.data.corpus import CORPUS_FORMATS, read_corpus, wikipedia_excerpt_path
-from bertlayers.data.mlm_masking import STRATEGIES as MASKINGS
-from bertlayers.data.mlm_masking import MaskingConfig
-from bertlayers.data.pretraining_data import pretraining_dataset, write_pretraining_data
-from bertlayers.data.tfrecords import check_tfrecords
-from bertlayers.data.vocabulary import VocabularyInfo, build_wordpiece_vocabulary
+from bertlayers.pretraining_data.corpus import CORPUS_FORMATS, read_corpus, wikipedia_excerpt_path
+from bertlayers.pretraining_data.mlm_masking import STRATEGIES as MASKINGS
+from bertlayers.pretraining_data.mlm_masking import MaskingConfig
+from bertlayers.pretraining_data.objectives import pretraining_dataset, write_pretraining_data
+from bertlayers.pretraining_data.tfrecords import check_tfrecords
 from bertlayers.startup import require_tensorflow
+from bertlayers.tokenizers.vocabulary import VocabularyInfo, build_wordpiece_vocabulary
+from bertlayers.utils.assets import bert_uncased_vocabulary
 from bertlayers.utils.atomic_files import atomic_path, write_json
 from bertlayers.utils.options import option
 from bertlayers.utils.validation import POSITIVE_INT, PROBABILITY, Range

@@ -4,9 +4,9 @@ import warnings
 
 import numpy as np
 
-from bertlayers.data.text_files import numbered_lines
 from bertlayers.startup import require_tensorflow
 from bertlayers.utils.atomic_files import write_text
+from bertlayers.utils.text_files import numbered_lines
 
 tf = require_tensorflow(__name__)
 
@@ -56,7 +56,7 @@ def encode_sentences(sentences, tokenizer, sequence_length, tags, source, every_
     `word_starts` records where each kept word starts (-1 if cut).
 
     Args:
-      tokenizer: a `CheckpointTokenizer` (`bertlayers.data.checkpoint_tokenizer.text_tokenizer`).
+      tokenizer: a `CheckpointTokenizer` (`bertlayers.tokenizers.checkpoint_tokenizer.text_tokenizer`).
 
     Raises:
       ValueError naming the sentence for a tag the model does not know.

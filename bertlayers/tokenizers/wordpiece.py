@@ -1,12 +1,12 @@
 """WordPiece tokenization as graph ops that TF Serving links (BERT, ELECTRA, DistilBERT vocab.txt).
 
 Only core TensorFlow ops and tensorflow-text ops present in TF Serving's bundled tf-text
-(FastBertNormalize, FastWordpieceTokenizeWithOffsets); packing is `bertlayers.data.input_layout`. Ids equal keras-hub's WordPieceTokenizer's (tests/test_tokenizer.py).
+(FastBertNormalize, FastWordpieceTokenizeWithOffsets); packing is `bertlayers.tokenizers.input_layout`. Ids equal keras-hub's WordPieceTokenizer's (tests/test_tokenizer.py).
 """
 
-from bertlayers.data.input_layout import bert_layout
-from bertlayers.data.tokenizer import load_vocabulary
 from bertlayers.startup import require_tensorflow
+from bertlayers.tokenizers.input_layout import bert_layout
+from bertlayers.tokenizers.tokenizer import load_vocabulary
 
 tf = require_tensorflow(__name__)
 import tensorflow_text as tf_text  # noqa: E402  (after the check above, which names what is missing)

@@ -5,8 +5,8 @@ import dataclasses
 import keras_hub
 import numpy as np
 
-from bertlayers.data.text_files import numbered_lines, text_batch
 from bertlayers.startup import require_tensorflow
+from bertlayers.utils.text_files import numbered_lines, text_batch
 
 tf = require_tensorflow(__name__)
 

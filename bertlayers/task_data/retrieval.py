@@ -15,7 +15,7 @@ Two real sources:
 import dataclasses
 import json
 
-from bertlayers.data.text_files import numbered_lines
+from bertlayers.utils.text_files import numbered_lines
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,7 +36,7 @@ class RetrievalSet:
 def inverse_cloze_pairs(articles, min_sentences=3):
     """A pair for each paragraph of at least `min_sentences` sentences: "heading: first sentence"
     → the paragraph's other sentences. `articles`: lists of `WikipediaParagraph`s
-    (`bertlayers.data.corpus.read_wikipedia_paragraphs`)."""
+    (`bertlayers.pretraining_data.corpus.read_wikipedia_paragraphs`)."""
     if min_sentences < 2:
         raise ValueError(f"min_sentences must be at least 2 (a query sentence and a passage), got {min_sentences}.")
     return [
@@ -49,7 +49,7 @@ def inverse_cloze_pairs(articles, min_sentences=3):
 
 def squad_question_pairs(path):
     """(question, its context) for every answerable question of a SQuAD v1.1 / v2.0 file."""
-    from bertlayers.data.squad_data import read_squad
+    from bertlayers.task_data.squad import read_squad
 
     return [RetrievalPair(e.question, e.context) for e in read_squad(path) if not e.is_impossible]
 

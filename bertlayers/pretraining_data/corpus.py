@@ -14,7 +14,7 @@ import json
 import os
 import re
 
-from bertlayers.data.text_files import numbered_lines, read_text
+from bertlayers.utils.text_files import numbered_lines, read_text
 
 # A sentence ends at . ! or ? followed by space and an upper-case letter, digit or quote.
 # Good enough for pretraining segments (a missed split only makes one segment longer).

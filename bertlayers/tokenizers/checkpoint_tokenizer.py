@@ -17,12 +17,12 @@ import tempfile
 
 import numpy as np
 
-from bertlayers.data.input_layout import InputLayout, bert_layout
-from bertlayers.data.sentencepiece_model import SentencePiece, read_sentencepiece_model
-from bertlayers.data.text_files import text_batch
-from bertlayers.data.tokenizer import BertInputPacker, ModelVocabulary, load_vocabulary, wordpiece_tokenizer
-from bertlayers.data.wordpiece import InGraphTokenizer
 from bertlayers.startup import require_tensorflow
+from bertlayers.tokenizers.input_layout import InputLayout, bert_layout
+from bertlayers.tokenizers.sentencepiece_model import SentencePiece, read_sentencepiece_model
+from bertlayers.tokenizers.tokenizer import BertInputPacker, ModelVocabulary, load_vocabulary, wordpiece_tokenizer
+from bertlayers.tokenizers.wordpiece import InGraphTokenizer
+from bertlayers.utils.text_files import text_batch
 
 tf = require_tensorflow(__name__)
 import tensorflow_text as tf_text  # noqa: E402  (after the check above, which names what is missing)
