@@ -14,9 +14,9 @@ import argparse
 import os
 
 from bertlayers.convert import load_encoder, load_model_file
-from bertlayers.export import export_for_serving
+from bertlayers.export import ExportOptions, export_for_serving
 from bertlayers.utils.cli import argument_parser, run_script
-from bertlayers.utils.validation import POSITIVE_INT, Range, flag
+from bertlayers.utils.options import add_flags, options_from_flags
 
 
 def main():
@@ -40,19 +40,7 @@ def main():
         default=None,
         help="lower-case text first (default: as recorded with the vocabulary, else yes)",
     )
-    parser.add_argument(
-        "--sequence_length", type=flag(Range(int, 2)), default=128, help="the longest request, in pieces"
-    )
-    parser.add_argument("--truncate", action="store_true", help="cut over-long requests instead of rejecting them")
-    parser.add_argument(
-        "--version", type=flag(POSITIVE_INT), default=None, help="the version folder (default: the next free one)"
-    )
-    parser.add_argument(
-        "--precision",
-        default="float32",
-        choices=["float32", "bfloat16"],
-        help="bfloat16: half-size weights, faster only on CPUs/GPUs with fast bfloat16 products",
-    )
+    add_flags(parser, ExportOptions, skip=("text",))  # --sequence_length, --truncate, --version, --precision, ...
     args = parser.parse_args()
     model = load_model_file(args.model) if args.model.endswith(".keras") else load_encoder(args.model)
     written = export_for_serving(
@@ -60,13 +48,9 @@ def main():
         args.name,
         base_dir=args.base_dir,
         vocabulary=args.vocabulary,
-        lowercase=args.uncased,
-        text=not args.no_text,
-        sequence_length=args.sequence_length,
-        truncate=args.truncate,
-        version=args.version,
-        precision=args.precision,
-        verbose=True,
+        options=ExportOptions(
+            **options_from_flags(ExportOptions, args), lowercase=args.uncased, text=not args.no_text, verbose=True
+        ),
     )
     for name, path in written.items():
         print(f"{name}: {path}")

@@ -627,7 +627,8 @@ def test_bfloat16_export_computes_in_bfloat16_and_answers_in_float32(exported, t
 
 def test_models_config_lists_loadable_models_only_and_best_span_follows_its_definition(tmp_path):
     """Without any export: what `models.config` names, and the span decoder on a hand-computed case."""
-    from bertlayers.export.saved_model import best_span, write_models_config
+    from bertlayers.export.serving_folder import write_models_config
+    from bertlayers.export.task_decoders import best_span
 
     for folder in ("good/3", "empty", "stale.partial/1", ".hidden/1"):
         (tmp_path / folder).mkdir(parents=True)

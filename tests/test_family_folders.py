@@ -337,8 +337,9 @@ def test_a_modern_family_plugs_rotary_attention_a_window_and_rmsnorm_into_the_co
 
 
 def test_the_former_data_modules_are_the_new_ones():
-    import bertlayers.data
     from bertlayers.data.squad_data import read_squad  # a path the docs showed
+
+    import bertlayers.data
     from bertlayers.task_data.squad import read_squad as moved
 
     assert read_squad is moved

@@ -61,7 +61,7 @@ def test_answers_start_and_end_on_word_boundaries(tokenizer):
     served graph's decoder both answer with whole words instead."""
     import tensorflow as tf
 
-    from bertlayers.export.saved_model import best_span
+    from bertlayers.export.task_decoders import best_span
     from bertlayers.tokenizers.wordpiece import InGraphTokenizer
 
     context = "The Tarsen Glacier moved north."

@@ -1,0 +1,159 @@
+"""TF Serving's folder: numbered versions, each written whole or not at all, a pair of models
+committed together (and recovered after a kill), one kind of model per name, and `models.config`."""
+
+import json
+import os
+import re
+import uuid
+
+from bertlayers.startup import require_tensorflow
+from bertlayers.utils import atomic_files
+
+tf = require_tensorflow(__name__)
+
+
+def next_version(model_dir):
+    """1 + the largest integer version folder under `model_dir` (1 when there is none)."""
+    versions = [int(n) for n in os.listdir(model_dir) if n.isdigit()] if os.path.isdir(model_dir) else []
+    return max(versions, default=0) + 1
+
+
+def signature_summary(version_dir):
+    """{signature key: (inputs {name: "dtype shape"}, output names)} of the SavedModel in
+    `version_dir`, read from its `saved_model.pb` (nothing is loaded)."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    saved = saved_model_pb2.SavedModel()
+    with open(os.path.join(version_dir, "saved_model.pb"), "rb") as file:
+        saved.ParseFromString(file.read())
+    summary = {}
+    for key, signature in saved.meta_graphs[0].signature_def.items():
+        inputs = {
+            name: f"{tf.dtypes.as_dtype(info.dtype).name} {[d.size for d in info.tensor_shape.dim]}"
+            for name, info in signature.inputs.items()
+        }
+        summary[key] = (inputs, sorted(signature.outputs))
+    return summary
+
+
+def check_same_endpoint(model_dir, staged_dir):
+    """Refuse a new version whose signatures (their names, inputs or outputs) differ from the newest
+    version's in `model_dir`: TF Serving serves the newest version, so its clients would find the
+    endpoint's inputs changed under them (a text model replaced by an ids model, say)."""
+    versions = sorted(
+        (
+            int(n)
+            for n in os.listdir(model_dir)
+            if n.isdigit() and os.path.isfile(os.path.join(model_dir, n, "saved_model.pb"))
+        ),
+        reverse=True,
+    )
+    if not versions:
+        return
+    newest = os.path.join(model_dir, str(versions[0]))
+    old, new = signature_summary(newest), signature_summary(staged_dir)
+    if old == new:
+        return
+    keys = sorted(set(old) | set(new))
+    changed = next(k for k in keys if old.get(k) != new.get(k))
+    raise ValueError(
+        f"{model_dir} serves another kind of model: its newest version ({newest}) has signature {changed!r} "
+        f"{_described(old.get(changed))}, this export {_described(new.get(changed))}. A model name keeps its "
+        "inputs and outputs across versions (TF Serving switches its clients to the newest); export under another name."
+    )
+
+
+def _described(entry):
+    if entry is None:
+        return "absent"
+    inputs, outputs = entry
+    return f"with inputs {dict(sorted(inputs.items()))} and outputs {outputs}"
+
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_JOURNAL = ".export-journal-"
+
+
+def check_model_name(name):
+    """A TF Serving model name that is one folder under the base: no path tricks."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name:
+        raise ValueError(
+            f"Model name {name!r} must start with a letter or digit and use letters, digits, '_', '.' "
+            f"and '-' only (no '..', no '/'): it names a folder under the export base."
+        )
+    return name
+
+
+def recover_exports(base_dir):
+    """Finish exports killed while renaming their versions into place, and drop half-written ones.
+
+    Call it holding the base's lock (`atomic_files.locked(base_dir)`): an export stages every
+    SavedModel of a pair first, then writes a journal naming the renames, then renames. A
+    journal left behind means all its stages are complete, so its renames are completed (the
+    pair appears together); a journal still being written (`.partial`, left by a kill or a full
+    disk) and a stage whose writer is dead are unfinished writes and are removed. Nothing else
+    is touched: a live writer's stages, and folders the library did not write, stay.
+    """
+    if not os.path.isdir(base_dir):
+        return
+    atomic_files.remove_orphaned_staging(base_dir)  # journals being written when their writer died
+    for name in os.listdir(base_dir):  # the same, as this library once named them
+        if name.startswith(_JOURNAL) and name.endswith(".json.partial"):
+            os.remove(os.path.join(base_dir, name))
+    for journal in sorted(n for n in os.listdir(base_dir) if n.startswith(_JOURNAL) and n.endswith(".json")):
+        path = os.path.join(base_dir, journal)
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        try:
+            renames = [(str(a), str(b)) for a, b in json.loads(text)]
+        except (ValueError, TypeError):
+            raise ValueError(
+                f"{path} is not an export journal this library wrote (it should list [staging, final] "
+                f"folder pairs); move it out of {base_dir} and export again."
+            ) from None
+        for staging, final in renames:
+            if os.path.isdir(staging) and not os.path.exists(final):
+                os.rename(staging, final)
+        os.remove(path)
+    for name in os.listdir(base_dir):
+        model_dir = os.path.join(base_dir, name)
+        if os.path.isdir(model_dir) and not name.startswith("."):
+            atomic_files.remove_orphaned_staging(model_dir)
+
+
+def commit_together(base_dir, staged):
+    """Rename every {staging folder: final folder} into place, as one unit (see recover_exports)."""
+    journal = os.path.join(base_dir, f"{_JOURNAL}{uuid.uuid4().hex[:8]}.json")
+    atomic_files.write_json(journal, [[os.path.abspath(a), os.path.abspath(b)] for a, b in staged.items()])
+    for staging, final in staged.items():
+        os.rename(staging, final)
+    os.remove(journal)
+
+
+def is_model_folder(path):
+    """Whether `path` holds at least one SavedModel version (`<integer>/saved_model.pb`): what
+    TF Serving can load, and so what `models.config` names."""
+    return os.path.isdir(path) and any(
+        n.isdigit() and os.path.isfile(os.path.join(path, n, "saved_model.pb")) for n in os.listdir(path)
+    )
+
+
+def write_models_config(base_dir):
+    """Write <base>/models.config naming every model folder under `base_dir` (atomically).
+
+    A folder counts as a model when TF Serving can load it (`is_model_folder`): leftovers
+    (a `stale.partial/`, an empty folder) are not listed.
+    """
+    names = sorted(
+        n
+        for n in os.listdir(base_dir)
+        if re.fullmatch(r"[A-Za-z0-9_.-]+", n) and not n.startswith(".") and is_model_folder(os.path.join(base_dir, n))
+    )
+    entries = "".join(
+        f'  config {{\n    name: "{n}"\n    base_path: "{os.path.abspath(os.path.join(base_dir, n))}"\n'
+        f'    model_platform: "tensorflow"\n  }}\n'
+        for n in names
+    )
+    path = os.path.join(base_dir, "models.config")
+    atomic_files.write_text(path, "model_config_list {\n" + entries + "}\n")
+    return path
