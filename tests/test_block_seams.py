@@ -7,10 +7,10 @@ import keras
 import numpy as np
 import pytest
 from keras import ops
-from layer_test_helper import run_layer_test
 
 from bertlayers.layers import GatedFeedForward, MultiHeadAttention, TransformerEncoderBlock
 from bertlayers.networks import BertEncoder
+from bertlayers.testing import run_layer_test
 
 
 @keras.saving.register_keras_serializable(package="bertlayers_tests")

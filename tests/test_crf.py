@@ -5,9 +5,9 @@ import itertools
 import keras
 import numpy as np
 import pytest
-from layer_test_helper import run_layer_test
 
 from bertlayers.layers.crf import LinearChainCRF
+from bertlayers.testing import run_layer_test
 
 
 def _crf(num_tags, seed):

@@ -661,9 +661,12 @@ def test_the_fine_tuning_config_is_typed_and_range_checked(capsys):
     ):
         with pytest.raises(ValueError, match=message):
             FinetuningConfig("out", **change)
-    with pytest.raises(SystemExit):  # the scripts: one line, status 2
-        finetuning_config(parser, parser.parse_args(["--output_dir", "out", "--warmup_proportion", "-1"]))
-    assert "warmup_proportion must be a float with 0 <= value <= 1, got -1.0" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # the scripts: one line naming the flag, status 2
+        parser.parse_args(["--output_dir", "out", "--warmup_proportion", "-1"])
+    assert "argument --warmup_proportion: must be a float with 0 <= value <= 1, got '-1'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # what the flags cannot say alone, the config says
+        finetuning_config(parser, parser.parse_args(["--output_dir", "out", "--feature_based", "--freeze_layers", "1"]))
+    assert "feature_based freezes the whole encoder already" in capsys.readouterr().err
     with pytest.raises(TypeError, match=r"Expected a FinetuningConfig, got a Namespace"):
         finetune(None, argparse.Namespace(), None, None)
 

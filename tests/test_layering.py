@@ -26,7 +26,7 @@ ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 # The package's own __init__ (it imports everything to register the serializable classes) and the
 # former `data` package (kept for its import paths; nothing of ours imports it) stand outside the
 # tiers; the start-up and backend modules are below them all.
-OUTSIDE = {"__init__", "startup", "backend", "data"}
+OUTSIDE = {"__init__", "startup", "backend", "data", "testing"}
 BELOW_ALL = ("startup", "backend")
 
 

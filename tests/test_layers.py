@@ -4,9 +4,9 @@ import keras
 import numpy as np
 import pytest
 from keras import ops
-from layer_test_helper import run_layer_test
 
 from bertlayers import layers
+from bertlayers.testing import run_layer_test
 
 BATCH, SEQ, HIDDEN, HEADS, VOCAB = 2, 6, 16, 4, 50
 rng = np.random.default_rng(0)

@@ -127,8 +127,7 @@ def build_block(config, settings, dtype, name, block_class=None, block_config=No
     # change every later layer's initial weights).
     arguments = block_arguments(config)
     arguments.update(
-        norm_first=settings.norm_first,
-        **plugged_parts(config, settings, arguments["kernel_initializer"], dtype),
-        **(block_config or {}),
+        norm_first=settings.norm_first, **plugged_parts(config, settings, arguments["kernel_initializer"], dtype)
     )
+    arguments.update(block_config or {})
     return (block_class or TransformerEncoderBlock)(**arguments, dtype=dtype, name=name)
