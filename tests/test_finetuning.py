@@ -643,9 +643,15 @@ def test_training_batch_flags_exclude_each_other(capsys):
 def test_the_fine_tuning_config_is_typed_and_range_checked(capsys):
     import argparse
 
-    from bertlayers.runs.finetuning import FinetuningConfig, add_finetuning_arguments, finetune, finetuning_config
+    from bertlayers.runs.finetuning import (
+        FinetuningConfig,
+        add_feature_based_arguments,
+        add_finetuning_arguments,
+        finetune,
+        finetuning_config,
+    )
 
-    parser = add_finetuning_arguments(argparse.ArgumentParser(), learning_rate=2e-4)
+    parser = add_finetuning_arguments(add_feature_based_arguments(argparse.ArgumentParser()), learning_rate=2e-4)
     config = FinetuningConfig.from_args(parser.parse_args(["--output_dir", "out", "--epochs", "2"]))
     assert (config.learning_rate, config.epochs, config.output_dir) == (2e-4, 2, "out")
     for change, message in (

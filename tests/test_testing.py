@@ -76,6 +76,11 @@ def test_the_layer_check_catches_a_config_without_an_argument():
         def call(self, inputs):
             return inputs * self.scale
 
+        def get_config(self):  # forgets its argument (Keras's own config would have recorded it)
+            config = super().get_config()
+            config.pop("scale", None)
+            return config
+
     with pytest.raises(AssertionError, match=r"get_config lacks constructor arguments \['scale'\]"):
         run_layer_test(Forgetful, {"scale": 3.0}, {"inputs": np.ones((2, 3), "float32")}, (2, 3), trainable=False)
 
