@@ -86,3 +86,47 @@ def test_the_reference_builds(tmp_path):
     assert "TransformerEncoderBlock" in (tmp_path / "bertlayers" / "layers.html").read_text()
     assert "RelativeAttention" in (tmp_path / "bertlayers" / "families" / "xlnet.html").read_text()
     assert "BertEncoder" in (tmp_path / "bertlayers" / "families" / "bert.html").read_text()
+
+
+TYPED = [
+    "bertlayers.layers",
+    "bertlayers.networks",
+    "bertlayers.models",
+    "bertlayers.convert",
+    "bertlayers.export",
+    "bertlayers.training",
+    "bertlayers.tokenizers",
+    "bertlayers.runs.pretraining",
+    "bertlayers.runs.finetuning",
+    "bertlayers.runs.retrieval",
+    "bertlayers.runs.output_folder",
+]
+
+
+@pytest.mark.parametrize("module_name", TYPED)
+def test_the_public_api_is_typed(module_name):
+    """Every public function and constructor names the types of its arguments (and a function its
+    result); `*args` and `**kwargs` passed on to Keras are left as they are."""
+    import inspect
+
+    module = importlib.import_module(module_name)
+    untyped = []
+    for name in module.__all__:
+        obj = getattr(module, name)
+        if inspect.isclass(obj):
+            if "__init__" not in obj.__dict__ or not inspect.isfunction(obj.__init__):
+                continue
+            function, needs_return = obj.__init__, False
+        elif inspect.isfunction(obj):
+            function, needs_return = obj, True
+        else:
+            continue
+        signature = inspect.signature(function)
+        for parameter in signature.parameters.values():
+            if parameter.name in ("self", "cls") or parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+                continue
+            if parameter.annotation is parameter.empty:
+                untyped.append(f"{name}({parameter.name})")
+        if needs_return and signature.return_annotation is signature.empty:
+            untyped.append(f"{name} -> ?")
+    assert untyped == [], f"untyped in {module_name}"

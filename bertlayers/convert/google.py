@@ -6,6 +6,8 @@ in its folder (`bertlayers.families.bert.load_google_bert`, `...albert.load_goog
 import json
 import os
 
+import keras
+
 from bertlayers.convert.huggingface import BERT_CONFIG_KEYS
 from bertlayers.convert.weight_map import WeightMap
 from bertlayers.models.pretrainer import BertPretrainer
@@ -98,7 +100,14 @@ def _map_embeddings(encoder, weights):
     map_dense(encoder.pooler.dense, "bert/pooler/dense", weights)
 
 
-def load_google_checkpoint(checkpoint_prefix, config_path, encoder_class, map_layers, pretrainer, dtype):
+def load_google_checkpoint(
+    checkpoint_prefix: str,
+    config_path: str,
+    encoder_class: type,
+    map_layers: object,
+    pretrainer: bool,
+    dtype: str | keras.DTypePolicy | None,
+) -> keras.Model:
     """A `BertPretrainer` (or, with `pretrainer=False`, the encoder) of `encoder_class` from a TF1
     checkpoint, its blocks mapped by `map_layers(encoder, config, weights)`.
 

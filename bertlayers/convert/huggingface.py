@@ -7,6 +7,7 @@ default); each family in `bertlayers.families` registers its own model_type
 
 import json
 import os
+from collections.abc import Callable
 
 import numpy as np
 
@@ -47,13 +48,13 @@ class HuggingFaceFamily:
 HUGGINGFACE_FAMILIES = {}
 
 
-def register_huggingface_family(model_type, read_config, loader):
+def register_huggingface_family(model_type: str, read_config: Callable, loader: Callable) -> Callable:
     """Make `load_encoder`, `read_huggingface_folder` and `encoder_config_from_huggingface` know a model_type."""
     HUGGINGFACE_FAMILIES[model_type] = HuggingFaceFamily(model_type, read_config, loader)
     return loader
 
 
-def encoder_config_from_huggingface(hf_config, source="config.json"):
+def encoder_config_from_huggingface(hf_config: dict, source: str = "config.json") -> EncoderConfig:
     """An EncoderConfig from a Hugging Face `config.json` dict of any registered model_type."""
     model_type = hf_config.get("model_type", "bert")
     family = HUGGINGFACE_FAMILIES.get(model_type)

@@ -20,7 +20,7 @@ from bertlayers.networks.encoder_base import EncoderBase
 from bertlayers.tokenizers.checkpoint_tokenizer import CheckpointTokenizer, checkpoint_tokenizer
 
 
-def load_encoder(source, dtype=None):
+def load_encoder(source: str, dtype: str | keras.DTypePolicy | None = None) -> keras.Model:
     """A pretrained encoder from `source`:
 
     - a Hugging Face folder of any registered model_type (BERT, ELECTRA, XLNet) (config.json + model.safetensors; an
@@ -71,7 +71,7 @@ class Checkpoint:
     tokenizer: CheckpointTokenizer
 
 
-def load_checkpoint(folder, dtype=None):
+def load_checkpoint(folder: str, dtype: str | keras.DTypePolicy | None = None) -> Checkpoint:
     """The model, encoder and tokenizer of a Hugging Face checkpoint folder, in one call.
 
     Args:
@@ -100,7 +100,7 @@ def _with_folder_vocabulary(encoder, folder):
     return record_vocabulary(encoder, vocabulary) if vocabulary is not None else encoder
 
 
-def load_model_file(path):
+def load_model_file(path: str) -> keras.Model:
     """A `.keras` model saved by this library, with errors that say what is wrong with the file,
     and the vocabulary recorded in it (`bertlayers.convert.model_files`) recorded on the model.
 

@@ -32,7 +32,7 @@ TOKENIZER_FOLDER = "bertlayers/tokenizer/"
 _ATTRIBUTE = "_bertlayers_vocabulary"  # set with object.__setattr__: Keras does not track it
 
 
-def record_vocabulary(model, vocabulary, lowercase=True):
+def record_vocabulary(model: keras.Model, vocabulary: object, lowercase: bool = True) -> keras.Model:
     """Record on `model` the vocabulary it was trained with (a vocab.txt path, tokens, a
     `ModelVocabulary`, or a checkpoint's `TokenizerFiles`), after checking it has one token per
     row of the model's token embedding. `save_model` stores it and `export_for_serving` uses
@@ -48,7 +48,7 @@ def record_vocabulary(model, vocabulary, lowercase=True):
     return model
 
 
-def recorded_vocabulary(model):
+def recorded_vocabulary(model: keras.Model) -> object:
     """The `ModelVocabulary` or `TokenizerFiles` recorded on `model`, else on a layer inside it
     (the encoder a task model or a user's own model was built on), or None."""
     recorded = getattr(model, _ATTRIBUTE, None)
@@ -79,7 +79,7 @@ def optimizer_left_out(model):
         model.optimizer, model.compiled = optimizer, compiled
 
 
-def save_model(model, path, include_optimizer=False):
+def save_model(model: keras.Model, path: str, include_optimizer: bool = False) -> None:
     """Write `model` to the `.keras` file `path` atomically: config and weights, its recorded
     vocabulary, and the optimizer's state only with `include_optimizer` (a resumable backup needs it;
     serving does not, and for Adam it is twice the weights)."""

@@ -18,6 +18,8 @@ import os
 import shutil
 from typing import Optional
 
+import keras
+
 from bertlayers.convert.model_files import recorded_vocabulary
 from bertlayers.export.precision import PRECISIONS, in_precision
 from bertlayers.export.servable import Servable
@@ -68,7 +70,15 @@ class ExportOptions:
         check_options(self)
 
 
-def export_for_serving(model, name, base_dir="savedmodels", vocabulary=None, outputs=None, options=None, **settings):
+def export_for_serving(
+    model: keras.Model,
+    name: str,
+    base_dir: str = "savedmodels",
+    vocabulary: object | None = None,
+    outputs: ModelOutputs | None = None,
+    options: ExportOptions | None = None,
+    **settings,
+) -> dict[str, str]:
     """Export `model` as NAME (ids in) and NAME_text (strings in, tokenized in the graph).
 
     Args:

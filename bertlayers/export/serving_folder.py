@@ -12,7 +12,7 @@ from bertlayers.utils import atomic_files
 tf = require_tensorflow(__name__)
 
 
-def next_version(model_dir):
+def next_version(model_dir: str) -> int:
     """1 + the largest integer version folder under `model_dir` (1 when there is none)."""
     versions = [int(n) for n in os.listdir(model_dir) if n.isdigit()] if os.path.isdir(model_dir) else []
     return max(versions, default=0) + 1
@@ -84,7 +84,7 @@ def check_model_name(name):
     return name
 
 
-def recover_exports(base_dir):
+def recover_exports(base_dir: str) -> None:
     """Finish exports killed while renaming their versions into place, and drop half-written ones.
 
     Call it holding the base's lock (`atomic_files.locked(base_dir)`): an export stages every
@@ -138,7 +138,7 @@ def is_model_folder(path):
     )
 
 
-def write_models_config(base_dir):
+def write_models_config(base_dir: str) -> str:
     """Write <base>/models.config naming every model folder under `base_dir` (atomically).
 
     A folder counts as a model when TF Serving can load it (`is_model_folder`): leftovers

@@ -142,7 +142,7 @@ class ClassifierOutputs(ModelOutputs):
       output: the model output holding the logits.
     """
 
-    def __init__(self, label_names=None, output="logits"):
+    def __init__(self, label_names: list[str] | None = None, output: str = "logits") -> None:
         self.label_names = list(label_names) if label_names is not None else None
         self.output = output
 
@@ -185,7 +185,7 @@ class TaggerOutputs(ModelOutputs):
 
     returns_pieces = True
 
-    def __init__(self, output="logits", decoded="tags"):
+    def __init__(self, output: str = "logits", decoded: str = "tags") -> None:
         self.output = output
         self.decoded = decoded  # the model's output of decoded tags, where it has one
 
@@ -237,7 +237,7 @@ class SpanOutputs(ModelOutputs):
     text_kind = "question_context"
     extra_inputs = ("span_mask",)
 
-    def __init__(self, max_answer_length=30, max_query_length=64):
+    def __init__(self, max_answer_length: int = 30, max_query_length: int = 64) -> None:
         self.max_answer_length = max_answer_length
         self.max_query_length = max_query_length
 

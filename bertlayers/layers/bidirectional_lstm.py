@@ -25,7 +25,7 @@ class BidirectionalLSTM(keras.layers.Layer):
       `[batch, seq, 2 * units]` or `[batch, 2 * units]`.
     """
 
-    def __init__(self, units, return_sequences=True, dropout=0.0, **kwargs):
+    def __init__(self, units: int, return_sequences: bool = True, dropout: float = 0.0, **kwargs) -> None:
         super().__init__(**kwargs)
         if int(units) <= 0:
             raise ValueError(f"units must be > 0, got {units}.")

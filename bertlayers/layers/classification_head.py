@@ -30,13 +30,13 @@ class ClassificationHead(keras.layers.Layer):
 
     def __init__(
         self,
-        num_classes,
-        inner_dim=0,
-        activation="tanh",
-        dropout=0.1,
-        kernel_initializer=None,
+        num_classes: int,
+        inner_dim: int = 0,
+        activation: str = "tanh",
+        dropout: float = 0.1,
+        kernel_initializer: str | keras.initializers.Initializer | None = None,
         **kwargs,
-    ):
+    ) -> None:
         super().__init__(**kwargs)
         if int(num_classes) <= 0:
             raise ValueError(f"num_classes must be > 0, got {num_classes}.")
@@ -114,7 +114,7 @@ class NextSentenceHead(ClassificationHead):
 
     _FIXED = ("num_classes", "inner_dim", "activation", "dropout")
 
-    def __init__(self, kernel_initializer=None, **kwargs):
+    def __init__(self, kernel_initializer: str | keras.initializers.Initializer | None = None, **kwargs) -> None:
         super().__init__(num_classes=2, inner_dim=0, dropout=0.0, kernel_initializer=kernel_initializer, **kwargs)
 
     def get_config(self):

@@ -57,7 +57,9 @@ class LinearChainCRF(keras.layers.Layer):
       int32 `[B, S]`: the Viterbi tags (0 at padding); with `tags`, float32 `[B]`: −log p(tags).
     """
 
-    def __init__(self, num_tags, initializer=None, **kwargs):
+    def __init__(
+        self, num_tags: int, initializer: str | keras.initializers.Initializer | None = None, **kwargs
+    ) -> None:
         super().__init__(**kwargs)
         self.num_tags = int(num_tags)
         if self.num_tags < 1:

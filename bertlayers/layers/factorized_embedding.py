@@ -27,7 +27,7 @@ class FactorizedEmbedding(BertEmbeddings):
       `[batch, seq, hidden_size]`.
     """
 
-    def __init__(self, vocabulary_size, embedding_size, hidden_size, **kwargs):
+    def __init__(self, vocabulary_size: int, embedding_size: int, hidden_size: int, **kwargs) -> None:
         super().__init__(vocabulary_size, embedding_size, **kwargs)
         self.hidden_size = int(hidden_size)
         self.embedding_projection = keras.layers.Dense(

@@ -32,7 +32,14 @@ class GatedFeedForward(keras.layers.Layer):
       `[..., hidden]`.
     """
 
-    def __init__(self, intermediate_size, activation="gelu", use_bias=True, kernel_initializer=None, **kwargs):
+    def __init__(
+        self,
+        intermediate_size: int,
+        activation: str = "gelu",
+        use_bias: bool = True,
+        kernel_initializer: str | keras.initializers.Initializer | None = None,
+        **kwargs,
+    ) -> None:
         super().__init__(**kwargs)
         self.intermediate_size = int(intermediate_size)
         self.activation = canonical_activation(activation)

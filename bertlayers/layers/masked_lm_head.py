@@ -44,13 +44,13 @@ class MaskedLMHead(keras.layers.Layer):
 
     def __init__(
         self,
-        token_embedding=None,
-        vocabulary_size=None,
-        activation="gelu",
-        layer_norm_epsilon=1e-12,
-        kernel_initializer=None,
+        token_embedding: keras.layers.Layer | None = None,
+        vocabulary_size: int | None = None,
+        activation: str = "gelu",
+        layer_norm_epsilon: float = 1e-12,
+        kernel_initializer: str | keras.initializers.Initializer | None = None,
         **kwargs,
-    ):
+    ) -> None:
         super().__init__(**kwargs)
         if isinstance(token_embedding, dict):
             token_embedding = keras.layers.deserialize(token_embedding)

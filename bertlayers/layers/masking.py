@@ -26,7 +26,7 @@ def mask_logits(logits, mask):
     return ops.where(ops.cast(mask, "bool"), logits, fill)
 
 
-def merge_attention_masks(padding_mask=None, attention_mask=None):
+def merge_attention_masks(padding_mask: object | None = None, attention_mask: object | None = None) -> object:
     """Combine a key padding mask and an explicit attention mask.
 
     Args:
@@ -45,7 +45,7 @@ def merge_attention_masks(padding_mask=None, attention_mask=None):
     return mask
 
 
-def causal_attention_mask(inputs):
+def causal_attention_mask(inputs: object) -> object:
     """Lower-triangular mask `[batch, seq, seq]` for left-to-right attention.
 
     Args:

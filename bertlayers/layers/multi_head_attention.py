@@ -41,13 +41,13 @@ class MultiHeadAttention(keras.layers.Layer):
 
     def __init__(
         self,
-        num_heads,
-        key_dim,
-        dropout=0.0,
-        use_bias=True,
-        kernel_initializer=None,
+        num_heads: int,
+        key_dim: int,
+        dropout: float = 0.0,
+        use_bias: bool = True,
+        kernel_initializer: str | keras.initializers.Initializer | None = None,
         **kwargs,
-    ):
+    ) -> None:
         super().__init__(**kwargs)
         self.num_heads = int(num_heads)
         self.key_dim = int(key_dim)

@@ -32,7 +32,13 @@ class Pooler(keras.layers.Layer):
       `[batch, H]`.
     """
 
-    def __init__(self, kernel_initializer=None, position="first", activation="tanh", **kwargs):
+    def __init__(
+        self,
+        kernel_initializer: str | keras.initializers.Initializer | None = None,
+        position: str = "first",
+        activation: str = "tanh",
+        **kwargs,
+    ) -> None:
         super().__init__(**kwargs)
         self.activation = canonical_activation(activation)
         self._activation_fn = get_activation(self.activation)

@@ -22,7 +22,9 @@ class PositionEmbedding(keras.layers.Layer):
       `[batch, seq, width]`: the embedding of positions 0..seq-1, broadcast over the batch.
     """
 
-    def __init__(self, max_sequence_length, initializer=None, **kwargs):
+    def __init__(
+        self, max_sequence_length: int, initializer: str | keras.initializers.Initializer | None = None, **kwargs
+    ) -> None:
         super().__init__(**kwargs)
         if int(max_sequence_length) <= 0:
             raise ValueError(f"max_sequence_length must be > 0, got {max_sequence_length}.")

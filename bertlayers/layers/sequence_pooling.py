@@ -26,7 +26,7 @@ class SequencePooling(keras.layers.Layer):
       `[batch, H]`, in the layer's compute dtype (sums taken in float32).
     """
 
-    def __init__(self, mode="mean", normalize=False, **kwargs):
+    def __init__(self, mode: str = "mean", normalize: bool = False, **kwargs) -> None:
         super().__init__(**kwargs)
         if mode not in POOLING_MODES:
             raise ValueError(f"SequencePooling mode must be one of {POOLING_MODES}, got {mode!r}.")

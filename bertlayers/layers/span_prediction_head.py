@@ -25,7 +25,7 @@ class SpanPredictionHead(keras.layers.Layer):
       `(start_logits, end_logits)`, each float32 `[batch, seq]`.
     """
 
-    def __init__(self, kernel_initializer=None, **kwargs):
+    def __init__(self, kernel_initializer: str | keras.initializers.Initializer | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.kernel_initializer = keras.initializers.get(kernel_initializer or bert_initializer())
 

@@ -22,7 +22,13 @@ class TokenClassificationHead(keras.layers.Layer):
       float32 logits `[batch, seq, num_classes]`.
     """
 
-    def __init__(self, num_classes, dropout=0.1, kernel_initializer=None, **kwargs):
+    def __init__(
+        self,
+        num_classes: int,
+        dropout: float = 0.1,
+        kernel_initializer: str | keras.initializers.Initializer | None = None,
+        **kwargs,
+    ) -> None:
         super().__init__(**kwargs)
         if int(num_classes) <= 0:
             raise ValueError(f"num_classes must be > 0, got {num_classes}.")

@@ -39,15 +39,15 @@ class TokenEmbedding(keras.layers.Layer):
 
     def __init__(
         self,
-        vocabulary_size,
-        embedding_size,
-        max_sequence_length=512,
-        type_vocab_size=3,
-        dropout=0.1,
-        initializer=None,
-        tie_weights=True,
+        vocabulary_size: int,
+        embedding_size: int,
+        max_sequence_length: int = 512,
+        type_vocab_size: int = 3,
+        dropout: float = 0.1,
+        initializer: str | keras.initializers.Initializer | None = None,
+        tie_weights: bool = True,
         **kwargs,
-    ):
+    ) -> None:
         super().__init__(**kwargs)
         self.tie_weights = bool(tie_weights)
         self.vocabulary_size = int(vocabulary_size)

@@ -78,21 +78,21 @@ class TransformerEncoderBlock(keras.layers.Layer):
 
     def __init__(
         self,
-        num_heads,
-        intermediate_size,
-        activation="gelu",
-        dropout=0.1,
-        attention_dropout=0.1,
-        layer_norm_epsilon=1e-12,
-        norm_first=False,
-        kernel_initializer=None,
-        attention_layer=None,
-        feed_forward_layer=None,
-        attention_window=None,
-        normalization=None,
-        use_bias=True,
+        num_heads: int,
+        intermediate_size: int,
+        activation: str = "gelu",
+        dropout: float = 0.1,
+        attention_dropout: float = 0.1,
+        layer_norm_epsilon: float = 1e-12,
+        norm_first: bool = False,
+        kernel_initializer: str | keras.initializers.Initializer | None = None,
+        attention_layer: keras.layers.Layer | dict | None = None,
+        feed_forward_layer: keras.layers.Layer | dict | None = None,
+        attention_window: int | None = None,
+        normalization: str | type | None = None,
+        use_bias: bool = True,
         **kwargs,
-    ):
+    ) -> None:
         super().__init__(**kwargs)
         self.num_heads = int(num_heads)
         self.intermediate_size = int(intermediate_size)

@@ -42,8 +42,15 @@ class Distiller(GuardedModel, keras.Model):
     """
 
     def __init__(
-        self, student, teacher=None, temperature=2.0, soft_loss="kl", hard_label_weight=0.0, name="distiller", **kwargs
-    ):
+        self,
+        student: keras.Model,
+        teacher: keras.Model | None = None,
+        temperature: float = 2.0,
+        soft_loss: str = "kl",
+        hard_label_weight: float = 0.0,
+        name: str = "distiller",
+        **kwargs,
+    ) -> None:
         super().__init__(name=name, **kwargs)
         if soft_loss not in SOFT_LOSSES:
             raise ValueError(f"Unknown soft_loss {soft_loss!r}; use one of {SOFT_LOSSES}.")

@@ -59,8 +59,15 @@ class DualEncoder(EncoderModel):
     uses_pooled_output = False
 
     def __init__(
-        self, encoder, passage_encoder=None, pooling="mean", scale=20.0, symmetric=False, name="dual_encoder", **kwargs
-    ):
+        self,
+        encoder: keras.Model,
+        passage_encoder: keras.Model | None = None,
+        pooling: str = "mean",
+        scale: float = 20.0,
+        symmetric: bool = False,
+        name: str = "dual_encoder",
+        **kwargs,
+    ) -> None:
         query_embedder = SentenceEmbedder(encoder, pooling=pooling, name="query_embedder")
         passage_embedder = (
             query_embedder

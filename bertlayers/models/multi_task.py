@@ -88,7 +88,9 @@ class MultiTask(EncoderModel):
       dropout: each head's dropout.
     """
 
-    def __init__(self, encoder, tasks, dropout=0.1, name="multi_task", **kwargs):
+    def __init__(
+        self, encoder: keras.Model, tasks: dict, dropout: float = 0.1, name: str = "multi_task", **kwargs
+    ) -> None:
         if not tasks:
             raise ValueError("A MultiTask model needs at least one task.")
         tasks = {str(task): _task(spec) for task, spec in tasks.items()}

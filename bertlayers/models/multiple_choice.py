@@ -58,7 +58,14 @@ class MultipleChoice(EncoderModel):
       pooling: what the scorer reads of each pair (`SequenceClassifier`'s `pooling`).
     """
 
-    def __init__(self, encoder, dropout=0.1, pooling="pooler", name="multiple_choice", **kwargs):
+    def __init__(
+        self,
+        encoder: keras.Model,
+        dropout: float = 0.1,
+        pooling: str = "pooler",
+        name: str = "multiple_choice",
+        **kwargs,
+    ) -> None:
         scorer = SequenceClassifier(encoder, 1, dropout=dropout, pooling=pooling, name="choice_scorer")
         inputs = {name: keras.Input((None, None), dtype="int32", name=name) for name in INPUT_NAMES}  # [B, C, S]
         pairs = FoldChoices(name="fold_choices")(inputs)  # [B·C, S]

@@ -9,6 +9,8 @@ for new lengths) and hands it the weights as they are at each call, so it stays 
 training. It works on any Keras model, ours or not.
 """
 
+from collections.abc import Callable
+
 import keras
 import numpy as np
 
@@ -16,7 +18,7 @@ from bertlayers.networks.guarded_model import GuardedModel, check_input_structur
 from bertlayers.startup import backend_name
 
 
-def compiled_predictor(model):
+def compiled_predictor(model: keras.Model) -> Callable:
     """`predict(inputs) -> outputs` for `model` in inference mode (dropout off), outputs as NumPy.
 
     `inputs` is what the model takes (a dict of `[batch, seq]` int arrays for our encoders); each new

@@ -62,7 +62,14 @@ class BertPretrainer(PretrainerBase):
         ALBERT: the data decides what its labels mean); False for RoBERTa.
     """
 
-    def __init__(self, encoder, next_sentence=True, name="bert_pretrainer", trainable=True, **kwargs):
+    def __init__(
+        self,
+        encoder: keras.Model,
+        next_sentence: bool = True,
+        name: str = "bert_pretrainer",
+        trainable: bool = True,
+        **kwargs,
+    ) -> None:
         inputs = encoder_inputs()
         inputs["masked_positions"] = keras.Input(shape=(None,), dtype="int32", name="masked_positions")
         encoded = encoder({name: inputs[name] for name in INPUT_NAMES})
@@ -110,7 +117,9 @@ class CausalLMPretrainer(PretrainerBase):
 
     uses_pooled_output = False
 
-    def __init__(self, encoder, name="causal_lm_pretrainer", trainable=True, **kwargs):
+    def __init__(
+        self, encoder: keras.Model, name: str = "causal_lm_pretrainer", trainable: bool = True, **kwargs
+    ) -> None:
         if not encoder.config.causal:
             raise ValueError(
                 "CausalLMPretrainer needs a causal encoder (EncoderConfig.causal=True); with "

@@ -23,7 +23,14 @@ class SentenceEmbedder(EncoderModel):
 
     uses_pooled_output = False
 
-    def __init__(self, encoder, pooling="mean", normalize=True, name="sentence_embedder", **kwargs):
+    def __init__(
+        self,
+        encoder: keras.Model,
+        pooling: str = "mean",
+        normalize: bool = True,
+        name: str = "sentence_embedder",
+        **kwargs,
+    ) -> None:
         inputs = encoder_inputs()
         pool = SequencePooling(pooling, normalize=normalize, name="pooling")
         embedding = pool(encoder(inputs)["sequence_output"], inputs["padding_mask"])  # [B, H]

@@ -32,14 +32,14 @@ class SequenceClassifier(LogitsModel):
 
     def __init__(
         self,
-        encoder,
-        num_classes=None,
-        dropout=0.1,
-        label_names=None,
-        pooling="pooler",
-        name="sequence_classifier",
+        encoder: keras.Model,
+        num_classes: int | None = None,
+        dropout: float = 0.1,
+        label_names: list[str] | None = None,
+        pooling: str = "pooler",
+        name: str = "sequence_classifier",
         **kwargs,
-    ):
+    ) -> None:
         if label_names is not None:
             label_names = [str(name) for name in label_names]
             if num_classes is None:

@@ -19,7 +19,7 @@ class SpanPredictor(EncoderModel):
 
     uses_pooled_output = False
 
-    def __init__(self, encoder, name="span_predictor", trainable=True, **kwargs):
+    def __init__(self, encoder: keras.Model, name: str = "span_predictor", trainable: bool = True, **kwargs) -> None:
         inputs = encoder_inputs()
         inputs["span_mask"] = keras.Input(shape=(None,), dtype="int32", name="span_mask")
         head = SpanPredictionHead(

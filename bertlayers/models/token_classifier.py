@@ -31,7 +31,15 @@ class TokenClassifier(LogitsModel):
     encoder_output = "sequence_output"
     head_class = TokenClassificationHead
 
-    def __init__(self, encoder, num_classes, dropout=0.1, crf=False, name="token_classifier", **kwargs):
+    def __init__(
+        self,
+        encoder: keras.Model,
+        num_classes: int,
+        dropout: float = 0.1,
+        crf: bool = False,
+        name: str = "token_classifier",
+        **kwargs,
+    ) -> None:
         decoder = None
         if crf:
             decoder = LinearChainCRF(

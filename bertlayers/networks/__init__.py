@@ -12,7 +12,7 @@ from bertlayers.networks.encoder_config import EncoderConfig, LayerSettings
 from bertlayers.networks.presets import get_preset, preset_names
 
 
-def build_encoder(config, **kwargs):
+def build_encoder(config: EncoderConfig | str, **kwargs) -> EncoderBase:
     """An encoder from an `EncoderConfig` or a preset name; kwargs go to the model (dtype, name)."""
     if isinstance(config, str):
         config = get_preset(config)

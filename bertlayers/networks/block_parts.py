@@ -12,6 +12,8 @@ encoder core builds it without knowing it: a rotary attention, RMSNorm, GeGLU.
                   -> a position-wise layer, or None for the block's two dense layers.
 """
 
+from collections.abc import Callable
+
 import keras
 
 from bertlayers.layers.gated_feed_forward import GatedFeedForward
@@ -25,17 +27,17 @@ NORMALIZATIONS = {}
 FEED_FORWARDS = {}
 
 
-def register_attention(name, factory):
+def register_attention(name: str, factory: Callable) -> None:
     """Make `EncoderConfig(attention=name)` build its attention with `factory` (see the module doc)."""
     ATTENTIONS[name] = factory
 
 
-def register_normalization(name, layer_class):
+def register_normalization(name: str, layer_class: type | None) -> None:
     """Make `EncoderConfig(normalization=name)` build its norms as `layer_class` (a registered layer class)."""
     NORMALIZATIONS[name] = layer_class
 
 
-def register_feed_forward(name, factory):
+def register_feed_forward(name: str, factory: Callable) -> None:
     """Make `EncoderConfig(feed_forward=name)` build its feed-forward network with `factory`."""
     FEED_FORWARDS[name] = factory
 

@@ -34,7 +34,9 @@ class BlockStack:
       causal: every block attends left to right.
     """
 
-    def __init__(self, blocks, block_of_layer, causal=False):
+    def __init__(
+        self, blocks: list[keras.layers.Layer], block_of_layer: list[int] | tuple[int, ...], causal: bool = False
+    ) -> None:
         self.blocks = list(blocks)
         self.block_of_layer = tuple(block_of_layer)
         self.causal = bool(causal)

@@ -84,15 +84,15 @@ class EncoderBase(GuardedModel, keras.Model):
 
     def __init__(
         self,
-        dtype=None,
-        name=None,
-        trainable=True,
-        embedding_layer=None,
-        block_class=None,
-        block_config=None,
-        return_attention_scores=False,
+        dtype: str | keras.DTypePolicy | None = None,
+        name: str | None = None,
+        trainable: bool = True,
+        embedding_layer: keras.layers.Layer | dict | None = None,
+        block_class: type | str | None = None,
+        block_config: dict | None = None,
+        return_attention_scores: bool = False,
         **config_fields,
-    ):
+    ) -> None:
         dtype = keras.dtype_policies.get(dtype) if dtype is not None else None
         if isinstance(embedding_layer, dict):
             embedding_layer = keras.saving.deserialize_keras_object(embedding_layer)
@@ -428,7 +428,7 @@ def embeddings_for(config, dtype=None, project_to=None):
     return BertEmbeddings(embedding_size=config.embedding_size or config.hidden_size, **common)
 
 
-def reinitialized(encoder, seed=None):
+def reinitialized(encoder: keras.Model, seed: int | None = None) -> keras.Model:
     """An encoder of the same architecture with fresh random weights (the no-pretraining baseline)."""
     if seed is not None:
         keras.utils.set_random_seed(seed)

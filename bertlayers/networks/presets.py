@@ -1,6 +1,8 @@
 """Named encoder configurations (architecture only; no weights): the registry each family's
 `presets` module fills on import (`bertlayers.families.bert.presets`, ...)."""
 
+from bertlayers.networks.encoder_config import EncoderConfig
+
 _PRESETS = {}
 
 _ALIASES = {}
@@ -17,12 +19,12 @@ def register_preset(name, config, alias_of=None):
         _PRESETS[name] = config
 
 
-def preset_names():
+def preset_names() -> list[str]:
     """Every known preset name, aliases included."""
     return sorted(_PRESETS) + sorted(_ALIASES)
 
 
-def get_preset(name):
+def get_preset(name: str) -> EncoderConfig:
     """The EncoderConfig named `name`, or a ValueError listing the known names."""
     config = _PRESETS.get(_ALIASES.get(name, name))
     if config is None:

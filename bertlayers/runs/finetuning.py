@@ -1,9 +1,11 @@
 """Fine-tuning a pretrained encoder with a task head: what the task scripts share."""
 
+import argparse
 import dataclasses
 import logging
 import math
 import os
+from collections.abc import Callable
 from typing import Optional
 
 import keras
@@ -32,6 +34,26 @@ from bertlayers.utils.validation import (
     Range,
 )
 
+__all__ = [
+    "FEATURE_BASED_LEARNING_RATE",
+    "FinetuningConfig",
+    "add_feature_based_arguments",
+    "add_finetuning_arguments",
+    "add_pooling_argument",
+    "add_restart_arguments",
+    "check_restart_arguments",
+    "encoder_source",
+    "feature_based_options",
+    "finetune",
+    "finetune_restarts",
+    "finetuning_config",
+    "fixed_length_config",
+    "packer_for",
+    "start",
+    "vocabulary_for",
+    "write_json",
+]
+
 logger = logging.getLogger(__name__)
 
 tf = require_tensorflow(__name__)
@@ -51,7 +73,13 @@ def _all_but(names):
     return [field.name for field in dataclasses.fields(FinetuningConfig) if field.name not in names]
 
 
-def add_finetuning_arguments(parser, sequence_length=128, epochs=3, batch_size=32, learning_rate=5e-5):
+def add_finetuning_arguments(
+    parser: argparse.ArgumentParser,
+    sequence_length: int = 128,
+    epochs: int = 3,
+    batch_size: int = 32,
+    learning_rate: float = 5e-5,
+) -> argparse.ArgumentParser:
     """The flags every task script takes, made from `FinetuningConfig`'s fields (their help and
     ranges), with the script's own defaults. `--learning_rate` left unset takes `learning_rate`,
     or the feature-based rate with `--feature_based` (`FinetuningConfig.from_args`)."""
@@ -67,7 +95,7 @@ def add_finetuning_arguments(parser, sequence_length=128, epochs=3, batch_size=3
     return parser
 
 
-def add_feature_based_arguments(parser):
+def add_feature_based_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """`--feature_based` and `--lstm_units`, for the runners whose models take them
     (`SequenceClassifier`, `TokenClassifier`)."""
     group = parser.add_argument_group("feature-based use (ELMo style)")
@@ -75,7 +103,7 @@ def add_feature_based_arguments(parser):
     return parser
 
 
-def add_pooling_argument(parser):
+def add_pooling_argument(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """`--pooling`, for the runners whose heads read one vector a sequence (`SequenceClassifier`
     and the models built on it)."""
     parser.add_argument(
@@ -178,7 +206,7 @@ class FinetuningConfig:
         return cls(**values)
 
 
-def finetuning_config(parser, args):
+def finetuning_config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> FinetuningConfig:
     """`FinetuningConfig.from_args(args)`; a bad value ends the script with one line (status 2)."""
     try:
         return FinetuningConfig.from_args(args)
@@ -186,7 +214,7 @@ def finetuning_config(parser, args):
         parser.error(str(error))
 
 
-def fixed_length_config(parser, args, why):
+def fixed_length_config(parser: argparse.ArgumentParser, args: argparse.Namespace, why: str) -> FinetuningConfig:
     """`finetuning_config` for a runner whose training batches keep --sequence_length (inputs
     that length batching does not cut, `why`): --group_by_length is refused."""
     if args.group_by_length:
@@ -195,12 +223,12 @@ def fixed_length_config(parser, args, why):
     return finetuning_config(parser, args)
 
 
-def feature_based_options(config):
+def feature_based_options(config: object) -> dict:
     """The model keywords of the feature-based settings."""
     return {"feature_based": config.feature_based, "lstm_units": config.lstm_units}
 
 
-def start(config):
+def start(config: object) -> object:
     """Build the strategy (before TensorFlow runs any op), seed everything, and take the output
     folder (a second live run into it is refused, `FolderBusyError`; one holding an earlier run's
     files too, `FileExistsError`, unless `config.overwrite`)."""
@@ -219,14 +247,14 @@ def _check_config(config):
         )
 
 
-def encoder_source(config):
+def encoder_source(config: object) -> str:
     """Where a run's encoder comes from: `config.init`, else the real all-MiniLM-L6-v2."""
     from bertlayers.utils.assets import minilm_path
 
     return config.init or minilm_path()
 
 
-def vocabulary_for(config):
+def vocabulary_for(config: object) -> object:
     """The `ModelVocabulary` (or a checkpoint's `TokenizerFiles`) a run tokenizes with: its
     `vocabulary` (lower-cased), else the one recorded with (or beside) the encoder it starts
     from, else bert-base-uncased's."""
@@ -238,13 +266,20 @@ def vocabulary_for(config):
     return recorded if recorded is not None else ModelVocabulary.from_file(bert_uncased_vocabulary())
 
 
-def packer_for(config, sequence_length):
+def packer_for(config: object, sequence_length: int) -> Callable:
     """What turns a run's texts into its encoder's inputs: the starting checkpoint's own
     tokenizer and layout (`CheckpointPacker`), or WordPiece (`BertInputPacker`)."""
     return text_packer(vocabulary_for(config), sequence_length)
 
 
-def finetune(strategy, config, build_model, train, validation=None, num_examples=None):
+def finetune(
+    strategy: object,
+    config: object,
+    build_model: Callable,
+    train: tuple,
+    validation: tuple | None = None,
+    num_examples: int | None = None,
+) -> keras.Model:
     """Warm-start an encoder, put the task head on it, and `fit`.
 
     Args:
@@ -332,7 +367,7 @@ def finetune(strategy, config, build_model, train, validation=None, num_examples
     return model
 
 
-def add_restart_arguments(parser):
+def add_restart_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """`--restarts N` and the `--dev_file` that picks among them, for the runners that take them."""
     group = parser.add_argument_group("random restarts (BERT's choice for small data: several seeds, the best on dev)")
     group.add_argument(
@@ -349,7 +384,7 @@ def add_restart_arguments(parser):
     return parser
 
 
-def check_restart_arguments(parser, args):
+def check_restart_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """A run of several restarts names its dev file, and the dev file is not the evaluation file."""
     if args.restarts < 1:
         parser.error(f"--restarts must be at least 1, got {args.restarts}")
@@ -359,7 +394,15 @@ def check_restart_arguments(parser, args):
         parser.error("--dev_file is --eval_file: the best restart on it would not be scored on held-out data")
 
 
-def finetune_restarts(strategy, config, build_model, train, dev_score, restarts, validation=None):
+def finetune_restarts(
+    strategy: object,
+    config: object,
+    build_model: Callable,
+    train: tuple,
+    dev_score: Callable,
+    restarts: int,
+    validation: tuple | None = None,
+) -> tuple[keras.Model, dict]:
     """`finetune` `restarts` times with seeds `config.seed`, `config.seed + 1`, ... (head, dropout
     and data order differ), and keep the model whose `dev_score(model)` is highest (BERT's random
     restarts). Restart k writes to `<output_dir>/restart_<k>/`; the best is saved again as
@@ -386,6 +429,6 @@ def finetune_restarts(strategy, config, build_model, train, dev_score, restarts,
     return best, {"dev_scores": scores, "best_restart": chosen, "best_seed": config.seed + chosen}
 
 
-def write_json(path, value):
+def write_json(path: str, value: object) -> None:
     """Write `value` as indented JSON to `path`, atomically."""
     atomic_files.write_json(path, value, indent=1)

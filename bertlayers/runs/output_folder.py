@@ -14,6 +14,10 @@ import shutil
 
 from bertlayers.utils import atomic_files
 
+__all__ = [
+    "take_output_folder",
+]
+
 # What the runners write into their --output_dir (files, folders and patterns).
 RUN_OUTPUTS = (
     "model.keras",
@@ -38,7 +42,7 @@ def _is_run_output(name):
     return any(fnmatch.fnmatch(name, pattern) for pattern in RUN_OUTPUTS)
 
 
-def take_output_folder(directory, what, overwrite=False):
+def take_output_folder(directory: str, what: str, overwrite: bool = False) -> None:
     """Claim `directory` for this process's run (a second live run into it is refused:
     `FolderBusyError`), refusing one that holds an earlier run's files unless `overwrite`.
 

@@ -27,6 +27,16 @@ from bertlayers.utils import atomic_files
 from bertlayers.utils.options import check_options, option
 from bertlayers.utils.validation import DROPOUT, NON_NEGATIVE_FLOAT, NON_NEGATIVE_INT, POSITIVE_FLOAT, POSITIVE_INT
 
+__all__ = [
+    "OPTIMIZERS",
+    "PRECISIONS",
+    "PretrainingConfig",
+    "build_pretrainer",
+    "chance_loss",
+    "check_run_settings",
+    "run_pretraining",
+]
+
 logger = logging.getLogger(__name__)
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
@@ -95,7 +105,7 @@ RESUMABLE_CHANGES = (
 )
 
 
-def check_run_settings(config, trained):
+def check_run_settings(config: object, trained: bool) -> None:
     """Record the run's settings in `<output_dir>/run_config.json`, or check them against it.
 
     Resuming a run (`trained`: it has a backup) with other settings (another preset, step
@@ -122,7 +132,7 @@ def check_run_settings(config, trained):
     atomic_files.write_json(path, settings, indent=1)
 
 
-def build_pretrainer(config, vocabulary_size):
+def build_pretrainer(config: object, vocabulary_size: int) -> keras.Model:
     """The recipe's pretrainer over the preset's architecture (random initialization)."""
     recipe = config.recipe_spec
     encoder_config = get_preset(config.preset).replace(vocabulary_size=vocabulary_size)
@@ -137,7 +147,7 @@ def build_pretrainer(config, vocabulary_size):
     return recipe.build_pretrainer(encoder_config, config.precision, config.recipe_options)
 
 
-def run_pretraining(config):
+def run_pretraining(config: object) -> dict:
     """Run (or resume) a pretraining run; returns a summary dict (also written to summary.json).
 
     A run killed at any point and started again with the same config resumes from its last
@@ -250,6 +260,6 @@ def _logged_metric(logs, key):
     return float(logs[key] if key in logs else logs[key.split("_", 1)[1]])
 
 
-def chance_loss(vocabulary_size):
+def chance_loss(vocabulary_size: int) -> float:
     """The masked-LM loss of a uniform guess, ln V: where an untrained model starts."""
     return float(np.log(vocabulary_size))

@@ -6,17 +6,27 @@ Every function returns a score matrix `[queries, passages]` (higher is better), 
 """
 
 import re
+from collections.abc import Callable
 
+import keras
 import numpy as np
 
 from bertlayers.metrics.ranking import ranked
 from bertlayers.task_data.multiple_choice import ChoiceExample
 from bertlayers.tokenizers.checkpoint_tokenizer import pack_in_chunks
 
+__all__ = [
+    "bm25_scores",
+    "embed",
+    "embedding_scores",
+    "rerank",
+    "reranker_examples",
+]
+
 _WORD = re.compile(r"\w+")
 
 
-def bm25_scores(queries, passages, k1=1.5, b=0.75):
+def bm25_scores(queries: list[str], passages: list[str], k1: float = 1.5, b: float = 0.75) -> np.ndarray:
     """Okapi BM25 (`rank_bm25.BM25Okapi`) over lower-cased word tokens: float `[queries, passages]`."""
     try:
         from rank_bm25 import BM25Okapi
@@ -26,7 +36,9 @@ def bm25_scores(queries, passages, k1=1.5, b=0.75):
     return np.stack([index.get_scores(_WORD.findall(q.lower())) for q in queries])
 
 
-def embed(embedder, packer, texts, batch_size=64, verbose=0):
+def embed(
+    embedder: keras.Model, packer: Callable, texts: list[str], batch_size: int = 64, verbose: str | int = 0
+) -> np.ndarray:
     """A `SentenceEmbedder`'s embeddings of `texts`: float `[len(texts), hidden]`."""
     from bertlayers.training.length_batching import predict_by_length
 
@@ -36,8 +48,15 @@ def embed(embedder, packer, texts, batch_size=64, verbose=0):
 
 
 def embedding_scores(
-    query_embedder, passage_embedder, query_packer, passage_packer, queries, passages, batch_size=64, verbose=0
-):
+    query_embedder: keras.Model,
+    passage_embedder: keras.Model,
+    query_packer: Callable,
+    passage_packer: Callable,
+    queries: list[str],
+    passages: list[str],
+    batch_size: int = 64,
+    verbose: str | int = 0,
+) -> np.ndarray:
     """Dot products of the queries' and passages' embeddings (cosines, as a `SentenceEmbedder`
     normalizes): float `[queries, passages]`."""
     q = embed(query_embedder, query_packer, queries, batch_size, verbose)  # [Q, H]
@@ -45,7 +64,16 @@ def embedding_scores(
     return q @ p.T
 
 
-def rerank(scores, scorer, pair_packer, queries, passages, top_k=10, batch_size=64, verbose=0):
+def rerank(
+    scores: np.ndarray,
+    scorer: keras.Model,
+    pair_packer: Callable,
+    queries: list[str],
+    passages: list[str],
+    top_k: int = 10,
+    batch_size: int = 64,
+    verbose: str | int = 0,
+) -> np.ndarray:
     """Re-rank each query's `top_k` first-stage passages by a cross-encoder.
 
     Args:
@@ -76,7 +104,7 @@ def rerank(scores, scorer, pair_packer, queries, passages, top_k=10, batch_size=
     return result
 
 
-def reranker_examples(pairs, first_stage_scores, negatives=3, seed=0):
+def reranker_examples(pairs: list, first_stage_scores: np.ndarray, negatives: int = 3, seed: int | None = 0) -> list:
     """Training examples for a listwise cross-encoder (`MultipleChoice` over a query's passages):
     each query's own passage among `negatives` hard negatives, the highest-scored other passages
     of the first stage, in a random order. `first_stage_scores` `[pairs, passages]` ranks the

@@ -197,7 +197,7 @@ def _built(files):
         return checkpoint_tokenizer(folder)
 
 
-def text_tokenizer(vocabulary):
+def text_tokenizer(vocabulary: object) -> CheckpointTokenizer:
     """The `CheckpointTokenizer` of what a model records: a checkpoint's `TokenizerFiles`, or a
     WordPiece `ModelVocabulary` / vocab.txt (BERT's layout, keras-hub's waterfall truncation)."""
     if isinstance(vocabulary, TokenizerFiles):
@@ -281,7 +281,7 @@ def required_file(folder, name, model_type):
     return path
 
 
-def checkpoint_tokenizer(folder):
+def checkpoint_tokenizer(folder: str) -> CheckpointTokenizer:
     """The `CheckpointTokenizer` of a Hugging Face checkpoint folder (config.json and the
     tokenizer files of its model_type), checked against the config's vocab_size.
 

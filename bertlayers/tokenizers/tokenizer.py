@@ -2,6 +2,7 @@
 
 import dataclasses
 
+import keras
 import keras_hub
 import numpy as np
 
@@ -13,7 +14,7 @@ tf = require_tensorflow(__name__)
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
-def load_vocabulary(path):
+def load_vocabulary(path: str) -> list[str]:
     """The tokens of a `vocab.txt` (one per line, the line number minus one its id), checked as a
     whole: every token non-empty, without whitespace inside, and unique (two lines of one token give one
     of their ids no text at all; tensorflow-text refuses them naming neither), BERT's special tokens
@@ -69,7 +70,9 @@ class ModelVocabulary:
         return cls(tuple(load_vocabulary(path)), bool(lowercase))
 
 
-def wordpiece_tokenizer(vocabulary, lowercase=True, sequence_length=None):
+def wordpiece_tokenizer(
+    vocabulary: str | list[str], lowercase: bool = True, sequence_length: int | None = None
+) -> keras.layers.Layer:
     """A `keras_hub.tokenizers.WordPieceTokenizer` (tensorflow-text's fast WordPiece).
 
     Args:
@@ -114,7 +117,7 @@ class BertInputPacker:
       dict of int32 `[batch, sequence_length]` numpy arrays: token_ids, segment_ids, padding_mask.
     """
 
-    def __init__(self, tokenizer, sequence_length):
+    def __init__(self, tokenizer: object, sequence_length: int) -> None:
         self.tokenizer = tokenizer
         self.sequence_length = int(sequence_length)
         self._packer = keras_hub.layers.MultiSegmentPacker(

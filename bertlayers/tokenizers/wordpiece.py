@@ -27,7 +27,7 @@ class InGraphTokenizer(tf.Module):
     # How BertInputPacker (keras-hub's packer), this tokenizer's Python twin, cuts a long pair.
     truncation = "waterfall"
 
-    def __init__(self, vocabulary, lowercase=True):
+    def __init__(self, vocabulary: str | list[str], lowercase: bool = True) -> None:
         super().__init__()
         tokens = load_vocabulary(vocabulary) if isinstance(vocabulary, str) else list(vocabulary)
         self.vocabulary = tokens

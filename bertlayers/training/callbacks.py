@@ -15,7 +15,7 @@ class LearningRateLogger(keras.callbacks.Callback):
     round trip, which stays off most steps.
     """
 
-    def __init__(self, every=50):
+    def __init__(self, every: int = 50) -> None:
         super().__init__()
         self.every = int(every)
 
@@ -35,7 +35,7 @@ class LearningRateLogger(keras.callbacks.Callback):
 class JsonHistory(keras.callbacks.Callback):
     """Appends each epoch's logs to a JSON file (kept across resumed runs), written atomically."""
 
-    def __init__(self, path):
+    def __init__(self, path: str) -> None:
         super().__init__()
         self.path = path
 

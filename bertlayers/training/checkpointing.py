@@ -24,7 +24,7 @@ class ResumableBackup(keras.callbacks.BackupAndRestore):
 
     METADATA = "training_metadata.json"
 
-    def __init__(self, backup_dir, keep=2):
+    def __init__(self, backup_dir: str, keep: int = 2) -> None:
         super().__init__(backup_dir, save_freq="epoch", delete_checkpoint=False)
         self.keep = int(keep)
 

@@ -21,7 +21,7 @@ STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
 _PATCHED_KERAS = "3.15."
 
 
-def build_strategy(name="default", tpu=None, num_cpu_devices=None):
+def build_strategy(name: str = "default", tpu: str | None = None, num_cpu_devices: int | None = None) -> object:
     """The tf.distribute strategy named `name`.
 
     Args:
@@ -69,7 +69,7 @@ def is_distributed(strategy):
     )
 
 
-def compile_options(strategy, jit_compile=False, steps_per_execution=1):
+def compile_options(strategy: object, jit_compile: bool = False, steps_per_execution: int = 1) -> dict:
     """`jit_compile` / `steps_per_execution` for `model.compile`, refusing what breaks under `strategy`."""
     if is_distributed(strategy) and not isinstance(strategy, tf.distribute.TPUStrategy):
         if jit_compile:
@@ -82,7 +82,7 @@ def compile_options(strategy, jit_compile=False, steps_per_execution=1):
     return {"jit_compile": bool(jit_compile), "steps_per_execution": int(steps_per_execution)}
 
 
-def worker_info():
+def worker_info() -> tuple[int, int, bool]:
     """(task type, index, is_chief) of this process, from TF_CONFIG (chief when absent)."""
     config = json.loads(os.environ.get("TF_CONFIG", "{}"))
     task = config.get("task", {})

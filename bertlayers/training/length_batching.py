@@ -70,17 +70,17 @@ def _sort_group(x, y, sample_weight):
 
 
 def length_batches(
-    x,
-    y=None,
-    sample_weight=None,
+    x: object,
+    y: object | None = None,
+    sample_weight: object | None = None,
     *,
-    batch_size,
-    token_outputs=(),
-    shuffle=False,
-    group_by_length=False,
-    seed=None,
-    group_size=GROUP_SIZE,
-):
+    batch_size: int,
+    token_outputs: tuple[str, ...] = (),
+    shuffle: bool = False,
+    group_by_length: bool = False,
+    seed: int | None = None,
+    group_size: int = GROUP_SIZE,
+) -> tf.data.Dataset:
     """A `tf.data.Dataset` of `(x, y, sample_weight)` batches, each cut to its longest example.
 
     Args:
@@ -125,7 +125,7 @@ def length_batches(
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def predict_by_length(model, x, batch_size=32, verbose="auto"):
+def predict_by_length(model: keras.Model, x: object, batch_size: int = 32, verbose: str | int = "auto") -> object:
     """`model.predict(x)` with the examples sorted by length and each batch cut to its longest.
 
     Returns the same dict of numpy arrays, in the original order, with per-token outputs

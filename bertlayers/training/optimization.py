@@ -14,7 +14,9 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
     """lr(step) = peak · step / warmup for step < warmup, then peak · (total − step) / (total − warmup),
     reaching `end_learning_rate` at `total_steps` and staying there."""
 
-    def __init__(self, peak_learning_rate, total_steps, warmup_steps, end_learning_rate=0.0):
+    def __init__(
+        self, peak_learning_rate: float, total_steps: int, warmup_steps: int, end_learning_rate: float = 0.0
+    ) -> None:
         if total_steps <= 0 or not 0 <= warmup_steps <= total_steps:
             raise ValueError(
                 f"Need 0 <= warmup_steps ({warmup_steps}) <= total_steps ({total_steps}) and total_steps > 0."
@@ -180,18 +182,18 @@ def layerwise_decay_multipliers(model, decay):
 
 
 def create_optimizer(
-    learning_rate,
-    total_steps,
-    warmup_steps,
-    optimizer="adamw",
-    weight_decay=0.01,
-    clip_global_norm=1.0,
-    beta_1=0.9,
-    beta_2=0.999,
-    epsilon=1e-6,
-    layerwise_decay=None,
-    model=None,
-):
+    learning_rate: float,
+    total_steps: int,
+    warmup_steps: int,
+    optimizer: str = "adamw",
+    weight_decay: float = 0.01,
+    clip_global_norm: float | None = 1.0,
+    beta_1: float = 0.9,
+    beta_2: float = 0.999,
+    epsilon: float = 1e-6,
+    layerwise_decay: float | None = None,
+    model: keras.Model | None = None,
+) -> keras.optimizers.Optimizer:
     """The optimizer of BERT pretraining and fine-tuning.
 
     Args:

@@ -35,7 +35,7 @@ def minilm_path():
     return asset_path("all-minilm-l6-v2")
 
 
-def bert_uncased_vocabulary():
+def bert_uncased_vocabulary() -> str:
     """The real bert-base-uncased WordPiece vocab.txt (MiniLM ships it byte-identical)."""
     return os.path.join(minilm_path(), "vocab.txt")
 
