@@ -619,7 +619,7 @@ def test_bfloat16_export_computes_in_bfloat16_and_answers_in_float32(exported, t
     scale = np.abs(want[key]).max()
     difference = np.abs(got[key].numpy() - want[key]).max()
     assert 0 < difference < 0.05 * scale + 1e-3, (difference, scale)
-    with pytest.raises(ValueError, match="Unknown precision"):
+    with pytest.raises(ValueError, match="precision must be one of float32, bfloat16, got .float16."):
         export_for_serving(
             model, f"{name}_half", base_dir=str(tmp_path), sequence_length=SEQ, precision="float16", text=False
         )
