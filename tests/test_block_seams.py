@@ -17,11 +17,18 @@ from bertlayers.testing import run_layer_test
 class RotaryAttention(MultiHeadAttention):
     """Rotary position embedding (Su et al. 2021) on the queries and keys: the score of query
     position i and key position j depends on i - j. Its queries sit at `query_positions` (all
-    positions 0..S-1 when None); its keys span the sequence."""
+    positions 0..S-1 when None); its keys span the sequence. `theta`: the frequencies' base."""
+
+    def __init__(self, num_heads, key_dim, theta=10000.0, **kwargs):
+        super().__init__(num_heads, key_dim, **kwargs)
+        self.theta = float(theta)
+
+    def get_config(self):
+        return {**super().get_config(), "theta": self.theta}
 
     def _rotate(self, x, positions):  # x [B, T, N, D], positions [B, T]
         half = self.key_dim // 2
-        frequencies = 1.0 / (10000.0 ** (np.arange(half, dtype="float32") / half))  # [D/2]
+        frequencies = 1.0 / (self.theta ** (np.arange(half, dtype="float32") / half))  # [D/2]
         angles = ops.cast(positions, "float32")[..., None] * frequencies  # [B, T, D/2]
         cos, sin = ops.cos(angles)[:, :, None, :], ops.sin(angles)[:, :, None, :]  # [B, T, 1, D/2]
         first, second = x[..., :half], x[..., half:]

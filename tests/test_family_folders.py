@@ -187,48 +187,12 @@ TOY_MODERN = '''
 RMSNorm, a gated feed-forward network, no biases, token embeddings without positions."""
 
 import keras
-import numpy as np
 from keras import ops
 
-from bertlayers.layers import MultiHeadAttention, TokenEmbedding
+from bertlayers.layers import TokenEmbedding
 from bertlayers.networks import EncoderBase
 from bertlayers.networks.block_parts import register_attention, register_normalization
-
-
-@keras.saving.register_keras_serializable(package="toy_modern")
-class RotaryAttention(MultiHeadAttention):
-    """Queries and keys rotated by their positions (half-split rotation, base `theta`)."""
-
-    def __init__(self, num_heads, key_dim, theta=10000.0, **kwargs):
-        super().__init__(num_heads, key_dim, **kwargs)
-        self.theta = float(theta)
-
-    def _rotate(self, x, positions):  # x [B, T, N, D], positions [B, T]
-        half = self.key_dim // 2
-        frequencies = 1.0 / (self.theta ** (np.arange(half, dtype="float32") / half))
-        angles = ops.cast(positions, "float32")[..., None] * frequencies  # [B, T, D/2]
-        cos, sin = ops.cos(angles)[:, :, None, :], ops.sin(angles)[:, :, None, :]
-        first, second = x[..., :half], x[..., half:]
-        return ops.concatenate([first * cos - second * sin, first * sin + second * cos], axis=-1)
-
-    def call(self, query, value=None, attention_mask=None, return_attention_scores=False, training=None,
-             query_positions=None):
-        value = query if value is None else value
-        batch, length = ops.shape(value)[0], ops.shape(value)[1]
-        key_positions = ops.broadcast_to(ops.arange(length)[None, :], (batch, length))
-        if query_positions is None:
-            query_positions = ops.broadcast_to(ops.arange(ops.shape(query)[1])[None, :], (batch, ops.shape(query)[1]))
-        q = self._rotate(self.query_dense(query), query_positions) / np.sqrt(self.key_dim)
-        k = self._rotate(self.key_dense(value), key_positions)
-        scores = ops.einsum("bqnh,bknh->bnqk", q, k)
-        if attention_mask is not None:
-            scores = ops.where(ops.expand_dims(ops.cast(attention_mask, "bool"), 1), scores, -1e9)
-        probabilities = ops.softmax(scores, axis=-1)
-        output = self.output_dense(ops.einsum("bnqk,bknh->bqnh", probabilities, self.value_dense(value)))
-        return (output, probabilities) if return_attention_scores else output
-
-    def get_config(self):
-        return {**super().get_config(), "theta": self.theta}
+from test_block_seams import RotaryAttention  # queries and keys rotated by position, base theta
 
 
 @keras.saving.register_keras_serializable(package="toy_modern")
