@@ -40,7 +40,7 @@ from bertlayers.tokenizers.checkpoint_tokenizer import CheckpointTokenizer, Toke
 from bertlayers.tokenizers.tokenizer import ModelVocabulary, check_vocabulary_fits
 from bertlayers.tokenizers.wordpiece import InGraphTokenizer
 from bertlayers.utils import atomic_files
-from bertlayers.utils.options import check_options, option
+from bertlayers.utils.options import check_options, option, options_with
 from bertlayers.utils.validation import POSITIVE_INT, Range
 
 logger = logging.getLogger(__name__)
@@ -112,7 +112,7 @@ def export_for_serving(
         model; `sequence_length` exceeds the model's limit; a setting is out of its range.
       TypeError: a setting `ExportOptions` has no field for.
     """
-    options = _options(options, settings)
+    options = options_with(ExportOptions, options, settings, "export_for_serving")
     check_model_name(name)
     if vocabulary is None:  # looked up once, on the model given (a part served alone has none of its own)
         vocabulary = recorded_vocabulary(model)
@@ -133,16 +133,6 @@ def export_for_serving(
     with atomic_files.locked(base_dir, "export into"):
         servable = Servable(in_precision(model, options.precision), outputs, input_names, limits)
         return _write(servable, tokenizer, names, base_dir, options)
-
-
-def _options(options, settings):
-    options = options if options is not None else ExportOptions()
-    unknown = sorted(set(settings) - {field.name for field in dataclasses.fields(ExportOptions)})
-    if unknown:
-        raise TypeError(
-            f"export_for_serving got unknown settings {', '.join(unknown)} (ExportOptions' fields are its settings)."
-        )
-    return dataclasses.replace(options, **settings) if settings else options
 
 
 def _outputs(model, outputs, options):

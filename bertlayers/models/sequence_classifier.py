@@ -27,9 +27,6 @@ class SequenceClassifier(LogitsModel):
         (ELMo style; see `LogitsModel`).
     """
 
-    encoder_output = "pooled_output"
-    head_class = ClassificationHead
-
     def __init__(
         self,
         encoder: keras.Model,
@@ -51,7 +48,9 @@ class SequenceClassifier(LogitsModel):
                 )
         if num_classes is None:
             raise ValueError("SequenceClassifier needs num_classes or label_names.")
-        super().__init__(encoder, num_classes, dropout=dropout, pooling=pooling, name=name, **kwargs)
+        super().__init__(
+            encoder, num_classes, ClassificationHead, "sentence", dropout=dropout, pooling=pooling, name=name, **kwargs
+        )
         self.label_names = label_names
 
     def _constructor_args(self):

@@ -28,9 +28,6 @@ class TokenClassifier(LogitsModel):
     tagger; see `LogitsModel`).
     """
 
-    encoder_output = "sequence_output"
-    head_class = TokenClassificationHead
-
     def __init__(
         self,
         encoder: keras.Model,
@@ -48,7 +45,16 @@ class TokenClassifier(LogitsModel):
                 dtype=encoder.layer_dtype_policy,
                 name="crf",
             )
-        super().__init__(encoder, num_classes, dropout=dropout, decoder=decoder, name=name, **kwargs)
+        super().__init__(
+            encoder,
+            num_classes,
+            TokenClassificationHead,
+            "sequence",
+            dropout=dropout,
+            decoder=decoder,
+            name=name,
+            **kwargs,
+        )
         self.crf = decoder
 
     def _constructor_args(self):

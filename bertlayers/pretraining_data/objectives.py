@@ -9,13 +9,15 @@ from typing import Optional
 import keras
 import numpy as np
 
-from bertlayers.pretraining_data.examples import create_examples
+from bertlayers.pretraining_data.examples import MODES, create_examples
 from bertlayers.pretraining_data.mlm_masking import MaskingConfig, mask_example
 from bertlayers.pretraining_data.tfrecords import parse_records, serialize_example
 from bertlayers.startup import require_tensorflow
 from bertlayers.tokenizers.tokenizer import wordpiece_tokenizer
 from bertlayers.tokenizers.vocabulary import VocabularyInfo
 from bertlayers.utils.atomic_files import atomic_path
+from bertlayers.utils.options import check_options, option, options_with
+from bertlayers.utils.validation import POSITIVE_INT, PROBABILITY, Range
 
 tf = require_tensorflow(__name__)
 
@@ -104,22 +106,37 @@ def tokenize_documents(documents, tokenizer):
     return tokenized
 
 
+@dataclasses.dataclass
+class RecordOptions:
+    """How pretraining records are made from documents (each setting with its help and range)."""
+
+    sequence_length: int = option(128, "pieces per example, [CLS] and [SEP]s included", Range(int, 2))
+    max_predictions_per_seq: int = option(20, "most masked positions per example", POSITIVE_INT)
+    mode: str = option(
+        "nsp",
+        "sentence pairs for next-sentence prediction, for sentence order, or single segments",
+        choices=MODES,
+    )
+    dupe_factor: int = option(5, "passes over the documents, each with other masks", POSITIVE_INT)
+    short_seq_prob: float = option(0.1, "share of examples made shorter than sequence_length", PROBABILITY)
+    num_shards: int = option(4, "files the records are written round-robin to", POSITIVE_INT)
+    lowercase: bool = option(True, "lower-case and strip accents before WordPiece (uncased models)")
+    seed: int = option(12345, "seed of the examples and masks", Range(int))
+    verbose: bool = option(True, "a progress bar over the documents")
+
+    def __post_init__(self):
+        check_options(self)
+
+
 def write_pretraining_data(
-    documents,
-    vocabulary_path,
-    output_dir,
-    sequence_length=128,
-    max_predictions_per_seq=20,
-    mode="nsp",
-    masking=None,
-    dupe_factor=5,
-    short_seq_prob=0.1,
-    num_shards=4,
-    lowercase=True,
-    seed=12345,
-    verbose=True,
-    objective=None,
-):
+    documents: list,
+    vocabulary_path: str,
+    output_dir: str,
+    masking: MaskingConfig | None = None,
+    objective: object | None = None,
+    options: RecordOptions | None = None,
+    **settings,
+) -> DataStats:
     """Create static-masked pretraining TFRecords (google-research/bert's format).
 
     Each of `dupe_factor` passes over the documents builds examples and masks anew; all
@@ -130,15 +147,24 @@ def write_pretraining_data(
       documents: list of documents (lists of sentence strings).
       vocabulary_path: a WordPiece vocab.txt.
       output_dir: where `pretrain-XXXXX-of-YYYYY.tfrecord` files go.
-      mode: "nsp", "sop" or "single" (see `create_examples`).
       masking: a `MaskingConfig`, or None for unmasked records (dynamic masking or the
         left-to-right LM add their own targets later).
       objective: a `DataObjective` whose extra record features are written too (None: only
         google-research/bert's features).
+      options: a `RecordOptions`; `settings` (its fields by name: `sequence_length=64`,
+        `mode="sop"`, `dupe_factor=2`, ...) change it.
 
     Returns:
       `DataStats` with the file paths.
     """
+    options = options_with(RecordOptions, options, settings, "write_pretraining_data")
+    sequence_length, max_predictions_per_seq, mode = (
+        options.sequence_length,
+        options.max_predictions_per_seq,
+        options.mode,
+    )
+    dupe_factor, short_seq_prob, num_shards = options.dupe_factor, options.short_seq_prob, options.num_shards
+    lowercase, seed, verbose = options.lowercase, options.seed, options.verbose
     rng = np.random.default_rng(seed)
     vocab = VocabularyInfo.from_file(vocabulary_path)
     tokenizer = wordpiece_tokenizer(vocabulary_path, lowercase=lowercase)

@@ -22,7 +22,7 @@ from bertlayers.tokenizers.tokenizer import ModelVocabulary
 from bertlayers.training.callbacks import JsonHistory, LearningRateLogger
 from bertlayers.training.checkpointing import ResumableBackup
 from bertlayers.training.distribute import STRATEGIES, build_strategy, compile_options, worker_info
-from bertlayers.training.optimization import create_optimizer
+from bertlayers.training.optimization import OPTIMIZERS, create_optimizer
 from bertlayers.utils import atomic_files
 from bertlayers.utils.options import check_options, option
 from bertlayers.utils.validation import DROPOUT, NON_NEGATIVE_FLOAT, NON_NEGATIVE_INT, POSITIVE_FLOAT, POSITIVE_INT
@@ -40,7 +40,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
-OPTIMIZERS = ("adamw", "lamb")
 
 
 @dataclasses.dataclass

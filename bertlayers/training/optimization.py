@@ -1,9 +1,13 @@
 """BERT's optimizer: AdamW (or LAMB), linear warmup then linear decay, global-norm clipping."""
 
+import dataclasses
+
 import keras
 from keras import ops
 
 from bertlayers import backend
+from bertlayers.utils.options import check_options, option, options_with
+from bertlayers.utils.validation import NON_NEGATIVE_FLOAT, POSITIVE_FLOAT, Range
 
 # Variables BERT exempts from weight decay: LayerNorm scales and offsets, and every bias.
 NO_DECAY = ("bias", "gamma", "beta")
@@ -181,30 +185,53 @@ def layerwise_decay_multipliers(model, decay):
     return {id(v): decay ** (top - depth_of.get(id(v), top)) for v in model.trainable_variables}
 
 
+OPTIMIZERS = ("adamw", "lamb")
+
+
+@dataclasses.dataclass
+class OptimizerOptions:
+    """The optimizer's settings besides its schedule (each with its help and range)."""
+
+    optimizer: str = option("adamw", "adamw, or lamb (large-batch training, as in the LAMB paper)", choices=OPTIMIZERS)
+    weight_decay: float = option(
+        0.01, "decoupled weight decay, not on LayerNorm parameters or biases", NON_NEGATIVE_FLOAT
+    )
+    clip_global_norm: float | None = option(
+        1.0, "clip gradients to this global norm (None: no clipping)", POSITIVE_FLOAT
+    )
+    beta_1: float = option(0.9, "Adam's first-moment decay", Range(float, 0, 1, high_open=True))
+    beta_2: float = option(0.999, "Adam's second-moment decay", Range(float, 0, 1, high_open=True))
+    epsilon: float = option(1e-6, "Adam's epsilon", POSITIVE_FLOAT)
+    layerwise_decay: float | None = option(
+        None,
+        "with the model: layer i of L trains at decay^(L - i) times the heads' rate",
+        Range(float, 0, 1, low_open=True),
+    )
+
+    def __post_init__(self):
+        check_options(self)
+
+
 def create_optimizer(
     learning_rate: float,
     total_steps: int,
     warmup_steps: int,
-    optimizer: str = "adamw",
-    weight_decay: float = 0.01,
-    clip_global_norm: float | None = 1.0,
-    beta_1: float = 0.9,
-    beta_2: float = 0.999,
-    epsilon: float = 1e-6,
-    layerwise_decay: float | None = None,
     model: keras.Model | None = None,
+    options: OptimizerOptions | None = None,
+    **settings,
 ) -> keras.optimizers.Optimizer:
     """The optimizer of BERT pretraining and fine-tuning.
 
     Args:
       learning_rate: the peak learning rate.
       total_steps, warmup_steps: the schedule's length and linear warmup.
-      optimizer: "adamw" or "lamb" (large-batch training, as in the LAMB paper).
-      weight_decay: decoupled weight decay, not applied to LayerNorm parameters or biases.
-      clip_global_norm: clip gradients to this global norm (None for no clipping).
-      layerwise_decay: with `model` (built on an encoder), give lower layers smaller rates:
-        layer i of L trains at decay^(L - i) times the rate of the heads.
+      model: the model built on an encoder, for `layerwise_decay` (lower layers learn slower).
+      options: an `OptimizerOptions`; `settings` (its fields by name: `optimizer="lamb"`,
+        `weight_decay=0.0`, `clip_global_norm=None`, `layerwise_decay=0.9`, ...) change it.
     """
+    options = options_with(OptimizerOptions, options, settings, "create_optimizer")
+    optimizer, weight_decay, clip_global_norm = options.optimizer, options.weight_decay, options.clip_global_norm
+    beta_1, beta_2, epsilon, layerwise_decay = options.beta_1, options.beta_2, options.epsilon, options.layerwise_decay
     schedule = WarmupLinearDecay(learning_rate, total_steps, warmup_steps)
     common = dict(
         learning_rate=schedule,

@@ -95,3 +95,15 @@ def options_from_flags(config_class, args):
 def help_of(config_class, name):
     """The help text of field `name`."""
     return next(field.metadata.get("help", "") for field in dataclasses.fields(config_class) if field.name == name)
+
+
+def options_with(options_class, options, settings, caller):
+    """`options` (default: `options_class()`) with `settings` ({field: value}) applied, checked;
+    a TypeError names a setting `options_class` has no field for."""
+    options = options if options is not None else options_class()
+    unknown = sorted(set(settings) - {field.name for field in dataclasses.fields(options_class)})
+    if unknown:
+        raise TypeError(
+            f"{caller} got unknown settings {', '.join(unknown)} ({options_class.__name__}'s fields are its settings)."
+        )
+    return dataclasses.replace(options, **settings) if settings else options
