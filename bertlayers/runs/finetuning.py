@@ -303,6 +303,16 @@ def finetune(
     _check_config(config)
     num_examples = num_examples or len(next(iter(train[0].values())))
     steps = config.epochs * math.ceil(num_examples / config.batch_size)
+    model, vocabulary = _compiled_model(strategy, config, build_model, steps)
+    _fit(model, strategy, config, train, validation)
+    # For serving: weights, config and the vocabulary (the resumable state is the backup's job).
+    save_model(record_vocabulary(model, vocabulary), os.path.join(config.output_dir, "model.keras"))
+    return model
+
+
+def _compiled_model(strategy, config, build_model, steps):
+    """The task model over the run's encoder, compiled under `strategy`, and the run's vocabulary
+    (checked against the encoder before any training)."""
     with strategy.scope():
         encoder = load_encoder(encoder_source(config), dtype=config.precision)
         vocabulary = vocabulary_for(config)
@@ -324,6 +334,12 @@ def finetune(
             model=model,
         )
         model.compile(optimizer=optimizer, **compile_options(strategy))
+    return model, vocabulary
+
+
+def _fit(model, strategy, config, train, validation):
+    """`model.fit` on batches cut to their longest (see `finetune`), with the run's history and
+    TensorBoard logs."""
     callbacks = [
         JsonHistory(os.path.join(config.output_dir, "history.json")),
         keras.callbacks.TensorBoard(os.path.join(config.output_dir, "logs")),
@@ -341,6 +357,7 @@ def finetune(
             group_by_length=config.group_by_length,
             seed=config.seed,
         )
+        # The dataset reshuffles itself every epoch.
         model.fit(
             data,
             epochs=config.epochs,
@@ -348,23 +365,20 @@ def finetune(
             callbacks=callbacks,
             verbose=config.verbose,
             shuffle=False,
-        )  # the dataset reshuffles itself every epoch
-    else:
-        x, y, sample_weight = train
-        model.fit(
-            x,
-            y,
-            sample_weight=sample_weight,
-            batch_size=config.batch_size,
-            epochs=config.epochs,
-            validation_data=validation,
-            callbacks=callbacks,
-            verbose=config.verbose,
-            shuffle=True,
         )
-    # For serving: weights, config and the vocabulary (the resumable state is the backup's job).
-    save_model(record_vocabulary(model, vocabulary), os.path.join(config.output_dir, "model.keras"))
-    return model
+        return
+    x, y, sample_weight = train
+    model.fit(
+        x,
+        y,
+        sample_weight=sample_weight,
+        batch_size=config.batch_size,
+        epochs=config.epochs,
+        validation_data=validation,
+        callbacks=callbacks,
+        verbose=config.verbose,
+        shuffle=True,
+    )
 
 
 def add_restart_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:

@@ -169,11 +169,10 @@ def _run_pretraining(config, is_chief, suffix):
     initial_epoch = ResumableBackup.restored_epoch(backup_dir)
     check_run_settings(config, trained=initial_epoch > 0)
 
-    recipe = config.recipe_spec
     data = pretraining_inputs(
         config,
         config.output_dir,
-        recipe.objective_for(config.recipe_options),
+        config.recipe_spec.objective_for(config.recipe_options),
         config.batch_size,
         config.num_train_steps,
         skip_batches=initial_epoch * config.checkpoint_every,
@@ -201,20 +200,8 @@ def _run_pretraining(config, is_chief, suffix):
             os.path.join(config.output_dir, "logs" + suffix), update_freq=config.checkpoint_every
         ),
     ]
-    loss_key = recipe.loss_key
     initial_path = os.path.join(config.output_dir, "initial_loss" + suffix + ".json")
-    if initial_epoch >= epochs:
-        logger.info(f"{config.output_dir} is complete ({config.num_train_steps} steps); nothing left to train.")
-    elif initial_epoch:
-        logger.info(
-            f"Resuming after step {initial_epoch * config.checkpoint_every} (epoch {initial_epoch} of {epochs})"
-        )
-    else:
-        # The untrained model's loss on the first batches: what training is measured against.
-        initial = model.evaluate(dataset, steps=4, verbose=0, return_dict=True)
-        atomic_files.write_json(initial_path, {k: float(v) for k, v in initial.items()})
-        logger.info(f"Initial {loss_key}: {_logged_metric(initial, loss_key):.3f}")
-        logger.info(f"Training {config.num_train_steps} steps of {config.batch_size} sequences")
+    _say_where_training_starts(config, model, dataset, initial_epoch, epochs, initial_path)
     started = time.time()
     model.fit(
         dataset,
@@ -225,11 +212,40 @@ def _run_pretraining(config, is_chief, suffix):
         verbose=config.verbose,
         shuffle=False,  # the dataset shuffles itself, per pass and resumably
     )
-    seconds = time.time() - started
+    summary = _summary(config, model, vocab, time.time() - started, initial_path, suffix)
+    if is_chief:
+        # Weights, config and the run's vocabulary, without optimizer state (the backup keeps that).
+        vocabulary = ModelVocabulary(tuple(vocab.tokens), config.lowercase)
+        save_model(record_vocabulary(model, vocabulary), os.path.join(config.output_dir, "pretrainer.keras"))
+        save_model(record_vocabulary(model.encoder, vocabulary), os.path.join(config.output_dir, "encoder.keras"))
+        atomic_files.write_json(os.path.join(config.output_dir, "summary.json"), summary, indent=1)
+    return summary
 
-    steps = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
+
+def _say_where_training_starts(config, model, dataset, initial_epoch, epochs, initial_path):
+    """Log a finished, resumed or new run; a new one first records the untrained model's loss."""
+    if initial_epoch >= epochs:
+        logger.info(f"{config.output_dir} is complete ({config.num_train_steps} steps); nothing left to train.")
+    elif initial_epoch:
+        logger.info(
+            f"Resuming after step {initial_epoch * config.checkpoint_every} (epoch {initial_epoch} of {epochs})"
+        )
+    else:
+        # The untrained model's loss on the first batches: what training is measured against.
+        initial = model.evaluate(dataset, steps=4, verbose=0, return_dict=True)
+        atomic_files.write_json(initial_path, {k: float(v) for k, v in initial.items()})
+        logger.info(
+            f"Initial {config.recipe_spec.loss_key}: {_logged_metric(initial, config.recipe_spec.loss_key):.3f}"
+        )
+        logger.info(f"Training {config.num_train_steps} steps of {config.batch_size} sequences")
+
+
+def _summary(config, model, vocab, seconds, initial_path, suffix):
+    """The run's summary: steps, time, and the loss (and the recipe's reported metrics) before
+    training, over the first epoch and over the last."""
+    loss_key = config.recipe_spec.loss_key
     summary = {
-        "steps": steps,
+        "steps": int(keras.ops.convert_to_numpy(model.optimizer.iterations)),
         "seconds_this_run": round(seconds, 1),
         "recipe": config.recipe,
         "loss_key": loss_key,
@@ -239,17 +255,9 @@ def _run_pretraining(config, is_chief, suffix):
         history = json.load(f)
     with open(initial_path, encoding="utf-8") as f:
         summary["initial_" + loss_key] = _logged_metric(json.load(f), loss_key)
-    summary["first_epoch_" + loss_key] = _logged_metric(history[0], loss_key)
-    summary["last_epoch_" + loss_key] = _logged_metric(history[-1], loss_key)
-    for key in recipe.report:
+    for key in (loss_key, *config.recipe_spec.report):
         summary["first_epoch_" + key] = _logged_metric(history[0], key)
         summary["last_epoch_" + key] = _logged_metric(history[-1], key)
-    if is_chief:
-        # Weights, config and the run's vocabulary, without optimizer state (the backup keeps that).
-        vocabulary = ModelVocabulary(tuple(vocab.tokens), config.lowercase)
-        save_model(record_vocabulary(model, vocabulary), os.path.join(config.output_dir, "pretrainer.keras"))
-        save_model(record_vocabulary(model.encoder, vocabulary), os.path.join(config.output_dir, "encoder.keras"))
-        atomic_files.write_json(os.path.join(config.output_dir, "summary.json"), summary, indent=1)
     return summary
 
 
