@@ -59,6 +59,56 @@ def test_multi_head_attention():
     )
 
 
+def test_rotary_attention():
+    run_layer_test(
+        layers.RotaryAttention,
+        {"num_heads": HEADS, "key_dim": HIDDEN // HEADS, "rotary_theta": 500.0, "dropout": 0.1},
+        {"query": hidden_states(), "attention_mask": PADDING[:, None, :]},
+        (BATCH, SEQ, HIDDEN),
+    )
+
+
+def _rotate_half(x):  # transformers' rotate_half: [a, b] -> [-b, a]
+    half = x.shape[-1] // 2
+    return np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
+
+
+def test_rotary_attention_follows_the_definition_and_sees_relative_positions():
+    """Against transformers' `apply_rotary_pos_emb` written out in NumPy (cos and sin of [f, f],
+    q·cos + rotate_half(q)·sin), with the layer's own projections; and the rows computed alone,
+    told where they sit, equal the full computation's."""
+    theta, head = 500.0, HIDDEN // HEADS
+    attention = layers.RotaryAttention(HEADS, head, rotary_theta=theta)
+    x = 3 * hidden_states()
+    mask = PADDING[:, None, :]
+    got = ops.convert_to_numpy(attention(x, attention_mask=mask))
+
+    def project(dense, inputs):  # [B, T, H] -> [B, T, N, D]
+        return np.einsum("btd,dnh->btnh", inputs, ops.convert_to_numpy(dense.kernel)) + ops.convert_to_numpy(dense.bias)
+
+    frequencies = 1.0 / theta ** (np.arange(0, head, 2) / head)  # [D/2]
+    angles = np.arange(SEQ)[:, None] * frequencies  # [S, D/2]
+    cos, sin = (np.concatenate([f(angles)] * 2, axis=-1)[None, :, None, :] for f in (np.cos, np.sin))  # [1, S, 1, D]
+    q, k, v = (project(d, x) for d in (attention.query_dense, attention.key_dense, attention.value_dense))
+    q, k = q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
+    scores = np.einsum("bqnh,bknh->bnqk", q, k) / np.sqrt(head)
+    scores = np.where(mask[:, None].astype(bool), scores, -1e9)
+    probabilities = np.exp(scores - scores.max(-1, keepdims=True))
+    probabilities /= probabilities.sum(-1, keepdims=True)
+    context = np.einsum("bnqk,bknh->bqnh", probabilities, v)
+    expected = np.einsum("btnh,nhd->btd", context, ops.convert_to_numpy(attention.output_dense.kernel))
+    expected += ops.convert_to_numpy(attention.output_dense.bias)
+    np.testing.assert_allclose(got, expected, atol=2e-4 * np.abs(expected).max())
+
+    rows = np.array([[5, 2], [3, 0]], "int32")
+    alone = ops.convert_to_numpy(
+        attention(np.take_along_axis(x, rows[..., None], 1), x, attention_mask=mask, query_positions=rows)
+    )
+    np.testing.assert_allclose(alone, np.take_along_axis(got, rows[..., None], 1), atol=2e-4 * np.abs(got).max())
+    with pytest.raises(ValueError, match="key_dim must be even, got 3"):
+        layers.RotaryAttention(2, 3)
+
+
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_transformer_encoder_block(norm_first):
     run_layer_test(

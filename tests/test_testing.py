@@ -47,8 +47,25 @@ TINY = dict(
                 "layer_kinds": {"full": {}, "local": {"attention_window": 2}},
             },
         ),
+        # ModernBERT's pattern from the built-in parts: rotary attention (a base per layer kind), a
+        # sliding window on the local layers, RMSNorm, GeGLU, no biases, pre-norm.
+        (
+            BertEncoder,
+            {
+                "type_vocab_size": 0,
+                "attention": "rotary",
+                "rotary_theta": 160000.0,
+                "normalization": "rms_norm",
+                "feed_forward": "gated",
+                "use_bias": False,
+                "norm_first": True,
+                "num_layers": 3,
+                "layer_types": ("global", "local", "local"),
+                "layer_kinds": {"global": {}, "local": {"attention_window": 4, "rotary_theta": 10000.0}},
+            },
+        ),
     ],
-    ids=["bert", "albert", "xlnet", "per_layer_settings"],
+    ids=["bert", "albert", "xlnet", "per_layer_settings", "rotary_local_global"],
 )
 def test_the_encoder_check_passes_on_the_library_encoders(encoder_class, extra):
     encoder, outputs = run_encoder_test(encoder_class, {**TINY, **extra})

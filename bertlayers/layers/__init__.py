@@ -14,6 +14,7 @@ from bertlayers.layers.masking import causal_attention_mask, merge_attention_mas
 from bertlayers.layers.multi_head_attention import MultiHeadAttention
 from bertlayers.layers.pooler import Pooler
 from bertlayers.layers.position_embedding import PositionEmbedding
+from bertlayers.layers.rotary_attention import RotaryAttention
 from bertlayers.layers.scalar_mix import ScalarMix
 from bertlayers.layers.sequence_pooling import SequencePooling
 from bertlayers.layers.span_prediction_head import SpanPredictionHead
@@ -33,6 +34,7 @@ __all__ = [
     "NextSentenceHead",
     "Pooler",
     "PositionEmbedding",
+    "RotaryAttention",
     "ScalarMix",
     "SequencePooling",
     "SpanPredictionHead",

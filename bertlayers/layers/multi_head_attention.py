@@ -92,12 +92,12 @@ class MultiHeadAttention(keras.layers.Layer):
         training=None,
         query_positions=None,
     ):
-        del query_positions  # content attention: scores depend on the vectors alone
         value = query if value is None else value
         # Scaling the query rather than the scores touches seq*D values instead of seq*seq.
         query = self.query_dense(query) * ops.cast(1.0 / math.sqrt(self.key_dim), self.compute_dtype)
         key = self.key_dense(value)
         value = self.value_dense(value)
+        query, key = self.positioned(query, key, query_positions)  # [B, Q, N, D], [B, K, N, D]
 
         if self._fused(return_attention_scores, training):
             mask = None if attention_mask is None else ops.expand_dims(ops.not_equal(attention_mask, 0), 1)
@@ -118,6 +118,14 @@ class MultiHeadAttention(keras.layers.Layer):
         if return_attention_scores:
             return output, probabilities
         return output
+
+    def positioned(self, query, key, query_positions):
+        """The projected queries `[B, Q, N, D]` and keys `[B, K, N, D]` as the scores read them: here
+        unchanged (content attention: the scores depend on the vectors alone). A position-aware
+        subclass (`RotaryAttention`) rotates them; `query_positions` (int `[B, Q]`, None for
+        0..Q-1) says where the queries sit, the keys at 0..K-1."""
+        del query_positions
+        return query, key
 
     def _fused(self, return_attention_scores, training):
         """Whether to call the backend's fused attention (`bertlayers.backend.fuses_attention`)."""

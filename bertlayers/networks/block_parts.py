@@ -20,6 +20,7 @@ from bertlayers.layers.gated_feed_forward import GatedFeedForward
 from bertlayers.layers.initializers import bert_initializer
 from bertlayers.layers.multi_head_attention import MultiHeadAttention
 from bertlayers.layers.registered import registered_name
+from bertlayers.layers.rotary_attention import RotaryAttention
 from bertlayers.layers.transformer_encoder_block import TransformerEncoderBlock
 
 ATTENTIONS = {}
@@ -61,6 +62,21 @@ def _multi_head(settings, num_heads, key_dim, dropout, kernel_initializer, dtype
     )
 
 
+def _rotary(settings, num_heads, key_dim, dropout, kernel_initializer, dtype):
+    if settings.rotary_theta is None:
+        raise ValueError("attention 'rotary' needs its base: set EncoderConfig.rotary_theta (10000.0 in RoFormer).")
+    return RotaryAttention(
+        num_heads,
+        key_dim,
+        rotary_theta=settings.rotary_theta,
+        dropout=dropout,
+        use_bias=settings.use_bias,
+        kernel_initializer=kernel_initializer,
+        dtype=dtype,
+        name="self_attention",
+    )
+
+
 def _gated(settings, intermediate_size, activation, kernel_initializer, dtype):
     return GatedFeedForward(
         intermediate_size,
@@ -73,6 +89,7 @@ def _gated(settings, intermediate_size, activation, kernel_initializer, dtype):
 
 
 register_attention("multi_head", _multi_head)
+register_attention("rotary", _rotary)
 register_normalization("layer_norm", None)
 register_normalization("rms_norm", keras.layers.RMSNormalization)
 register_feed_forward("dense", lambda settings, *args: None)
