@@ -192,13 +192,16 @@ def _run_pretraining(config, is_chief, suffix):
         )
         model.compile(optimizer=optimizer, **compile_options(strategy, config.jit_compile, config.steps_per_execution))
 
+    # The backup last: an epoch's history and logs are written before the backup that skips it
+    # on resume (killed between them, the resumed run redoes the epoch and rewrites its entry;
+    # the other way round, the epoch would be missing from the history).
     callbacks = [
-        ResumableBackup(backup_dir),
         LearningRateLogger(every=config.checkpoint_every),
         JsonHistory(os.path.join(config.output_dir, "history" + suffix + ".json")),
         keras.callbacks.TensorBoard(
             os.path.join(config.output_dir, "logs" + suffix), update_freq=config.checkpoint_every
         ),
+        ResumableBackup(backup_dir),
     ]
     initial_path = os.path.join(config.output_dir, "initial_loss" + suffix + ".json")
     _say_where_training_starts(config, model, dataset, initial_epoch, epochs, initial_path)
