@@ -120,10 +120,9 @@ KERAS_INTERNALS = (
 
 
 def _resolve(path):
-    """The class or module at a dotted `path`."""
+    """The class or module at a dotted `path` (the longest importable module, then attributes)."""
     import importlib
 
-    module, _, rest = path.partition(".")
     parts = path.split(".")
     for cut in range(len(parts), 0, -1):
         try:
@@ -133,7 +132,7 @@ def _resolve(path):
         for name in parts[cut:]:
             target = getattr(target, name)
         return target
-    raise ImportError(f"cannot import {path} ({module}{rest})")
+    raise ImportError(f"cannot import {path}")
 
 
 def internal(owner, name):

@@ -8,48 +8,9 @@ import numpy as np
 import pytest
 from keras import ops
 
-from bertlayers.layers import GatedFeedForward, MultiHeadAttention, TransformerEncoderBlock
+from bertlayers.layers import GatedFeedForward, RotaryAttention, TransformerEncoderBlock
 from bertlayers.networks import BertEncoder
 from bertlayers.testing import run_layer_test
-
-
-@keras.saving.register_keras_serializable(package="bertlayers_tests")
-class RotaryAttention(MultiHeadAttention):
-    """Rotary position embedding (Su et al. 2021) on the queries and keys: the score of query
-    position i and key position j depends on i - j. Its queries sit at `query_positions` (all
-    positions 0..S-1 when None); its keys span the sequence. `theta`: the frequencies' base."""
-
-    def __init__(self, num_heads, key_dim, theta=10000.0, **kwargs):
-        super().__init__(num_heads, key_dim, **kwargs)
-        self.theta = float(theta)
-
-    def get_config(self):
-        return {**super().get_config(), "theta": self.theta}
-
-    def _rotate(self, x, positions):  # x [B, T, N, D], positions [B, T]
-        half = self.key_dim // 2
-        frequencies = 1.0 / (self.theta ** (np.arange(half, dtype="float32") / half))  # [D/2]
-        angles = ops.cast(positions, "float32")[..., None] * frequencies  # [B, T, D/2]
-        cos, sin = ops.cos(angles)[:, :, None, :], ops.sin(angles)[:, :, None, :]  # [B, T, 1, D/2]
-        first, second = x[..., :half], x[..., half:]
-        return ops.concatenate([first * cos - second * sin, first * sin + second * cos], axis=-1)
-
-    def call(
-        self, query, value=None, attention_mask=None, return_attention_scores=False, training=None, query_positions=None
-    ):
-        value = query if value is None else value
-        batch, length = ops.shape(value)[0], ops.shape(value)[1]
-        key_positions = ops.broadcast_to(ops.arange(length)[None, :], (batch, length))
-        if query_positions is None:  # queries at 0..Q-1
-            query_positions = ops.broadcast_to(ops.arange(ops.shape(query)[1])[None, :], (batch, ops.shape(query)[1]))
-        q = self._rotate(self.query_dense(query), query_positions) / np.sqrt(self.key_dim)
-        k = self._rotate(self.key_dense(value), key_positions)
-        scores = ops.einsum("bqnh,bknh->bnqk", q, k)
-        if attention_mask is not None:
-            scores = ops.where(ops.expand_dims(ops.cast(attention_mask, "bool"), 1), scores, -1e9)
-        probabilities = ops.softmax(scores, axis=-1)
-        output = self.output_dense(ops.einsum("bnqk,bknh->bqnh", probabilities, self.value_dense(value)))
-        return (output, probabilities) if return_attention_scores else output
 
 
 def rotary_geglu_block(config, index, dtype):

@@ -183,16 +183,16 @@ def test_an_output_matrix_its_config_calls_tied_is_refused_when_it_differs(
 
 
 TOY_MODERN = '''
-"""A modern encoder from outside the library: rotary attention, a sliding window on some layers,
+"""A modern encoder from outside the library: the rotary attention and an RMSNorm registered under
+its own kind names, a sliding window on some layers,
 RMSNorm, a gated feed-forward network, no biases, token embeddings without positions."""
 
 import keras
 from keras import ops
 
-from bertlayers.layers import TokenEmbedding
+from bertlayers.layers import RotaryAttention, TokenEmbedding
 from bertlayers.networks import EncoderBase
 from bertlayers.networks.block_parts import register_attention, register_normalization
-from test_block_seams import RotaryAttention  # queries and keys rotated by position, base theta
 
 
 @keras.saving.register_keras_serializable(package="toy_modern")
@@ -216,7 +216,7 @@ class RMSNorm(keras.layers.Layer):
 
 
 def rotary(settings, num_heads, key_dim, dropout, kernel_initializer, dtype):
-    return RotaryAttention(num_heads, key_dim, theta=settings.rotary_theta, dropout=dropout, use_bias=settings.use_bias,
+    return RotaryAttention(num_heads, key_dim, rotary_theta=settings.rotary_theta, dropout=dropout, use_bias=settings.use_bias,
                            kernel_initializer=kernel_initializer, dtype=dtype, name="self_attention")
 
 
@@ -263,7 +263,7 @@ def test_a_modern_family_plugs_rotary_attention_a_window_and_rmsnorm_into_the_co
         encoder = toy.ToyModernEncoder(num_layers=3, layer_types=("full", "sliding", "sliding"), **sizes)
         blocks = encoder.transformer_layers
         assert [b.attention_window for b in blocks] == [None, 4, 4]
-        assert [b.attention_layer.theta for b in blocks] == [160000.0, 10000.0, 10000.0]
+        assert [b.attention_layer.rotary_theta for b in blocks] == [160000.0, 10000.0, 10000.0]
         assert all(
             isinstance(b.attention_layer_norm, toy.RMSNorm) and isinstance(b.feed_forward_layer, GatedFeedForward)
             for b in blocks

@@ -100,6 +100,16 @@ def _map_embeddings(encoder, weights):
     map_dense(encoder.pooler.dense, "bert/pooler/dense", weights)
 
 
+def map_block(block, config, weights, attention, attention_norm, inner, outer, output_norm):
+    """A block's attention, two LayerNorms and feed-forward layers under their TF1 scopes (the
+    layouts differ by family only in the scope names)."""
+    map_attention(block, attention, config, weights)
+    map_layer_norm(block.attention_layer_norm, attention_norm, weights)
+    map_dense(block.intermediate_dense, inner, weights)
+    map_dense(block.output_dense, outer, weights)
+    map_layer_norm(block.output_layer_norm, output_norm, weights)
+
+
 def load_google_checkpoint(
     checkpoint_prefix: str,
     config_path: str,

@@ -1,6 +1,5 @@
 """The precision a model is served in: float32, or a bfloat16 copy of a library model."""
 
-from bertlayers.models.encoder_model import EncoderModel  # noqa: F401  (a task model's encoder is rebuilt)
 from bertlayers.networks.encoder_base import EncoderBase
 
 PRECISIONS = ("float32", "bfloat16")

@@ -1,6 +1,6 @@
 """google-research/bert's TF1 checkpoints: one scope per layer."""
 
-from bertlayers.convert.google import load_google_checkpoint, map_attention, map_dense, map_layer_norm
+from bertlayers.convert.google import load_google_checkpoint, map_block
 from bertlayers.families.bert.encoder import BertEncoder
 
 
@@ -8,11 +8,16 @@ def map_bert_layers(encoder, config, weights):
     """Each layer's block under `bert/encoder/layer_<i>`."""
     for index, block in enumerate(encoder.transformer_layers):
         prefix = f"bert/encoder/layer_{index}"
-        map_attention(block, f"{prefix}/attention", config, weights)
-        map_layer_norm(block.attention_layer_norm, f"{prefix}/attention/output/LayerNorm", weights)
-        map_dense(block.intermediate_dense, f"{prefix}/intermediate/dense", weights)
-        map_dense(block.output_dense, f"{prefix}/output/dense", weights)
-        map_layer_norm(block.output_layer_norm, f"{prefix}/output/LayerNorm", weights)
+        map_block(
+            block,
+            config,
+            weights,
+            f"{prefix}/attention",
+            f"{prefix}/attention/output/LayerNorm",
+            f"{prefix}/intermediate/dense",
+            f"{prefix}/output/dense",
+            f"{prefix}/output/LayerNorm",
+        )
 
 
 def load_google_bert(checkpoint_prefix, bert_config_json, pretrainer=True, dtype=None):
