@@ -41,6 +41,37 @@ def test_bert_embeddings():
     )
 
 
+def test_embeddings_without_learned_positions():
+    """Token (+ segment) then the norm: positions enter through attention (rotary models); a
+    sequence longer than max_sequence_length is still refused by name."""
+    run_layer_test(
+        layers.BertEmbeddings,
+        {
+            "vocabulary_size": VOCAB,
+            "embedding_size": HIDDEN,
+            "max_sequence_length": 8,
+            "type_vocab_size": 0,
+            "learned_positions": False,
+            "normalization": "bertlayers>BiasFreeLayerNorm",
+        },
+        {"token_ids": token_ids()},
+        (BATCH, SEQ, HIDDEN),
+    )
+    embeddings = layers.BertEmbeddings(
+        vocabulary_size=VOCAB, embedding_size=HIDDEN, max_sequence_length=4, learned_positions=False, dropout=0.0
+    )
+    ids = token_ids()
+    out = ops.convert_to_numpy(embeddings(ids[:, :4]))
+    table = ops.convert_to_numpy(embeddings.token_embedding.embeddings)
+    segments = ops.convert_to_numpy(embeddings.segment_embedding.embeddings)
+    x = table[ids[:, :4]] + segments[0]
+    np.testing.assert_allclose(
+        out, (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-12), atol=1e-4
+    )
+    with pytest.raises(ValueError, match="longer than the maximum 4"):
+        embeddings(ids)
+
+
 def test_factorized_embedding():
     run_layer_test(
         layers.FactorizedEmbedding,
@@ -119,6 +150,26 @@ def test_transformer_encoder_block(norm_first):
     )
 
 
+def test_block_without_the_norm_before_attention():
+    """ModernBERT's first layer: attention reads x itself (its embeddings end in a norm); the
+    feed-forward half keeps its norm. Refused in a post-norm block, which has no such norm."""
+    run_layer_test(
+        layers.TransformerEncoderBlock,
+        {"num_heads": HEADS, "intermediate_size": 32, "norm_first": True, "normalize_attention_input": False},
+        {"inputs": hidden_states(), "padding_mask": PADDING},
+        (BATCH, SEQ, HIDDEN),
+    )
+    x = hidden_states()
+    block = layers.TransformerEncoderBlock(HEADS, 32, dropout=0.0, norm_first=True, normalize_attention_input=False)
+    out = ops.convert_to_numpy(block(x))
+    assert block.attention_layer_norm is None
+    attended = x + ops.convert_to_numpy(block.attention_layer(x, x))
+    feed_forward = block.output_dense(block._activation_fn(block.intermediate_dense(block.output_layer_norm(attended))))
+    np.testing.assert_allclose(out, attended + ops.convert_to_numpy(feed_forward), atol=1e-5)
+    with pytest.raises(ValueError, match="only a pre-norm block"):
+        layers.TransformerEncoderBlock(HEADS, 32, normalize_attention_input=False)
+
+
 def test_transformer_encoder_block_attention_mask_and_scores():
     causal = np.tril(np.ones((SEQ, SEQ), "int32"))[None].repeat(BATCH, 0)
     run_layer_test(
@@ -157,6 +208,35 @@ def test_masked_lm_head_untied():
 
 def test_pooler():
     run_layer_test(layers.Pooler, {}, {"sequence": hidden_states()}, (BATCH, HIDDEN))
+
+
+def test_mean_pooler_with_a_norm_and_no_bias():
+    """ModernBERT's classifier head: Norm(act(W · mean of the real tokens)), against NumPy."""
+    run_layer_test(
+        layers.Pooler,
+        {"position": "mean", "use_bias": False, "normalization": "bertlayers>BiasFreeLayerNorm", "activation": "gelu"},
+        {"sequence": hidden_states(), "padding_mask": PADDING},
+        (BATCH, HIDDEN),
+    )
+    sequence = hidden_states()
+    pooler = layers.Pooler(position="mean", use_bias=False, normalization="bertlayers>BiasFreeLayerNorm")
+    pooled = ops.convert_to_numpy(pooler(sequence, PADDING))
+    assert len(pooler.weights) == 2  # W and γ: no bias, no β
+    real = PADDING[:, :, None].astype("float32")
+    mean = (sequence * real).sum(1) / real.sum(1)
+    hidden = np.tanh(mean @ ops.convert_to_numpy(pooler.dense.kernel))
+    centered = hidden - hidden.mean(-1, keepdims=True)
+    expected = centered / np.sqrt(centered.var(-1, keepdims=True) + 1e-12) * ops.convert_to_numpy(pooler.norm.gamma)
+    np.testing.assert_allclose(pooled, expected, atol=1e-4)
+
+
+def test_bias_free_layer_norm():
+    run_layer_test(layers.BiasFreeLayerNorm, {"epsilon": 1e-5}, {"inputs": hidden_states()}, (BATCH, SEQ, HIDDEN))
+    norm = layers.BiasFreeLayerNorm(epsilon=1e-5)
+    x = hidden_states()
+    y = ops.convert_to_numpy(norm(x))
+    assert [w.name for w in norm.weights] == ["gamma"]
+    np.testing.assert_allclose(y, (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5), atol=1e-5)
 
 
 @pytest.mark.parametrize("mode", ["mean", "first", "max"])

@@ -4,6 +4,7 @@ The layers one family alone uses live in its folder (`bertlayers.families.xlnet`
 """
 
 from bertlayers.layers.bert_embeddings import BertEmbeddings
+from bertlayers.layers.bias_free_layer_norm import BiasFreeLayerNorm
 from bertlayers.layers.bidirectional_lstm import BidirectionalLSTM
 from bertlayers.layers.classification_head import ClassificationHead, NextSentenceHead
 from bertlayers.layers.crf import LinearChainCRF
@@ -24,6 +25,7 @@ from bertlayers.layers.transformer_encoder_block import TransformerEncoderBlock
 
 __all__ = [
     "BertEmbeddings",
+    "BiasFreeLayerNorm",
     "BidirectionalLSTM",
     "ClassificationHead",
     "FactorizedEmbedding",

@@ -1,11 +1,19 @@
-"""BERT's input embeddings: token + segment + position, then LayerNorm and dropout."""
+"""BERT's input embeddings: token + segment + position, then LayerNorm and dropout (or, in a
+rotary model, token + segment alone: its positions enter through attention)."""
 
 import keras
 from keras import ops
 
 from bertlayers.layers.initializers import bert_initializer, clone_initializer
-from bertlayers.layers.input_checks import check_id_range, check_integer_ids, check_rank, check_same_shape
+from bertlayers.layers.input_checks import (
+    check_id_range,
+    check_integer_ids,
+    check_rank,
+    check_same_shape,
+    check_sequence_length,
+)
 from bertlayers.layers.position_embedding import PositionEmbedding
+from bertlayers.layers.registered import registered_class, registered_name
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
@@ -26,6 +34,11 @@ class BertEmbeddings(keras.layers.Layer):
       initializer: initializer of the three tables.
       tie_weights: False gives `token_embedding` a separate output matrix for the heads'
         `reverse=True` projection (an untied LM head).
+      learned_positions: add the learned position table; False for models whose positions
+        enter through attention (rotary: ModernBERT, GTE, NomicBERT), which still refuse
+        sequences longer than `max_sequence_length` by name.
+      normalization: the norm's class (or its registered name); default LayerNorm
+        (`BiasFreeLayerNorm` in ModernBERT).
 
     Call args:
       token_ids: int `[batch, seq]`.
@@ -45,10 +58,14 @@ class BertEmbeddings(keras.layers.Layer):
         dropout: float = 0.1,
         initializer: str | keras.initializers.Initializer | None = None,
         tie_weights: bool = True,
+        learned_positions: bool = True,
+        normalization: str | type | None = None,
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
         self.tie_weights = bool(tie_weights)
+        self.learned_positions = bool(learned_positions)
+        self._normalization = registered_class(normalization, "normalization") if normalization is not None else None
         self.vocabulary_size = int(vocabulary_size)
         self.embedding_size = int(embedding_size)
         self.max_sequence_length = int(max_sequence_length)
@@ -74,13 +91,15 @@ class BertEmbeddings(keras.layers.Layer):
                 dtype=self.dtype_policy,
                 name="segment_embedding",
             )
-        self.position_embedding = PositionEmbedding(
-            self.max_sequence_length,
-            initializer=clone_initializer(self.initializer),
-            dtype=self.dtype_policy,
-            name="position_embedding",
-        )
-        self.layer_norm = keras.layers.LayerNormalization(
+        self.position_embedding = None
+        if self.learned_positions:
+            self.position_embedding = PositionEmbedding(
+                self.max_sequence_length,
+                initializer=clone_initializer(self.initializer),
+                dtype=self.dtype_policy,
+                name="position_embedding",
+            )
+        self.layer_norm = (self._normalization or keras.layers.LayerNormalization)(
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
         )
         self.dropout_layer = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
@@ -90,7 +109,8 @@ class BertEmbeddings(keras.layers.Layer):
         self.token_embedding.build(token_ids_shape)
         if self.segment_embedding is not None:
             self.segment_embedding.build(token_ids_shape)
-        self.position_embedding.build(embedded_shape)
+        if self.position_embedding is not None:
+            self.position_embedding.build(embedded_shape)
         self.layer_norm.build(embedded_shape)
         self.built = True
 
@@ -106,7 +126,10 @@ class BertEmbeddings(keras.layers.Layer):
         if self.segment_embedding is not None:
             segment_ids = check_id_range(segment_ids, self.type_vocab_size, "segment_ids", "type_vocab_size")
             embedded = embedded + self.segment_embedding(segment_ids)
-        embedded = embedded + self.position_embedding(embedded)
+        if self.position_embedding is not None:
+            embedded = embedded + self.position_embedding(embedded)
+        else:
+            embedded = check_sequence_length(embedded, self.max_sequence_length, "the input sequence")
         return self.dropout_layer(self.layer_norm(embedded), training=training)
 
     def compute_output_shape(self, token_ids_shape, segment_ids_shape=None):
@@ -124,6 +147,8 @@ class BertEmbeddings(keras.layers.Layer):
                 "dropout": self.dropout,
                 "initializer": keras.initializers.serialize(self.initializer),
                 "tie_weights": self.tie_weights,
+                "learned_positions": self.learned_positions,
+                "normalization": registered_name(self._normalization) if self._normalization else None,
             }
         )
         return config

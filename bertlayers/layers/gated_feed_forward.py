@@ -23,6 +23,8 @@ class GatedFeedForward(keras.layers.Layer):
       intermediate_size: width `I` of the gated inner layer.
       activation: the gate's activation: "gelu" for GeGLU, "silu" for SwiGLU.
       use_bias: biases on the three projections (ModernBERT has none).
+      output_bias: the output projection's bias where it differs from the others' (GTE: the
+        gate and up projections have none, the down projection has one); None: `use_bias`.
       kernel_initializer: initializer of every kernel.
 
     Call args:
@@ -38,19 +40,21 @@ class GatedFeedForward(keras.layers.Layer):
         activation: str = "gelu",
         use_bias: bool = True,
         kernel_initializer: str | keras.initializers.Initializer | None = None,
+        output_bias: bool | None = None,
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
         self.intermediate_size = int(intermediate_size)
         self.activation = canonical_activation(activation)
         self.use_bias = bool(use_bias)
+        self.output_bias = self.use_bias if output_bias is None else bool(output_bias)
         self.kernel_initializer = keras.initializers.get(kernel_initializer or bert_initializer())
         self._activation_fn = get_activation(self.activation)
 
-    def _dense(self, units, name):
+    def _dense(self, units, name, use_bias=None):
         return keras.layers.Dense(
             units,
-            use_bias=self.use_bias,
+            use_bias=self.use_bias if use_bias is None else use_bias,
             kernel_initializer=clone_initializer(self.kernel_initializer),
             dtype=self.dtype_policy,
             name=name,
@@ -63,7 +67,7 @@ class GatedFeedForward(keras.layers.Layer):
         self.gate_dense.build(inputs_shape)
         self.up_dense = self._dense(self.intermediate_size, "up")
         self.up_dense.build(inputs_shape)
-        self.output_dense = self._dense(hidden_size, "output")
+        self.output_dense = self._dense(hidden_size, "output", use_bias=self.output_bias)
         self.output_dense.build(inner_shape)
         self.built = True
 
@@ -80,5 +84,6 @@ class GatedFeedForward(keras.layers.Layer):
             "intermediate_size": self.intermediate_size,
             "activation": self.activation,
             "use_bias": self.use_bias,
+            "output_bias": self.output_bias,
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
         }

@@ -6,6 +6,7 @@ from keras import ops
 from bertlayers.layers.activations import canonical_activation, get_activation, with_activation_renamed
 from bertlayers.layers.initializers import bert_initializer, clone_initializer
 from bertlayers.layers.input_checks import check_integer_ids
+from bertlayers.layers.registered import registered_class, registered_name
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
@@ -27,6 +28,9 @@ class MaskedLMHead(keras.layers.Layer):
       activation: activation of the transform ("gelu" in BERT).
       layer_norm_epsilon: LayerNorm epsilon.
       kernel_initializer: initializer of the transform (and untied output) kernel.
+      use_bias: the transform's bias (`b`; ModernBERT's head has none).
+      normalization: the norm's class (or registered name); default LayerNorm
+        (`BiasFreeLayerNorm` in ModernBERT).
 
     Call args:
       sequence: `[batch, seq, H]` encoder output.
@@ -49,9 +53,13 @@ class MaskedLMHead(keras.layers.Layer):
         activation: str = "gelu",
         layer_norm_epsilon: float = 1e-12,
         kernel_initializer: str | keras.initializers.Initializer | None = None,
+        use_bias: bool = True,
+        normalization: str | type | None = None,
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
+        self.use_bias = bool(use_bias)
+        self._normalization = registered_class(normalization, "normalization") if normalization is not None else None
         if isinstance(token_embedding, dict):
             token_embedding = keras.layers.deserialize(token_embedding)
         if token_embedding is None and vocabulary_size is None:
@@ -77,12 +85,13 @@ class MaskedLMHead(keras.layers.Layer):
         gathered_shape = (sequence_shape[0], None, hidden_size)
         self.transform_dense = keras.layers.Dense(
             width,
+            use_bias=self.use_bias,
             kernel_initializer=clone_initializer(self.kernel_initializer),
             dtype=self.dtype_policy,
             name="transform",
         )
         self.transform_dense.build(gathered_shape)
-        self.layer_norm = keras.layers.LayerNormalization(
+        self.layer_norm = (self._normalization or keras.layers.LayerNormalization)(
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
         )
         self.layer_norm.build(gathered_shape[:-1] + (width,))
@@ -134,6 +143,8 @@ class MaskedLMHead(keras.layers.Layer):
                 "activation": self.activation,
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "use_bias": self.use_bias,
+                "normalization": registered_name(self._normalization) if self._normalization else None,
             }
         )
         return config

@@ -1,20 +1,24 @@
-"""The pooler: one token's state through a dense layer (tanh in BERT), the sequence's summary."""
+"""The pooler: one token's state (or the mean of the real tokens') through a dense layer (tanh in
+BERT), the sequence's summary."""
 
 import keras
 from keras import ops
 
 from bertlayers.layers.activations import canonical_activation, get_activation
 from bertlayers.layers.initializers import bert_initializer
+from bertlayers.layers.registered import registered_class, registered_name
 
-POOLING_POSITIONS = ("first", "last")
+POOLING_POSITIONS = ("first", "last", "mean")
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
 class Pooler(keras.layers.Layer):
-    """pooled = act(W · sequence[:, t] + b)
+    """pooled = act(W · sequence[:, t] + b)   (then Norm(pooled), where a `normalization` is given)
 
     BERT summarizes at its first token ([CLS]); XLNet at its last (its [CLS] ends the
-    sequence, and its attention lets the last token see everything before it).
+    sequence, and its attention lets the last token see everything before it); ModernBERT at
+    the first token or over the mean of the real tokens, then normalizes (its classifier's
+    `head`: dense → act → norm).
 
     Args:
       kernel_initializer: initializer of `W` `[H, H]`.
@@ -22,6 +26,9 @@ class Pooler(keras.layers.Layer):
         `padding_mask`, so padding on either side does not move it).
       activation: "tanh" (BERT, ALBERT, RoBERTa's classifier, XLNet's summary); DistilBERT's
         classifier reads through "relu", ELECTRA's through "gelu".
+      use_bias: the dense layer's bias (`b`; ModernBERT's `classifier_bias`).
+      normalization: a norm after the activation (its class or registered name), None for none.
+      layer_norm_epsilon: that norm's epsilon.
 
     Call args:
       sequence: `[batch, seq, H]`.
@@ -37,6 +44,9 @@ class Pooler(keras.layers.Layer):
         kernel_initializer: str | keras.initializers.Initializer | None = None,
         position: str = "first",
         activation: str = "tanh",
+        use_bias: bool = True,
+        normalization: str | type | None = None,
+        layer_norm_epsilon: float = 1e-12,
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
@@ -46,27 +56,44 @@ class Pooler(keras.layers.Layer):
             raise ValueError(f"Pooler position must be one of {POOLING_POSITIONS}, got {position!r}.")
         self.kernel_initializer = keras.initializers.get(kernel_initializer or bert_initializer())
         self.position = position
+        self.use_bias = bool(use_bias)
+        self._normalization = registered_class(normalization, "normalization") if normalization is not None else None
+        self.layer_norm_epsilon = float(layer_norm_epsilon)
 
     def build(self, sequence_shape, padding_mask_shape=None):
         self.dense = keras.layers.Dense(
             sequence_shape[-1],
+            use_bias=self.use_bias,
             kernel_initializer=self.kernel_initializer,
             dtype=self.dtype_policy,
             name="dense",
         )
         self.dense.build((sequence_shape[0], sequence_shape[-1]))
+        self.norm = None
+        if self._normalization is not None:
+            self.norm = self._normalization(epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="norm")
+            self.norm.build((sequence_shape[0], sequence_shape[-1]))
         self.built = True
 
     def call(self, sequence, padding_mask=None):
+        pooled = self._activation_fn(self.dense(self._summary(sequence, padding_mask)))  # [batch, H]
+        return pooled if self.norm is None else self.norm(pooled)
+
+    def _summary(self, sequence, padding_mask):
+        """The `[batch, H]` the dense layer reads."""
         if self.position == "first":
-            return self._activation_fn(self.dense(sequence[:, 0, :]))
+            return sequence[:, 0, :]
         if padding_mask is None:
-            return self._activation_fn(self.dense(sequence[:, -1, :]))
+            return sequence[:, -1, :] if self.position == "last" else ops.mean(sequence, axis=1)
+        real = ops.not_equal(padding_mask, 0)  # [batch, seq]
+        if self.position == "mean":
+            weights = ops.cast(real, "float32")[:, :, None]  # [batch, seq, 1]
+            total = ops.sum(ops.cast(sequence, "float32") * weights, axis=1)  # [batch, H]
+            return ops.cast(total / ops.maximum(ops.sum(weights, axis=1), 1.0), sequence.dtype)
         # The highest real position: right for right padding and for XLNet's left padding alike.
         positions = ops.arange(ops.shape(padding_mask)[1], dtype="int32")[None, :]
-        last = ops.max(positions * ops.cast(ops.not_equal(padding_mask, 0), "int32"), axis=1)  # [batch]
-        picked = ops.take_along_axis(sequence, last[:, None, None], axis=1)[:, 0, :]  # [batch, H]
-        return self._activation_fn(self.dense(picked))
+        last = ops.max(positions * ops.cast(real, "int32"), axis=1)  # [batch]
+        return ops.take_along_axis(sequence, last[:, None, None], axis=1)[:, 0, :]  # [batch, H]
 
     def compute_output_shape(self, sequence_shape, padding_mask_shape=None):
         return (sequence_shape[0], sequence_shape[-1])
@@ -76,4 +103,7 @@ class Pooler(keras.layers.Layer):
         config["kernel_initializer"] = keras.initializers.serialize(self.kernel_initializer)
         config["position"] = self.position
         config["activation"] = self.activation
+        config["use_bias"] = self.use_bias
+        config["normalization"] = registered_name(self._normalization) if self._normalization else None
+        config["layer_norm_epsilon"] = self.layer_norm_epsilon
         return config

@@ -56,6 +56,9 @@ class TransformerEncoderBlock(keras.layers.Layer):
         `keras.layers.LayerNormalization` (`keras.layers.RMSNormalization` for RMSNorm).
       use_bias: biases on the two dense layers of the default feed-forward network (the
         default attention layer takes its own `use_bias`).
+      normalize_attention_input: with `norm_first`, whether attention reads LN(x); False reads x
+        as it is (the first layer of an encoder whose embeddings end in a norm already:
+        ModernBERT's layer 0 has no `attn_norm`). No norm layer is built then.
 
     Call args:
       inputs: `[batch, seq, hidden]`.
@@ -91,6 +94,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         attention_window: int | None = None,
         normalization: str | type | None = None,
         use_bias: bool = True,
+        normalize_attention_input: bool = True,
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
@@ -114,6 +118,12 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.attention_window = check_attention_window(attention_window)
         self._normalization = registered_class(normalization, "normalization") if normalization is not None else None
         self.use_bias = bool(use_bias)
+        self.normalize_attention_input = bool(normalize_attention_input)
+        if not (self.normalize_attention_input or self.norm_first):
+            raise ValueError(
+                "normalize_attention_input=False leaves out the norm before attention, which only a pre-norm block "
+                "(norm_first=True) has; a post-norm block normalizes after the residual."
+            )
         self.supports_masking = False
 
     def _dense(self, units, name):
@@ -145,8 +155,10 @@ class TransformerEncoderBlock(keras.layers.Layer):
         if not self.attention_layer.built:  # a plugged-in layer may arrive built (deserialized)
             self.attention_layer.build(inputs_shape, inputs_shape)
         self.attention_dropout_layer = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
-        self.attention_layer_norm = self._layer_norm("attention_layer_norm")
-        self.attention_layer_norm.build(inputs_shape)
+        self.attention_layer_norm = None
+        if self.normalize_attention_input:
+            self.attention_layer_norm = self._layer_norm("attention_layer_norm")
+            self.attention_layer_norm.build(inputs_shape)
 
         if self.feed_forward_layer is None:
             self.intermediate_dense = self._dense(self.intermediate_size, "intermediate")
@@ -211,7 +223,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
                 f"{type(self.attention_layer).__name__} takes no query_positions, so the rows at output_positions "
                 f"cannot be computed alone; compute the full output and gather them."
             )
-        x = self.attention_layer_norm(inputs) if self.norm_first else inputs
+        x = self.attention_layer_norm(inputs) if self.norm_first and self.attention_layer_norm else inputs
         query = _rows_at(x, output_positions)  # [B, S or P, H]
         positions = {"query_positions": output_positions} if self.computes_rows else {}
         attended = self.attention_layer(
@@ -251,6 +263,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
                 "attention_window": self.attention_window,
                 "normalization": registered_name(self._normalization) if self._normalization else None,
                 "use_bias": self.use_bias,
+                "normalize_attention_input": self.normalize_attention_input,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "attention_layer": (
                     keras.saving.serialize_keras_object(self.attention_layer) if self._attention_was_given else None

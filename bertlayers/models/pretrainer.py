@@ -20,9 +20,10 @@ from bertlayers.networks.encoder_base import INPUT_NAMES
 
 
 def masked_lm_head(encoder, name="lm_head"):
-    """A `MaskedLMHead` tied to `encoder`'s token embedding, with its activation and policy."""
+    """A `MaskedLMHead` tied to `encoder`'s token embedding, with its activation and policy (and
+    the transform's bias and norm kind where the encoder's family says: `lm_head_arguments`)."""
     config = encoder.config
-    return MaskedLMHead(
+    arguments = dict(
         token_embedding=encoder.token_embedding,
         activation=config.activation,
         layer_norm_epsilon=config.layer_norm_epsilon,
@@ -30,6 +31,8 @@ def masked_lm_head(encoder, name="lm_head"):
         dtype=encoder.layer_dtype_policy,
         name=name,
     )
+    arguments.update(getattr(encoder, "lm_head_arguments", dict)())
+    return MaskedLMHead(**arguments)
 
 
 class PretrainerBase(EncoderModel):

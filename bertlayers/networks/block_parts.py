@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import keras
 
+from bertlayers.layers.bias_free_layer_norm import BiasFreeLayerNorm
 from bertlayers.layers.gated_feed_forward import GatedFeedForward
 from bertlayers.layers.initializers import bert_initializer
 from bertlayers.layers.multi_head_attention import MultiHeadAttention
@@ -92,6 +93,7 @@ register_attention("multi_head", _multi_head)
 register_attention("rotary", _rotary)
 register_normalization("layer_norm", None)
 register_normalization("rms_norm", keras.layers.RMSNormalization)
+register_normalization("bias_free_layer_norm", BiasFreeLayerNorm)
 register_feed_forward("dense", lambda settings, *args: None)
 register_feed_forward("gated", _gated)
 

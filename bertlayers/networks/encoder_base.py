@@ -26,7 +26,7 @@ from bertlayers.layers.input_checks import (
     check_same_shape,
 )
 from bertlayers.layers.pooler import Pooler
-from bertlayers.layers.registered import registered_class
+from bertlayers.layers.registered import registered_class, registered_name
 from bertlayers.networks.block_parts import NORMALIZATIONS, block_arguments, build_block
 from bertlayers.networks.block_stack import INPUT_NAMES, BlockStack, first_positions
 from bertlayers.networks.encoder_config import EncoderConfig
@@ -157,15 +157,7 @@ class EncoderBase(GuardedModel, keras.Model):
         if config.norm_first:
             # Pre-norm blocks leave the residual stream unnormalized; normalize it once at the end.
             final_layer_norm = final_norm(config, dtype)
-        pooler = Pooler(
-            kernel_initializer=bert_initializer(config.initializer_range),
-            # Under causal attention the first token sees only itself: only the last real
-            # token has read the whole sequence (GPT's choice for classification).
-            position="last" if config.causal else self.pooling_position,
-            activation=config.pooler_activation,
-            dtype=dtype,
-            name="pooler",
-        )
+        pooler = self.make_pooler(config, dtype)
         return {
             "embeddings": embeddings,
             "embedding_projection": embedding_projection,
@@ -217,6 +209,29 @@ class EncoderBase(GuardedModel, keras.Model):
         when `embedding_size` differs from the hidden size."""
         factorized = config.embedding_size not in (None, config.hidden_size)
         return embeddings_for(config, dtype, project_to=config.hidden_size if factorized else None)
+
+    def pooling_of(self, config):
+        """Where the pooler reads: the config's `pooling`, else the class's `pooling_position`."""
+        if config.pooling is not None:
+            return config.pooling
+        # Under causal attention the first token sees only itself: only the last real token has
+        # read the whole sequence (GPT's choice for classification).
+        return "last" if config.causal else self.pooling_position
+
+    def make_pooler(self, config, dtype):
+        """The pooler: act(W · the summary) (a family whose summary is normalized adds its norm)."""
+        return Pooler(
+            kernel_initializer=bert_initializer(config.initializer_range),
+            position=self.pooling_of(config),
+            activation=config.pooler_activation,
+            dtype=dtype,
+            name="pooler",
+        )
+
+    def lm_head_arguments(self):
+        """`MaskedLMHead` arguments this family's masked-LM head differs in from BERT's (its
+        transform's bias, its norm kind): {} here."""
+        return {}
 
     def block_of_layer(self, config):
         """For each layer, the index of the distinct block it applies (`shares_layers`: layer i
@@ -411,7 +426,8 @@ def _last_layer_rows(stack, final_layer_norm, encoder_outputs, embedding_output,
 
 def embeddings_for(config, dtype=None, project_to=None):
     """The token + segment + position embedding of `config`, at width `embedding_size` (default
-    the hidden size); with `project_to`, ALBERT's factorized form projecting to that width."""
+    the hidden size); with `project_to`, ALBERT's factorized form projecting to that width.
+    Without `learned_positions`, token + segment alone; normalized by the config's norm kind."""
     common = dict(
         vocabulary_size=config.vocabulary_size,
         max_sequence_length=config.max_sequence_length,
@@ -423,9 +439,20 @@ def embeddings_for(config, dtype=None, project_to=None):
         dtype=dtype,
         name="embeddings",
     )
+    normalization = NORMALIZATIONS.get(config.normalization)  # None: LayerNorm
     if project_to is not None:
+        if normalization is not None or not config.learned_positions:
+            raise ValueError(
+                "EncoderConfig: a factorized embedding (embedding_size differs from hidden_size) takes learned "
+                "positions and LayerNorm."
+            )
         return FactorizedEmbedding(embedding_size=config.embedding_size, hidden_size=project_to, **common)
-    return BertEmbeddings(embedding_size=config.embedding_size or config.hidden_size, **common)
+    return BertEmbeddings(
+        embedding_size=config.embedding_size or config.hidden_size,
+        learned_positions=config.learned_positions,
+        normalization=registered_name(normalization) if normalization is not None else None,
+        **common,
+    )
 
 
 def reinitialized(encoder: keras.Model, seed: int | None = None) -> keras.Model:

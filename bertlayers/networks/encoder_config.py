@@ -4,6 +4,7 @@ import dataclasses
 from typing import Optional
 
 from bertlayers.layers.activations import canonical_activation
+from bertlayers.layers.pooler import POOLING_POSITIONS as POOLINGS
 from bertlayers.utils.options import check_options, option
 from bertlayers.utils.validation import DROPOUT, NON_NEGATIVE_INT, POSITIVE_FLOAT, POSITIVE_INT
 
@@ -44,7 +45,10 @@ class EncoderConfig:
       positions (the BERT paper's left-to-right ablation). `type_vocab_size` 0 means no segment
       embedding. `tie_word_embeddings` False gives the output projection of the LM heads a
       matrix of its own instead of the token embedding's transpose (transformers' setting of
-      that name). `pooler_activation` is the pooler's (tanh in BERT).
+      that name). `pooler_activation` is the pooler's (tanh in BERT); `pooling` where it reads
+      ("first" token, "last" real token, "mean" of the real tokens; None: the class's own).
+      `learned_positions` False leaves the position table out (positions enter through rotary
+      attention alone: ModernBERT, GTE, NomicBERT, EuroBERT).
 
     Each layer (defaults for all, changed per layer by `layer_types` and `layer_kinds`):
       `attention`: the attention implementation, by its name in the encoder's table
@@ -85,6 +89,10 @@ class EncoderConfig:
     normalization: str = option("layer_norm", "the norm, by its name in the table")
     feed_forward: str = option("dense", "the feed-forward network, by its name in the table")
     use_bias: bool = option(True, "biases on the block's dense projections")
+    learned_positions: bool = option(True, "a learned position table added to the input (false: rotary only)")
+    pooling: Optional[str] = option(
+        None, "where the pooler reads: first, last or mean (None: the encoder class's own)", choices=POOLINGS
+    )
     layer_types: Optional[tuple] = option(None, "one kind name per layer")
     layer_kinds: Optional[dict] = option(None, "{kind: {per-layer field: value}}")
 
