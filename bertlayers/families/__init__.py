@@ -7,4 +7,4 @@ Importing a family registers it: its recipes (`bertlayers.families.recipes`), pr
 (docs/adding-a-family.md).
 """
 
-from bertlayers.families import albert, bert, distilbert, electra, roberta, spanbert, xlnet  # noqa: F401
+from bertlayers.families import albert, bert, distilbert, electra, modernbert, roberta, spanbert, xlnet  # noqa: F401
