@@ -97,7 +97,17 @@ def renamed_fields(hf_config, keys, required, source):
 
 
 # The names transformers gives its base models inside task checkpoints (`bert.` in BertForPreTraining).
-BASE_MODEL_PREFIXES = ("bert.", "roberta.", "electra.", "albert.", "distilbert.", "transformer.", "deberta.")
+BASE_MODEL_PREFIXES = (
+    "bert.",
+    "roberta.",
+    "electra.",
+    "albert.",
+    "distilbert.",
+    "transformer.",
+    "deberta.",
+    "gte.",
+    "nomic_bert.",
+)
 
 
 def start_loading(path, model_type, prefix, encoder_class, dtype, name="encoder"):
@@ -313,3 +323,66 @@ def map_encoder_weights(encoder, config, weights, pooler=True, positions=lambda 
     if pooler:
         weights.add(encoder.pooler.dense.kernel, "pooler.dense.weight", transposed)
         weights.add(encoder.pooler.dense.bias, "pooler.dense.bias")
+
+
+def _chunk(array, part, parts):
+    """Rows `part` of `parts` equal parts of a fused torch tensor (axis 0: its outputs)."""
+    size = array.shape[0] // parts
+    return array[part * size : (part + 1) * size]
+
+
+def add_linear(weights, dense, key, part=0, parts=1):
+    """A torch Linear `key` (`.weight` `[out, in]`, `.bias` where `dense` has one) into a Keras
+    `Dense`; with `parts` > 1, chunk `part` of a Linear that fuses several (ModernBERT's `Wi`)."""
+    weights.add(dense.kernel, key + ".weight", lambda w: _chunk(w, part, parts).T)
+    if dense.use_bias:
+        weights.add(dense.bias, key + ".bias", lambda b: _chunk(b, part, parts))
+
+
+def add_norm(weights, norm, key):
+    """A torch LayerNorm or RMSNorm `key` into a Keras norm (`.bias` where it centers)."""
+    weights.add(norm.gamma, key + ".weight")
+    if getattr(norm, "center", False):
+        weights.add(norm.beta, key + ".bias")
+
+
+def add_fused_attention(weights, attention, config, fused, output):
+    """An attention layer from a torch Linear `fused` whose `[3H, H]` weight stacks the query, key
+    and value projections (ModernBERT's `Wqkv`, GTE's `qkv_proj`) and the output Linear `output`."""
+    heads, head_size, hidden = config.num_heads, config.head_size, config.hidden_size
+    for part, dense in enumerate((attention.query_dense, attention.key_dense, attention.value_dense)):
+        weights.add(
+            dense.kernel,
+            fused + ".weight",
+            lambda w, part=part: _chunk(w, part, 3).T.reshape(hidden, heads, head_size),
+        )
+        if attention.use_bias:
+            weights.add(dense.bias, fused + ".bias", lambda b, part=part: _chunk(b, part, 3).reshape(heads, head_size))
+    weights.add(attention.output_dense.kernel, output + ".weight", lambda w: w.T.reshape(heads, head_size, hidden))
+    if attention.use_bias:
+        weights.add(attention.output_dense.bias, output + ".bias")
+
+
+def rotary_theta(hf_config, source, default):
+    """The rotary base of a one-kind config: `rope_parameters.rope_theta` (transformers 5), the
+    older `rope_theta` / `rotary_emb_base`, else the family's `default`; scaled rotations refused."""
+    parameters = hf_config.get("rope_parameters") or {}
+    if parameters.get("rope_type", "default") != "default" or hf_config.get("rope_scaling"):
+        raise ValueError(
+            f"{source}: rope_parameters has rope_type {parameters.get('rope_type')!r} (or rope_scaling is set); only "
+            "the default rotation (no scaling) is supported."
+        )
+    theta = parameters.get("rope_theta", hf_config.get("rope_theta", hf_config.get("rotary_emb_base", default)))
+    return float(theta)
+
+
+def tensor_names(path):
+    """The tensor names of a folder's model.safetensors, read from its header (none if unreadable:
+    the folder reader then says what is wrong with the file)."""
+    from safetensors import safe_open
+
+    try:
+        with safe_open(os.path.join(path, "model.safetensors"), "np") as f:
+            return list(f.keys())
+    except Exception:  # noqa: BLE001  (any unreadable file is reported by read_huggingface_folder)
+        return []

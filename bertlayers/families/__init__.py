@@ -7,4 +7,15 @@ Importing a family registers it: its recipes (`bertlayers.families.recipes`), pr
 (docs/adding-a-family.md).
 """
 
-from bertlayers.families import albert, bert, distilbert, electra, modernbert, roberta, spanbert, xlnet  # noqa: F401
+from bertlayers.families import (  # noqa: F401
+    albert,
+    bert,
+    distilbert,
+    electra,
+    gte,
+    modernbert,
+    nomic_bert,
+    roberta,
+    spanbert,
+    xlnet,
+)

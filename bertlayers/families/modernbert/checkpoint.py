@@ -6,12 +6,14 @@ import numpy as np
 
 from bertlayers.convert.huggingface import (
     IGNORED_TENSORS,
+    add_fused_attention,
+    add_linear,
+    add_norm,
     add_output_projection,
     register_huggingface_family,
     require_keys,
     start_loading,
     tied_output,
-    transposed,
     with_sequence_classifier,
 )
 from bertlayers.families.modernbert.encoder import ModernBertEncoder
@@ -139,59 +141,26 @@ def load_huggingface_modernbert(path, dtype=None):
 
 
 def _add_dense_and_norm(weights, dense, norm, dense_key, norm_key):
-    weights.add(dense.kernel, dense_key + ".weight", transposed)
-    if dense.use_bias:
-        weights.add(dense.bias, dense_key + ".bias")
-    _add_norm(weights, norm, norm_key)
-
-
-def _add_norm(weights, norm, key):
-    weights.add(norm.gamma, key + ".weight")
-    if norm.center:
-        weights.add(norm.beta, key + ".bias")
+    add_linear(weights, dense, dense_key)
+    add_norm(weights, norm, norm_key)
 
 
 def _map_encoder(encoder, weights):
     """Every encoder variable's name in transformers' `ModernBertModel`."""
-    config = encoder.config
-    heads, head_size, hidden = config.num_heads, config.head_size, config.hidden_size
-    inner = config.intermediate_size
     weights.add(encoder.token_embedding.embeddings, "embeddings.tok_embeddings.weight")
-    _add_norm(weights, encoder.embeddings.layer_norm, "embeddings.norm")
+    add_norm(weights, encoder.embeddings.layer_norm, "embeddings.norm")
     for index, block in enumerate(encoder.transformer_layers):
         prefix = f"layers.{index}."
-        if block.attention_layer_norm is not None:
-            _add_norm(weights, block.attention_layer_norm, prefix + "attn_norm")
-        attention = block.attention_layer
-        # Wqkv stacks the query, key and value projections: [3H, H] (torch's [out, in]).
-        for part, dense in enumerate((attention.query_dense, attention.key_dense, attention.value_dense)):
-            rows = slice(part * hidden, (part + 1) * hidden)
-            weights.add(
-                dense.kernel,
-                prefix + "attn.Wqkv.weight",
-                lambda w, rows=rows: w[rows].T.reshape(hidden, heads, head_size),
-            )
-            if config.use_bias:
-                weights.add(
-                    dense.bias, prefix + "attn.Wqkv.bias", lambda b, rows=rows: b[rows].reshape(heads, head_size)
-                )
-        weights.add(
-            attention.output_dense.kernel, prefix + "attn.Wo.weight", lambda w: w.T.reshape(heads, head_size, hidden)
-        )
-        if config.use_bias:
-            weights.add(attention.output_dense.bias, prefix + "attn.Wo.bias")
-        _add_norm(weights, block.output_layer_norm, prefix + "mlp_norm")
-        # Wi stacks GeGLU's two halves: [2I, H], the activated input half first, then the gate.
+        if block.attention_layer_norm is not None:  # layer 0 has none
+            add_norm(weights, block.attention_layer_norm, prefix + "attn_norm")
+        add_fused_attention(weights, block.attention_layer, encoder.config, prefix + "attn.Wqkv", prefix + "attn.Wo")
+        add_norm(weights, block.output_layer_norm, prefix + "mlp_norm")
+        # Wi stacks GeGLU's two halves: [2I, H], the activated half first, then the linear one.
         feed_forward = block.feed_forward_layer
-        for half, dense in enumerate((feed_forward.gate_dense, feed_forward.up_dense)):
-            rows = slice(half * inner, (half + 1) * inner)
-            weights.add(dense.kernel, prefix + "mlp.Wi.weight", lambda w, rows=rows: w[rows].T)
-            if config.use_bias:
-                weights.add(dense.bias, prefix + "mlp.Wi.bias", lambda b, rows=rows: b[rows])
-        weights.add(feed_forward.output_dense.kernel, prefix + "mlp.Wo.weight", transposed)
-        if config.use_bias:
-            weights.add(feed_forward.output_dense.bias, prefix + "mlp.Wo.bias")
-    _add_norm(weights, encoder.final_layer_norm, "final_norm")
+        add_linear(weights, feed_forward.gate_dense, prefix + "mlp.Wi", part=0, parts=2)
+        add_linear(weights, feed_forward.up_dense, prefix + "mlp.Wi", part=1, parts=2)
+        add_linear(weights, feed_forward.output_dense, prefix + "mlp.Wo")
+    add_norm(weights, encoder.final_layer_norm, "final_norm")
 
 
 register_huggingface_family("modernbert", modernbert_config_from_huggingface, load_huggingface_modernbert)
