@@ -90,6 +90,32 @@ def test_multi_head_attention():
     )
 
 
+def test_grouped_query_attention_equals_attention_with_the_key_heads_repeated():
+    """GQA (2 key/value heads for 4 query heads): query head h reads key/value head h // 2, so it
+    equals full multi-head attention whose key and value kernels repeat each shared head."""
+    run_layer_test(
+        layers.RotaryAttention,
+        {"num_heads": HEADS, "key_dim": HIDDEN // HEADS, "num_key_value_heads": 2, "rotary_theta": 100.0},
+        {"query": hidden_states(), "attention_mask": PADDING[:, None, :]},
+        (BATCH, SEQ, HIDDEN),
+    )
+    x = hidden_states()
+    grouped = layers.MultiHeadAttention(HEADS, HIDDEN // HEADS, num_key_value_heads=2)
+    expected_out = grouped(x, attention_mask=PADDING[:, None, :])
+    full = layers.MultiHeadAttention(HEADS, HIDDEN // HEADS)
+    full(x)
+    for name in ("query_dense", "output_dense"):
+        for ours, theirs in zip(getattr(full, name).weights, getattr(grouped, name).weights):
+            ours.assign(theirs)
+    for name in ("key_dense", "value_dense"):
+        kernel, bias = (ops.convert_to_numpy(w) for w in getattr(grouped, name).weights)
+        getattr(full, name).weights[0].assign(np.repeat(kernel, 2, axis=1))
+        getattr(full, name).weights[1].assign(np.repeat(bias, 2, axis=0))
+    np.testing.assert_allclose(full(x, attention_mask=PADDING[:, None, :]), expected_out, atol=1e-5)
+    with pytest.raises(ValueError, match="must divide num_heads"):
+        layers.MultiHeadAttention(HEADS, 4, num_key_value_heads=3)
+
+
 def test_rotary_attention():
     run_layer_test(
         layers.RotaryAttention,
@@ -228,6 +254,16 @@ def test_mean_pooler_with_a_norm_and_no_bias():
     centered = hidden - hidden.mean(-1, keepdims=True)
     expected = centered / np.sqrt(centered.var(-1, keepdims=True) + 1e-12) * ops.convert_to_numpy(pooler.norm.gamma)
     np.testing.assert_allclose(pooled, expected, atol=1e-4)
+
+
+def test_late_pooler_is_the_mean_of_each_tokens_activation():
+    """EuroBERT's late pooling: act(W · x_t + b) at each real token, then their mean."""
+    sequence = hidden_states()
+    pooler = layers.Pooler(position="late", activation="gelu")
+    pooled = ops.convert_to_numpy(pooler(sequence, PADDING))
+    per_token = ops.convert_to_numpy(pooler._activation_fn(pooler.dense(sequence)))
+    real = PADDING[:, :, None].astype("float32")
+    np.testing.assert_allclose(pooled, (per_token * real).sum(1) / real.sum(1), atol=1e-5)
 
 
 def test_bias_free_layer_norm():

@@ -1,4 +1,4 @@
-"""ModernBERT, GTE and NomicBERT checkpoints (encoder, MLM heads tied and untied, classifiers with
+"""ModernBERT, GTE, NomicBERT and EuroBERT checkpoints (encoder, MLM heads tied and untied, classifiers with
 their pooling) against transformers' outputs for the same randomly initialized models
 (tests/fixtures/record_modern_families.py): within 1e-5 in float32."""
 
@@ -35,8 +35,16 @@ def _close_at_real_tokens(ours, theirs, mask):
     np.testing.assert_allclose(np.asarray(ours)[real], theirs[real], atol=ATOL, rtol=1e-5)
 
 
-MASKED_LM = ["modernbert", "modernbert_biased_untied", "gte", "nomic_bert"]
-CLASSIFIERS = ["modernbert_classifier", "modernbert_classifier_cls", "gte_classifier", "nomic_bert_classifier"]
+MASKED_LM = ["modernbert", "modernbert_biased_untied", "gte", "nomic_bert", "eurobert_untied", "eurobert_biased"]
+CLASSIFIERS = [
+    "modernbert_classifier",
+    "modernbert_classifier_cls",
+    "gte_classifier",
+    "nomic_bert_classifier",
+    "eurobert_classifier_late",
+    "eurobert_classifier_mean",
+    "eurobert_classifier_bos",
+]
 
 
 @pytest.mark.parametrize("name", MASKED_LM)
@@ -46,7 +54,7 @@ def test_masked_lm_folders_give_transformers_hidden_states_and_logits(name):
     _close_at_real_tokens(encoder(inputs)["sequence_output"], REFERENCE[f"{name}.hidden"], inputs["padding_mask"])
 
     pretrainer = load_checkpoint_model(_folder(name))
-    assert pretrainer.encoder.config.tie_word_embeddings == (not name.endswith("untied"))
+    assert pretrainer.encoder.config.tie_word_embeddings == ("untied" not in name)
     positions = np.tile(np.arange(inputs["token_ids"].shape[1], dtype="int32"), (len(inputs["token_ids"]), 1))
     logits = pretrainer({**inputs, "masked_positions": positions})["mlm"]
     _close_at_real_tokens(logits, REFERENCE[f"{name}.logits"], inputs["padding_mask"])

@@ -341,7 +341,7 @@ def add_linear(weights, dense, key, part=0, parts=1):
 
 def add_norm(weights, norm, key):
     """A torch LayerNorm or RMSNorm `key` into a Keras norm (`.bias` where it centers)."""
-    weights.add(norm.gamma, key + ".weight")
+    weights.add(norm.gamma if hasattr(norm, "gamma") else norm.scale, key + ".weight")  # RMSNorm: scale
     if getattr(norm, "center", False):
         weights.add(norm.beta, key + ".bias")
 

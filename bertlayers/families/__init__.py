@@ -12,6 +12,7 @@ from bertlayers.families import (  # noqa: F401
     bert,
     distilbert,
     electra,
+    eurobert,
     gte,
     modernbert,
     nomic_bert,

@@ -31,6 +31,8 @@ class MaskedLMHead(keras.layers.Layer):
       use_bias: the transform's bias (`b`; ModernBERT's head has none).
       normalization: the norm's class (or registered name); default LayerNorm
         (`BiasFreeLayerNorm` in ModernBERT).
+      transform: False projects the sequence onto the vocabulary directly, with no dense layer
+        and norm before (EuroBERT's `lm_head`, after its encoder's final norm).
 
     Call args:
       sequence: `[batch, seq, H]` encoder output.
@@ -55,10 +57,12 @@ class MaskedLMHead(keras.layers.Layer):
         kernel_initializer: str | keras.initializers.Initializer | None = None,
         use_bias: bool = True,
         normalization: str | type | None = None,
+        transform: bool = True,
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
         self.use_bias = bool(use_bias)
+        self.transform = bool(transform)
         self._normalization = registered_class(normalization, "normalization") if normalization is not None else None
         if isinstance(token_embedding, dict):
             token_embedding = keras.layers.deserialize(token_embedding)
@@ -83,18 +87,16 @@ class MaskedLMHead(keras.layers.Layer):
         tied = self.token_embedding is not None
         width = self.token_embedding.output_dim if tied else hidden_size
         gathered_shape = (sequence_shape[0], None, hidden_size)
-        self.transform_dense = keras.layers.Dense(
-            width,
-            use_bias=self.use_bias,
-            kernel_initializer=clone_initializer(self.kernel_initializer),
-            dtype=self.dtype_policy,
-            name="transform",
-        )
-        self.transform_dense.build(gathered_shape)
-        self.layer_norm = (self._normalization or keras.layers.LayerNormalization)(
-            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
-        )
-        self.layer_norm.build(gathered_shape[:-1] + (width,))
+        if not self.transform:
+            if tied and self.token_embedding.output_dim != hidden_size:
+                raise ValueError(
+                    f"MaskedLMHead(transform=False) projects the sequence (width {hidden_size}) with the token "
+                    f"embedding (width {self.token_embedding.output_dim}): the widths must agree."
+                )
+            width = hidden_size
+        self.transform_dense = self.layer_norm = None
+        if self.transform:
+            self._build_transform(gathered_shape, width)
         if tied:
             if not self.token_embedding.built:
                 self.token_embedding.build()
@@ -110,13 +112,29 @@ class MaskedLMHead(keras.layers.Layer):
         self.output_bias = self.add_weight(name="output_bias", shape=(self.vocabulary_size,), initializer="zeros")
         self.built = True
 
+    def _build_transform(self, gathered_shape, width):
+        self.transform_dense = keras.layers.Dense(
+            width,
+            use_bias=self.use_bias,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            dtype=self.dtype_policy,
+            name="transform",
+        )
+        self.transform_dense.build(gathered_shape)
+        self.layer_norm = (self._normalization or keras.layers.LayerNormalization)(
+            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
+        )
+        self.layer_norm.build(gathered_shape[:-1] + (width,))
+
     def call(self, sequence, masked_positions=None):
         if masked_positions is None:
             gathered = sequence
         else:
             check_integer_ids(masked_positions, "masked_positions")
             gathered = ops.take_along_axis(sequence, ops.expand_dims(masked_positions, -1), axis=1)
-        hidden = self.layer_norm(self._activation_fn(self.transform_dense(gathered)))
+        hidden = gathered
+        if self.transform:
+            hidden = self.layer_norm(self._activation_fn(self.transform_dense(gathered)))
         if self.token_embedding is not None:
             logits = self.token_embedding(hidden, reverse=True)
         else:
@@ -144,6 +162,7 @@ class MaskedLMHead(keras.layers.Layer):
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "use_bias": self.use_bias,
+                "transform": self.transform,
                 "normalization": registered_name(self._normalization) if self._normalization else None,
             }
         )

@@ -25,6 +25,9 @@ class MultiHeadAttention(keras.layers.Layer):
       dropout: dropout rate on the attention probabilities.
       use_bias: whether the projections have biases.
       kernel_initializer: initializer of the projection kernels.
+      num_key_value_heads: grouped-query attention (Ainslie et al. 2023; EuroBERT, Llama): keys
+        and values are projected to this many heads, each shared by `num_heads / num_key_value_heads`
+        query heads (query head h reads key head h // that); None: one per query head.
 
     Call args:
       query: `[batch, query_len, hidden]`.
@@ -46,10 +49,17 @@ class MultiHeadAttention(keras.layers.Layer):
         dropout: float = 0.0,
         use_bias: bool = True,
         kernel_initializer: str | keras.initializers.Initializer | None = None,
+        num_key_value_heads: int | None = None,
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
         self.num_heads = int(num_heads)
+        self.num_key_value_heads = self.num_heads if num_key_value_heads is None else int(num_key_value_heads)
+        if self.num_key_value_heads <= 0 or self.num_heads % self.num_key_value_heads:
+            raise ValueError(
+                f"num_key_value_heads ({num_key_value_heads}) must divide num_heads ({num_heads}): each key/value "
+                "head serves an equal group of query heads."
+            )
         self.key_dim = int(key_dim)
         self.dropout = float(dropout)
         self.use_bias = bool(use_bias)
@@ -74,9 +84,10 @@ class MultiHeadAttention(keras.layers.Layer):
         # reshapes into them without copying.
         self.query_dense = self._projection("btd,dnh->btnh", heads, "nh", "query")
         self.query_dense.build(query_shape)
-        self.key_dense = self._projection("btd,dnh->btnh", heads, "nh", "key")
+        shared = (None, self.num_key_value_heads, self.key_dim)
+        self.key_dense = self._projection("btd,dnh->btnh", shared, "nh", "key")
         self.key_dense.build(value_shape)
-        self.value_dense = self._projection("btd,dnh->btnh", heads, "nh", "value")
+        self.value_dense = self._projection("btd,dnh->btnh", shared, "nh", "value")
         self.value_dense.build(value_shape)
         self.output_dense = self._projection("btnh,nhd->btd", (None, hidden_size), "d", "attention_output")
         self.output_dense.build((query_shape[0], query_shape[1], self.num_heads, self.key_dim))
@@ -97,7 +108,10 @@ class MultiHeadAttention(keras.layers.Layer):
         query = self.query_dense(query) * ops.cast(1.0 / math.sqrt(self.key_dim), self.compute_dtype)
         key = self.key_dense(value)
         value = self.value_dense(value)
-        query, key = self.positioned(query, key, query_positions)  # [B, Q, N, D], [B, K, N, D]
+        query, key = self.positioned(query, key, query_positions)  # [B, Q, N, D], [B, K, N_kv, D]
+        if self.num_key_value_heads != self.num_heads:  # each key/value head to its group of query heads
+            group = self.num_heads // self.num_key_value_heads
+            key, value = ops.repeat(key, group, axis=2), ops.repeat(value, group, axis=2)  # [B, K, N, D]
 
         if self._fused(return_attention_scores, training):
             mask = None if attention_mask is None else ops.expand_dims(ops.not_equal(attention_mask, 0), 1)
@@ -140,6 +154,7 @@ class MultiHeadAttention(keras.layers.Layer):
                 "dropout": self.dropout,
                 "use_bias": self.use_bias,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "num_key_value_heads": self.num_key_value_heads,
             }
         )
         return config

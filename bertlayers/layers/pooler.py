@@ -8,7 +8,7 @@ from bertlayers.layers.activations import canonical_activation, get_activation
 from bertlayers.layers.initializers import bert_initializer
 from bertlayers.layers.registered import registered_class, registered_name
 
-POOLING_POSITIONS = ("first", "last", "mean")
+POOLING_POSITIONS = ("first", "last", "mean", "late")
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
@@ -76,20 +76,21 @@ class Pooler(keras.layers.Layer):
         self.built = True
 
     def call(self, sequence, padding_mask=None):
-        pooled = self._activation_fn(self.dense(self._summary(sequence, padding_mask)))  # [batch, H]
+        if self.position == "late":
+            pooled = _mean(self._activation_fn(self.dense(sequence)), padding_mask)  # [batch, H]
+        else:
+            pooled = self._activation_fn(self.dense(self._summary(sequence, padding_mask)))  # [batch, H]
         return pooled if self.norm is None else self.norm(pooled)
 
     def _summary(self, sequence, padding_mask):
         """The `[batch, H]` the dense layer reads."""
         if self.position == "first":
             return sequence[:, 0, :]
-        if padding_mask is None:
-            return sequence[:, -1, :] if self.position == "last" else ops.mean(sequence, axis=1)
-        real = ops.not_equal(padding_mask, 0)  # [batch, seq]
         if self.position == "mean":
-            weights = ops.cast(real, "float32")[:, :, None]  # [batch, seq, 1]
-            total = ops.sum(ops.cast(sequence, "float32") * weights, axis=1)  # [batch, H]
-            return ops.cast(total / ops.maximum(ops.sum(weights, axis=1), 1.0), sequence.dtype)
+            return _mean(sequence, padding_mask)
+        if padding_mask is None:
+            return sequence[:, -1, :]
+        real = ops.not_equal(padding_mask, 0)  # [batch, seq]
         # The highest real position: right for right padding and for XLNet's left padding alike.
         positions = ops.arange(ops.shape(padding_mask)[1], dtype="int32")[None, :]
         last = ops.max(positions * ops.cast(real, "int32"), axis=1)  # [batch]
@@ -107,3 +108,13 @@ class Pooler(keras.layers.Layer):
         config["normalization"] = registered_name(self._normalization) if self._normalization else None
         config["layer_norm_epsilon"] = self.layer_norm_epsilon
         return config
+
+
+def _mean(sequence, padding_mask):
+    """The mean of `sequence` `[batch, seq, H]` over the real tokens (all without a mask), in float32."""
+    values = ops.cast(sequence, "float32")
+    if padding_mask is None:
+        return ops.cast(ops.mean(values, axis=1), sequence.dtype)
+    weights = ops.cast(ops.not_equal(padding_mask, 0), "float32")[:, :, None]  # [batch, seq, 1]
+    total = ops.sum(values * weights, axis=1)  # [batch, H]
+    return ops.cast(total / ops.maximum(ops.sum(weights, axis=1), 1.0), sequence.dtype)

@@ -50,13 +50,14 @@ def _multi_head(settings, num_heads, key_dim, dropout, kernel_initializer, dtype
             f"attention 'multi_head' has no rotary positions (rotary_theta={settings.rotary_theta}); name an "
             f"attention that rotates (registered: {', '.join(sorted(ATTENTIONS))})."
         )
-    if settings.use_bias:
+    if settings.use_bias and settings.num_key_value_heads is None:
         return None  # the block's own, built and named as in every checkpoint mapping
     return MultiHeadAttention(
         num_heads,
         key_dim,
         dropout=dropout,
-        use_bias=False,
+        use_bias=settings.use_bias,
+        num_key_value_heads=settings.num_key_value_heads,
         kernel_initializer=kernel_initializer,
         dtype=dtype,
         name="self_attention",
@@ -70,6 +71,7 @@ def _rotary(settings, num_heads, key_dim, dropout, kernel_initializer, dtype):
         num_heads,
         key_dim,
         rotary_theta=settings.rotary_theta,
+        num_key_value_heads=settings.num_key_value_heads,
         dropout=dropout,
         use_bias=settings.use_bias,
         kernel_initializer=kernel_initializer,

@@ -11,6 +11,7 @@ from bertlayers.utils.validation import DROPOUT, NON_NEGATIVE_INT, POSITIVE_FLOA
 # The fields a layer may set for itself (`layer_kinds`); the others hold for the whole encoder.
 PER_LAYER_FIELDS = (
     "attention",
+    "num_key_value_heads",
     "attention_window",
     "rotary_theta",
     "normalization",
@@ -25,6 +26,7 @@ class LayerSettings:
     """What one layer of the stack is built with (the per-layer fields of `EncoderConfig`)."""
 
     attention: str
+    num_key_value_heads: Optional[int]
     attention_window: Optional[int]
     rotary_theta: Optional[float]
     normalization: str
@@ -53,6 +55,8 @@ class EncoderConfig:
     Each layer (defaults for all, changed per layer by `layer_types` and `layer_kinds`):
       `attention`: the attention implementation, by its name in the encoder's table
         (`bertlayers.networks.block_parts`; "multi_head" is softmax attention over all keys).
+      `num_key_value_heads`: grouped-query attention (keys and values in that many heads, each
+        shared by num_heads / it query heads; EuroBERT); None: one per query head.
       `attention_window`: local attention over a window of that many tokens; None: global.
       `rotary_theta`: the base of rotary position embedding (for attentions that rotate).
       `normalization`: "layer_norm", "rms_norm", or a registered name of the table.
@@ -84,6 +88,9 @@ class EncoderConfig:
     tie_word_embeddings: bool = option(True, "LM heads project with the token table's transpose")
     pooler_activation: str = option("tanh", "the pooler's activation")
     attention: str = option("multi_head", "the attention implementation, by its name in the table")
+    num_key_value_heads: Optional[int] = option(
+        None, "grouped-query attention: key/value heads, each shared by a group of query heads", POSITIVE_INT
+    )
     attention_window: Optional[int] = option(None, "local attention over this many tokens (None: global)", POSITIVE_INT)
     rotary_theta: Optional[float] = option(None, "base of rotary position embedding", POSITIVE_FLOAT)
     normalization: str = option("layer_norm", "the norm, by its name in the table")
@@ -102,6 +109,11 @@ class EncoderConfig:
         for field in dataclasses.fields(self):
             _check_type(field, getattr(self, field.name))
         check_options(self, prefix="EncoderConfig.")
+        if self.num_key_value_heads is not None and self.num_heads % self.num_key_value_heads:
+            raise ValueError(
+                f"EncoderConfig.num_key_value_heads ({self.num_key_value_heads}) must divide num_heads "
+                f"({self.num_heads})."
+            )
         if self.hidden_size % self.num_heads:
             raise ValueError(
                 f"EncoderConfig.hidden_size ({self.hidden_size}) must be divisible by num_heads ({self.num_heads})."
