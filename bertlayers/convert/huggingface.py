@@ -244,13 +244,19 @@ def add_embeddings(weights, embeddings, prefix="embeddings.", positions=lambda t
 
 def add_attention(weights, attention, config, query, key, value, output):
     """An attention layer's four projections from torch Linear weights (`[out, in]`; ours are
-    `[in, heads, head_size]` and `[heads, head_size, out]`), each name without ".weight"."""
-    heads, head_size, hidden = config.num_heads, config.head_size, config.hidden_size
+    `[in, heads, head_size]` and `[heads, head_size, out]`), each name without ".weight"; keys and
+    values in the attention's own number of heads (fewer under grouped-query attention), biases
+    where it has them."""
+    head_size, hidden = config.head_size, config.hidden_size
     for name, dense in ((query, attention.query_dense), (key, attention.key_dense), (value, attention.value_dense)):
-        weights.add(dense.kernel, name + ".weight", lambda w: w.T.reshape(hidden, heads, head_size))
-        weights.add(dense.bias, name + ".bias", lambda b: b.reshape(heads, head_size))
+        heads = dense.kernel.shape[1]
+        weights.add(dense.kernel, name + ".weight", lambda w, heads=heads: w.T.reshape(hidden, heads, head_size))
+        if attention.use_bias:
+            weights.add(dense.bias, name + ".bias", lambda b, heads=heads: b.reshape(heads, head_size))
+    heads = config.num_heads
     weights.add(attention.output_dense.kernel, output + ".weight", lambda w: w.T.reshape(heads, head_size, hidden))
-    weights.add(attention.output_dense.bias, output + ".bias")
+    if attention.use_bias:
+        weights.add(attention.output_dense.bias, output + ".bias")
 
 
 def add_lm_transform(weights, head, dense, layer_norm, bias):

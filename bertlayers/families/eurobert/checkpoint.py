@@ -6,6 +6,7 @@ import numpy as np
 
 from bertlayers.convert.huggingface import (
     IGNORED_TENSORS,
+    add_attention,
     add_linear,
     add_norm,
     add_output_projection,
@@ -79,32 +80,16 @@ def load_huggingface_eurobert(path, dtype=None):
     weights.add(encoder.token_embedding.embeddings, "embed_tokens.weight")
     for index, block in enumerate(encoder.transformer_layers):
         layer = f"layers.{index}."
-        attention = block.attention_layer
-        config = encoder.config
-        for dense, name in (
-            (attention.query_dense, "q_proj"),
-            (attention.key_dense, "k_proj"),
-            (attention.value_dense, "v_proj"),
-        ):
-            heads = dense.kernel.shape[1]
-            weights.add(
-                dense.kernel,
-                layer + f"self_attn.{name}.weight",
-                lambda w, heads=heads: w.T.reshape(config.hidden_size, heads, config.head_size),
-            )
-            if attention.use_bias:
-                weights.add(
-                    dense.bias,
-                    layer + f"self_attn.{name}.bias",
-                    lambda b, heads=heads: b.reshape(heads, config.head_size),
-                )
-        weights.add(
-            attention.output_dense.kernel,
-            layer + "self_attn.o_proj.weight",
-            lambda w: w.T.reshape(config.num_heads, config.head_size, config.hidden_size),
+        attention = layer + "self_attn."
+        add_attention(
+            weights,
+            block.attention_layer,
+            encoder.config,
+            attention + "q_proj",
+            attention + "k_proj",
+            attention + "v_proj",
+            attention + "o_proj",
         )
-        if attention.use_bias:
-            weights.add(attention.output_dense.bias, layer + "self_attn.o_proj.bias")
         add_norm(weights, block.attention_layer_norm, layer + "input_layernorm")
         feed_forward = block.feed_forward_layer
         add_linear(weights, feed_forward.gate_dense, layer + "mlp.gate_proj")
