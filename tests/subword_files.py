@@ -118,3 +118,115 @@ def reference_tokenizer(folder, **options):
     import transformers
 
     return transformers.AutoTokenizer.from_pretrained(folder, **options)
+
+
+# Texts the tokenizer.json tests add (the issue's edge cases): emoji with ZWJ, zero-width and
+# no-break spaces, ligatures, a 300-character word, runs of whitespace and line breaks, added
+# tokens inside text.
+JSON_EDGE_CASES = [
+    "family 👨\u200d👩\u200d👧\u200d👦 and 🏳\ufe0f\u200d🌈 flags",
+    "zero\u200bwidth\u200cjoin\u200d and\u00a0nbsp\u202fnarrow",
+    "ligatures ﬁne ﬂow ﬀ ﬃ and ½ ² ™ ① ｆｕｌｌ",
+    "x" * 300,
+    "word " + "y" * 150 + "z" * 150,
+    "\n\n\n   \t\t  \r\n  end",
+    "x.\n\ny   1  (word \n\t z",
+    "a [MASK] b[MASK]c  [MASK]  d",
+    "write to |||EMAIL_ADDRESS||| now",
+    "<|begin_of_text|>hi<|end_of_text|> <|mask|> done",
+    "[CLS] already [SEP] here [UNK]",
+    "I'M SHOUTING, isn't it? DON'T 'S",
+    "12345678 9.99 1,000,000",
+]
+
+
+def json_check_sentences():
+    """The check sentences, 200 BBC News paragraphs and the tokenizer.json edge cases."""
+    from bertlayers.utils.assets import bbc_news_articles
+
+    bbc = [paragraph for text, _ in bbc_news_articles()[:60] for paragraph in text.split("\n") if paragraph][:200]
+    return check_sentences() + bbc + JSON_EDGE_CASES
+
+
+# The kinds of tokenizer.json the modern checkpoints ship, each trained here.
+JSON_KINDS = ("modernbert", "eurobert", "nomic_bert")
+
+
+def write_tokenizer_json(path, kind, vocab_size=2000):
+    """A tokenizer.json of `kind`, trained by the tokenizers library on the Wikipedia excerpt:
+    "modernbert": NFC + byte-level BPE (GPT-2's regex), [CLS] A [SEP] B [SEP], an lstrip [MASK] and
+      a non-special added token; "eurobert": Llama-3's regex split + byte-level BPE with
+      ignore_merges, <|begin_of_text|> A <|end_of_text|>; "nomic_bert": BERT's normalizer,
+      pre-tokenizer and WordPiece, [CLS] A [SEP] B [SEP] with segments."""
+    from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+
+    sentences = real_sentences()["wikipedia"][:20000]
+    if kind == "nomic_bert":
+        tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+        tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
+        tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        special = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+        trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=special, show_progress=False)
+        template = ("[CLS] $A [SEP]", "[CLS] $A [SEP] $B:1 [SEP]:1", "[CLS]", "[SEP]")
+    else:
+        tokenizer = Tokenizer(models.BPE(ignore_merges=kind == "eurobert"))
+        if kind == "modernbert":
+            tokenizer.normalizer = normalizers.NFC()
+            tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+            special = ["|||IP_ADDRESS|||", "<|padding|>", "[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"]
+            template = ("[CLS] $A [SEP]", "[CLS] $A [SEP] $B [SEP]", "[CLS]", "[SEP]")
+        else:
+            from bertlayers.tokenizers.tokenizer_json import LLAMA3_PATTERN
+
+            tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+                [
+                    pre_tokenizers.Split(Regex(LLAMA3_PATTERN), behavior="isolated"),
+                    pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+                ]
+            )
+            special = ["<|begin_of_text|>", "<|end_of_text|>", "<|mask|>", "<|pad|>"]
+            template = (
+                "<|begin_of_text|> $A <|end_of_text|>",
+                "<|begin_of_text|> $A <|end_of_text|> $B <|end_of_text|>",
+                "<|begin_of_text|>",
+                "<|end_of_text|>",
+            )
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            min_frequency=2,
+            special_tokens=special,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        )
+    tokenizer.train_from_iterator(sentences, trainer)
+    single, pair, first, last = template
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single=single,
+        pair=pair,
+        special_tokens=[(first, tokenizer.token_to_id(first)), (last, tokenizer.token_to_id(last))],
+    )
+    spec = json.loads(tokenizer.to_str())
+    for token in spec["added_tokens"]:
+        if token["content"] in ("[MASK]", "<|mask|>"):
+            token["lstrip"] = True  # as ModernBERT's [MASK]: it takes the space before it
+    if kind == "modernbert":
+        spec["added_tokens"].append(
+            {
+                "id": len(spec["model"]["vocab"]) - 1,
+                "content": "|||EMAIL_ADDRESS|||",
+                "single_word": False,
+                "lstrip": False,
+                "rstrip": False,
+                "normalized": False,
+                "special": False,
+            }
+        )
+        # The last BPE token gives its id to the added one (the vocabulary keeps its size).
+        last = max(spec["model"]["vocab"], key=spec["model"]["vocab"].get)
+        spec["model"]["vocab"]["|||EMAIL_ADDRESS|||"] = spec["model"]["vocab"].pop(last)
+        spec["model"]["merges"] = [
+            m for m in spec["model"]["merges"] if "".join(m if isinstance(m, list) else m.split(" ")) != last
+        ]
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(spec, f, ensure_ascii=False)
+    return path

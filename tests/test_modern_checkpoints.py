@@ -68,3 +68,178 @@ def test_classifier_folders_give_transformers_logits(name):
     if f"{name}.pooled" in REFERENCE:
         pooled = classifier.encoder(inputs)["pooled_output"]
         np.testing.assert_allclose(pooled, REFERENCE[f"{name}.pooled"], atol=ATOL, rtol=1e-5)
+
+
+# Each model type's folder for the end-to-end tests: the fixture's weights, and a tokenizer.json of
+# the kind its published folders ship, trained here at the fixture's vocabulary size.
+SERVED = {
+    # name: (fixture, tokenizer.json kind, vocabulary size)
+    "modernbert": ("modernbert", "modernbert", 2000),
+    "gte": ("gte", "nomic_bert", 2000),
+    "nomic_bert": ("nomic_bert", "nomic_bert", 1000),
+    "eurobert": ("eurobert_untied", "eurobert", 2000),
+}
+SERVE_IDS_AND_TEXT = """
+import json, sys
+import numpy as np, tensorflow as tf, tensorflow_text  # noqa: F401  (the tokenizers' kernels)
+texts, paths, ids = json.loads(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[3])
+answers = {}
+for name, (text_path, ids_path) in paths.items():
+    text = tf.saved_model.load(text_path).signatures["serving_default"]
+    served_ids = tf.saved_model.load(ids_path).signatures["serving_default"]
+    inputs = {key: tf.constant(value, tf.int32) for key, value in ids[name].items()}
+    answers[name] = [text(text=tf.constant(texts))["logits"].numpy().tolist(), served_ids(**inputs)["logits"].numpy().tolist()]
+print(json.dumps(answers))
+"""
+
+
+def modern_folder(name, folder):
+    """A checkpoint folder of model type `name`: config.json, model.safetensors, tokenizer.json."""
+    import shutil
+
+    from subword_files import write_tokenizer_json
+
+    fixture, kind, size = SERVED[name]
+    shutil.copytree(_folder(fixture), folder)
+    write_tokenizer_json(os.path.join(folder, "tokenizer.json"), kind, vocab_size=size)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def served_models(tmp_path_factory):
+    """Each model type: a classifier fine-tuned a few steps on real Rotten Tomatoes snippets from its
+    folder (the tokenizer read from its tokenizer.json), saved, loaded and exported (text and ids)."""
+    import keras
+
+    from bertlayers.convert import load_checkpoint, load_model_file, save_model
+    from bertlayers.export import export_for_serving
+    from bertlayers.models import SequenceClassifier
+    from bertlayers.utils.assets import rotten_tomatoes_snippets
+
+    root = tmp_path_factory.mktemp("modern")
+    snippets = rotten_tomatoes_snippets()
+    train, check = snippets[:32], [text for text, _ in snippets[1000:1008]]
+    results = {}
+    for name in SERVED:
+        checkpoint = load_checkpoint(modern_folder(name, str(root / name)))
+        x = checkpoint.tokenizer.encode([text for text, _ in train], sequence_length=48)
+        y = np.array([label == "fresh" for _, label in train], "int32")
+        keras.utils.set_random_seed(0)
+        model = SequenceClassifier(checkpoint.encoder, 2, label_names=["rotten", "fresh"])
+        model.compile(optimizer=keras.optimizers.Adam(1e-3))
+        history = model.fit(x, {"logits": y}, batch_size=16, epochs=4, verbose=0)
+        save_model(model, str(root / f"{name}.keras"))
+        loaded = load_model_file(str(root / f"{name}.keras"))
+        paths = export_for_serving(loaded, name, base_dir=str(root / "savedmodels"), sequence_length=48, truncate=True)
+        packed = checkpoint.tokenizer.encode(check, sequence_length=48)
+        expected = loaded.predict(packed, verbose=0)["logits"]
+        results[name] = ((paths[name + "_text"], paths[name]), packed, expected, history.history["loss"])
+    return check, results
+
+
+@pytest.mark.slow
+def test_each_model_type_fine_tunes_and_serves_text_and_ids_from_its_folder(served_models):
+    from processes import python, run
+
+    check, results = served_models
+    for name, (_, _, _, losses) in results.items():
+        assert np.isfinite(losses).all() and losses[-1] < losses[0], (name, losses)
+    paths = {name: list(paths) for name, (paths, _, _, _) in results.items()}
+    ids = {name: {k: np.asarray(v).tolist() for k, v in packed.items()} for name, (_, packed, _, _) in results.items()}
+    answers = json.loads(
+        run(python(SERVE_IDS_AND_TEXT) + [json.dumps(check), json.dumps(paths), json.dumps(ids)]).stdout.splitlines()[
+            -1
+        ]
+    )
+    for name, (_, _, expected, _) in results.items():
+        text_answer, ids_answer = answers[name]
+        np.testing.assert_allclose(np.array(text_answer), expected, atol=1e-4, err_msg=name)
+        np.testing.assert_allclose(np.array(ids_answer), expected, atol=1e-4, err_msg=name)
+
+
+@pytest.mark.slow
+def test_every_model_type_text_model_uses_only_ops_tf_serving_links(served_models):
+    import tensorflow as tf
+    from test_export import FORBIDDEN, graph_ops
+    from test_subword_checkpoints import SERVING_TF_TEXT_OPS
+
+    _, results = served_models
+    core = set(dir(tf.raw_ops))
+    for name, ((path, _), _, _, _) in results.items():
+        ops = graph_ops(path)
+        assert not ops & FORBIDDEN, name
+        assert not ops - core - SERVING_TF_TEXT_OPS, (name, sorted(ops - core - SERVING_TF_TEXT_OPS))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(SERVED))
+def test_run_classifier_fine_tunes_from_the_folder(name, tmp_path):
+    """`--init FOLDER` with a folder whose only tokenizer file is tokenizer.json."""
+    import csv
+
+    from processes import run_script
+
+    from bertlayers.convert import load_model_file
+    from bertlayers.convert.model_files import recorded_vocabulary
+    from bertlayers.utils.assets import rotten_tomatoes_snippets
+
+    snippets = rotten_tomatoes_snippets()
+    for file, rows in (("train.csv", snippets[:32]), ("eval.csv", snippets[2000:2016])):
+        with open(tmp_path / file, "w", newline="", encoding="utf-8") as f:
+            csv.writer(f).writerows([("text", "label"), *rows])
+    folder = modern_folder(name, str(tmp_path / name))
+    run_script(
+        "run_classifier.py",
+        "--init",
+        folder,
+        "--train_file",
+        tmp_path / "train.csv",
+        "--eval_file",
+        tmp_path / "eval.csv",
+        "--output_dir",
+        tmp_path / "sentiment",
+        "--epochs",
+        1,
+        "--batch_size",
+        16,
+        "--sequence_length",
+        40,
+        "--verbose",
+        0,
+    )
+    assert json.load(open(tmp_path / "sentiment" / "metrics.json"))["eval_examples"] == 16
+    recorded = recorded_vocabulary(load_model_file(str(tmp_path / "sentiment" / "model.keras")))
+    assert recorded.model_type == json.load(open(os.path.join(folder, "config.json")))["model_type"]
+    assert "tokenizer.json" in dict(recorded.files)
+
+
+def test_a_bert_folder_with_only_tokenizer_json_tokenizes_and_serves_text(tmp_path):
+    """The BERT-architecture folders published with a tokenizer.json and no vocab.txt."""
+    import shutil
+
+    import tensorflow as tf
+    from subword_files import write_tokenizer_json
+    from tokenizers import Tokenizer
+
+    from bertlayers.convert import load_checkpoint
+    from bertlayers.export import export_for_serving
+    from bertlayers.models import SequenceClassifier
+    from bertlayers.testing import check_served_equals_keras
+
+    folder = str(tmp_path / "bert")
+    shutil.copytree(os.path.join(FIXTURES, "subword_families", "bert_classifier"), folder)
+    write_tokenizer_json(os.path.join(folder, "tokenizer.json"), "nomic_bert", vocab_size=1000)
+    assert not os.path.exists(os.path.join(folder, "vocab.txt"))
+    checkpoint = load_checkpoint(folder)
+    texts = ["A film of great charm.", "Dull, and far too long."]
+    reference = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+    packed = checkpoint.tokenizer.encode(texts, sequence_length=16)
+    for row, text in enumerate(texts):
+        ids = reference.encode(text).ids
+        assert packed["token_ids"][row][: len(ids)].tolist() == ids
+    model = checkpoint.model
+    assert isinstance(model, SequenceClassifier)
+    check_served_equals_keras(model, packed, sequence_length=16)
+    paths = export_for_serving(model, "bert", base_dir=str(tmp_path / "savedmodels"), sequence_length=16)
+    served = tf.saved_model.load(paths["bert_text"]).signatures["serving_default"](text=tf.constant(texts))
+    np.testing.assert_allclose(served["logits"].numpy(), model.predict(packed, verbose=0)["logits"], atol=1e-4)

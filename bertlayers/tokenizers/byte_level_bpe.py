@@ -23,6 +23,15 @@ _SPACE = r"\t\n\x0B\f\r\x{85}\p{Z}"
 _WORD = rf"'s|'t|'re|'ve|'m|'ll|'d| ?\p{{L}}+| ?\p{{N}}+| ?[^{_SPACE}\p{{L}}\p{{N}}]+|[{_SPACE}]+"
 # A whitespace run and the characters up to the next whitespace, or a run that ends the text.
 _CHUNK = rf"[{_SPACE}]*[^{_SPACE}]+|[{_SPACE}]+"
+# Llama-3's pattern (EuroBERT's tokenizer.json) without its lookahead `\s+(?!\S)`, \s as Oniguruma's.
+_LLAMA3_WORD = (
+    rf"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{{L}}\p{{N}}]?\p{{L}}+|\p{{N}}{{1,3}}"
+    rf"| ?[^{_SPACE}\p{{L}}\p{{N}}]+[\r\n]*|[{_SPACE}]*[\r\n]+|[{_SPACE}]+"
+)
+# Whitespace that is not a line break.
+_BLANK = r"\t\x0B\f\x{85}\p{Z}"
+# The pre-tokenizations a tokenizer.json may name, by the regex it gives (see `tokenizer_json`).
+PRE_TOKENIZERS = ("gpt2", "llama3")
 
 
 def bytes_to_unicode():
@@ -108,18 +117,71 @@ def _gpt2_words(texts):
     return words.merge_dims(1, 2)
 
 
+def _llama3_words(texts):
+    """Llama-3's pre-tokenization (its `Split` regex, "Isolated"), ragged `[batch, (words)]` strings.
+
+    Its `\\s+(?!\\S)` matters only in a run of two or more whitespace characters before
+    non-whitespace whose last character is no line break: the run's last character then starts
+    what follows (" word", " (", or itself). No match of the pattern crosses that point, so the
+    text is cut there and the lookahead-free pattern runs on each piece: the same words. (Unlike
+    GPT-2's, this pattern lets punctuation take the line breaks after it, so the pieces between
+    cuts are matched whole, not per whitespace-delimited chunk.)
+    """
+    chunks = tf_text.regex_split(texts, _CHUNK, _CHUNK)  # [batch, (chunks)]
+    flat = chunks.flat_values
+    whole = rf"^([{_SPACE}]+)([{_BLANK}][^{_SPACE}]+)$"
+    cut = tf.strings.regex_full_match(flat, whole)
+    head = tf.where(cut, tf.strings.regex_replace(flat, whole, r"\1"), flat)
+    tail = tf.where(cut, tf.strings.regex_replace(flat, whole, r"\2"), "")
+    parts = tf.RaggedTensor.from_row_splits(tf.reshape(tf.stack([head, tail], axis=1), [-1]), chunks.row_splits * 2)
+    starts = tf.reshape(tf.stack([tf.zeros_like(cut), cut], axis=1), [-1])  # a tail starts a piece
+    index = tf.range(tf.size(starts, out_type=tf.int64))
+    starts = tf.logical_or(
+        starts, tf.equal(index, tf.gather(parts.row_starts(), parts.value_rowids()))
+    )  # a text's first
+    keep = parts.flat_values != ""
+    values, starts, rows = (tf.boolean_mask(x, keep) for x in (parts.flat_values, starts, parts.value_rowids()))
+    piece_index = tf.cumsum(tf.cast(starts, tf.int32)) - 1  # [parts]
+    pieces = tf.strings.unsorted_segment_join(values, piece_index, tf.reduce_sum(tf.cast(starts, tf.int32)))
+    pieces = tf.RaggedTensor.from_value_rowids(
+        pieces, tf.boolean_mask(rows, starts), nrows=parts.nrows()
+    )  # [batch, (pieces)]
+    words = tf_text.regex_split(pieces, _LLAMA3_WORD, _LLAMA3_WORD)  # [batch, (pieces), (words)]
+    return words.merge_dims(1, 2)
+
+
 class ByteLevelBPE(tf.Module):
-    """GPT-2 style byte-level BPE tokenizer (RoBERTa's `vocab.json` + `merges.txt`).
+    """GPT-2 style byte-level BPE tokenizer (RoBERTa's `vocab.json` + `merges.txt`; a
+    tokenizer.json's BPE model).
 
     Args:
       vocabulary: token -> id dict (vocab.json).
       merges: (left, right) pairs, highest priority first (merges.txt).
       unknown_token: the id a piece outside the vocabulary gets (none does with a vocabulary
         built with its merges, which holds every byte).
+      pre_tokenizer: "gpt2" (GPT-2's, RoBERTa's and ModernBERT's regex) or "llama3" (Llama-3's,
+        EuroBERT's).
+      ignore_merges: a word that is in the vocabulary whole is that one piece, merges or not
+        (the tokenizers library's `ignore_merges`, Llama-3's BPE).
+      normalization_form: "NFC", "NFKC", "NFD" or "NFKD" to normalize the text first (a
+        tokenizer.json's Unicode normalizer); None: as it is.
     """
 
-    def __init__(self, vocabulary, merges, unknown_token="<unk>"):
+    def __init__(
+        self,
+        vocabulary,
+        merges,
+        unknown_token="<unk>",
+        pre_tokenizer="gpt2",
+        ignore_merges=False,
+        normalization_form=None,
+    ):
         super().__init__()
+        if pre_tokenizer not in PRE_TOKENIZERS:
+            raise ValueError(f"pre_tokenizer must be one of {PRE_TOKENIZERS}, got {pre_tokenizer!r}.")
+        self.pre_tokenizer = pre_tokenizer
+        self.ignore_merges = bool(ignore_merges)
+        self.normalization_form = normalization_form
         self.vocabulary = dict(vocabulary)
         self.unknown_id = self.vocabulary.get(unknown_token, 0)
         byte_chars = bytes_to_unicode()
@@ -142,6 +204,12 @@ class ByteLevelBPE(tf.Module):
                 tf.constant(list(self.vocabulary)), tf.constant(list(self.vocabulary.values()), tf.int32)
             ),
             default_value=self.unknown_id,
+        )
+        self._whole = tf.lookup.StaticHashTable(  # whether a whole word is a token (ignore_merges)
+            tf.lookup.KeyValueTensorInitializer(
+                tf.constant(list(self.vocabulary)), tf.ones([len(self.vocabulary)], tf.int32)
+            ),
+            default_value=0,
         )
 
     @classmethod
@@ -183,11 +251,19 @@ class ByteLevelBPE(tf.Module):
     def tokenize(self, texts):
         """Ids of a batch of strings `[batch]`, ragged int32 `[batch, (pieces)]`."""
         texts = tf.convert_to_tensor(texts, tf.string)
-        words = _gpt2_words(texts)  # [batch, (words)]
+        if self.normalization_form is not None:
+            texts = tf_text.normalize_utf8(texts, self.normalization_form)
+        words = (_llama3_words if self.pre_tokenizer == "llama3" else _gpt2_words)(texts)  # [batch, (words)]
         # Text repeats its words: merge each distinct word once.
         distinct, index = tf.unique(words.flat_values)  # [distinct], [words]
         characters = self._byte_chars.lookup(tf.strings.bytes_split(distinct))  # [distinct, (bytes)]
         pieces = self._merge(characters.to_tensor(default_value=""))  # [distinct, length]
+        if self.ignore_merges:  # a word in the vocabulary is its own piece
+            whole = tf.strings.reduce_join(characters, axis=1)  # [distinct]
+            known = self._whole.lookup(whole) > 0
+            pieces = tf.pad(pieces, [[0, 0], [0, 1]])  # a column for the whole word in an empty result
+            alone = tf.concat([whole[:, tf.newaxis], tf.fill(tf.shape(pieces[:, 1:]), "")], axis=1)
+            pieces = tf.where(known[:, tf.newaxis], alone, pieces)
         pieces = tf.RaggedTensor.from_tensor(pieces, padding="")  # [distinct, (pieces)]
         ids = tf.gather(tf.ragged.map_flat_values(self._ids.lookup, pieces), index)  # [words, (pieces)]
         return words.with_flat_values(ids).merge_dims(1, 2)

@@ -4,6 +4,8 @@
     vocab.json + merges.txt    byte-level BPE     RoBERTa
     spiece.model               SentencePiece      ALBERT, XLNet
     sentencepiece.bpe.model    SentencePiece      XLM-R (fairseq's id order)
+    tokenizer.json             any of the above   ModernBERT, EuroBERT, GTE, NomicBERT, and any
+                                                  folder whose only tokenizer file it is
 
 Each model_type's reader is registered here (`register_checkpoint_tokenizer`); a family
 folder registers its own.
@@ -143,8 +145,18 @@ TOKENIZER_FILES = (
     "merges.txt",
     "spiece.model",
     "sentencepiece.bpe.model",
+    "tokenizer.json",
     "tokenizer_config.json",
 )
+# Embedding tables are often padded past the tokenizer's ids to a multiple of 64 rows (GTE's and
+# NomicBERT's 30,528 for BERT's 30,522 tokens): rows no id reaches, not another tokenizer.
+PADDED_ROWS = 64
+
+
+def fits_rows(tokens, rows):
+    """Whether a tokenizer of `tokens` ids belongs to a token embedding of `rows` rows: as many, or
+    rows padded to the next multiple of `PADDED_ROWS`."""
+    return tokens == rows or (tokens < rows and rows % PADDED_ROWS == 0 and rows - tokens < PADDED_ROWS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,7 +188,7 @@ class TokenizerFiles:
         """The `CheckpointTokenizer` these files make; with `vocabulary_size` (a model's token
         embedding rows), a ValueError unless the tokenizer has exactly that many tokens."""
         tokenizer = _built(self)
-        if vocabulary_size is not None and tokenizer.vocabulary_size != vocabulary_size:
+        if vocabulary_size is not None and not fits_rows(tokenizer.vocabulary_size, vocabulary_size):
             raise ValueError(
                 f"The {self.model_type} tokenizer has {tokenizer.vocabulary_size} tokens, but the model's token embedding "
                 f"has {vocabulary_size} rows: the tokenizer belongs to another model."
@@ -248,11 +260,16 @@ def register_checkpoint_tokenizer(model_type, reader, files):
 def check_tokenizer_files(folder, model_type, source="config.json"):
     """Refuse a folder whose tokenizer files are another model_type's than its config says (a BERT
     folder whose config.json says "roberta" would load as RoBERTa: positions and layout wrong)."""
-    needed = TOKENIZER_FILES_OF.get(model_type)
-    present = [n for n in TOKENIZER_FILES if n != "tokenizer_config.json" and os.path.isfile(os.path.join(folder, n))]
+    # tokenizer.json is every kind's: a folder may hold it besides, or instead of, its own files.
+    needed = [n for n in TOKENIZER_FILES_OF.get(model_type, ()) if n != "tokenizer.json"]
+    present = [
+        n
+        for n in TOKENIZER_FILES
+        if n not in ("tokenizer_config.json", "tokenizer.json") and os.path.isfile(os.path.join(folder, n))
+    ]
     if not needed or not present or set(needed) <= set(present):
         return
-    owners = sorted(t for t, files in TOKENIZER_FILES_OF.items() if set(files) <= set(present))
+    owners = sorted(t for t, files in TOKENIZER_FILES_OF.items() if files and set(files) <= set(present))
     raise ValueError(
         f"{source} says model_type {model_type!r}, whose tokenizer is {' + '.join(needed)}, but {folder} holds "
         f"{' + '.join(present)}"
@@ -296,13 +313,16 @@ def checkpoint_tokenizer(folder: str) -> CheckpointTokenizer:
     config = _json(config_path)
     model_type = config.get("model_type", "bert")
     reader = CHECKPOINT_TOKENIZERS.get(model_type)
+    own_files = [os.path.isfile(os.path.join(folder, name)) for name in TOKENIZER_FILES_OF.get(model_type, ())]
+    if (reader is None or not all(own_files)) and os.path.isfile(os.path.join(folder, "tokenizer.json")):
+        reader = tokenizer_json_checkpoint_tokenizer  # the tokenizers library's file, whatever the family
     if reader is None:
         raise ValueError(
             f"{config_path}: no tokenizer for model_type {model_type!r}; supported: {', '.join(sorted(CHECKPOINT_TOKENIZERS))}."
         )
     tokenizer = reader(folder, config, _json(os.path.join(folder, "tokenizer_config.json")))
     expected = config.get("vocab_size")
-    if expected is not None and tokenizer.vocabulary_size != expected:
+    if expected is not None and not fits_rows(tokenizer.vocabulary_size, expected):
         raise ValueError(
             f"{folder}: the {tokenizer.kind} tokenizer has {tokenizer.vocabulary_size} tokens but config.json says vocab_size "
             f"{expected}: the tokenizer files belong to another checkpoint."
@@ -336,6 +356,27 @@ def spiece_tokenizer(folder, model_type, lowercase, strip_accents=True):
     )
     special = lambda token: special_id(tokenizer.pieces.index, token, path)  # noqa: E731
     return tokenizer, special
+
+
+def tokenizer_json_checkpoint_tokenizer(folder, config, tokenizer_config):
+    """The tokenizer and layout a folder's tokenizer.json describes (`read_tokenizer_json`), padding
+    with the config's `pad_token_id`."""
+    from bertlayers.tokenizers.tokenizer_json import read_tokenizer_json
+
+    parsed = read_tokenizer_json(
+        required_file(folder, "tokenizer.json", config.get("model_type", "bert")), pad_id=config.get("pad_token_id")
+    )
+    return CheckpointTokenizer(
+        parsed.tokenizer, parsed.layout, parsed.vocabulary_size, parsed.kind, unknown_id=parsed.unknown_id
+    )
+
+
+def json_or_wordpiece_checkpoint_tokenizer(folder, config, tokenizer_config):
+    """tokenizer.json where the folder has one, else WordPiece from vocab.txt (BERT-vocabulary
+    families whose folders ship either)."""
+    if os.path.isfile(os.path.join(folder, "tokenizer.json")):
+        return tokenizer_json_checkpoint_tokenizer(folder, config, tokenizer_config)
+    return wordpiece_checkpoint_tokenizer(folder, config, tokenizer_config)
 
 
 register_checkpoint_tokenizer("bert", wordpiece_checkpoint_tokenizer, ["vocab.txt"])

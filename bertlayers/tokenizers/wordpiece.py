@@ -11,6 +11,21 @@ from bertlayers.tokenizers.tokenizer import load_vocabulary
 tf = require_tensorflow(__name__)
 import tensorflow_text as tf_text  # noqa: E402  (after the check above, which names what is missing)
 
+NORMALIZATIONS = ("tensorflow_text", "tokenizers")
+# The tokenizers library's BertNormalizer (clean_text): control and format characters go (but
+# tab, line feed, carriage return), other whitespace becomes a space.
+_DROPPED = r"[\x00-\x08\x0B\x0C\x0E-\x1F\x7F-\x9F\x{fffd}\p{Cf}\p{Co}]"
+_WHITESPACE = r"[\t\n\r\p{Zs}]"
+
+
+def bert_normalized(texts, lowercase):
+    """`texts` as the tokenizers library's BertNormalizer leaves them (graph ops)."""
+    texts = tf.strings.regex_replace(tf.strings.regex_replace(texts, _DROPPED, ""), _WHITESPACE, " ")
+    if lowercase:  # strip_accents follows lowercase: NFD, then no combining marks, then lower case
+        texts = tf.strings.regex_replace(tf_text.normalize_utf8(texts, "NFD"), r"\p{Mn}", "")
+        texts = tf.strings.lower(texts, encoding="utf-8")
+    return texts
+
 
 class InGraphTokenizer(tf.Module):
     """Strings → WordPiece ids (and byte offsets into the original strings), inside a graph.
@@ -22,16 +37,25 @@ class InGraphTokenizer(tf.Module):
     Args:
       vocabulary: a vocab.txt path or a list of tokens.
       lowercase: lower-case and strip accents first (uncased models).
+      normalization: "tensorflow_text" (its FastBertNormalizer, keras-hub's: case folding and
+        compatibility forms, "ß" → "ss", "…" → "...") or "tokenizers" (the tokenizers library's
+        BertNormalizer, which a tokenizer.json names: control characters dropped, whitespace
+        made spaces, accents stripped after NFD, then lower case; "ß", "…", "ﬁ" kept).
     """
 
     # How BertInputPacker (keras-hub's packer), this tokenizer's Python twin, cuts a long pair.
     truncation = "waterfall"
 
-    def __init__(self, vocabulary: str | list[str], lowercase: bool = True) -> None:
+    def __init__(
+        self, vocabulary: str | list[str], lowercase: bool = True, normalization: str = "tensorflow_text"
+    ) -> None:
         super().__init__()
         tokens = load_vocabulary(vocabulary) if isinstance(vocabulary, str) else list(vocabulary)
         self.vocabulary = tokens
         self.lowercase = bool(lowercase)
+        if normalization not in NORMALIZATIONS:
+            raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {normalization!r}.")
+        self.normalization = normalization
         self.normalizer = tf_text.FastBertNormalizer(lower_case_nfd_strip_accents=self.lowercase)
         self.wordpiece = tf_text.FastWordpieceTokenizer(
             tokens,
@@ -49,6 +73,8 @@ class InGraphTokenizer(tf.Module):
     def tokenize_with_offsets(self, texts):
         """Ragged `[batch, pieces]`: ids, start and end byte offsets into the original `texts`,
         and whether each piece starts and ends its word (a word or a punctuation mark)."""
+        if self.normalization == "tokenizers":
+            return self._word_offsets(texts)
         normalized, origin = self.normalizer.normalize_with_offsets(texts)
         ids, starts, ends = self.wordpiece.tokenize_with_offsets(normalized)
         starts_word = tf.logical_not(tf.gather(self._continues_word, ids))
@@ -63,4 +89,27 @@ class InGraphTokenizer(tf.Module):
 
     def tokenize(self, texts):
         """WordPiece ids of a batch of strings `[batch]`, ragged `[batch, (pieces)]`."""
+        if self.normalization == "tokenizers":
+            return self.wordpiece.tokenize(bert_normalized(texts, self.lowercase))
         return self.wordpiece.tokenize(self.normalizer.normalize(texts))
+
+    def _word_offsets(self, texts):
+        """`tokenize_with_offsets` under the tokenizers library's normalizer, which gives no offset
+        map: each whitespace-delimited word is normalized and split alone; where normalizing kept
+        its length (ASCII text) the pieces keep their own offsets, else each spans the word."""
+        words, word_starts, word_ends = tf_text.regex_split_with_offsets(texts, r"[\t\n\r\p{Zs}]+")
+        normalized = bert_normalized(words.flat_values, self.lowercase)  # [words]
+        ids, starts, ends = self.wordpiece.tokenize_with_offsets(normalized)  # [words, (pieces)]
+        kept = tf.equal(tf.strings.length(normalized), tf.strings.length(words.flat_values))  # [words]
+        lengths = ids.row_lengths()
+        spread = lambda x: tf.repeat(x, lengths)  # noqa: E731  per word -> per piece
+        word_start, word_end = spread(word_starts.flat_values), spread(word_ends.flat_values)
+        kept_piece = spread(kept)
+        piece_starts = tf.where(kept_piece, word_start + starts.flat_values, word_start)
+        piece_ends = tf.where(kept_piece, word_start + ends.flat_values, word_end)
+        starts_word = tf.logical_not(tf.gather(self._continues_word, ids.flat_values))
+        next_starts = tf.concat([starts_word[1:], tf.ones_like(starts_word[:1])], axis=0)
+        per_text = lambda values: tf.RaggedTensor.from_row_splits(  # noqa: E731
+            values, tf.gather(ids.row_splits, words.row_splits)
+        )
+        return tuple(per_text(x) for x in (ids.flat_values, piece_starts, piece_ends, starts_word, next_starts))

@@ -20,6 +20,10 @@ from bertlayers.convert.huggingface import (
 from bertlayers.families.eurobert.encoder import EuroBertEncoder
 from bertlayers.families.eurobert.presets import eurobert_config
 from bertlayers.models.pretrainer import BertPretrainer
+from bertlayers.tokenizers.checkpoint_tokenizer import (
+    register_checkpoint_tokenizer,
+    tokenizer_json_checkpoint_tokenizer,
+)
 
 POOLINGS = {"bos": "first", "mean": "mean", "late": "late"}
 
@@ -113,3 +117,4 @@ def load_huggingface_eurobert(path, dtype=None):
 
 
 register_huggingface_family("eurobert", eurobert_config_from_huggingface, load_huggingface_eurobert)
+register_checkpoint_tokenizer("eurobert", tokenizer_json_checkpoint_tokenizer, ["tokenizer.json"])

@@ -18,6 +18,10 @@ from bertlayers.convert.huggingface import (
 )
 from bertlayers.families.gte.encoder import GteEncoder
 from bertlayers.models.pretrainer import BertPretrainer
+from bertlayers.tokenizers.checkpoint_tokenizer import (
+    json_or_wordpiece_checkpoint_tokenizer,
+    register_checkpoint_tokenizer,
+)
 
 
 def gte_config_from_huggingface(hf_config, source):
@@ -87,3 +91,4 @@ def _base_prefix(path):
 
 
 register_huggingface_family("gte", gte_config_from_huggingface, load_huggingface_gte)
+register_checkpoint_tokenizer("gte", json_or_wordpiece_checkpoint_tokenizer, ["tokenizer.json"])

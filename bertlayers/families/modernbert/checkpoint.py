@@ -19,6 +19,10 @@ from bertlayers.convert.huggingface import (
 from bertlayers.families.modernbert.encoder import ModernBertEncoder
 from bertlayers.families.modernbert.presets import modernbert_config
 from bertlayers.models.pretrainer import BertPretrainer
+from bertlayers.tokenizers.checkpoint_tokenizer import (
+    register_checkpoint_tokenizer,
+    tokenizer_json_checkpoint_tokenizer,
+)
 
 DEFAULT_THETAS = {"full_attention": 160000.0, "sliding_attention": 10000.0}  # transformers' defaults
 POOLINGS = {"cls": "first", "mean": "mean"}
@@ -164,3 +168,4 @@ def _map_encoder(encoder, weights):
 
 
 register_huggingface_family("modernbert", modernbert_config_from_huggingface, load_huggingface_modernbert)
+register_checkpoint_tokenizer("modernbert", tokenizer_json_checkpoint_tokenizer, ["tokenizer.json"])
