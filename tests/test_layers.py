@@ -735,3 +735,38 @@ def test_every_public_layer_goes_through_the_shared_helper():
     tested = set(re.findall(r"run_layer_test\(\s*(?:layers\.)?([A-Z]\w+)", text))
     public = {name for name in layers.__all__ if isinstance(getattr(layers, name), type)}
     assert public - tested == set(), "give these a run_layer_test"
+
+
+@pytest.mark.parametrize("window, length", [(4, 11), (4, 2), (128, 300), (6, 12), (1, 5)])
+def test_banded_sliding_window_equals_the_dense_band_mask(window, length):
+    """The band-by-band computation (linear in the length) against dense attention under
+    `local_attention_mask`, with padding, lengths off the block grid and windows wider than the text."""
+    from bertlayers.layers.masking import local_attention_mask, merge_attention_masks
+
+    attention = layers.RotaryAttention(HEADS, HIDDEN // HEADS, rotary_theta=100.0)
+    x = rng.normal(size=(2, length, HIDDEN)).astype("float32")
+    padding = np.ones((2, length), "int32")
+    padding[1, length * 2 // 3 :] = 0
+    dense = attention(x, attention_mask=merge_attention_masks(padding, local_attention_mask(x, window)))
+    banded = attention(x, attention_mask=padding[:, None, :], attention_window=window)
+    real = padding.astype(bool)
+    np.testing.assert_allclose(np.asarray(banded)[real], np.asarray(dense)[real], atol=1e-5)
+
+
+def test_a_windowed_block_computes_rows_and_full_output_alike():
+    """The block's banded full output and its dense rows at chosen positions agree."""
+    block = layers.TransformerEncoderBlock(
+        HEADS,
+        32,
+        dropout=0.0,
+        attention_dropout=0.0,
+        attention_window=4,
+        attention_layer=layers.RotaryAttention(HEADS, HIDDEN // HEADS, rotary_theta=50.0),
+    )
+    x = rng.normal(size=(2, 13, HIDDEN)).astype("float32")
+    padding = np.ones((2, 13), "int32")
+    padding[1, 9:] = 0
+    full = np.asarray(block(x, padding_mask=padding))
+    positions = np.array([[0, 5, 12], [1, 4, 8]], "int32")
+    rows = np.asarray(block(x, padding_mask=padding, output_positions=positions))
+    np.testing.assert_allclose(rows, np.take_along_axis(full, positions[:, :, None], axis=1), atol=1e-5)

@@ -8,6 +8,7 @@ from keras import ops
 from bertlayers import backend
 from bertlayers.layers.initializers import bert_initializer, clone_initializer
 from bertlayers.layers.masking import mask_logits
+from bertlayers.layers.sliding_window import banded_attention
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
@@ -37,6 +38,9 @@ class MultiHeadAttention(keras.layers.Layer):
       return_attention_scores: also return the probabilities `[batch, N, query_len, key_len]`.
       query_positions: where the queries sit in the sequence (int `[batch, query_len]`); content
         attention does not depend on it (position-aware layers, rotary say, use it).
+      attention_window: attend only to keys within `attention_window // 2` positions, computed
+        band by band (`bertlayers.layers.sliding_window`: linear in the sequence length); the
+        mask is then a key mask `[batch, 1, key_len]`, and the queries are all the positions.
 
     Returns:
       `[batch, query_len, hidden]` (and the probabilities, if asked for).
@@ -102,6 +106,7 @@ class MultiHeadAttention(keras.layers.Layer):
         return_attention_scores=False,
         training=None,
         query_positions=None,
+        attention_window=None,
     ):
         value = query if value is None else value
         # Scaling the query rather than the scores touches seq*D values instead of seq*seq.
@@ -113,6 +118,10 @@ class MultiHeadAttention(keras.layers.Layer):
             group = self.num_heads // self.num_key_value_heads
             key, value = ops.repeat(key, group, axis=2), ops.repeat(value, group, axis=2)  # [B, K, N, D]
 
+        if attention_window is not None:
+            key_mask = None if attention_mask is None else attention_mask[:, 0, :]  # [B, K]
+            dropout = lambda p: self.dropout_layer(p, training=training)  # noqa: E731
+            return self.output_dense(banded_attention(query, key, value, key_mask, attention_window, dropout))
         if self._fused(return_attention_scores, training):
             mask = None if attention_mask is None else ops.expand_dims(ops.not_equal(attention_mask, 0), 1)
             # [batch, query_len, N, D]; logits and softmax in float32 inside, as below.

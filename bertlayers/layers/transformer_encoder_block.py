@@ -180,6 +180,12 @@ class TransformerEncoderBlock(keras.layers.Layer):
             self.attention_layer is None or "query_positions" in inspect.signature(self.attention_layer.call).parameters
         )
 
+    @property
+    def takes_window(self):
+        """Whether the attention layer computes a sliding window itself (`attention_window`)."""
+        layer = self.attention_layer
+        return layer is None or "attention_window" in inspect.signature(layer.call).parameters
+
     def _feed_forward(self, rows, training):
         if self.feed_forward_layer is not None:
             x = self.feed_forward_layer(rows)
@@ -205,9 +211,21 @@ class TransformerEncoderBlock(keras.layers.Layer):
         output_positions=None,
         training=None,
     ):
+        # A window over full rows, without probabilities to return, is computed band by band by an
+        # attention layer that takes it (linear in the length); else it is a dense mask.
+        banded = (
+            self.attention_window is not None
+            and output_positions is None
+            and not return_attention_scores
+            and attention_mask is None
+            and not use_causal_mask
+            and self.takes_window
+        )
         for allowed in (
             causal_attention_mask(inputs) if use_causal_mask else None,
-            local_attention_mask(inputs, self.attention_window) if self.attention_window else None,
+            local_attention_mask(inputs, self.attention_window)
+            if self.attention_window and not banded and output_positions is None
+            else None,
         ):
             if allowed is not None:  # [B, S, S]
                 attention_mask = (
@@ -217,6 +235,10 @@ class TransformerEncoderBlock(keras.layers.Layer):
         residual = _rows_at(inputs, output_positions)  # [B, S or P, H]
         if mask is not None and mask.shape[1] != 1:
             mask = _rows_at(mask, output_positions)  # [B, S or P, S]
+        if self.attention_window and output_positions is not None:  # the band's rows alone, not [S, S]
+            keys = ops.arange(ops.shape(inputs)[1])[None, None, :]
+            near = ops.abs(ops.expand_dims(output_positions, -1) - keys) <= self.attention_window // 2  # [B, P, S]
+            mask = near if mask is None else ops.logical_and(mask, near)
 
         if output_positions is not None and not self.computes_rows:
             raise ValueError(
@@ -226,6 +248,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
         x = self.attention_layer_norm(inputs) if self.norm_first and self.attention_layer_norm else inputs
         query = _rows_at(x, output_positions)  # [B, S or P, H]
         positions = {"query_positions": output_positions} if self.computes_rows else {}
+        if banded:
+            positions["attention_window"] = self.attention_window
         attended = self.attention_layer(
             query,
             x,
