@@ -46,7 +46,10 @@ def test_importing_the_families_registers_them():
 def test_an_unknown_model_type_lists_the_registered_ones():
     with pytest.raises(
         ValueError,
-        match=r"model_type 'gpt2' is not supported; supported: albert, bert, distilbert, electra, roberta, xlm-roberta, xlnet",
+        match=(
+            r"model_type 'gpt2' is not supported; supported: albert, bert, distilbert, electra, eurobert, gte, "
+            r"modernbert, nomic_bert, roberta, xlm-roberta, xlnet"
+        ),
     ):
         encoder_config_from_huggingface({"model_type": "gpt2"})
 

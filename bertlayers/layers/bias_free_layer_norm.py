@@ -11,6 +11,12 @@ class BiasFreeLayerNorm(keras.layers.LayerNormalization):
     norm kind is one registered class (`EncoderConfig(normalization="bias_free_layer_norm")`)
     built as `cls(epsilon=, dtype=, name=)` like every other. Dropping β removes a parameter
     the following projection's own offset makes redundant (and ModernBERT's linears have none).
+
+    Call args:
+      inputs: `[batch, ..., hidden]`, normalized over the last axis.
+
+    Returns:
+      `[batch, ..., hidden]`.
     """
 
     def __init__(self, **kwargs) -> None:

@@ -1,0 +1,146 @@
+"""Long context on the CPU: a ModernBERT-base-size encoder (random weights) encodes 1k to 8k tokens,
+against the same encoder with full attention in every layer.
+
+Each (model, length) runs in a child process of its own, so its peak resident memory is its own:
+one untimed call (tracing), then `--repeats` timed calls of `predict` on one sequence. Each child
+also times one local (sliding-window) block and one global block alone on that many tokens: the
+local block's time grows linearly with the length (it scores a 128-token band, computed band by
+band), the global one's quadratically.
+
+    python benchmarks/long_context.py                      # the table (about 10 minutes on 2 cores)
+    python benchmarks/long_context.py --lengths 1024 2048  # fewer lengths
+    python benchmarks/long_context.py --output long_context.json
+"""
+
+import argparse
+import json
+import logging
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+
+logger = logging.getLogger("long_context")
+MODELS = ("modernbert", "full_attention")
+
+
+def _cpu():
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def child(model_kind, length, repeats, num_layers):
+    """Measure one (model, length) in this process; print its JSON result."""
+    import keras
+    import numpy as np
+
+    from bertlayers.networks.presets import get_preset
+    from bertlayers.networks.encoder_base import ENCODERS
+
+    config = get_preset("modernbert_base").replace(max_sequence_length=max(length, 8192))
+    if num_layers:
+        config = config.replace(
+            num_layers=num_layers, layer_types=config.layer_types[:num_layers]
+        )
+    if model_kind == "full_attention":  # every layer global: the baseline of the same size
+        config = config.replace(layer_types=("full_attention",) * config.num_layers)
+    keras.utils.set_random_seed(0)
+    encoder = ENCODERS[config.architecture].from_encoder_config(config)
+    rng = np.random.default_rng(0)
+    inputs = {
+        "token_ids": rng.integers(5, config.vocabulary_size, (1, length)).astype("int32"),
+        "segment_ids": np.zeros((1, length), "int32"),
+        "padding_mask": np.ones((1, length), "int32"),
+    }
+    model = keras.Model(encoder.inputs, encoder.outputs["sequence_output"])
+    model.predict(inputs, verbose=0)  # traces
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        model.predict(inputs, verbose=0)
+        times.append(time.perf_counter() - start)
+    blocks = {}
+    hidden = keras.ops.convert_to_tensor(rng.normal(size=(1, length, config.hidden_size)).astype("float32"))
+    mask = keras.ops.convert_to_tensor(inputs["padding_mask"])
+    for kind, index in (("global", 0), ("local", 1)):
+        block = encoder.transformer_layers[index]
+        if model_kind == "full_attention" and kind == "local":
+            continue
+        block(hidden, padding_mask=mask)  # warm
+        start = time.perf_counter()
+        block(hidden, padding_mask=mask)
+        blocks[kind] = time.perf_counter() - start
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(
+        json.dumps(
+            {
+                "model": model_kind,
+                "length": length,
+                "seconds": float(np.median(times)),
+                "peak_mb": peak_mb,
+                "block_seconds": blocks,
+                "layers": config.num_layers,
+                "global_layers": sum(t == "full_attention" for t in config.layer_types),
+            }
+        )
+    )
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lengths", type=int, nargs="+", default=[1024, 2048, 4096, 8192])
+    parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
+    parser.add_argument("--repeats", type=int, default=1, help="timed calls per (model, length); the median")
+    parser.add_argument("--num_layers", type=int, default=0, help="fewer layers than the preset's 22 (0: all)")
+    parser.add_argument("--output", help="also write the results as JSON here")
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        child(args.child[0], int(args.child[1]), args.repeats, args.num_layers)
+        return
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
+    results = []
+    for model_kind in args.models:
+        for length in args.lengths:
+            command = [sys.executable, os.path.abspath(__file__), "--child", model_kind, str(length)]
+            command += ["--repeats", str(args.repeats), "--num_layers", str(args.num_layers)]
+            done = subprocess.run(command, capture_output=True, text=True, check=False)
+            if done.returncode:
+                logger.info("%s at %d tokens failed:\n%s", model_kind, length, done.stderr[-2000:])
+                results.append({"model": model_kind, "length": length, "failed": done.stderr[-300:]})
+                continue
+            results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+            logger.info("%s", json.dumps(results[-1]))
+    table = [
+        f"CPU: {_cpu()}, {os.cpu_count()} cores; batch 1, float32, random weights, "
+        f"{results[0].get('layers', '?')} layers.",
+        "",
+        "| model | tokens | encode (s) | peak RSS (MB) | one local layer (s) | one global layer (s) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        if "failed" in r:
+            table.append(f"| {r['model']} | {r['length']} | failed | | | |")
+            continue
+        blocks = r["block_seconds"]
+        local = f"{blocks['local']:.3f}" if "local" in blocks else "-"
+        table.append(
+            f"| {r['model']} ({r['global_layers']} global) | {r['length']} | {r['seconds']:.2f} | {r['peak_mb']:.0f} "
+            f"| {local} | {blocks['global']:.3f} |"
+        )
+    print("\n".join(table))
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            json.dump({"cpu": _cpu(), "results": results}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
