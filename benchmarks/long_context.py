@@ -42,14 +42,12 @@ def child(model_kind, length, repeats, num_layers):
     import keras
     import numpy as np
 
-    from bertlayers.networks.presets import get_preset
     from bertlayers.networks.encoder_base import ENCODERS
+    from bertlayers.networks.presets import get_preset
 
     config = get_preset("modernbert_base").replace(max_sequence_length=max(length, 8192))
     if num_layers:
-        config = config.replace(
-            num_layers=num_layers, layer_types=config.layer_types[:num_layers]
-        )
+        config = config.replace(num_layers=num_layers, layer_types=config.layer_types[:num_layers])
     if model_kind == "full_attention":  # every layer global: the baseline of the same size
         config = config.replace(layer_types=("full_attention",) * config.num_layers)
     keras.utils.set_random_seed(0)

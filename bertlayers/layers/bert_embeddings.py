@@ -43,6 +43,8 @@ class BertEmbeddings(keras.layers.Layer):
     Call args:
       token_ids: int `[batch, seq]`.
       segment_ids: int `[batch, seq]`; all zeros when omitted.
+      positions: int `[batch, seq]`, each token's position (packed rows restart them in every
+        sequence); None: 0..seq-1.
 
     Returns:
       `[batch, seq, embedding_size]`.
@@ -114,7 +116,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.layer_norm.build(embedded_shape)
         self.built = True
 
-    def call(self, token_ids, segment_ids=None, training=None):
+    def call(self, token_ids, segment_ids=None, training=None, positions=None):
         check_integer_ids(token_ids, "token_ids")
         check_rank(token_ids, 2, "token_ids", "[batch, seq]")
         if segment_ids is None:
@@ -126,7 +128,10 @@ class BertEmbeddings(keras.layers.Layer):
         if self.segment_embedding is not None:
             segment_ids = check_id_range(segment_ids, self.type_vocab_size, "segment_ids", "type_vocab_size")
             embedded = embedded + self.segment_embedding(segment_ids)
-        if self.position_embedding is not None:
+        if self.position_embedding is not None and positions is not None:  # packed rows
+            table = ops.convert_to_tensor(self.position_embedding.embeddings)
+            embedded = embedded + ops.cast(ops.take(table, positions, axis=0), embedded.dtype)
+        elif self.position_embedding is not None:
             embedded = embedded + self.position_embedding(embedded)
         else:
             embedded = check_sequence_length(embedded, self.max_sequence_length, "the input sequence")

@@ -41,8 +41,8 @@ class FactorizedEmbedding(BertEmbeddings):
         super().build(token_ids_shape)
         self.embedding_projection.build(tuple(token_ids_shape) + (self.embedding_size,))
 
-    def call(self, token_ids, segment_ids=None, training=None):
-        return self.embedding_projection(super().call(token_ids, segment_ids, training=training))
+    def call(self, token_ids, segment_ids=None, training=None, positions=None):
+        return self.embedding_projection(super().call(token_ids, segment_ids, training=training, positions=positions))
 
     def compute_output_shape(self, token_ids_shape, segment_ids_shape=None):
         return tuple(token_ids_shape) + (self.hidden_size,)

@@ -38,6 +38,8 @@ class MultiHeadAttention(keras.layers.Layer):
       return_attention_scores: also return the probabilities `[batch, N, query_len, key_len]`.
       query_positions: where the queries sit in the sequence (int `[batch, query_len]`); content
         attention does not depend on it (position-aware layers, rotary say, use it).
+      key_positions: where the keys sit (int `[batch, key_len]`; default 0..key_len-1): packed
+        rows restart positions in every sequence.
       attention_window: attend only to keys within `attention_window // 2` positions, computed
         band by band (`bertlayers.layers.sliding_window`: linear in the sequence length); the
         mask is then a key mask `[batch, 1, key_len]`, and the queries are all the positions.
@@ -107,13 +109,14 @@ class MultiHeadAttention(keras.layers.Layer):
         training=None,
         query_positions=None,
         attention_window=None,
+        key_positions=None,
     ):
         value = query if value is None else value
         # Scaling the query rather than the scores touches seq*D values instead of seq*seq.
         query = self.query_dense(query) * ops.cast(1.0 / math.sqrt(self.key_dim), self.compute_dtype)
         key = self.key_dense(value)
         value = self.value_dense(value)
-        query, key = self.positioned(query, key, query_positions)  # [B, Q, N, D], [B, K, N_kv, D]
+        query, key = self.positioned(query, key, query_positions, key_positions)  # [B, Q, N, D], [B, K, N_kv, D]
         if self.num_key_value_heads != self.num_heads:  # each key/value head to its group of query heads
             group = self.num_heads // self.num_key_value_heads
             key, value = ops.repeat(key, group, axis=2), ops.repeat(value, group, axis=2)  # [B, K, N, D]
@@ -142,12 +145,13 @@ class MultiHeadAttention(keras.layers.Layer):
             return output, probabilities
         return output
 
-    def positioned(self, query, key, query_positions):
+    def positioned(self, query, key, query_positions, key_positions=None):
         """The projected queries `[B, Q, N, D]` and keys `[B, K, N, D]` as the scores read them: here
         unchanged (content attention: the scores depend on the vectors alone). A position-aware
         subclass (`RotaryAttention`) rotates them; `query_positions` (int `[B, Q]`, None for
-        0..Q-1) says where the queries sit, the keys at 0..K-1."""
-        del query_positions
+        0..Q-1) says where the queries sit, `key_positions` (`[B, K]`, None for 0..K-1) the keys
+        (in packed rows, each token's place in its own sequence)."""
+        del query_positions, key_positions
         return query, key
 
     def _fused(self, return_attention_scores, training):

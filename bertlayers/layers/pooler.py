@@ -82,6 +82,37 @@ class Pooler(keras.layers.Layer):
             pooled = self._activation_fn(self.dense(self._summary(sequence, padding_mask)))  # [batch, H]
         return pooled if self.norm is None else self.norm(pooled)
 
+    def per_sequence(self, sequence, sequence_ids, max_sequences):
+        """The summary of each sequence of packed rows, `[batch, max_sequences, H]`, as `call`
+        gives it for that sequence alone (zeros where a row holds fewer sequences).
+
+        Args:
+          sequence: `[batch, seq, H]`.
+          sequence_ids: int `[batch, seq]`, 1, 2, ... per packed sequence (contiguous), 0 at padding.
+          max_sequences: K, the most sequences a row holds.
+        """
+        member = ops.one_hot(ops.cast(sequence_ids, "int32") - 1, max_sequences)  # [batch, seq, K]; padding: none
+        present = ops.max(member, axis=1) > 0  # [batch, K]
+        if self.position in ("mean", "late"):
+            values = self._activation_fn(self.dense(sequence)) if self.position == "late" else sequence
+            total = ops.einsum("bsk,bsh->bkh", member, ops.cast(values, "float32"))
+            mean = total / ops.maximum(ops.sum(member, axis=1), 1.0)[:, :, None]  # [batch, K, H]
+            pooled = ops.cast(mean, sequence.dtype)
+            if self.position == "mean":
+                pooled = self._activation_fn(self.dense(pooled))
+        else:
+            length = ops.shape(member)[1]
+            index = ops.cast(ops.arange(length), "float32")[None, :, None]  # [1, seq, 1]
+            if self.position == "first":
+                at = ops.argmin(ops.where(member > 0, index, float(2**30)), axis=1)  # [batch, K]
+            else:
+                at = ops.argmax(ops.where(member > 0, index, -1.0), axis=1)
+            picked = ops.take_along_axis(sequence, ops.cast(at, "int32")[:, :, None], axis=1)  # [batch, K, H]
+            pooled = self._activation_fn(self.dense(picked))
+        if self.norm is not None:
+            pooled = self.norm(pooled)
+        return pooled * ops.cast(present, pooled.dtype)[:, :, None]
+
     def _summary(self, sequence, padding_mask):
         """The `[batch, H]` the dense layer reads."""
         if self.position == "first":

@@ -25,7 +25,7 @@ class RotaryAttention(MultiHeadAttention):
 
     Call args: as `MultiHeadAttention`'s; `query_positions` (int `[batch, Q]`) says where the
     queries sit (default 0..Q-1), so rows computed alone (`TransformerEncoderBlock(output_positions=)`)
-    equal the full computation's. The keys sit at 0..K-1.
+    equal the full computation's. The keys sit at 0..K-1, or at `key_positions` (packed rows).
 
     Returns:
       `[batch, Q, hidden]` (and the probabilities `[batch, N, Q, K]`, if asked for).
@@ -39,11 +39,12 @@ class RotaryAttention(MultiHeadAttention):
         if not self.rotary_theta > 1.0:
             raise ValueError(f"rotary_theta must be > 1, got {rotary_theta!r}.")
 
-    def positioned(self, query, key, query_positions):
+    def positioned(self, query, key, query_positions, key_positions=None):
         batch, queries, keys = ops.shape(query)[0], ops.shape(query)[1], ops.shape(key)[1]
         if query_positions is None:
             query_positions = ops.broadcast_to(ops.arange(queries)[None, :], (batch, queries))
-        key_positions = ops.broadcast_to(ops.arange(keys)[None, :], (batch, keys))
+        if key_positions is None:
+            key_positions = ops.broadcast_to(ops.arange(keys)[None, :], (batch, keys))
         return self._rotated(query, query_positions), self._rotated(key, key_positions)
 
     def _rotated(self, x, positions):

@@ -70,7 +70,8 @@ class TokenEmbedding(keras.layers.Layer):
         self.token_embedding.build(token_ids_shape)
         self.built = True
 
-    def call(self, token_ids, segment_ids=None, training=None):
+    def call(self, token_ids, segment_ids=None, training=None, positions=None):
+        del positions  # nothing is learned per position
         check_integer_ids(token_ids, "token_ids")
         check_rank(token_ids, 2, "token_ids", "[batch, seq]")
         token_ids = check_id_range(token_ids, self.vocabulary_size, "token_ids", "the vocabulary size")

@@ -66,6 +66,9 @@ class TransformerEncoderBlock(keras.layers.Layer):
       attention_mask: `[batch, seq, seq]`, nonzero where query i may attend key j.
       use_causal_mask: also restrict each position to itself and earlier positions.
       return_attention_scores: also return the probabilities `[batch, heads, seq, seq]`.
+      positions: int `[batch, seq]`, each token's position in its own sequence (packed rows,
+        where positions restart in every sequence; `attention_mask` then keeps each sequence to
+        itself); None: 0..seq-1.
       output_positions: int `[batch, P]`: compute only the rows at these positions (the
         queries); keys and values still span the sequence, so the rows equal the full output's
         rows there. After the last layer a classifier reads only [CLS] and a masked LM only the
@@ -210,6 +213,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         return_attention_scores=False,
         output_positions=None,
         training=None,
+        positions=None,
     ):
         # A window over full rows, without probabilities to return, is computed band by band by an
         # attention layer that takes it (linear in the length); else it is a dense mask.
@@ -247,16 +251,25 @@ class TransformerEncoderBlock(keras.layers.Layer):
             )
         x = self.attention_layer_norm(inputs) if self.norm_first and self.attention_layer_norm else inputs
         query = _rows_at(x, output_positions)  # [B, S or P, H]
-        positions = {"query_positions": output_positions} if self.computes_rows else {}
+        where = {"query_positions": output_positions} if self.computes_rows else {}
+        if positions is not None:  # packed rows: each token's place in its own sequence
+            if not self.computes_rows:
+                raise ValueError(
+                    f"{type(self.attention_layer).__name__} takes no query_positions, so it cannot read packed rows."
+                )
+            where = {
+                "query_positions": _rows_at(positions[..., None], output_positions)[..., 0],
+                "key_positions": positions,
+            }
         if banded:
-            positions["attention_window"] = self.attention_window
+            where["attention_window"] = self.attention_window
         attended = self.attention_layer(
             query,
             x,
             attention_mask=mask,
             return_attention_scores=return_attention_scores,
             training=training,
-            **positions,
+            **where,
         )
         if return_attention_scores:
             attended, scores = attended

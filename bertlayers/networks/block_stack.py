@@ -13,6 +13,9 @@ import keras
 from keras import ops
 
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
+# Packed rows (several sequences in one row, `bertlayers.networks.packing`): `sequence_ids` says
+# which sequence of its row each token belongs to (1, 2, ...; 0 at padding) instead of a padding mask.
+PACKED_INPUT_NAMES = ("token_ids", "segment_ids", "sequence_ids")
 
 
 class StackOutputs(NamedTuple):
@@ -56,14 +59,18 @@ class BlockStack:
         return []
 
     def __call__(self, x, inputs, return_attention_scores=False):
-        """The stack over the embedded sequence `x` `[B, S, H]`; `inputs` are the model's inputs."""
+        """The stack over the embedded sequence `x` `[B, S, H]`; `inputs` are the model's inputs
+        (packed rows add an `attention_mask` keeping each sequence to itself and each token's
+        `positions` in its own sequence: `bertlayers.networks.packing`)."""
         encoder_outputs, attention_scores = [], []
+        packed = {key: inputs[key] for key in ("attention_mask", "positions") if key in inputs}
         for index in self.block_of_layer:
             x = self.blocks[index](
                 x,
                 padding_mask=inputs["padding_mask"],
                 use_causal_mask=self.causal,
                 return_attention_scores=return_attention_scores,
+                **packed,
             )
             if return_attention_scores:
                 x, scores = x

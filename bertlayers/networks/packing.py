@@ -1,0 +1,158 @@
+"""Unpadded execution: sequences packed into rows of a fixed token budget (static shapes for XLA),
+computed side by side with positions restarting in each and attention confined to each (a
+block-diagonal mask), so real-length batches cost their real tokens, not their padding.
+
+    pack_sequences(inputs, token_budget, max_sequences)  padded [N, S] arrays → packed [R, T] rows
+    packed_encoder(encoder, max_sequences)               the encoder's layers (weights shared) on packed rows
+    packed_classifier(classifier, max_sequences)         a SequenceClassifier's head on them: logits [R, K, C]
+    unpacked(packed_array, placement, ...)               per-sequence values back in the input order
+
+Packed outputs equal the padded computation's for each sequence (tests/test_packing.py).
+"""
+
+import keras
+import numpy as np
+
+from bertlayers.layers.packed_rows import PackedRows
+from bertlayers.networks.block_stack import PACKED_INPUT_NAMES, BlockStack
+
+
+def pack_sequences(inputs: dict, token_budget: int, max_sequences: int = 16) -> tuple[dict, np.ndarray]:
+    """Pack padded sequences into rows of `token_budget` tokens (first fit, longest first).
+
+    Args:
+      inputs: int arrays `[N, S]`: `token_ids`, `segment_ids`, `padding_mask` (1 at real tokens,
+        padding on the right); any other `[N, S]` array (labels per token) is packed alongside.
+      token_budget: T, the tokens of a packed row (a static shape: one compiled graph).
+      max_sequences: K, the most sequences a row takes.
+
+    Returns:
+      (packed, placement): `packed` int32 arrays `[R, T]` (`token_ids`, `segment_ids`,
+      `sequence_ids` 1..K per row and 0 at padding, and the other arrays), `placement` `[N, 3]`:
+      each sequence's row, slot (its sequence id - 1) and start in that row.
+    """
+    lengths = np.asarray(inputs["padding_mask"]).astype(bool).sum(axis=1)
+    if lengths.size and lengths.max() > token_budget:
+        raise ValueError(
+            f"A sequence of {int(lengths.max())} tokens does not fit a packed row of token_budget {token_budget}."
+        )
+    if (lengths == 0).any():
+        raise ValueError(f"Sequence {int(np.argmin(lengths))} has no real token (padding_mask all 0).")
+    rows, used = [], []  # rows: [(sequence, start)]
+    placement = np.zeros((len(lengths), 3), "int64")
+    for index in np.argsort(-lengths, kind="stable"):
+        length = lengths[index]
+        row = next((r for r, u in enumerate(used) if u + length <= token_budget and len(rows[r]) < max_sequences), None)
+        if row is None:
+            rows.append([])
+            used.append(0)
+            row = len(rows) - 1
+        placement[index] = (row, len(rows[row]), used[row])
+        rows[row].append(index)
+        used[row] += length
+    names = [name for name in inputs if name != "padding_mask"]
+    packed = {name: np.zeros((len(rows), token_budget), "int32") for name in names + ["sequence_ids"]}
+    for index, (row, slot, start) in enumerate(placement):
+        length = lengths[index]
+        for name in names:
+            packed[name][row, start : start + length] = np.asarray(inputs[name])[index, :length]
+        packed["sequence_ids"][row, start : start + length] = slot + 1
+    return packed, placement
+
+
+def unpacked(values, placement, lengths=None):
+    """Per-sequence values of packed outputs, in the input order: `values` `[R, K, ...]` (one per
+    sequence: pooled outputs, logits) → `[N, ...]`; with `lengths`, `values` `[R, T, ...]` (one per
+    token) → a list of N arrays `[length, ...]`."""
+    values = np.asarray(values)
+    if lengths is None:
+        return values[placement[:, 0], placement[:, 1]]
+    return [values[row, start : start + length] for (row, _, start), length in zip(placement, lengths)]
+
+
+def packed_encoder(encoder: keras.Model, max_sequences: int, name: str | None = None) -> keras.Model:
+    """`encoder`'s layers (its weights, shared) on packed rows.
+
+    Inputs (int32 `[R, T]`): `token_ids`, `segment_ids`, `sequence_ids` (`pack_sequences`).
+    Outputs: `sequence_output` `[R, T, H]`, `pooled_output` `[R, K, H]` (each sequence's summary
+    as the encoder's pooler reads it; zeros in empty slots), `encoder_outputs`, `embedding_output`.
+    """
+    if type(encoder.stack).__call__ is not BlockStack.__call__ or encoder.config.causal:
+        raise ValueError(
+            f"{type(encoder).__name__} cannot run packed rows: its stack is not a BlockStack of bidirectional blocks."
+        )
+    inputs = {key: keras.Input(shape=(None,), dtype="int32", name=key) for key in PACKED_INPUT_NAMES}
+    rows = PackedRows(name="packed_rows")(inputs["sequence_ids"])
+    x = encoder.embeddings(inputs["token_ids"], inputs["segment_ids"], positions=rows["positions"])  # [R, T, E]
+    if encoder.embedding_projection is not None:
+        x = encoder.embedding_projection(x)
+    embedding_output = x
+    stack = encoder.stack(x, {**inputs, **rows})
+    x, encoder_outputs = stack.sequence_output, list(stack.encoder_outputs)
+    if encoder.final_layer_norm is not None:
+        x = encoder.final_layer_norm(x)
+        encoder_outputs[-1] = x
+    pooled = SequenceSummaries(encoder.pooler, max_sequences, name="sequence_summaries")(x, inputs["sequence_ids"])
+    outputs = {
+        "sequence_output": x,  # [R, T, H]
+        "pooled_output": pooled,  # [R, K, H]
+        "encoder_outputs": encoder_outputs,
+        "embedding_output": embedding_output,
+    }
+    return keras.Model(inputs, outputs, name=name or f"packed_{encoder.name}")
+
+
+def packed_classifier(classifier: keras.Model, max_sequences: int) -> keras.Model:
+    """A `SequenceClassifier`'s encoder and head (weights shared) on packed rows: inputs as
+    `packed_encoder`'s, output `logits` `[R, K, C]` (train with labels `[R, K]` and sample weights
+    0 at empty slots: `packed_labels`)."""
+    if getattr(classifier, "pooling", "pooler") != "pooler" or getattr(classifier, "feature_based", False):
+        raise ValueError(
+            f"packed_classifier reads the encoder's pooler; this classifier reads pooling={classifier.pooling!r}: "
+            "build it with pooling='pooler' (a family's own pooling, mean included, is its pooler's)."
+        )
+    encoder = packed_encoder(classifier.encoder, max_sequences)
+    inputs = {key: keras.Input(shape=(None,), dtype="int32", name=key) for key in PACKED_INPUT_NAMES}
+    pooled = encoder(inputs)["pooled_output"]
+    return keras.Model(inputs, {"logits": classifier.head(pooled)}, name=f"packed_{classifier.name}")
+
+
+def packed_labels(labels, placement, rows, max_sequences):
+    """Per-sequence `labels` `[N]` laid out as packed logits are, `[R, K]`, and sample weights
+    `[R, K]`: 0 at empty slots, R·K/N at the N sequences, so that Keras's mean over the R·K slots
+    is the mean over the sequences (the padded batch's loss)."""
+    packed = np.zeros((rows, max_sequences), np.asarray(labels).dtype)
+    weights = np.zeros((rows, max_sequences), "float32")
+    packed[placement[:, 0], placement[:, 1]] = labels
+    weights[placement[:, 0], placement[:, 1]] = rows * max_sequences / len(placement)
+    return packed, weights
+
+
+@keras.saving.register_keras_serializable(package="bertlayers")
+class SequenceSummaries(keras.layers.Layer):
+    """Each packed sequence's summary through an encoder's `Pooler` (shared): `[batch, K, H]`.
+
+    Args:
+      pooler: the encoder's `Pooler`.
+      max_sequences: K.
+
+    Call args:
+      sequence: `[batch, seq, H]`; sequence_ids: int `[batch, seq]`.
+
+    Returns:
+      `[batch, max_sequences, H]`.
+    """
+
+    def __init__(self, pooler, max_sequences, **kwargs):
+        super().__init__(**kwargs)
+        self.pooler = pooler
+        self.max_sequences = int(max_sequences)
+
+    def build(self, sequence_shape, sequence_ids_shape=None):
+        self.built = True
+
+    def call(self, sequence, sequence_ids):
+        return self.pooler.per_sequence(sequence, sequence_ids, self.max_sequences)
+
+    def compute_output_shape(self, sequence_shape, sequence_ids_shape=None):
+        return (sequence_shape[0], self.max_sequences, sequence_shape[-1])
