@@ -36,8 +36,11 @@ OBJECTIVES = {
     "electra": ("electra", "replaced-token detection (ELECTRA)"),
     "spanbert": ("spanbert", "span masking + SBO, no NSP (SpanBERT)"),
     "xlnet": ("xlnet", "permutation LM (XLNet)"),
+    "modernbert": ("modernbert", "ModernBERT's architecture, masked LM at 30%, no NSP"),
     "none": (None, "no pretraining (random weights)"),
 }
+# Pretraining flags a row needs beyond the shared ones: 30% of 128 tokens is 38 masked positions.
+PRETRAIN_FLAGS = {"modernbert": ["--max_predictions_per_seq", "38"]}
 
 
 class Help(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
@@ -151,6 +154,7 @@ def run_row(args, row, timings):
         init,
         "--verbose",
         "2",
+        *PRETRAIN_FLAGS.get(row, []),
     )
     if seconds is not None:
         timings[f"pretrain_{pretrain_recipe}"] = seconds

@@ -110,6 +110,14 @@ def pretraining_inputs(config, work_dir, objective, batch_size, num_train_steps,
     )
     num_records = sum(counts.values())
     logger.info(f"Training data: {num_records} records in {len(files)} files")
+    masking = config.masking_config(objective)
+    wanted = round(masking.masked_lm_prob * config.sequence_length)
+    if objective.masking and masking.max_predictions_per_seq < wanted:
+        logger.warning(
+            f"max_predictions_per_seq {masking.max_predictions_per_seq} caps the masking rate "
+            f"{masking.masked_lm_prob:.0%} at {masking.max_predictions_per_seq / config.sequence_length:.0%} of "
+            f"{config.sequence_length} tokens; pass --max_predictions_per_seq {wanted} for the full rate."
+        )
     dataset = pretraining_dataset(
         files,
         batch_size,

@@ -1,7 +1,8 @@
 """ModernBERT (Warner et al. 2024) and the models built on it (mmBERT, the Ettin encoders): its
 encoder, presets and Hugging Face checkpoints (model_type "modernbert").
 
-Importing it registers the encoder (architecture "modernbert"), its presets and the model_type.
+Importing it registers the encoder (architecture "modernbert"), its presets, the model_type and
+the pretraining recipe "modernbert".
 """
 
 from bertlayers.families.modernbert import presets  # noqa: F401  (registers the presets)
@@ -14,10 +15,12 @@ if tensorflow_available():  # checkpoint folders come with their tokenizer
         load_huggingface_modernbert,
         modernbert_config_from_huggingface,
     )
+    from bertlayers.families.modernbert.recipe import OBJECTIVE, RECIPE, modernbert_sized_like
 
 __all__ = [
     "ModernBertEncoder",
     "load_huggingface_modernbert",
     "modernbert_config",
     "modernbert_config_from_huggingface",
+    "modernbert_sized_like",
 ]
