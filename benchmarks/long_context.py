@@ -16,25 +16,15 @@ import argparse
 import json
 import logging
 import os
-import platform
 import resource
 import subprocess
 import sys
 import time
 
+from machine import cpu_name
+
 logger = logging.getLogger("long_context")
 MODELS = ("modernbert", "full_attention")
-
-
-def _cpu():
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def child(model_kind, length, repeats, num_layers):
@@ -118,8 +108,7 @@ def main(argv=None):
             results.append(json.loads(done.stdout.strip().splitlines()[-1]))
             logger.info("%s", json.dumps(results[-1]))
     table = [
-        f"CPU: {_cpu()}, {os.cpu_count()} cores; batch 1, float32, random weights, "
-        f"{results[0].get('layers', '?')} layers.",
+        f"CPU: {cpu_name()}; batch 1, float32, random weights, {results[0].get('layers', '?')} layers.",
         "",
         "| model | tokens | encode (s) | peak RSS (MB) | one local layer (s) | one global layer (s) |",
         "|---|---|---|---|---|---|",
@@ -137,7 +126,7 @@ def main(argv=None):
     print("\n".join(table))
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
-            json.dump({"cpu": _cpu(), "results": results}, f, indent=1)
+            json.dump({"cpu": cpu_name(), "results": results}, f, indent=1)
 
 
 if __name__ == "__main__":

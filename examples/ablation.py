@@ -86,7 +86,9 @@ def run_step(done_file, script, *arguments):
     same command, so a rerun with another budget cannot mix old rows into the new table.
     """
     command = [script, *arguments]
-    record = os.path.join(os.path.dirname(done_file), "ablation_step.json")
+    # Beside the step's folder, not in it: the runners refuse a folder that holds files of
+    # another run (an interrupted run is never taken over silently).
+    record = os.path.dirname(done_file) + ".ablation_step.json"
     if os.path.exists(done_file):
         recorded = read_json(record)["command"] if os.path.exists(record) else command
         if recorded != command:
@@ -96,7 +98,7 @@ def run_step(done_file, script, *arguments):
             )
         print(f"  done already: {done_file}", flush=True)
         return None
-    os.makedirs(os.path.dirname(done_file), exist_ok=True)
+    os.makedirs(os.path.dirname(os.path.dirname(done_file)), exist_ok=True)
     with open(record, "w", encoding="utf-8") as f:
         json.dump({"command": command}, f)
     print("  $ python examples/" + " ".join(command), flush=True)

@@ -231,15 +231,25 @@ def add_norms_and_feed_forward(weights, block, attention_norm, inner, outer, out
     weights.add(block.output_layer_norm.beta, output_norm + ".bias")
 
 
-def add_embeddings(weights, embeddings, prefix="embeddings.", positions=lambda table: table):
-    """The token, segment (where the model has them) and position tables and their LayerNorm,
-    under transformers' names; `positions` picks the rows a family's position ids use."""
+def add_embeddings(weights, embeddings, prefix="embeddings.", positions=lambda table: table, norm=None):
+    """The token, segment and position tables (where the model has them) and the norm after them,
+    under transformers' names (`norm`: the norm's name where a layout moved it, NomicBERT's
+    "emb_ln"); `positions` picks the rows a family's position ids use."""
     weights.add(embeddings.token_embedding.embeddings, prefix + "word_embeddings.weight")
     if embeddings.segment_embedding is not None:
         weights.add(embeddings.segment_embedding.embeddings, prefix + "token_type_embeddings.weight")
-    weights.add(embeddings.position_embedding.embeddings, prefix + "position_embeddings.weight", positions)
-    weights.add(embeddings.layer_norm.gamma, prefix + "LayerNorm.weight")
-    weights.add(embeddings.layer_norm.beta, prefix + "LayerNorm.bias")
+    if embeddings.position_embedding is not None:
+        weights.add(embeddings.position_embedding.embeddings, prefix + "position_embeddings.weight", positions)
+    add_norm(weights, embeddings.layer_norm, norm or prefix + "LayerNorm")
+
+
+def add_output_bias(weights, head, key):
+    """An LM head's output bias `key`, or zeros where the checkpoint's decoder has none
+    (`decoder_bias` / `mlp_bias` false: its logits have no offset)."""
+    if key in weights.tensors:
+        weights.add(head.output_bias, key)
+    else:
+        head.output_bias.assign(np.zeros(head.output_bias.shape, "float32"))
 
 
 def add_attention(weights, attention, config, query, key, value, output):

@@ -27,13 +27,22 @@ from bertlayers.layers.input_checks import (
 )
 from bertlayers.layers.pooler import Pooler
 from bertlayers.layers.registered import registered_class, registered_name
+from bertlayers.layers.token_embedding import TokenEmbedding
 from bertlayers.networks.block_parts import NORMALIZATIONS, block_arguments, build_block
 from bertlayers.networks.block_stack import INPUT_NAMES, BlockStack, first_positions
 from bertlayers.networks.encoder_config import EncoderConfig
 from bertlayers.networks.guarded_model import GuardedModel
 from bertlayers.networks.presets import get_preset
 
-__all__ = ["ENCODERS", "INPUT_NAMES", "EncoderBase", "block_arguments", "embeddings_for", "reinitialized"]
+__all__ = [
+    "ENCODERS",
+    "INPUT_NAMES",
+    "EncoderBase",
+    "block_arguments",
+    "embeddings_for",
+    "reinitialized",
+    "token_embedding_for",
+]
 
 # Architecture name -> encoder class, filled as each encoder class is defined.
 ENCODERS = {}
@@ -452,6 +461,22 @@ def embeddings_for(config, dtype=None, project_to=None):
         learned_positions=config.learned_positions,
         normalization=registered_name(normalization) if normalization is not None else None,
         **common,
+    )
+
+
+def token_embedding_for(config, dtype=None):
+    """The token table alone (`TokenEmbedding`, width H): for encoders whose positions enter
+    through attention and whose embeddings have no norm (XLNet, EuroBERT)."""
+    return TokenEmbedding(
+        vocabulary_size=config.vocabulary_size,
+        embedding_size=config.hidden_size,
+        max_sequence_length=config.max_sequence_length,
+        type_vocab_size=config.type_vocab_size,
+        dropout=config.dropout,
+        initializer=bert_initializer(config.initializer_range),
+        tie_weights=config.tie_word_embeddings,
+        dtype=dtype,
+        name="embeddings",
     )
 
 

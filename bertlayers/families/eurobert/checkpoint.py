@@ -2,13 +2,12 @@
 `EuroBertForMaskedLM` and `EuroBertForSequenceClassification` (Llama's tensor names: `embed_tokens`,
 `q/k/v/o_proj`, `gate/up/down_proj`, `input_layernorm`, `post_attention_layernorm`, `norm`)."""
 
-import numpy as np
-
 from bertlayers.convert.huggingface import (
     IGNORED_TENSORS,
     add_attention,
     add_linear,
     add_norm,
+    add_output_bias,
     add_output_projection,
     register_huggingface_family,
     require_keys,
@@ -107,10 +106,7 @@ def load_huggingface_eurobert(path, dtype=None):
     if "lm_head.weight" in tensors or (model is encoder and encoder.config.tie_word_embeddings):
         model = BertPretrainer(encoder, next_sentence=False, name="eurobert_pretrainer")
         head = model.lm_head
-        if "lm_head.bias" in tensors:
-            weights.add(head.output_bias, "lm_head.bias")
-        else:  # mlp_bias false: the logits have no offset; the bias starts at zero
-            head.output_bias.assign(np.zeros(head.output_bias.shape, "float32"))
+        add_output_bias(weights, head, "lm_head.bias")
         add_output_projection(weights, encoder, "lm_head.weight", "embed_tokens.weight")
     weights.apply(ignore=IGNORED_TENSORS + (r"^lm_head\.weight$",))
     return model

@@ -2,9 +2,7 @@
 
 import keras
 
-from bertlayers.layers.initializers import bert_initializer
-from bertlayers.layers.token_embedding import TokenEmbedding
-from bertlayers.networks.encoder_base import EncoderBase
+from bertlayers.networks.encoder_base import EncoderBase, token_embedding_for
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
@@ -18,17 +16,7 @@ class EuroBertEncoder(EncoderBase):
     architecture = "eurobert"
 
     def make_embeddings(self, config, dtype):
-        return TokenEmbedding(
-            vocabulary_size=config.vocabulary_size,
-            embedding_size=config.hidden_size,
-            max_sequence_length=config.max_sequence_length,
-            type_vocab_size=config.type_vocab_size,
-            dropout=config.dropout,
-            initializer=bert_initializer(config.initializer_range),
-            tie_weights=config.tie_word_embeddings,
-            dtype=dtype,
-            name="embeddings",
-        )
+        return token_embedding_for(config, dtype)
 
     def lm_head_arguments(self):
         return {"transform": False}

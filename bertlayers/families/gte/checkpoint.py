@@ -4,6 +4,7 @@
 
 from bertlayers.convert.huggingface import (
     IGNORED_TENSORS,
+    add_embeddings,
     add_fused_attention,
     add_linear,
     add_norm,
@@ -55,11 +56,7 @@ def load_huggingface_gte(path, dtype=None):
     """
     prefix = _base_prefix(path)
     hf_config, tensors, encoder, weights = start_loading(path, "gte", prefix, GteEncoder, dtype, name="gte_encoder")
-    embeddings = encoder.embeddings
-    weights.add(embeddings.token_embedding.embeddings, "embeddings.word_embeddings.weight")
-    if embeddings.segment_embedding is not None:
-        weights.add(embeddings.segment_embedding.embeddings, "embeddings.token_type_embeddings.weight")
-    add_norm(weights, embeddings.layer_norm, "embeddings.LayerNorm")
+    add_embeddings(weights, encoder.embeddings)
     for index, block in enumerate(encoder.transformer_layers):
         layer = f"encoder.layer.{index}."
         add_fused_attention(

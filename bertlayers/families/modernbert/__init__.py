@@ -18,6 +18,8 @@ if tensorflow_available():  # checkpoint folders come with their tokenizer
     from bertlayers.families.modernbert.recipe import OBJECTIVE, RECIPE, modernbert_sized_like
 
 __all__ = [
+    "OBJECTIVE",
+    "RECIPE",
     "ModernBertEncoder",
     "load_huggingface_modernbert",
     "modernbert_config",

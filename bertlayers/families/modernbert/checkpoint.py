@@ -2,13 +2,12 @@
 `ModernBertModel`, `ModernBertForMaskedLM` and `ModernBertForSequenceClassification`, tensors under
 "model." (the base model), "head." (the prediction head), "decoder." and "classifier."."""
 
-import numpy as np
-
 from bertlayers.convert.huggingface import (
     IGNORED_TENSORS,
     add_fused_attention,
     add_linear,
     add_norm,
+    add_output_bias,
     add_output_projection,
     register_huggingface_family,
     require_keys,
@@ -135,10 +134,7 @@ def load_huggingface_modernbert(path, dtype=None):
         model = BertPretrainer(encoder, next_sentence=False, name="modernbert_pretrainer")
         head = model.lm_head
         _add_dense_and_norm(weights, head.transform_dense, head.layer_norm, "head.dense", "head.norm")
-        if "decoder.bias" in tensors:
-            weights.add(head.output_bias, "decoder.bias")
-        else:  # decoder_bias false: the logits have no offset; the bias starts at zero
-            head.output_bias.assign(np.zeros(head.output_bias.shape, "float32"))
+        add_output_bias(weights, head, "decoder.bias")
         add_output_projection(weights, encoder, "decoder.weight", "embeddings.tok_embeddings.weight")
     weights.apply(ignore=IGNORED_TENSORS + (r"^decoder\.weight$",))
     return model

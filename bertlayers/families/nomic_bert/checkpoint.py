@@ -5,6 +5,7 @@ base model under "nomic_bert." or no prefix)."""
 
 from bertlayers.convert.huggingface import (
     IGNORED_TENSORS,
+    add_embeddings,
     add_fused_attention,
     add_linear,
     add_norm,
@@ -63,11 +64,7 @@ def load_huggingface_nomic_bert(path, dtype=None):
     hf_config, tensors, encoder, weights = start_loading(
         path, "nomic_bert", "nomic_bert.", BertEncoder, dtype, name="nomic_bert_encoder"
     )
-    embeddings = encoder.embeddings
-    weights.add(embeddings.token_embedding.embeddings, "embeddings.word_embeddings.weight")
-    if embeddings.segment_embedding is not None:
-        weights.add(embeddings.segment_embedding.embeddings, "embeddings.token_type_embeddings.weight")
-    add_norm(weights, embeddings.layer_norm, "emb_ln")
+    add_embeddings(weights, encoder.embeddings, norm="emb_ln")
     for index, block in enumerate(encoder.transformer_layers):
         layer = f"encoder.layers.{index}."
         add_fused_attention(

@@ -26,9 +26,8 @@ from bertlayers.families.xlnet.relative_encoder_block import RelativeEncoderBloc
 from bertlayers.families.xlnet.relative_position_encoding import RelativePositionEncoding
 from bertlayers.families.xlnet.two_stream_masks import TwoStreamMasks
 from bertlayers.layers.initializers import bert_initializer
-from bertlayers.layers.token_embedding import TokenEmbedding
 from bertlayers.networks.block_stack import BlockStack, StackOutputs
-from bertlayers.networks.encoder_base import EncoderBase, block_arguments
+from bertlayers.networks.encoder_base import EncoderBase, block_arguments, token_embedding_for
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
@@ -62,17 +61,7 @@ class XLNetEncoder(EncoderBase):
         super().__init__(**kwargs)
 
     def make_embeddings(self, config, dtype):
-        return TokenEmbedding(
-            vocabulary_size=config.vocabulary_size,
-            embedding_size=config.hidden_size,
-            max_sequence_length=config.max_sequence_length,
-            type_vocab_size=config.type_vocab_size,
-            dropout=config.dropout,
-            initializer=bert_initializer(config.initializer_range),
-            tie_weights=config.tie_word_embeddings,
-            dtype=dtype,
-            name="embeddings",
-        )
+        return token_embedding_for(config, dtype)
 
     def make_block(self, config, index, dtype):
         if config.norm_first:

@@ -1,0 +1,146 @@
+"""Real-length work on the CPU, packed against padded: a ModernBERT-class encoder (the Ettin-17M
+sizes, BERT's 30,522-token WordPiece vocabulary, random weights) classifying real Rotten Tomatoes
+snippets.
+
+    padded 128:        every batch of 32 padded to 128 tokens (one compiled shape)
+    padded to longest: every batch of 32 padded to its longest snippet (a shape per length)
+    packed:            snippets packed into rows of 512 tokens, up to 32 per row
+                       (`bertlayers.networks.packing`; one compiled shape)
+
+Inference over --examples snippets and one epoch of fine-tuning over half as many, each timed after
+an untimed pass (tracing); examples per second, the tokens each way computes, and the ratio of
+packed to padded. One process, the ways one after another.
+
+    python benchmarks/packed.py                    # the table (about 5 minutes on 2 cores)
+    python benchmarks/packed.py --examples 512     # quicker
+"""
+
+import argparse
+import time
+
+from machine import cpu_name
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--examples", type=int, default=2048, help="snippets for inference (half of them fine-tune)")
+    parser.add_argument("--preset", default="ettin_encoder_17m")
+    parser.add_argument("--token_budget", type=int, default=512)
+    parser.add_argument("--max_sequences", type=int, default=32)
+    args = parser.parse_args(argv)
+
+    import keras
+    import numpy as np
+
+    from bertlayers.models import SequenceClassifier
+    from bertlayers.networks import build_encoder, get_preset
+    from bertlayers.networks.packing import pack_sequences, packed_classifier, packed_labels
+    from bertlayers.tokenizers import BertInputPacker, bert_uncased_vocabulary, wordpiece_tokenizer
+    from bertlayers.utils.assets import rotten_tomatoes_snippets
+
+    snippets = rotten_tomatoes_snippets()[: args.examples]
+    texts = [text for text, _ in snippets]
+    labels = np.array([label == "fresh" for _, label in snippets], "int32")
+    padded = BertInputPacker(wordpiece_tokenizer(bert_uncased_vocabulary()), 128)(texts)
+    padded = {key: np.asarray(value, "int32") for key, value in padded.items()}
+    lengths = padded["padding_mask"].sum(axis=1)
+    config = get_preset(args.preset).replace(vocabulary_size=30522, max_sequence_length=512)
+    keras.utils.set_random_seed(0)
+    classifier = SequenceClassifier(build_encoder(config), 2, dropout=0.0)
+    packed_model = packed_classifier(classifier, args.max_sequences)
+    batch = 32
+
+    def by_longest(inputs, order):
+        """Batches of 32 in `order`, each cut to its longest row."""
+        for start in range(0, len(order), batch):
+            rows = order[start : start + batch]
+            longest = int(lengths[rows].max())
+            yield {key: value[rows, :longest] for key, value in inputs.items()}, rows
+
+    def timed(run):
+        run()  # traces every shape it meets
+        started = time.perf_counter()
+        run()
+        return time.perf_counter() - started
+
+    order = np.arange(len(texts))
+    packed, placement = pack_sequences(padded, args.token_budget, args.max_sequences)
+    rows = len(packed["token_ids"])
+    results = []
+    predict = classifier.predict_on_batch if hasattr(classifier, "predict_on_batch") else None
+    results.append(
+        (
+            "inference",
+            "padded 128",
+            len(texts) * 128,
+            timed(lambda: classifier.predict(padded, batch_size=batch, verbose=0)),
+        )
+    )
+    results.append(
+        (
+            "inference",
+            "padded to longest",
+            sum(int(lengths[r].max()) * len(r) for _, r in by_longest(padded, order)),
+            timed(lambda: [predict(x) for x, _ in by_longest(padded, order)]),
+        )
+    )
+    row_batch = max(1, batch * int(lengths.mean()) // args.token_budget)
+    results.append(
+        (
+            "inference",
+            f"packed ({rows} rows of {args.token_budget})",
+            rows * args.token_budget,
+            timed(lambda: packed_model.predict(packed, batch_size=row_batch, verbose=0)),
+        )
+    )
+
+    half = len(texts) // 2
+    train = {key: value[:half] for key, value in padded.items()}
+    loss = {"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)}
+    classifier.compile(optimizer=keras.optimizers.Adam(1e-4), loss=loss)
+    results.append(
+        (
+            "fine-tuning",
+            "padded 128",
+            half * 128,
+            timed(lambda: classifier.fit(train, {"logits": labels[:half]}, batch_size=batch, epochs=1, verbose=0)),
+        )
+    )
+    packed_train, train_placement = pack_sequences(train, args.token_budget, args.max_sequences)
+    train_rows = len(packed_train["token_ids"])
+    y, weights = packed_labels(labels[:half], train_placement, train_rows, args.max_sequences)
+    packed_model.compile(optimizer=keras.optimizers.Adam(1e-4), loss=loss)
+    results.append(
+        (
+            "fine-tuning",
+            f"packed ({train_rows} rows of {args.token_budget})",
+            train_rows * args.token_budget,
+            timed(
+                lambda: packed_model.fit(
+                    packed_train,
+                    {"logits": y},
+                    sample_weight={"logits": weights},
+                    batch_size=row_batch,
+                    epochs=1,
+                    verbose=0,
+                )
+            ),
+        )
+    )
+
+    print(
+        f"CPU: {cpu_name()}; {args.preset} sizes, {len(texts)} Rotten Tomatoes snippets "
+        f"({int(lengths.sum())} real tokens, mean {lengths.mean():.1f}), float32, one process.\n"
+    )
+    print("| work | batches | tokens computed | seconds | examples/s | vs padded 128 |")
+    print("|---|---|---|---|---|---|")
+    base = {}
+    for work, way, tokens, seconds in results:
+        count = len(texts) if work == "inference" else half
+        speed = count / seconds
+        base.setdefault(work, speed)
+        print(f"| {work} | {way} | {tokens} | {seconds:.2f} | {speed:.1f} | {speed / base[work]:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
