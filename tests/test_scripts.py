@@ -108,3 +108,28 @@ def test_a_user_mistake_is_one_line_with_status_2_and_leaves_no_folder(script, t
     assert "Traceback" not in errors.getvalue() and "error:" in lines[-1], errors.getvalue()[-2000:]
     if output is not None:
         assert not output.exists(), os.listdir(output)
+
+
+def test_the_ablation_hands_each_runner_an_empty_folder(tmp_path, monkeypatch):
+    """The runners refuse a folder holding another run's files, so the ablation records a step's
+    command beside its folder: the runner finds nothing in it, and a rerun reuses the step."""
+    import subprocess
+
+    ablation = runpy.run_path(os.path.join(REPO, "examples", "ablation.py"))
+    run_step = ablation["run_step"]
+    folder = tmp_path / "row" / "rotten_tomatoes_seed0"
+    seen = []
+
+    def fake_run(command, **kwargs):
+        seen.append(os.path.exists(folder) and os.listdir(folder))
+        os.makedirs(folder)
+        (folder / "metrics.json").write_text("{}")
+        return subprocess.CompletedProcess(command, 0, stdout="")
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    done = str(folder / "metrics.json")
+    assert run_step(done, "run_classifier.py", "--output_dir", str(folder)) is not None
+    assert seen == [False]  # the runner met no folder, so nothing of another run in it
+    assert run_step(done, "run_classifier.py", "--output_dir", str(folder)) is None  # reused
+    with pytest.raises(SystemExit, match="made by another command"):
+        run_step(done, "run_classifier.py", "--output_dir", str(folder), "--epochs", "9")
