@@ -51,10 +51,14 @@ def _map_shapes(fn, shapes):
     """Apply `fn` to each shape tuple of a nested structure of shapes."""
     if _is_shape(shapes):
         return fn(shapes)
+    if isinstance(shapes, dict):
+        return {key: _map_shapes(fn, s) for key, s in shapes.items()}
     return type(shapes)(_map_shapes(fn, s) for s in shapes)
 
 
 def _shapes(outputs):
+    if isinstance(outputs, dict):
+        return {key: _shapes(o) for key, o in outputs.items()}
     if isinstance(outputs, (list, tuple)):
         return type(outputs)(_shapes(o) for o in outputs)
     return tuple(outputs.shape)

@@ -770,3 +770,19 @@ def test_a_windowed_block_computes_rows_and_full_output_alike():
     positions = np.array([[0, 5, 12], [1, 4, 8]], "int32")
     rows = np.asarray(block(x, padding_mask=padding, output_positions=positions))
     np.testing.assert_allclose(rows, np.take_along_axis(full, positions[:, :, None], axis=1), atol=1e-5)
+
+
+def test_packed_rows_give_the_masks_and_positions_of_each_sequence():
+    sequence_ids = np.array([[1, 1, 1, 2, 2, 0], [1, 2, 2, 2, 3, 3]], "int32")
+    run_layer_test(
+        layers.PackedRows,
+        {},
+        {"sequence_ids": sequence_ids},
+        {"padding_mask": (BATCH, SEQ), "attention_mask": (BATCH, SEQ, SEQ), "positions": (BATCH, SEQ)},
+        trainable=False,
+    )
+    rows = layers.PackedRows()(sequence_ids)
+    np.testing.assert_array_equal(rows["positions"], [[0, 1, 2, 0, 1, 0], [0, 0, 1, 2, 0, 1]])
+    np.testing.assert_array_equal(rows["padding_mask"], sequence_ids > 0)
+    expected = (sequence_ids[:, :, None] == sequence_ids[:, None, :]) & (sequence_ids[:, None, :] > 0)
+    np.testing.assert_array_equal(rows["attention_mask"], expected)

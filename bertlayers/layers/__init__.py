@@ -13,6 +13,7 @@ from bertlayers.layers.gated_feed_forward import GatedFeedForward
 from bertlayers.layers.masked_lm_head import MaskedLMHead
 from bertlayers.layers.masking import causal_attention_mask, merge_attention_masks
 from bertlayers.layers.multi_head_attention import MultiHeadAttention
+from bertlayers.layers.packed_rows import PackedRows
 from bertlayers.layers.pooler import Pooler
 from bertlayers.layers.position_embedding import PositionEmbedding
 from bertlayers.layers.rotary_attention import RotaryAttention
@@ -34,6 +35,7 @@ __all__ = [
     "MaskedLMHead",
     "MultiHeadAttention",
     "NextSentenceHead",
+    "PackedRows",
     "Pooler",
     "PositionEmbedding",
     "RotaryAttention",
