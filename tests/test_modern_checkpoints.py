@@ -211,6 +211,10 @@ def test_run_classifier_fine_tunes_from_the_folder(name, tmp_path):
     recorded = recorded_vocabulary(load_model_file(str(tmp_path / "sentiment" / "model.keras")))
     assert recorded.model_type == json.load(open(os.path.join(folder, "config.json")))["model_type"]
     assert "tokenizer.json" in dict(recorded.files)
+    # The recorded tokenizer (what the export tokenizes with) pads as the folder's config says.
+    from bertlayers.tokenizers import checkpoint_tokenizer
+
+    assert recorded.checkpoint_tokenizer().layout == checkpoint_tokenizer(folder).layout
 
 
 def test_a_bert_folder_with_only_tokenizer_json_tokenizes_and_serves_text(tmp_path):

@@ -86,7 +86,10 @@ def save_model(model: keras.Model, path: str, include_optimizer: bool = False) -
     vocabulary = recorded_vocabulary(model)
     members = {}
     if isinstance(vocabulary, TokenizerFiles):
-        members[TEXT_MEMBER] = json.dumps({"tokenizer": "checkpoint", "model_type": vocabulary.model_type})
+        settings = {"tokenizer": "checkpoint", "model_type": vocabulary.model_type}
+        if vocabulary.pad_id is not None:
+            settings["pad_token_id"] = vocabulary.pad_id
+        members[TEXT_MEMBER] = json.dumps(settings)
         members.update({TOKENIZER_FOLDER + name: data for name, data in vocabulary.files})
     elif vocabulary is not None:
         members[VOCABULARY_MEMBER] = "\n".join(vocabulary.tokens) + "\n"
@@ -108,7 +111,7 @@ def read_recorded_vocabulary(archive):
             for name in sorted(names)
             if name.startswith(TOKENIZER_FOLDER)
         )
-        return TokenizerFiles(settings["model_type"], files)
+        return TokenizerFiles(settings["model_type"], files, settings.get("pad_token_id"))
     if VOCABULARY_MEMBER not in names:
         return None
     tokens = archive.read(VOCABULARY_MEMBER).decode("utf-8").splitlines()

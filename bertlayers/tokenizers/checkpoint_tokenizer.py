@@ -167,22 +167,25 @@ class TokenizerFiles:
     Attributes:
       model_type: the checkpoint's transformers model_type (it picks the reader and layout).
       files: ((file name, bytes), ...) of the folder's `TOKENIZER_FILES`.
+      pad_id: the config's `pad_token_id` (a tokenizer.json's padding id comes from it), or None.
     """
 
     model_type: str
     files: tuple
+    pad_id: int | None = None
 
     @classmethod
     def from_folder(cls, folder):
         """The tokenizer files of a checkpoint folder (its config.json names the model_type)."""
-        model_type = _json(os.path.join(folder, "config.json")).get("model_type", "bert")
+        config = _json(os.path.join(folder, "config.json"))
+        model_type = config.get("model_type", "bert")
         files = []
         for name in TOKENIZER_FILES:
             path = os.path.join(folder, name)
             if os.path.isfile(path):
                 with open(path, "rb") as f:
                     files.append((name, f.read()))
-        return cls(model_type, tuple(files))
+        return cls(model_type, tuple(files), config.get("pad_token_id"))
 
     def checkpoint_tokenizer(self, vocabulary_size=None):
         """The `CheckpointTokenizer` these files make; with `vocabulary_size` (a model's token
@@ -205,7 +208,7 @@ def _built(files):
             with open(os.path.join(folder, name), "wb") as f:
                 f.write(data)
         with open(os.path.join(folder, "config.json"), "w") as f:
-            json.dump({"model_type": files.model_type}, f)
+            json.dump({"model_type": files.model_type, "pad_token_id": files.pad_id}, f)
         return checkpoint_tokenizer(folder)
 
 
