@@ -138,6 +138,7 @@ def served_models(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.tensorflow_only
 def test_each_model_type_fine_tunes_and_serves_text_and_ids_from_its_folder(served_models):
     from processes import python, run
 
@@ -158,6 +159,7 @@ def test_each_model_type_fine_tunes_and_serves_text_and_ids_from_its_folder(serv
 
 
 @pytest.mark.slow
+@pytest.mark.tensorflow_only
 def test_every_model_type_text_model_uses_only_ops_tf_serving_links(served_models):
     import tensorflow as tf
     from test_export import FORBIDDEN, graph_ops
@@ -172,6 +174,7 @@ def test_every_model_type_text_model_uses_only_ops_tf_serving_links(served_model
 
 
 @pytest.mark.slow
+@pytest.mark.tensorflow_only
 @pytest.mark.parametrize("name", list(SERVED))
 def test_run_classifier_fine_tunes_from_the_folder(name, tmp_path):
     """`--init FOLDER` with a folder whose only tokenizer file is tokenizer.json."""
@@ -217,6 +220,7 @@ def test_run_classifier_fine_tunes_from_the_folder(name, tmp_path):
     assert recorded.checkpoint_tokenizer().layout == checkpoint_tokenizer(folder).layout
 
 
+@pytest.mark.tensorflow_only
 def test_a_bert_folder_with_only_tokenizer_json_tokenizes_and_serves_text(tmp_path):
     """The BERT-architecture folders published with a tokenizer.json and no vocab.txt."""
     import shutil
