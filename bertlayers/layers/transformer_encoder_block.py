@@ -253,9 +253,10 @@ class TransformerEncoderBlock(keras.layers.Layer):
         query = _rows_at(x, output_positions)  # [B, S or P, H]
         where = {"query_positions": output_positions} if self.computes_rows else {}
         if positions is not None:  # packed rows: each token's place in its own sequence
-            if not self.computes_rows:
+            if "key_positions" not in inspect.signature(self.attention_layer.call).parameters:
                 raise ValueError(
-                    f"{type(self.attention_layer).__name__} takes no query_positions, so it cannot read packed rows."
+                    f"{type(self.attention_layer).__name__} takes no key_positions, so it cannot read packed rows "
+                    "(where positions restart in every sequence)."
                 )
             where = {
                 "query_positions": _rows_at(positions[..., None], output_positions)[..., 0],
