@@ -786,3 +786,20 @@ def test_packed_rows_give_the_masks_and_positions_of_each_sequence():
     np.testing.assert_array_equal(rows["padding_mask"], sequence_ids > 0)
     expected = (sequence_ids[:, :, None] == sequence_ids[:, None, :]) & (sequence_ids[:, None, :] > 0)
     np.testing.assert_array_equal(rows["attention_mask"], expected)
+
+
+@pytest.mark.parametrize("mask_rows", [False, True])
+def test_attention_in_query_chunks_equals_the_whole(mask_rows):
+    """A long sequence's scores a chunk of queries at a time (only one chunk's in memory) give the
+    whole computation's output, with a key mask or a mask per query, off the chunk grid."""
+    attention = layers.RotaryAttention(HEADS, HIDDEN // HEADS, rotary_theta=100.0)
+    x = rng.normal(size=(2, 11, HIDDEN)).astype("float32")
+    padding = np.ones((2, 11), "int32")
+    padding[1, 7:] = 0
+    mask = padding[:, None, :]
+    if mask_rows:
+        mask = mask * np.tril(np.ones((11, 11), "int32"))[None]
+    whole = np.asarray(attention(x, attention_mask=mask))
+    attention.query_chunk = 4
+    chunked = np.asarray(attention(x, attention_mask=mask))
+    np.testing.assert_allclose(chunked, whole, atol=1e-5)

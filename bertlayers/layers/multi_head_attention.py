@@ -130,6 +130,10 @@ class MultiHeadAttention(keras.layers.Layer):
             # [batch, query_len, N, D]; logits and softmax in float32 inside, as below.
             context = ops.dot_product_attention(query, key, value, mask=mask, scale=1.0)
             return self.output_dense(context)
+        length = query.shape[1]
+        dropout_active = bool(training and self.dropout > 0)
+        if length is not None and length > self.query_chunk and not return_attention_scores and not dropout_active:
+            return self.output_dense(self._in_query_chunks(query, key, value, attention_mask))
         scores = ops.einsum("bqnh,bknh->bnqk", query, key)
         # Softmax in float32: masked logits and exp() overflow or lose the small
         # probabilities in float16/bfloat16.
@@ -144,6 +148,38 @@ class MultiHeadAttention(keras.layers.Layer):
         if return_attention_scores:
             return output, probabilities
         return output
+
+    # Queries per step when a long sequence's scores are computed a chunk of queries at a time
+    # (`[batch, N, chunk, K]` at once, not `[batch, N, Q, K]`: at 8,192 tokens and 12 heads a
+    # layer's scores are 3.2 GB in float32, a 2,048-query chunk's a quarter of that).
+    query_chunk = 2048
+
+    def _in_query_chunks(self, query, key, value, attention_mask):
+        """Softmax attention `[B, Q, N, D]`, one chunk of `query_chunk` queries after another
+        (`ops.map`: sequential, so only one chunk's scores exist at a time); equal to the whole."""
+        batch, length, chunk = ops.shape(query)[0], query.shape[1], self.query_chunk
+        chunks = -(-length // chunk)
+        padding = chunks * chunk - length
+
+        def split(x):  # [B, Q, ...] -> [chunks, B, chunk, ...]
+            x = ops.pad(x, [[0, 0], [0, padding]] + [[0, 0]] * (len(x.shape) - 2))
+            x = ops.reshape(x, (batch, chunks, chunk, *x.shape[2:]))
+            return ops.moveaxis(x, 1, 0)
+
+        rows = attention_mask is not None and attention_mask.shape[1] != 1
+        masks = split(ops.cast(attention_mask, "bool")) if rows else None
+
+        def attend(inputs):
+            query_chunk, mask = inputs if rows else (inputs, attention_mask)
+            scores = ops.cast(ops.einsum("bqnh,bknh->bnqk", query_chunk, key), "float32")  # [B, N, chunk, K]
+            if mask is not None:
+                scores = mask_logits(scores, ops.expand_dims(mask, axis=1))
+            probabilities = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
+            return ops.einsum("bnqk,bknh->bqnh", probabilities, value)  # [B, chunk, N, D]
+
+        context = ops.map(attend, (split(query), masks) if rows else split(query))  # [chunks, B, chunk, N, D]
+        context = ops.reshape(ops.moveaxis(context, 0, 1), (batch, chunks * chunk, *context.shape[3:]))
+        return context[:, :length]
 
     def positioned(self, query, key, query_positions, key_positions=None):
         """The projected queries `[B, Q, N, D]` and keys `[B, K, N, D]` as the scores read them: here
