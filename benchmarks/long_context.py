@@ -1,13 +1,16 @@
 """Long context on the CPU: a ModernBERT-base-size encoder (random weights) encodes 1k to 8k tokens,
 against the same encoder with full attention in every layer.
 
+Global layers over more than 2,048 tokens compute their scores a chunk of 2,048 queries at a time
+(`MultiHeadAttention.query_chunk`), so the peak memory is a chunk's scores, not the whole matrix's.
+
 Each (model, length) runs in a child process of its own, so its peak resident memory is its own:
 one untimed call (tracing), then `--repeats` timed calls of `predict` on one sequence. Each child
 also times one local (sliding-window) block and one global block alone on that many tokens: the
 local block's time grows linearly with the length (it scores a 128-token band, computed band by
 band), the global one's quadratically.
 
-    python benchmarks/long_context.py                      # the table (about 10 minutes on 2 cores)
+    python benchmarks/long_context.py --repeats 3          # the table (about 6 minutes on 2 cores)
     python benchmarks/long_context.py --lengths 1024 2048  # fewer lengths
     python benchmarks/long_context.py --output long_context.json
 """
