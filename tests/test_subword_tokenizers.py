@@ -149,7 +149,10 @@ def test_tokenizer_files_that_do_not_fit_are_named(folders, tmp_path):
         json.dump({"model_type": "gpt2", "vocab_size": 1000}, f)
     with pytest.raises(
         ValueError,
-        match=r"no tokenizer for model_type 'gpt2'; supported: albert, bert, distilbert, electra, roberta, xlm-roberta, xlnet",
+        match=(
+            r"no tokenizer for model_type 'gpt2'; supported: albert, bert, distilbert, electra, eurobert, gte, "
+            r"modernbert, nomic_bert, roberta, xlm-roberta, xlnet"
+        ),
     ):
         checkpoint_tokenizer(str(other))
 
