@@ -474,7 +474,7 @@ def write_data(path, quick, finetune_examples):
 
 
 def machine():
-    from bertlayers.export.serving_latency import cpu_model
+    from bertlayers.utils.machine import cpu_model
 
     with open("/proc/cpuinfo", encoding="utf-8") as f:
         flags = set(next(line for line in f if line.startswith("flags")).split(":")[1].split())

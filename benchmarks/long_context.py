@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 
-from machine import cpu_name
+from bertlayers.utils.machine import cpu_name
 
 logger = logging.getLogger("long_context")
 MODELS = ("modernbert", "full_attention")

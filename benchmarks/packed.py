@@ -19,7 +19,7 @@ packed to padded. One process, the ways one after another.
 import argparse
 import time
 
-from machine import cpu_name
+from bertlayers.utils.machine import cpu_name
 
 
 def main(argv=None):
@@ -68,7 +68,6 @@ def main(argv=None):
     packed, placement = pack_sequences(padded, args.token_budget, args.max_sequences)
     rows = len(packed["token_ids"])
     results = []
-    predict = classifier.predict_on_batch if hasattr(classifier, "predict_on_batch") else None
     results.append(
         (
             "inference",
@@ -82,7 +81,7 @@ def main(argv=None):
             "inference",
             "padded to longest",
             sum(int(lengths[r].max()) * len(r) for _, r in by_longest(padded, order)),
-            timed(lambda: [predict(x) for x, _ in by_longest(padded, order)]),
+            timed(lambda: [classifier.predict_on_batch(x) for x, _ in by_longest(padded, order)]),
         )
     )
     row_batch = max(1, batch * int(lengths.mean()) // args.token_budget)

@@ -23,7 +23,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # bertlayers first: it loads TensorFlow with the settings its users get (oneDNN rewrites on).
 import tensorflow as tf  # noqa: E402
 
-from bertlayers.export.serving_latency import cpu_model, load_text_ops, request_latency, serving_latency  # noqa: E402
+from bertlayers.export.serving_latency import load_text_ops, request_latency, serving_latency  # noqa: E402
+from bertlayers.utils.machine import cpu_model  # noqa: E402
 
 
 def snippets(count):

@@ -21,7 +21,7 @@ CONFIGS = {
     "modernbert": modernbert_config(
         4, 16, 4, 12, window=4, local_theta=50.0, vocabulary_size=60, max_sequence_length=32
     ),
-    "modernbert_mean": modernbert_config(3, 16, 4, 12, window=6, pooling="mean", vocabulary_size=60),
+    "modernbert_mean": modernbert_config(3, 16, 4, 12, window=6, pooling_position="mean", vocabulary_size=60),
     "gte": gte_config(
         2,
         16,
@@ -124,3 +124,21 @@ def test_packing_refuses_what_does_not_fit():
     padded["padding_mask"][3] = 0
     with pytest.raises(ValueError, match="Sequence 3 has no real token"):
         pack_sequences(padded, token_budget=24)
+
+
+def test_pack_sequences_places_every_token_once_within_the_budget():
+    """Best fit, longest first: rows hold at most the budget and K sequences, every real token lands
+    once at its placement, and the rows are nearly full (a thousand real-length sequences)."""
+    rng = np.random.default_rng(7)
+    lengths = rng.integers(1, 61, size=1000)
+    padding_mask = (np.arange(64)[None, :] < lengths[:, None]).astype("int32")
+    token_ids = rng.integers(3, 60, size=(1000, 64)).astype("int32") * padding_mask
+    padded = {"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids), "padding_mask": padding_mask}
+    packed, placement = pack_sequences(padded, token_budget=128, max_sequences=8)
+    assert (packed["sequence_ids"].max(axis=1) <= 8).all()
+    assert (packed["sequence_ids"] > 0).sum() == lengths.sum()  # every real token, once
+    for index, tokens in enumerate(unpacked(packed["token_ids"], placement, lengths)):
+        np.testing.assert_array_equal(tokens, token_ids[index, : lengths[index]])
+    row, slot, start = placement[0]
+    assert (packed["sequence_ids"][row, start : start + lengths[0]] == slot + 1).all()
+    assert lengths.sum() / packed["token_ids"].size > 0.95

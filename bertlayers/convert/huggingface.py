@@ -112,16 +112,19 @@ BASE_MODEL_PREFIXES = (
 
 def start_loading(path, model_type, prefix, encoder_class, dtype, name="encoder"):
     """What every loader begins with: the folder read and checked (`read_huggingface_folder`), the
-    base model's `prefix` taken off the tensor names, the encoder built from the config, and an
-    empty `WeightMap`. Returns (config.json dict, tensors, encoder, weights)."""
+    base model's `prefix` taken off the tensor names (a tuple: the names a family's folders use,
+    GTE's "gte." and "new."), the encoder built from the config, and an empty `WeightMap`.
+    Returns (config.json dict, tensors, encoder, weights)."""
     hf_config, config, tensors, weights_path = read_huggingface_folder(path, model_type)
-    foreign = sorted({p for name in tensors for p in BASE_MODEL_PREFIXES if name.startswith(p) and p != prefix})
+    prefixes = (prefix,) if isinstance(prefix, str) else tuple(prefix)
+    foreign = sorted({p for name in tensors for p in BASE_MODEL_PREFIXES if name.startswith(p) and p not in prefixes})
     if foreign:
         raise ValueError(
             f"{weights_path}: config.json says model_type {hf_config.get('model_type', 'bert')!r}, but its tensors are "
             f"named {foreign[0]}* (another family's base model): the config does not belong to these weights."
         )
-    tensors = without_prefix(tensors, prefix)
+    for own in prefixes:
+        tensors = without_prefix(tensors, own)
     encoder = encoder_class.from_encoder_config(config, dtype=dtype, name=name)
     return hf_config, tensors, encoder, WeightMap(tensors, weights_path)
 
@@ -390,15 +393,3 @@ def rotary_theta(hf_config, source, default):
         )
     theta = parameters.get("rope_theta", hf_config.get("rope_theta", hf_config.get("rotary_emb_base", default)))
     return float(theta)
-
-
-def tensor_names(path):
-    """The tensor names of a folder's model.safetensors, read from its header (none if unreadable:
-    the folder reader then says what is wrong with the file)."""
-    from safetensors import safe_open
-
-    try:
-        with safe_open(os.path.join(path, "model.safetensors"), "np") as f:
-            return list(f.keys())
-    except Exception:  # noqa: BLE001  (any unreadable file is reported by read_huggingface_folder)
-        return []

@@ -22,7 +22,7 @@ import keras
 
 from bertlayers import backend
 from bertlayers.networks.input_limits import input_limits
-from bertlayers.tokenizers.checkpoint_tokenizer import TOKENIZER_FILES_OF, TokenizerFiles
+from bertlayers.tokenizers.checkpoint_tokenizer import TokenizerFiles, reads_tokenizer_json
 from bertlayers.tokenizers.tokenizer import ModelVocabulary, check_vocabulary_fits
 from bertlayers.utils import atomic_files
 
@@ -129,7 +129,7 @@ def vocabulary_of(source):
     if not os.path.isdir(source):
         return None
     vocabulary = os.path.join(source, "vocab.txt")
-    if os.path.isfile(vocabulary) and not _reads_tokenizer_json(source):
+    if os.path.isfile(vocabulary) and not reads_tokenizer_json(source):
         lowercase = True
         settings = os.path.join(source, "tokenizer_config.json")
         if os.path.isfile(settings):
@@ -144,19 +144,6 @@ def vocabulary_of(source):
         if any(name != "tokenizer_config.json" for name, _ in files.files):
             return files
     return vocabulary_of(os.path.join(source, "encoder.keras"))
-
-
-def _reads_tokenizer_json(folder):
-    """Whether the folder's model_type reads tokenizer.json (GTE, NomicBERT) rather than the
-    vocab.txt beside it, and the folder has one."""
-    if not os.path.isfile(os.path.join(folder, "tokenizer.json")):
-        return False
-    try:
-        with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
-            model_type = json.load(f).get("model_type", "bert")
-    except (OSError, ValueError, AttributeError):
-        return False
-    return "vocab.txt" not in TOKENIZER_FILES_OF.get(model_type, ("vocab.txt",))
 
 
 def attach_recorded_vocabulary(model, path):

@@ -4,7 +4,6 @@ distillation example measure."""
 import glob
 import importlib.util
 import os
-import platform
 import time
 
 import numpy as np
@@ -17,15 +16,6 @@ def load_text_ops():
     folder = importlib.util.find_spec("tensorflow_text").submodule_search_locations[0]
     for library in sorted(glob.glob(os.path.join(folder, "python", "ops", "*.so"))):
         tf.load_op_library(library)
-
-
-def cpu_model():
-    """The CPU's model name (what a timing was measured on)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            return next(line for line in f if line.startswith("model name")).split(":", 1)[1].strip()
-    except (OSError, StopIteration):
-        return platform.machine()
 
 
 def serving_latency(path, texts, requests=300, batch_size=32, rounds=2):

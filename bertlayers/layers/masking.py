@@ -78,22 +78,3 @@ def check_attention_window(window):
     if isinstance(window, bool) or not isinstance(window, int) or window <= 0:
         raise ValueError(f"attention_window must be a positive integer or None, got {window!r}.")
     return window
-
-
-def same_sequence_mask(sequence_ids):
-    """Block-diagonal mask `[batch, seq, seq]` of packed rows: token i attends token j where both
-    belong to one sequence (`sequence_ids` `[batch, seq]`: 1, 2, ... for the sequences packed in
-    a row, 0 at padding)."""
-    ids = ops.convert_to_tensor(sequence_ids)
-    return ops.logical_and(ops.equal(ids[:, :, None], ids[:, None, :]), ops.not_equal(ids, 0)[:, None, :])
-
-
-def packed_positions(sequence_ids):
-    """Each token's position in its own sequence, `[batch, seq]` int32: its index less its
-    sequence's first token's (positions restart at 0 in every sequence of a packed row; each
-    sequence's tokens contiguous)."""
-    ids = ops.convert_to_tensor(sequence_ids)
-    index = ops.cumsum(ops.ones_like(ids), axis=1) - 1  # [batch, seq]
-    same = ops.equal(ids[:, :, None], ids[:, None, :])  # [batch, seq, seq]
-    first = ops.min(ops.where(same, index[:, None, :], ops.shape(ids)[1]), axis=-1)  # [batch, seq]
-    return ops.cast(index - first, "int32")

@@ -5,7 +5,6 @@ import keras
 from keras import ops
 
 from bertlayers.layers.input_checks import check_integer_ids, check_rank
-from bertlayers.layers.masking import packed_positions, same_sequence_mask
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
@@ -28,10 +27,15 @@ class PackedRows(keras.layers.Layer):
     def call(self, sequence_ids):
         check_integer_ids(sequence_ids, "sequence_ids")
         check_rank(sequence_ids, 2, "sequence_ids", "[batch, seq]")
+        real = ops.not_equal(sequence_ids, 0)  # [batch, seq]
+        same = ops.equal(sequence_ids[:, :, None], sequence_ids[:, None, :])  # [batch, seq, seq]
+        # A token's position: its index less its sequence's first token's (sequences contiguous).
+        index = ops.cumsum(ops.ones_like(sequence_ids), axis=1) - 1  # [batch, seq]
+        first = ops.min(ops.where(same, index[:, None, :], ops.shape(sequence_ids)[1]), axis=-1)
         return {
-            "padding_mask": ops.cast(ops.not_equal(sequence_ids, 0), "int32"),
-            "attention_mask": same_sequence_mask(sequence_ids),
-            "positions": packed_positions(sequence_ids),
+            "padding_mask": ops.cast(real, "int32"),
+            "attention_mask": ops.logical_and(same, real[:, None, :]),  # block-diagonal
+            "positions": ops.cast(index - first, "int32"),
         }
 
     def compute_output_spec(self, sequence_ids):

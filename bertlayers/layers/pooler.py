@@ -76,11 +76,7 @@ class Pooler(keras.layers.Layer):
         self.built = True
 
     def call(self, sequence, padding_mask=None):
-        if self.position == "late":
-            pooled = _mean(self._activation_fn(self.dense(sequence)), padding_mask)  # [batch, H]
-        else:
-            pooled = self._activation_fn(self.dense(self._summary(sequence, padding_mask)))  # [batch, H]
-        return pooled if self.norm is None else self.norm(pooled)
+        return self._pooled(sequence, lambda x: self._summary(x, padding_mask))  # [batch, H]
 
     def per_sequence(self, sequence, sequence_ids, max_sequences):
         """The summary of each sequence of packed rows, `[batch, max_sequences, H]`, as `call`
@@ -92,32 +88,23 @@ class Pooler(keras.layers.Layer):
           max_sequences: K, the most sequences a row holds.
         """
         member = ops.one_hot(ops.cast(sequence_ids, "int32") - 1, max_sequences)  # [batch, seq, K]; padding: none
+        pooled = self._pooled(sequence, lambda x: self._sequence_summaries(x, member))  # [batch, K, H]
         present = ops.max(member, axis=1) > 0  # [batch, K]
-        if self.position in ("mean", "late"):
-            values = self._activation_fn(self.dense(sequence)) if self.position == "late" else sequence
-            total = ops.einsum("bsk,bsh->bkh", member, ops.cast(values, "float32"))
-            mean = total / ops.maximum(ops.sum(member, axis=1), 1.0)[:, :, None]  # [batch, K, H]
-            pooled = ops.cast(mean, sequence.dtype)
-            if self.position == "mean":
-                pooled = self._activation_fn(self.dense(pooled))
-        else:
-            length = ops.shape(member)[1]
-            index = ops.cast(ops.arange(length), "float32")[None, :, None]  # [1, seq, 1]
-            if self.position == "first":
-                at = ops.argmin(ops.where(member > 0, index, float(2**30)), axis=1)  # [batch, K]
-            else:
-                at = ops.argmax(ops.where(member > 0, index, -1.0), axis=1)
-            picked = ops.take_along_axis(sequence, ops.cast(at, "int32")[:, :, None], axis=1)  # [batch, K, H]
-            pooled = self._activation_fn(self.dense(picked))
-        if self.norm is not None:
-            pooled = self.norm(pooled)
         return pooled * ops.cast(present, pooled.dtype)[:, :, None]
 
+    def _pooled(self, sequence, summarize):
+        """Norm(act(W · summary)): the summary of the sequence, or ("late") of each token's act(W · x)."""
+        if self.position == "late":
+            pooled = summarize(self._activation_fn(self.dense(sequence)))
+        else:
+            pooled = self._activation_fn(self.dense(summarize(sequence)))
+        return pooled if self.norm is None else self.norm(pooled)
+
     def _summary(self, sequence, padding_mask):
-        """The `[batch, H]` the dense layer reads."""
+        """`[batch, H]` of `sequence` `[batch, seq, H]` at the pooler's position."""
         if self.position == "first":
             return sequence[:, 0, :]
-        if self.position == "mean":
+        if self.position in ("mean", "late"):
             return _mean(sequence, padding_mask)
         if padding_mask is None:
             return sequence[:, -1, :]
@@ -126,6 +113,18 @@ class Pooler(keras.layers.Layer):
         positions = ops.arange(ops.shape(padding_mask)[1], dtype="int32")[None, :]
         last = ops.max(positions * ops.cast(real, "int32"), axis=1)  # [batch]
         return ops.take_along_axis(sequence, last[:, None, None], axis=1)[:, 0, :]  # [batch, H]
+
+    def _sequence_summaries(self, sequence, member):
+        """`[batch, K, H]`: each packed sequence's summary (`member` `[batch, seq, K]`, one-hot)."""
+        if self.position in ("mean", "late"):
+            total = ops.einsum("bsk,bsh->bkh", member, ops.cast(sequence, "float32"))
+            return ops.cast(total / ops.maximum(ops.sum(member, axis=1), 1.0)[:, :, None], sequence.dtype)
+        index = ops.cast(ops.arange(ops.shape(member)[1]), "float32")[None, :, None]  # [1, seq, 1]
+        if self.position == "first":
+            at = ops.argmin(ops.where(member > 0, index, float(2**30)), axis=1)  # [batch, K]
+        else:
+            at = ops.argmax(ops.where(member > 0, index, -1.0), axis=1)
+        return ops.take_along_axis(sequence, ops.cast(at, "int32")[:, :, None], axis=1)  # [batch, K, H]
 
     def compute_output_shape(self, sequence_shape, padding_mask_shape=None):
         return (sequence_shape[0], sequence_shape[-1])

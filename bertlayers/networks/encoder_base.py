@@ -221,8 +221,8 @@ class EncoderBase(GuardedModel, keras.Model):
 
     def pooling_of(self, config):
         """Where the pooler reads: the config's `pooling`, else the class's `pooling_position`."""
-        if config.pooling is not None:
-            return config.pooling
+        if config.pooling_position is not None:
+            return config.pooling_position
         # Under causal attention the first token sees only itself: only the last real token has
         # read the whole sequence (GPT's choice for classification).
         return "last" if config.causal else self.pooling_position
@@ -268,8 +268,13 @@ class EncoderBase(GuardedModel, keras.Model):
             dtype,
             f"transformer_layer_{index}",
             block_class=self._block_class,
-            block_config=self._block_config,
+            block_config={**self.block_config_at(config, depth), **self._block_config},
         )
+
+    def block_config_at(self, config, depth):
+        """Block arguments a family sets at one depth that no per-layer setting says (ModernBERT's
+        layer 0 reads its already normalized embeddings); the constructor's `block_config` wins."""
+        return {}
 
     def make_stack(self, config, blocks, block_of_layer, dtype):
         """The stack running `blocks` (`BlockStack`; a family whose blocks take other inputs

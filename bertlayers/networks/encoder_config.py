@@ -47,8 +47,8 @@ class EncoderConfig:
       positions (the BERT paper's left-to-right ablation). `type_vocab_size` 0 means no segment
       embedding. `tie_word_embeddings` False gives the output projection of the LM heads a
       matrix of its own instead of the token embedding's transpose (transformers' setting of
-      that name). `pooler_activation` is the pooler's (tanh in BERT); `pooling` where it reads
-      ("first" token, "last" real token, "mean" of the real tokens; None: the class's own).
+      that name). `pooler_activation` is the pooler's (tanh in BERT); `pooling_position` where it reads
+      ("first" token, "last" real token, "mean" of the real tokens, "late" the mean of each token's act(W · x); None: the class's own).
       `learned_positions` False leaves the position table out (positions enter through rotary
       attention alone: ModernBERT, GTE, NomicBERT, EuroBERT).
 
@@ -97,7 +97,7 @@ class EncoderConfig:
     feed_forward: str = option("dense", "the feed-forward network, by its name in the table")
     use_bias: bool = option(True, "biases on the block's dense projections")
     learned_positions: bool = option(True, "a learned position table added to the input (false: rotary only)")
-    pooling: Optional[str] = option(
+    pooling_position: Optional[str] = option(
         None, "where the pooler reads: first, last or mean (None: the encoder class's own)", choices=POOLINGS
     )
     layer_types: Optional[tuple] = option(None, "one kind name per layer")

@@ -10,6 +10,8 @@ block-diagonal mask), so real-length batches cost their real tokens, not their p
 Packed outputs equal the padded computation's for each sequence (tests/test_packing.py).
 """
 
+import bisect
+
 import keras
 import numpy as np
 
@@ -18,7 +20,8 @@ from bertlayers.networks.block_stack import PACKED_INPUT_NAMES, BlockStack
 
 
 def pack_sequences(inputs: dict, token_budget: int, max_sequences: int = 16) -> tuple[dict, np.ndarray]:
-    """Pack padded sequences into rows of `token_budget` tokens (first fit, longest first).
+    """Pack padded sequences into rows of `token_budget` tokens (best fit, longest first: each
+    sequence goes to the open row it fills most closely; O(N log R) for N sequences in R rows).
 
     Args:
       inputs: int arrays `[N, S]`: `token_ids`, `segment_ids`, `padding_mask` (1 at real tokens,
@@ -38,20 +41,25 @@ def pack_sequences(inputs: dict, token_budget: int, max_sequences: int = 16) -> 
         )
     if (lengths == 0).any():
         raise ValueError(f"Sequence {int(np.argmin(lengths))} has no real token (padding_mask all 0).")
-    rows, used = [], []  # rows: [(sequence, start)]
     placement = np.zeros((len(lengths), 3), "int64")
+    open_rows = []  # (room left, row) of the rows that take more sequences, sorted
+    used, count = [], []  # tokens and sequences in each row
     for index in np.argsort(-lengths, kind="stable"):
-        length = lengths[index]
-        row = next((r for r, u in enumerate(used) if u + length <= token_budget and len(rows[r]) < max_sequences), None)
-        if row is None:
-            rows.append([])
+        length = int(lengths[index])
+        at = bisect.bisect_left(open_rows, (length, -1))  # the tightest row with room
+        if at < len(open_rows):
+            _, row = open_rows.pop(at)
+        else:
+            row = len(used)
             used.append(0)
-            row = len(rows) - 1
-        placement[index] = (row, len(rows[row]), used[row])
-        rows[row].append(index)
+            count.append(0)
+        placement[index] = (row, count[row], used[row])
         used[row] += length
+        count[row] += 1
+        if count[row] < max_sequences and used[row] < token_budget:
+            bisect.insort(open_rows, (token_budget - used[row], row))
     names = [name for name in inputs if name != "padding_mask"]
-    packed = {name: np.zeros((len(rows), token_budget), "int32") for name in names + ["sequence_ids"]}
+    packed = {name: np.zeros((len(used), token_budget), "int32") for name in names + ["sequence_ids"]}
     for index, (row, slot, start) in enumerate(placement):
         length = lengths[index]
         for name in names:

@@ -17,16 +17,16 @@ tf = require_tensorflow(__name__)
 import tensorflow_text as tf_text  # noqa: E402  (after the check above, which names what is missing)
 
 # Oniguruma's (Hugging Face tokenizers') \s in Unicode mode; RE2's \s is ASCII-only.
-_SPACE = r"\t\n\x0B\f\r\x{85}\p{Z}"
+WHITESPACE = r"\t\n\x0B\f\r\x{85}\p{Z}"
 # GPT-2's pattern without its one lookahead, `\s+(?!\S)` (RE2 has no lookahead): the
 # whitespace runs it decides are split beforehand (`_gpt2_words`).
-_WORD = rf"'s|'t|'re|'ve|'m|'ll|'d| ?\p{{L}}+| ?\p{{N}}+| ?[^{_SPACE}\p{{L}}\p{{N}}]+|[{_SPACE}]+"
+_WORD = rf"'s|'t|'re|'ve|'m|'ll|'d| ?\p{{L}}+| ?\p{{N}}+| ?[^{WHITESPACE}\p{{L}}\p{{N}}]+|[{WHITESPACE}]+"
 # A whitespace run and the characters up to the next whitespace, or a run that ends the text.
-_CHUNK = rf"[{_SPACE}]*[^{_SPACE}]+|[{_SPACE}]+"
+_CHUNK = rf"[{WHITESPACE}]*[^{WHITESPACE}]+|[{WHITESPACE}]+"
 # Llama-3's pattern (EuroBERT's tokenizer.json) without its lookahead `\s+(?!\S)`, \s as Oniguruma's.
 _LLAMA3_WORD = (
     rf"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{{L}}\p{{N}}]?\p{{L}}+|\p{{N}}{{1,3}}"
-    rf"| ?[^{_SPACE}\p{{L}}\p{{N}}]+[\r\n]*|[{_SPACE}]*[\r\n]+|[{_SPACE}]+"
+    rf"| ?[^{WHITESPACE}\p{{L}}\p{{N}}]+[\r\n]*|[{WHITESPACE}]*[\r\n]+|[{WHITESPACE}]+"
 )
 # Whitespace that is not a line break.
 _BLANK = r"\t\x0B\f\x{85}\p{Z}"
@@ -107,9 +107,11 @@ def _gpt2_words(texts):
     """
     chunks = tf_text.regex_split(texts, _CHUNK, _CHUNK)  # [batch, (chunks)]
     flat = chunks.flat_values
-    only_space = tf.strings.regex_full_match(flat, rf"[{_SPACE}]+")
-    head = tf.strings.regex_replace(flat, rf"^([{_SPACE}]*?)[{_SPACE}]?[^{_SPACE}]+$", r"\1")
-    tail = tf.where(only_space, "", tf.strings.regex_replace(flat, rf"^[{_SPACE}]*?([{_SPACE}]?[^{_SPACE}]+)$", r"\1"))
+    only_space = tf.strings.regex_full_match(flat, rf"[{WHITESPACE}]+")
+    head = tf.strings.regex_replace(flat, rf"^([{WHITESPACE}]*?)[{WHITESPACE}]?[^{WHITESPACE}]+$", r"\1")
+    tail = tf.where(
+        only_space, "", tf.strings.regex_replace(flat, rf"^[{WHITESPACE}]*?([{WHITESPACE}]?[^{WHITESPACE}]+)$", r"\1")
+    )
     parts = tf.reshape(tf.stack([head, tail], axis=1), [-1])  # head, tail of each chunk in order
     parts = tf.RaggedTensor.from_row_splits(parts, chunks.row_splits * 2)
     parts = tf.ragged.boolean_mask(parts, parts != "")  # [batch, (parts)]
@@ -129,7 +131,7 @@ def _llama3_words(texts):
     """
     chunks = tf_text.regex_split(texts, _CHUNK, _CHUNK)  # [batch, (chunks)]
     flat = chunks.flat_values
-    whole = rf"^([{_SPACE}]+)([{_BLANK}][^{_SPACE}]+)$"
+    whole = rf"^([{WHITESPACE}]+)([{_BLANK}][^{WHITESPACE}]+)$"
     cut = tf.strings.regex_full_match(flat, whole)
     head = tf.where(cut, tf.strings.regex_replace(flat, whole, r"\1"), flat)
     tail = tf.where(cut, tf.strings.regex_replace(flat, whole, r"\2"), "")
@@ -199,17 +201,11 @@ class ByteLevelBPE(tf.Module):
             ),
             default_value=self._no_merge,
         )
-        self._ids = tf.lookup.StaticHashTable(
+        self._ids = tf.lookup.StaticHashTable(  # -1 for a piece outside the vocabulary
             tf.lookup.KeyValueTensorInitializer(
                 tf.constant(list(self.vocabulary)), tf.constant(list(self.vocabulary.values()), tf.int32)
             ),
-            default_value=self.unknown_id,
-        )
-        self._whole = tf.lookup.StaticHashTable(  # whether a whole word is a token (ignore_merges)
-            tf.lookup.KeyValueTensorInitializer(
-                tf.constant(list(self.vocabulary)), tf.ones([len(self.vocabulary)], tf.int32)
-            ),
-            default_value=0,
+            default_value=-1,
         )
 
     @classmethod
@@ -257,13 +253,15 @@ class ByteLevelBPE(tf.Module):
         # Text repeats its words: merge each distinct word once.
         distinct, index = tf.unique(words.flat_values)  # [distinct], [words]
         characters = self._byte_chars.lookup(tf.strings.bytes_split(distinct))  # [distinct, (bytes)]
-        pieces = self._merge(characters.to_tensor(default_value=""))  # [distinct, length]
-        if self.ignore_merges:  # a word in the vocabulary is its own piece
+        symbols = characters.to_tensor(default_value="")  # [distinct, length]
+        if self.ignore_merges:  # a word in the vocabulary is its own piece: nothing to merge
             whole = tf.strings.reduce_join(characters, axis=1)  # [distinct]
-            known = self._whole.lookup(whole) > 0
-            pieces = tf.pad(pieces, [[0, 0], [0, 1]])  # a column for the whole word in an empty result
-            alone = tf.concat([whole[:, tf.newaxis], tf.fill(tf.shape(pieces[:, 1:]), "")], axis=1)
-            pieces = tf.where(known[:, tf.newaxis], alone, pieces)
-        pieces = tf.RaggedTensor.from_tensor(pieces, padding="")  # [distinct, (pieces)]
-        ids = tf.gather(tf.ragged.map_flat_values(self._ids.lookup, pieces), index)  # [words, (pieces)]
+            symbols = tf.pad(symbols, [[0, 0], [0, 1]])  # a column for the whole word in an empty batch
+            alone = tf.concat([whole[:, tf.newaxis], tf.fill(tf.shape(symbols[:, 1:]), "")], axis=1)
+            symbols = tf.where((self._ids.lookup(whole) >= 0)[:, tf.newaxis], alone, symbols)
+        pieces = tf.RaggedTensor.from_tensor(self._merge(symbols), padding="")  # [distinct, (pieces)]
+        found = self._ids.lookup(pieces.flat_values)
+        ids = tf.gather(
+            pieces.with_flat_values(tf.where(found < 0, self.unknown_id, found)), index
+        )  # [words, (pieces)]
         return words.with_flat_values(ids).merge_dims(1, 2)

@@ -252,12 +252,35 @@ CHECKPOINT_TOKENIZERS = {}
 TOKENIZER_FILES_OF = {}  # model_type -> the tokenizer files its reader needs
 
 
-def register_checkpoint_tokenizer(model_type, reader, files):
+PREFERS_TOKENIZER_JSON = set()  # model_types whose folders' tokenizer.json wins over their other files
+
+
+def register_checkpoint_tokenizer(model_type, reader, files, prefers_tokenizer_json=False):
     """Make `checkpoint_tokenizer` read a `model_type`'s folder with `reader(folder, config,
-    tokenizer_config)`, from its tokenizer `files` (all of which it needs)."""
+    tokenizer_config)`, from its tokenizer `files` (all of which it needs); with
+    `prefers_tokenizer_json`, from the folder's tokenizer.json wherever it has one (GTE's and
+    NomicBERT's folders ship it beside vocab.txt, and transformers reads it)."""
     CHECKPOINT_TOKENIZERS[model_type] = reader
     TOKENIZER_FILES_OF[model_type] = tuple(files)
+    if prefers_tokenizer_json:
+        PREFERS_TOKENIZER_JSON.add(model_type)
     return reader
+
+
+def reads_tokenizer_json(folder, model_type=None):
+    """Whether a checkpoint folder's tokenizer comes from its tokenizer.json: it has one, and its
+    model_type (default: its config.json's) prefers it, has no reader of its own, or lacks the files
+    that reader needs."""
+    if not os.path.isfile(os.path.join(folder, "tokenizer.json")):
+        return False
+    if model_type is None:
+        model_type = _json(os.path.join(folder, "config.json")).get("model_type", "bert")
+    own = TOKENIZER_FILES_OF.get(model_type, ())
+    return (
+        model_type in PREFERS_TOKENIZER_JSON
+        or model_type not in CHECKPOINT_TOKENIZERS
+        or not all(os.path.isfile(os.path.join(folder, name)) for name in own)
+    )
 
 
 def check_tokenizer_files(folder, model_type, source="config.json"):
@@ -316,8 +339,7 @@ def checkpoint_tokenizer(folder: str) -> CheckpointTokenizer:
     config = _json(config_path)
     model_type = config.get("model_type", "bert")
     reader = CHECKPOINT_TOKENIZERS.get(model_type)
-    own_files = [os.path.isfile(os.path.join(folder, name)) for name in TOKENIZER_FILES_OF.get(model_type, ())]
-    if (reader is None or not all(own_files)) and os.path.isfile(os.path.join(folder, "tokenizer.json")):
+    if reads_tokenizer_json(folder, model_type):
         reader = tokenizer_json_checkpoint_tokenizer  # the tokenizers library's file, whatever the family
     if reader is None:
         raise ValueError(
@@ -366,20 +388,8 @@ def tokenizer_json_checkpoint_tokenizer(folder, config, tokenizer_config):
     with the config's `pad_token_id`."""
     from bertlayers.tokenizers.tokenizer_json import read_tokenizer_json
 
-    parsed = read_tokenizer_json(
-        required_file(folder, "tokenizer.json", config.get("model_type", "bert")), pad_id=config.get("pad_token_id")
-    )
-    return CheckpointTokenizer(
-        parsed.tokenizer, parsed.layout, parsed.vocabulary_size, parsed.kind, unknown_id=parsed.unknown_id
-    )
-
-
-def json_or_wordpiece_checkpoint_tokenizer(folder, config, tokenizer_config):
-    """tokenizer.json where the folder has one, else WordPiece from vocab.txt (BERT-vocabulary
-    families whose folders ship either)."""
-    if os.path.isfile(os.path.join(folder, "tokenizer.json")):
-        return tokenizer_json_checkpoint_tokenizer(folder, config, tokenizer_config)
-    return wordpiece_checkpoint_tokenizer(folder, config, tokenizer_config)
+    path = required_file(folder, "tokenizer.json", config.get("model_type", "bert"))
+    return read_tokenizer_json(path, pad_id=config.get("pad_token_id"))
 
 
 register_checkpoint_tokenizer("bert", wordpiece_checkpoint_tokenizer, ["vocab.txt"])

@@ -14,12 +14,12 @@ fallback, single-word added tokens, ...) is refused by name when the file is rea
 tokenize it differently, and silently.
 """
 
-import dataclasses
 import json
 import unicodedata
 
 from bertlayers.startup import require_tensorflow
-from bertlayers.tokenizers.byte_level_bpe import ByteLevelBPE
+from bertlayers.tokenizers.byte_level_bpe import WHITESPACE, ByteLevelBPE
+from bertlayers.tokenizers.checkpoint_tokenizer import CheckpointTokenizer
 from bertlayers.tokenizers.input_layout import InputLayout
 from bertlayers.tokenizers.wordpiece import InGraphTokenizer
 from bertlayers.utils.text_files import read_text
@@ -27,8 +27,8 @@ from bertlayers.utils.text_files import read_text
 tf = require_tensorflow(__name__)
 import tensorflow_text as tf_text  # noqa: E402  (after the check above, which names what is missing)
 
-# Oniguruma's \s (the tokenizers library's regex engine), for RE2.
-_SPACE = r"\t\n\x0B\f\r\x{85}\p{Z}"
+# The Split regex of Llama-3's tokenizer.json, as the file spells it (`ByteLevelBPE`'s "llama3"
+# pre-tokenizer runs it in RE2).
 LLAMA3_PATTERN = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+"
     r"|\s+(?!\S)|\s+"
@@ -36,20 +36,8 @@ LLAMA3_PATTERN = (
 UNICODE_FORMS = ("NFC", "NFKC", "NFD", "NFKD")
 
 
-@dataclasses.dataclass(frozen=True)
-class JsonTokenizer:
-    """What a tokenizer.json makes: the graph tokenizer, its kind, size, unknown id and layout."""
-
-    tokenizer: object
-    kind: str
-    vocabulary_size: int
-    unknown_id: int
-    layout: InputLayout
-    token_to_id: dict
-
-
-def read_tokenizer_json(path: str, pad_id: int | None = None) -> JsonTokenizer:
-    """The graph tokenizer and input layout a `tokenizer.json` describes.
+def read_tokenizer_json(path: str, pad_id: int | None = None) -> CheckpointTokenizer:
+    """The graph tokenizer and input layout a `tokenizer.json` describes, as a `CheckpointTokenizer`.
 
     Args:
       path: the file.
@@ -69,7 +57,6 @@ def read_tokenizer_json(path: str, pad_id: int | None = None) -> JsonTokenizer:
     refuse = _refuser(path)
     model = spec["model"]
     kind = model.get("type") or ("BPE" if "merges" in model else "WordPiece" if "vocab" in model else None)
-    vocabulary = model.get("vocab")
     if kind == "WordPiece":
         tokenizer, token_to_id = _wordpiece(spec, model, refuse)
         unknown = token_to_id[model.get("unk_token", "[UNK]")]
@@ -80,16 +67,14 @@ def read_tokenizer_json(path: str, pad_id: int | None = None) -> JsonTokenizer:
         kind_name = "byte_level_bpe"
     else:
         refuse("model.type", kind, "WordPiece or BPE (a Unigram tokenizer.json is not read yet)")
-    if not isinstance(vocabulary, dict):
-        refuse("model.vocab", type(vocabulary).__name__, "a token -> id mapping")
     token_to_id = dict(token_to_id)
     added = _added_tokens(spec, token_to_id, refuse)
     token_to_id.update(added)
-    size = max(token_to_id.values()) + 1
     layout = _layout(spec.get("post_processor"), token_to_id, _pad_id(spec, token_to_id, pad_id, refuse), refuse)
     if added:
         tokenizer = WithAddedTokens(tokenizer, spec["added_tokens"])
-    return JsonTokenizer(tokenizer, kind_name, size, unknown, layout, token_to_id)
+    size = max(token_to_id.values()) + 1
+    return CheckpointTokenizer(tokenizer, layout, size, kind_name, unknown_id=unknown)
 
 
 def _refuser(path):
@@ -337,9 +322,9 @@ class WithAddedTokens(tf.Module):
         for token in sorted(added_tokens, key=lambda t: -len(t["content"])):
             literal = "".join(f"\\x{{{ord(c):x}}}" for c in token["content"])  # RE2-safe
             alternatives.append(
-                (f"[{_SPACE}]*" if token.get("lstrip") else "")
+                (f"[{WHITESPACE}]*" if token.get("lstrip") else "")
                 + literal
-                + (f"[{_SPACE}]*" if token.get("rstrip") else "")
+                + (f"[{WHITESPACE}]*" if token.get("rstrip") else "")
             )
         self.pattern = "|".join(f"(?:{a})" for a in alternatives)
         self._ids = tf.lookup.StaticHashTable(
@@ -350,16 +335,11 @@ class WithAddedTokens(tf.Module):
             default_value=-1,
         )
 
-    def __getattr__(self, name):  # vocabulary_size, token_to_id, unknown_id, ... of the wrapped tokenizer
-        if name.startswith("_") or name in ("tokenizer", "pattern"):
-            raise AttributeError(name)
-        return getattr(self.tokenizer, name)
-
     def _segments(self, texts):
         texts = tf.convert_to_tensor(texts, tf.string)
         segments, starts, ends = tf_text.regex_split_with_offsets(texts, self.pattern, self.pattern)
         flat = segments.flat_values
-        content = tf.strings.regex_replace(flat, f"^[{_SPACE}]+|[{_SPACE}]+$", "")
+        content = tf.strings.regex_replace(flat, f"^[{WHITESPACE}]+|[{WHITESPACE}]+$", "")
         ids = self._ids.lookup(tf.where(tf.strings.regex_full_match(flat, self.pattern), content, ""))
         return segments, starts, ends, ids  # ids: the added token's, or -1 for text
 

@@ -56,7 +56,7 @@ def eurobert_config_from_huggingface(hf_config, source):
         rotary_theta=rotary_theta(hf_config, source, default=10000.0),
         use_bias=hf_config.get("attention_bias", False),
         tie_word_embeddings=tied_output({"tie_word_embeddings": False, **hf_config}),
-        pooling=POOLINGS[pooling],
+        pooling_position=POOLINGS[pooling],
     )
     try:
         return eurobert_config(hf_config["num_hidden_layers"], hidden, heads, hf_config["intermediate_size"], **fields)

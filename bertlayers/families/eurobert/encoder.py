@@ -10,7 +10,7 @@ class EuroBertEncoder(EncoderBase):
     """EuroBERT: Llama's blocks without the causal mask. Token embedding alone (no norm, no
     segments), pre-norm blocks with RMSNorm, grouped-query rotary attention and SwiGLU, a final
     RMSNorm. Its masked-LM head projects the final states onto the vocabulary directly (no
-    transform), and its classifier pools the first token, the mean, or late (`EncoderConfig.pooling`
+    transform), and its classifier pools the first token, the mean, or late (`EncoderConfig.pooling_position`
     "first", "mean", "late") through dense → GELU."""
 
     architecture = "eurobert"

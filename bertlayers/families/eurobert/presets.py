@@ -31,7 +31,7 @@ def eurobert_config(num_layers, hidden_size, num_heads, intermediate_size, num_k
         feed_forward="gated",
         use_bias=False,
         tie_word_embeddings=False,
-        pooling="late",
+        pooling_position="late",
     )
     arguments.update(fields)
     return EncoderConfig(**arguments)

@@ -14,14 +14,13 @@ from bertlayers.convert.huggingface import (
     register_huggingface_family,
     rotary_theta,
     start_loading,
-    tensor_names,
     with_sequence_classifier,
 )
 from bertlayers.families.gte.encoder import GteEncoder
 from bertlayers.models.pretrainer import BertPretrainer
 from bertlayers.tokenizers.checkpoint_tokenizer import (
-    json_or_wordpiece_checkpoint_tokenizer,
     register_checkpoint_tokenizer,
+    wordpiece_checkpoint_tokenizer,
 )
 
 
@@ -54,8 +53,9 @@ def load_huggingface_gte(path, dtype=None):
       else the `GteEncoder` (`sequence_output` ↔ `last_hidden_state`, `pooled_output` ↔
       `pooler_output` where the folder has a pooler).
     """
-    prefix = _base_prefix(path)
-    hf_config, tensors, encoder, weights = start_loading(path, "gte", prefix, GteEncoder, dtype, name="gte_encoder")
+    hf_config, tensors, encoder, weights = start_loading(
+        path, "gte", ("gte.", "new."), GteEncoder, dtype, name="gte_encoder"
+    )  # transformers 5 saves "gte."; the published folders keep the original "new."
     add_embeddings(weights, encoder.embeddings)
     for index, block in enumerate(encoder.transformer_layers):
         layer = f"encoder.layer.{index}."
@@ -82,10 +82,5 @@ def load_huggingface_gte(path, dtype=None):
     return model
 
 
-def _base_prefix(path):
-    """ "gte." (transformers 5 saves it so) or "new." (the published folders' original name)."""
-    return "new." if any(name.startswith("new.") for name in tensor_names(path)) else "gte."
-
-
 register_huggingface_family("gte", gte_config_from_huggingface, load_huggingface_gte)
-register_checkpoint_tokenizer("gte", json_or_wordpiece_checkpoint_tokenizer, ["tokenizer.json"])
+register_checkpoint_tokenizer("gte", wordpiece_checkpoint_tokenizer, ["vocab.txt"], prefers_tokenizer_json=True)

@@ -67,7 +67,7 @@ def modernbert_config_from_huggingface(hf_config, source):
         normalization="layer_norm" if hf_config.get("norm_bias", False) else "bias_free_layer_norm",
         use_bias=biases["attention_bias"],
         tie_word_embeddings=tied_output(hf_config),
-        pooling=POOLINGS[pooling],
+        pooling_position=POOLINGS[pooling],
     )
     try:
         config = modernbert_config(

@@ -5,7 +5,7 @@ import keras
 from bertlayers.layers.initializers import bert_initializer
 from bertlayers.layers.pooler import Pooler
 from bertlayers.layers.registered import registered_name
-from bertlayers.networks.block_parts import NORMALIZATIONS, build_block
+from bertlayers.networks.block_parts import NORMALIZATIONS
 from bertlayers.networks.encoder_base import EncoderBase
 
 
@@ -14,11 +14,11 @@ class ModernBertEncoder(EncoderBase):
     """ModernBERT: token embedding → norm, pre-norm blocks with rotary attention (a base per layer
     kind), a sliding window on the local layers, GeGLU, no biases, a final norm.
 
-    Its differences from the composed encoder are three, each a factory:
+    Its differences from the composed encoder are three, each a hook:
       - layer 0's attention reads the embeddings as they are (they end in a norm already:
         transformers' `attn_norm` is an identity there);
       - the pooler is ModernBERT's classifier head, Norm(act(W · summary)), the summary the first
-        token or the mean of the real tokens (`EncoderConfig.pooling`, `classifier_pooling`);
+        token or the mean of the real tokens (`EncoderConfig.pooling_position`, `classifier_pooling`);
       - the masked-LM head's transform has the blocks' bias setting and norm kind
         (`head.dense` → act → `head.norm`), before the tied decoder with its bias.
     Everything else comes from the `EncoderConfig` (`bertlayers.families.modernbert.presets`).
@@ -26,17 +26,8 @@ class ModernBertEncoder(EncoderBase):
 
     architecture = "modernbert"
 
-    def make_block(self, config, index, dtype):
-        depth = self.block_of_layer(config).index(index)
-        first = {"normalize_attention_input": False} if depth == 0 else {}
-        return build_block(
-            config,
-            config.layer_settings(depth),
-            dtype,
-            f"transformer_layer_{index}",
-            block_class=self._block_class,
-            block_config={**first, **self._block_config},
-        )
+    def block_config_at(self, config, depth):
+        return {"normalize_attention_input": False} if depth == 0 else {}
 
     def make_pooler(self, config, dtype):
         return Pooler(

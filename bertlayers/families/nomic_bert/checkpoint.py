@@ -21,8 +21,8 @@ from bertlayers.convert.huggingface import (
 from bertlayers.families.bert.encoder import BertEncoder
 from bertlayers.models.pretrainer import BertPretrainer
 from bertlayers.tokenizers.checkpoint_tokenizer import (
-    json_or_wordpiece_checkpoint_tokenizer,
     register_checkpoint_tokenizer,
+    wordpiece_checkpoint_tokenizer,
 )
 
 
@@ -91,4 +91,4 @@ def load_huggingface_nomic_bert(path, dtype=None):
 
 
 register_huggingface_family("nomic_bert", nomic_bert_config_from_huggingface, load_huggingface_nomic_bert)
-register_checkpoint_tokenizer("nomic_bert", json_or_wordpiece_checkpoint_tokenizer, ["tokenizer.json"])
+register_checkpoint_tokenizer("nomic_bert", wordpiece_checkpoint_tokenizer, ["vocab.txt"], prefers_tokenizer_json=True)
