@@ -754,7 +754,7 @@ def test_a_folder_whose_config_names_another_model_type_is_refused(tmp_path):
     with pytest.raises(
         ValueError,
         match=r"says model_type 'roberta', whose tokenizer is vocab\.json \+ merges\.txt, but .* holds "
-        r"vocab\.txt \(a bert / distilbert / electra checkpoint's\)",
+        r"vocab\.txt \(a bert / distilbert / electra / gte / nomic_bert checkpoint's\)",
     ):
         load_encoder(str(folder))
     # Tensors under another family's prefix, tokenizer files aside.
