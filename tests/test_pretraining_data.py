@@ -6,6 +6,7 @@ import tensorflow as tf
 
 from bertlayers.pretraining_data.corpus import (
     read_bert_format,
+    read_corpus,
     read_wikipedia_dump,
     split_sentences,
     wikipedia_excerpt_path,
@@ -278,3 +279,30 @@ def test_bert_format_and_sentence_splitting(tmp_path):
         "Did he?",
         "Yes.",
     ]
+
+
+def test_corpus_formats_by_name_and_auto(tmp_path, caplog):
+    """A document per line stays a document per line: "auto" never reads a many-line file
+    without blank lines as one document; the counts are logged before records are made."""
+    lines = [f"Document {i} opens here. It has a second sentence." for i in range(120)]
+    path = tmp_path / "reviews.txt"
+    path.write_text("\n".join(lines) + "\n")
+    with caplog.at_level("INFO", logger="bertlayers"):
+        documents = read_corpus(str(path))
+    assert len(documents) == 120 and documents[7] == ["Document 7 opens here.", "It has a second sentence."]
+    assert "120 documents, 240 sentences (format 'text' (auto))" in caplog.text
+    assert read_corpus(str(path), "text") == documents
+    # Read as BERT's format on request: one document of 120 sentences, with a warning.
+    caplog.clear()
+    with caplog.at_level("INFO", logger="bertlayers"):
+        assert [len(d) for d in read_corpus(str(path), "bert")] == [120]
+    assert "reads as a single document" in caplog.text
+    # Blank lines between documents: BERT's format.
+    bert = tmp_path / "bert.txt"
+    bert.write_text("\nOne.\nTwo.\n\n\nThree.\n\n")
+    assert read_corpus(str(bert)) == [["One.", "Two."], ["Three."]]
+    jsonl = tmp_path / "docs.jsonl"
+    jsonl.write_text('{"text": "A first. A second."}\n{"text": "B."}\n')
+    assert read_corpus(str(jsonl)) == [["A first.", "A second."], ["B."]]
+    with pytest.raises(ValueError, match="Unknown corpus format 'csv'"):
+        read_corpus(str(path), "csv")

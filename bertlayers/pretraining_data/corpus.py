@@ -1,20 +1,24 @@
 """Read raw text corpora into documents: lists of sentences.
 
-Formats:
-  - BERT's own: one sentence per line, a blank line between documents.
-  - Plain text: paragraphs separated by blank lines, split into sentences here; one document
-    per file.
-  - JSONL: one JSON object per line with a "text" field (one document each).
-  - A MediaWiki XML dump (`.xml` or `.xml.bz2`), such as the Wikipedia excerpt shipped in gensim.
+Formats (`CORPUS_FORMATS`):
+  - "text": a document per line, split into sentences here.
+  - "bert": BERT's own: one sentence per line, a blank line between documents.
+  - "jsonl": one JSON object per line with a "text" field (one document each).
+  - "wikipedia": a MediaWiki XML dump (`.xml` or `.xml.bz2`), such as the Wikipedia excerpt
+    shipped in gensim.
+  - "auto": by the file's name (.xml → wikipedia, .jsonl → jsonl), else by its lines: "bert"
+    when blank lines separate its documents, "text" when none does, so a file of many lines is
+    never read as one document.
 """
 
 import bz2
 import dataclasses
 import json
+import logging
 import os
 import re
 
-from bertlayers.utils.text_files import numbered_lines, read_text
+from bertlayers.utils.text_files import numbered_lines
 
 # A sentence ends at . ! or ? followed by space and an upper-case letter, digit or quote.
 # Good enough for pretraining segments (a missed split only makes one segment longer).
@@ -22,6 +26,8 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[A-Z0-9\"'(\[])")
 _ABBREVIATIONS = re.compile(r"\b(?:Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr|vs|etc|e\.g|i\.e|No|Vol|Fig|U\.S)\.$")
 _HEADING = re.compile(r"^\s*=+.*=+\s*$")
 _WIKI_MARKUP = re.compile(r"'{2,}")
+
+logger = logging.getLogger(__name__)
 
 
 def split_sentences(text):
@@ -65,9 +71,14 @@ def read_bert_format(path):
     return documents
 
 
-def read_plain_text(path):
-    sentences = text_to_sentences(read_text(path))
-    return [sentences] if sentences else []
+def read_document_lines(path):
+    """Documents of a file holding a document per line (each line split into sentences)."""
+    documents = []
+    for _, line in numbered_lines(path):
+        sentences = split_sentences(" ".join(line.split()))
+        if sentences:
+            documents.append(sentences)
+    return documents
 
 
 def read_jsonl(path, field="text"):
@@ -161,29 +172,51 @@ def wikipedia_excerpt_path():
     )
 
 
-CORPUS_FORMATS = ("auto", "bert", "text", "jsonl", "wikipedia")
+CORPUS_FORMATS = ("auto", "text", "bert", "jsonl", "wikipedia")
+CORPUS_FORMATS_HELP = (
+    "'text' (a document per line), 'bert' (a sentence per line, a blank line between documents), "
+    "'jsonl' (a document per line, its 'text' field), 'wikipedia' (a MediaWiki XML dump, .xml or .xml.bz2) "
+    "or 'auto' (by the name: .xml, .jsonl; else 'bert' when blank lines separate documents, 'text' when none does)"
+)
+_READERS = {
+    "text": read_document_lines,
+    "bert": read_bert_format,
+    "jsonl": read_jsonl,
+    "wikipedia": read_wikipedia_dump,
+}
 
 
-def read_corpus(path, corpus_format="auto"):
-    """Documents of `path` in `corpus_format` ("bert", "text", "jsonl", "wikipedia" or "auto")."""
+def corpus_format_of(path: str) -> str:
+    """The format "auto" reads `path` as (see the module)."""
+    name = os.path.basename(path)
+    if ".xml" in name:
+        return "wikipedia"
+    if name.endswith(".jsonl"):
+        return "jsonl"
+    lines = [line.strip() for _, line in numbered_lines(path)]
+    while lines and not lines[-1]:
+        lines.pop()
+    while lines and not lines[0]:
+        lines.pop(0)
+    return "bert" if "" in lines else "text"
+
+
+def read_corpus(path: str, corpus_format: str = "auto") -> list:
+    """Documents (lists of sentences) of `path` in `corpus_format` (one of `CORPUS_FORMATS`);
+    logs the format read, and how many documents and sentences it gave."""
     if not os.path.exists(path):
         raise FileNotFoundError(f"No corpus file at {path}.")
-    if corpus_format == "auto":
-        if ".xml" in os.path.basename(path):
-            corpus_format = "wikipedia"
-        elif path.endswith(".jsonl"):
-            corpus_format = "jsonl"
-        else:
-            corpus_format = "bert"
-    readers = {
-        "bert": read_bert_format,
-        "text": read_plain_text,
-        "jsonl": read_jsonl,
-        "wikipedia": read_wikipedia_dump,
-    }
-    if corpus_format not in readers:
-        raise ValueError(f"Unknown corpus format {corpus_format!r}; known: {', '.join(readers)}.")
-    documents = readers[corpus_format](path)
+    if corpus_format not in CORPUS_FORMATS:
+        raise ValueError(f"Unknown corpus format {corpus_format!r}; known: {', '.join(CORPUS_FORMATS)}.")
+    chosen = corpus_format_of(path) if corpus_format == "auto" else corpus_format
+    documents = _READERS[chosen](path)
     if not documents:
-        raise ValueError(f"{path} holds no text (read as format {corpus_format!r}); nothing to pretrain on.")
+        raise ValueError(f"{path} holds no text (read as format {chosen!r}); nothing to pretrain on.")
+    how = f"format {chosen!r}" + (" (auto)" if corpus_format == "auto" else "")
+    logger.info(f"{path}: {len(documents)} documents, {sum(map(len, documents))} sentences ({how})")
+    if len(documents) == 1:
+        logger.warning(
+            f"{path} reads as a single document ({how}): next-sentence and sentence-order pairs have no "
+            "other document to draw from. Pass --corpus_format text if each line is a document."
+        )
     return documents

@@ -8,7 +8,7 @@ import logging
 import os
 from typing import Optional
 
-from bertlayers.pretraining_data.corpus import CORPUS_FORMATS, read_corpus, wikipedia_excerpt_path
+from bertlayers.pretraining_data.corpus import CORPUS_FORMATS, CORPUS_FORMATS_HELP, read_corpus, wikipedia_excerpt_path
 from bertlayers.pretraining_data.mlm_masking import STRATEGIES as MASKINGS
 from bertlayers.pretraining_data.mlm_masking import MaskingConfig
 from bertlayers.pretraining_data.objectives import pretraining_dataset, write_pretraining_data
@@ -34,12 +34,7 @@ class PretrainingDataConfig:
     """
 
     corpus: Optional[str] = option(None, "text to pretrain on (default: the Wikipedia excerpt that ships with gensim)")
-    corpus_format: str = option(
-        "auto",
-        "'bert' (a sentence per line, a blank line between documents), 'text' (the whole file one document), "
-        "'jsonl' (a document per line, its 'text' field), 'wikipedia' (a gensim dump) or 'auto'",
-        choices=CORPUS_FORMATS,
-    )
+    corpus_format: str = option("auto", CORPUS_FORMATS_HELP, choices=CORPUS_FORMATS)
     input_files: Optional[list] = option(None, "existing TFRecords to train on instead of a corpus", flag=False)
     vocabulary: Optional[str] = option(None, "WordPiece vocab.txt (default: bert-base-uncased's)")
     vocabulary_size: Optional[int] = option(
