@@ -35,7 +35,9 @@ The peers: keras-hub comes with keras-nlp; for transformers a CPU torch wheel (a
 `pip install torch` pulls GBs of CUDA):
     pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
     pip install transformers==5.23.0 accelerate==1.15.0   # accelerate: Trainer needs it
-Results go to benchmarks/results.json and, as a table, benchmarks/README.md.
+Results go to runs/benchmarks/compare-<UTC time>.json (or --output; an existing file is refused
+unless --overwrite), rewritten after every row so a run cut short keeps what it measured; the
+table is printed at the end. benchmarks/results.json is the run benchmarks/README.md shows.
 """
 
 import argparse
@@ -48,6 +50,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from bertlayers.utils import atomic_files
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -669,7 +673,10 @@ def main():
         default=1,
         help="run every library this many times, taking turns; the table gives medians and each round's ratio",
     )
-    parser.add_argument("--output", default=os.path.join(HERE, "results.json"))
+    parser.add_argument(
+        "--output", help="where the results go (JSON; default: runs/benchmarks/compare-<UTC time>.json)"
+    )
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --output")
     parser.add_argument("--table", metavar="RESULTS_JSON", help="print the table of an earlier run and stop")
     parser.add_argument(
         "--chart",
@@ -686,12 +693,26 @@ def main():
     if args.worker:
         args.library, args.work, args.precision = args.library[0], args.work[0], args.precision[0]
         return worker(args)
+    output = args.output or os.path.join(
+        "runs", "benchmarks", time.strftime("compare-%Y%m%d-%H%M%S.json", time.gmtime())
+    )
+    if os.path.exists(output) and not args.overwrite:
+        raise FileExistsError(
+            f"{output} holds an earlier run's results; pass --overwrite to replace it, or another --output."
+        )
+    report = {
+        "machine": machine(),
+        "quick": args.quick,
+        "command": " ".join(sys.argv),
+        "complete": False,
+        "results": [],
+    }
+    results = report["results"]
 
     with tempfile.TemporaryDirectory() as folder:
         data_path = os.path.join(folder, "data.json")
         data = write_data(data_path, args.quick, args.finetune_examples)
         mean_real_tokens = None
-        results = []
         for work in args.work:
             for precision in args.precision:
                 for number, (library, label, extra) in itertools.product(range(args.rounds), variants(work)):
@@ -711,14 +732,14 @@ def main():
                         result["real_tokens_per_s"] = result["examples_per_s"] * mean_real_tokens
                     result.update(work=work, precision=precision, library=library, label=label, round=number)
                     results.append(result)
+                    atomic_files.write_json(output, report, indent=1)
                     print(
                         f"{work:9s} {precision:9s} {label:30s} {json.dumps({k: v for k, v in result.items() if k not in ('work', 'precision', 'library', 'label')})} ({time.perf_counter() - started:.0f} s)",
                         flush=True,
                     )
-    report = {"machine": machine(), "quick": args.quick, "command": " ".join(sys.argv), "results": results}
-    with open(args.output, "w", encoding="utf-8") as f:
-        json.dump(report, f, indent=1)
-    print(f"\n{report['machine']}\n\n{table(results)}")
+    report["complete"] = True
+    atomic_files.write_json(output, report, indent=1)
+    print(f"\n{report['machine']}\n\n{table(results)}\n\nResults: {output}")
     if args.chart:
         chart(report, args.chart)
 
@@ -741,4 +762,6 @@ def real_tokens_per_example(data):
 
 
 if __name__ == "__main__":
-    main()
+    from bertlayers.utils.cli import run_script
+
+    run_script(main)

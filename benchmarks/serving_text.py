@@ -6,16 +6,17 @@ throughput. All models run in this one process, one after another, on the same s
 the ratios are comparable; the first model is the baseline of the ratio column. Tokenization
 is inside the graph and is timed.
 
-    python examples/export_savedmodel.py --model runs/demo/sentiment/model.keras --name rt128 \\
-        --vocabulary <the model's vocab.txt> --sequence_length 128
-    python benchmarks/serving_text.py --model savedmodels/rt128/1 [--model OTHER ...]
-    python benchmarks/serving_text.py --model savedmodels/rt128_text/1 --ids_model savedmodels/rt128/1 \\
-        --vocabulary <vocab.txt>    # the same model without its in-graph tokenization
-    python benchmarks/serving_text.py --model savedmodels/rt128_text/1 --ids_model savedmodels/rt128/1 \\
-        --vocabulary <vocab.txt> --pad_multiple 1 8    # cut to the exact longest vs multiples of 8
+    python examples/demo.py    # exports savedmodels/sentiment (ids in) and savedmodels/sentiment_text (text in)
+    python benchmarks/serving_text.py --model savedmodels/sentiment_text/1 [--model OTHER ...]
+    python benchmarks/serving_text.py --model savedmodels/sentiment_text/1 --ids_model savedmodels/sentiment/1 \\
+        --vocabulary $MINILM/vocab.txt    # the same model without its in-graph tokenization
+    python benchmarks/serving_text.py --model savedmodels/sentiment_text/1 --ids_model savedmodels/sentiment/1 \\
+        --vocabulary $MINILM/vocab.txt --pad_multiple 1 8    # cut to the exact longest vs multiples of 8
+
+The demo's sentiment model is fine-tuned from MiniLM: MINILM=$(python -c "from bertlayers.utils.assets
+import minilm_path; print(minilm_path())").
 """
 
-import argparse
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -23,7 +24,14 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # bertlayers first: it loads TensorFlow with the settings its users get (oneDNN rewrites on).
 import tensorflow as tf  # noqa: E402
 
-from bertlayers.export.serving_latency import load_text_ops, request_latency, serving_latency  # noqa: E402
+from bertlayers.export.serving_latency import (  # noqa: E402
+    answered_texts,
+    load_text_ops,
+    request_latency,
+    serving_latency,
+    serving_signature,
+)  # noqa: E402
+from bertlayers.utils.cli import argument_parser, run_script  # noqa: E402
 from bertlayers.utils.machine import cpu_model  # noqa: E402
 
 
@@ -41,8 +49,8 @@ def pretokenized_call(path, texts, args, multiple):
     from bertlayers.tokenizers.tokenizer import BertInputPacker, wordpiece_tokenizer
 
     if not args.vocabulary:
-        raise SystemExit("--ids_model needs --vocabulary")
-    signature = tf.saved_model.load(path).signatures["serving_default"]
+        raise ValueError("--ids_model needs --vocabulary (the model's vocab.txt)")
+    signature = serving_signature(path)
     length = signature.structured_input_signature[1]["token_ids"].shape[1] or 128
     packer = BertInputPacker(wordpiece_tokenizer(args.vocabulary), length)
     requests = [[text] for text in texts] + [
@@ -57,7 +65,7 @@ def pretokenized_call(path, texts, args, multiple):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     parser.add_argument("--model", action="append", required=True, help="a text SavedModel version folder (repeat)")
     parser.add_argument("--requests", type=int, default=300, help="batch-1 requests timed per model")
     parser.add_argument("--batch_size", type=int, default=32)
@@ -83,8 +91,20 @@ def main():
     args = parser.parse_args()
 
     load_text_ops()
-    texts = snippets(args.snippets)
-    print(f"{cpu_model()}, {os.cpu_count()} cores, TensorFlow {tf.__version__}; {len(texts)} Rotten Tomatoes snippets")
+    offered = snippets(args.snippets)
+    # A model exported without truncation refuses longer requests: every model gets the snippets
+    # the first one answers.
+    texts = answered_texts(args.model[0], offered)
+    if not texts:
+        raise ValueError(f"{args.model[0]} refuses every snippet (all longer than its sequence length?)")
+    print(
+        f"{cpu_model()}, {os.cpu_count()} cores, TensorFlow {tf.__version__}; {len(texts)} Rotten Tomatoes snippets"
+        + (
+            f" ({len(offered) - len(texts)} longer than {args.model[0]} takes left out)"
+            if len(texts) < len(offered)
+            else ""
+        )
+    )
     rows = [(path, *serving_latency(path, texts, args.requests, args.batch_size, args.rounds)) for path in args.model]
     for path in args.ids_model:
         for multiple in args.pad_multiple:
@@ -103,4 +123,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

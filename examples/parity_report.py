@@ -4,8 +4,10 @@ untied LM heads) transformers wrote into tests/fixtures/.
 
 Compares `load_huggingface_bert(all-MiniLM-L6-v2)` against the outputs transformers' BertModel
 recorded in tests/fixtures/minilm_reference.npz (see tests/fixtures/record_minilm_reference.py),
-in float32 and, for information, under mixed_bfloat16. Padded positions' outputs are
-meaningless to users but are compared too ("all positions").
+in float32 and, for information, under mixed_bfloat16; then the random-init checkpoints of every
+other family (tests/fixtures/subword_families/ and modern_families/): hidden states and LM or class
+logits. Only real tokens are compared: at padding bertlayers outputs zeros where transformers
+computes states nobody reads.
 
     python examples/parity_report.py
 """
@@ -40,8 +42,7 @@ def main():
             pooled_delta = np.abs(np.asarray(outputs["pooled_output"], "float32") - reference[f"{batch}_pooled_output"])
             print(
                 f"{dtype:15s} {batch:6s} batch {inputs['token_ids'].shape}: max|Δ| sequence_output "
-                f"{sequence_delta[real].max():.2e} at real tokens, {sequence_delta.max():.2e} at all "
-                f"positions; pooled_output {pooled_delta.max():.2e}"
+                f"{sequence_delta[real].max():.2e} at real tokens; pooled_output {pooled_delta.max():.2e}"
             )
 
     electra = np.load(os.path.join(FIXTURES, "electra_reference.npz"))
@@ -60,7 +61,8 @@ def main():
         delta = np.abs(np.asarray(model(inputs)[output]) - electra[f"{role}_{key}"])
         print(f"float32         electra {role:13s} {output:15s}: max|Δ| {delta[real].max():.2e} at real tokens")
     xlnet_report()
-    subword_families_report()
+    families_report("subword_families")
+    families_report("modern_families")
 
 
 def xlnet_report():
@@ -92,30 +94,34 @@ def xlnet_report():
     report("content stream, clamp_len 3", clamped(inputs)["sequence_output"], "clamped_content")
 
 
-def subword_families_report():
-    reference = np.load(os.path.join(FIXTURES, "subword_families.npz"))
+def families_report(fixtures):
+    """Each random-init folder of tests/fixtures/<fixtures>/ against the outputs transformers recorded."""
+    reference = np.load(os.path.join(FIXTURES, f"{fixtures}.npz"))
     print(
-        f"reference: transformers {reference['transformers_version']} *ForMaskedLM / XLNetLMHeadModel "
-        "(H=32, padded; XLNet on the left), tests/fixtures/subword_families/; real tokens"
+        f"reference: transformers {reference['transformers_version']} *ForMaskedLM / *ForSequenceClassification "
+        f"(padded batches), tests/fixtures/{fixtures}/; real tokens"
     )
     for name in sorted({key.split(".")[0] for key in reference.files if "." in key}):
-        folder = os.path.join(FIXTURES, "subword_families", name)
+        folder = os.path.join(FIXTURES, fixtures, name)
         inputs = {key: reference[f"{name}.{key}"] for key in INPUTS}
         real = inputs["padding_mask"].astype(bool)
         model = load_checkpoint_model(folder)
         encoder = model.encoder
         content = encoder(inputs)["sequence_output"]
-        if hasattr(model, "generator_head"):  # ELECTRA's generator: every position
-            logits = model(inputs)["mlm"]
+        if "classifier" in name:  # a sequence classifier: its class logits, one row a sequence
+            logits, real_rows = model(inputs)["logits"], np.ones(len(real), bool)
+        elif hasattr(model, "generator_head"):  # ELECTRA's generator: every position
+            logits, real_rows = model(inputs)["mlm"], real
         elif name.startswith("xlnet"):  # transformers projects the content stream through lm_loss
-            logits = model.lm_head(content)
+            logits, real_rows = model.lm_head(content), real
         else:
             positions = np.tile(np.arange(inputs["token_ids"].shape[1], dtype="int32"), (len(real), 1))
-            logits = model({**inputs, "masked_positions": positions})["mlm"]
+            logits, real_rows = model({**inputs, "masked_positions": positions})["mlm"], real
         hidden = np.abs(np.asarray(content) - reference[f"{name}.hidden"])[real].max()
-        lm = np.abs(np.asarray(logits) - reference[f"{name}.logits"])[real].max()
+        lm = np.abs(np.asarray(logits) - reference[f"{name}.logits"])[real_rows].max()
+        what = "class logits" if "classifier" in name else "LM logits"
         tied = "tied" if encoder.config.tie_word_embeddings else "untied"
-        print(f"float32         {name:18s} ({tied:6s}) last_hidden_state max|Δ| {hidden:.2e}, LM logits {lm:.2e}")
+        print(f"float32         {name:26s} ({tied:6s}) last_hidden_state max|Δ| {hidden:.2e}, {what} {lm:.2e}")
 
 
 def load_checkpoint_model(folder):

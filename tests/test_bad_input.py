@@ -879,3 +879,19 @@ def test_multiple_choice_files_refuse_boolean_labels_and_empty_texts(tmp_path, l
         read_choices(write(tmp_path / "c.jsonl", line + "\n"))
     good = '{"context": "It rained.", "choices": ["It stopped.", "Cats."], "label": 1}\n'
     assert read_choices(write(tmp_path / "c.jsonl", good))[0].label == 1
+
+
+def test_an_input_the_model_lacks_is_refused_by_name(encoder):
+    """Keras feeds a dict's values by their sorted names: a `masked_positions` given to a
+    classifier would be read as its `padding_mask`."""
+    from bertlayers.models import SequenceClassifier
+
+    classifier = SequenceClassifier(encoder, num_classes=2)
+    inputs = good_inputs()
+    extra = {**inputs, "masked_positions": np.zeros_like(inputs["token_ids"])}
+    for call in (classifier, classifier.predict):
+        with pytest.raises(
+            ValueError, match="no input named 'masked_positions'; it takes padding_mask, segment_ids, token_ids"
+        ):
+            call(extra)
+    assert classifier.predict(inputs, verbose=0)["logits"].shape == (2, 2)

@@ -644,3 +644,22 @@ def test_models_config_lists_loadable_models_only_and_best_span_follows_its_defi
     # Pairs (s, e) with 1 <= s <= e < s + 2 (not [CLS]): the best is s=2, e=3 (3 + 3).
     first, last, score, null = best_span(start, end, allowed, allowed, max_answer_length=2)
     assert (int(first[0]), int(last[0]), float(score[0]), float(null[0])) == (2, 3, 6.0, 9.0)
+
+
+@pytest.mark.slow
+def test_the_serving_benchmark_runs_on_exports_and_names_an_ids_model_given_as_text(exported):
+    """benchmarks/serving_text.py: a text model and an ids model timed side by side; an ids model
+    passed where a text model goes is one line naming it, not a TensorFlow traceback."""
+
+    _, _, paths = exported
+    script = os.path.join(REPO, "benchmarks", "serving_text.py")
+    small = ["--requests", "4", "--snippets", "40", "--rounds", "1"]
+    output = run(
+        [sys.executable, script, "--model", paths["classifier_text"], "--ids_model", paths["classifier"]]
+        + ["--vocabulary", bert_uncased_vocabulary(), *small],
+        timeout=600,
+    ).stdout
+    assert output.count("| ") >= 3 and "(ids, padded to a multiple of 1)" in output, output
+    wrong = run([sys.executable, script, "--model", paths["classifier"], *small], expect=2)
+    assert "Traceback" not in wrong.stderr, wrong.stderr[-2000:]
+    assert wrong.stderr.strip().splitlines()[-1].startswith("error: ") and "not text: an ids model" in wrong.stderr

@@ -133,3 +133,18 @@ def test_the_ablation_hands_each_runner_an_empty_folder(tmp_path, monkeypatch):
     assert run_step(done, "run_classifier.py", "--output_dir", str(folder)) is None  # reused
     with pytest.raises(SystemExit, match="made by another command"):
         run_step(done, "run_classifier.py", "--output_dir", str(folder), "--epochs", "9")
+
+
+@pytest.mark.slow
+def test_the_parity_report_runs_through_every_family():
+    """The command docs/checkpoints.md gives: every float32 figure it prints within 1e-4."""
+    import re
+
+    from processes import run_script
+
+    output = run_script("parity_report.py", timeout=600)
+    rows = [line for line in output.splitlines() if line.startswith("float32")]
+    figures = [float(x) for line in rows for x in re.findall(r"\d\.\d\de[-+]\d\d", line)]
+    for family in ("albert_classifier", "modernbert_classifier", "eurobert_untied", "nomic_bert", "xlnet"):
+        assert any(family in line for line in rows), family
+    assert len(figures) >= 60 and max(figures) < 1e-4, output

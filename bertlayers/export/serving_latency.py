@@ -18,12 +18,55 @@ def load_text_ops():
         tf.load_op_library(library)
 
 
+def text_signature(path):
+    """The `serving_default` of a text SavedModel; a ValueError naming an ids model."""
+    signature = serving_signature(path)
+    inputs = sorted(signature.structured_input_signature[1])
+    if inputs != ["text"]:
+        raise ValueError(
+            f"{path}'s serving_default takes {', '.join(inputs)}, not text: an ids model "
+            "(the benchmark feeds it pretokenized requests with --ids_model and --vocabulary)."
+        )
+    return signature
+
+
+def answered_texts(path, texts):
+    """The `texts` the text SavedModel at `path` answers: one exported without truncation refuses
+    a text longer than its sequence length, as a server would."""
+    import tensorflow as tf
+
+    signature = text_signature(path)
+    answered = []
+    for text in texts:
+        try:
+            signature(text=tf.constant([text]))
+        except tf.errors.InvalidArgumentError:
+            continue
+        answered.append(text)
+    return answered
+
+
 def serving_latency(path, texts, requests=300, batch_size=32, rounds=2):
     """Time the `serving_default` text signature of the SavedModel at `path` (`request_latency`)."""
     import tensorflow as tf
 
-    signature = tf.saved_model.load(path).signatures["serving_default"]
+    signature = text_signature(path)
     return request_latency(lambda batch: signature(text=tf.constant(batch)), texts, requests, batch_size, rounds)
+
+
+def serving_signature(path):
+    """The `serving_default` signature of the SavedModel version folder at `path`; a ValueError
+    naming the folder when it holds none."""
+    import tensorflow as tf
+
+    if not os.path.isfile(os.path.join(path, "saved_model.pb")):
+        raise FileNotFoundError(
+            f"No SavedModel at {path} (a version folder such as savedmodels/NAME/1 holds saved_model.pb)."
+        )
+    signatures = tf.saved_model.load(path).signatures
+    if "serving_default" not in signatures:
+        raise ValueError(f"{path} has no serving_default signature (it has {', '.join(signatures) or 'none'}).")
+    return signatures["serving_default"]
 
 
 def request_latency(call, texts, requests=300, batch_size=32, rounds=2):

@@ -155,7 +155,14 @@ def input_specs(model):
 def check_input_structure(specs, features):
     """Each fed input of `features` ({name: array, tensor or spec}) against its `keras.Input` in
     `specs`: integers where it takes integers (a functional model would cast 5.7 to 5), its rank
-    (it would squeeze `[batch, seq, 1]` to `[batch, seq]`), its fixed dimensions."""
+    (it would squeeze `[batch, seq, 1]` to `[batch, seq]`), its fixed dimensions; and no input the
+    model lacks (Keras would feed the dict's values by their sorted names' order: a
+    `masked_positions` given to a classifier would be read as its `padding_mask`)."""
+    unknown = sorted(set(features) - set(specs)) if specs else []
+    if unknown:
+        raise ValueError(
+            f"The model has no input named {', '.join(map(repr, unknown))}; it takes {', '.join(sorted(specs))}."
+        )
     for name, value in features.items():
         spec = specs.get(name)
         if spec is None or not hasattr(value, "shape") or not hasattr(value, "dtype"):
