@@ -49,7 +49,7 @@ class Help(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFo
 
 
 def parse_args():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=Help)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=Help, allow_abbrev=False)
     parser.add_argument(
         "--output_dir", required=True, help="where each objective's run and the summary go (reruns reuse finished runs)"
     )

@@ -47,7 +47,7 @@ def step(number, title):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=Help)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=Help, allow_abbrev=False)
     parser.add_argument("--workdir", default="runs/demo", help="where the pretraining and fine-tuning runs go")
     parser.add_argument("--data_dir", default="data", help="where prepare_datasets.py writes the real datasets")
     parser.add_argument("--base_dir", default="savedmodels", help="where the SavedModels go (TF Serving layout)")

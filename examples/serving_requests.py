@@ -62,7 +62,7 @@ def latest(model_dir):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=Help)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=Help, allow_abbrev=False)
     parser.add_argument(
         "--base_dir", default="savedmodels", help="the TF Serving base folder the models were exported to"
     )
@@ -70,13 +70,13 @@ def main():
     parser.add_argument(
         "--ids",
         default="101,1037,9882,1010,25591,1010,28456,3185,1012,102",
-        help="token ids for the ids model's request (default: a review, bert-base-uncased)",
+        help="token ids for the ids model's request (a review, in bert-base-uncased's ids)",
     )
     parser.add_argument(
-        "--text", action="append", help="text(s) for the text signatures (repeatable; default: two reviews)"
+        "--text", action="append", help="text(s) for the text signatures (repeatable; none: two reviews)"
     )
     parser.add_argument("--text_only", action="store_true", help="only the NAME_text model")
-    parser.add_argument("--signature", default=None, help="only this signature (default: every one)")
+    parser.add_argument("--signature", default=None, help="only this signature (none: every one)")
     args = parser.parse_args()
     if args.text:
         EXAMPLES["text"] = args.text

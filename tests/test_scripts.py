@@ -7,6 +7,7 @@ import contextlib
 import glob
 import io
 import os
+import re
 import runpy
 import sys
 
@@ -30,8 +31,10 @@ def test_every_script_answers_help_without_doing_work(script, tmp_path, monkeypa
         runpy.run_path(script, run_name="__main__")  # in this process: TensorFlow is loaded once
     assert exit.value.code == 0
     assert printed.getvalue().startswith("usage: ")
+    assert not re.search(r"\(default[^)]*\)\s+\(default", printed.getvalue()), "a default shown twice"
     assert os.listdir(tmp_path) == []  # nothing written
     (parser,) = parsers
+    assert parser.allow_abbrev is False  # `--epoch 3` is not taken for `--epochs 3`
     options = [a for a in parser._actions if not isinstance(a, argparse._HelpAction)]
     assert [a.option_strings[0] for a in options if not a.help] == [], "options without help text"
     assert isinstance(parser.formatter_class, type) and issubclass(
@@ -138,7 +141,6 @@ def test_the_ablation_hands_each_runner_an_empty_folder(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_the_parity_report_runs_through_every_family():
     """The command docs/checkpoints.md gives: every float32 figure it prints within 1e-4."""
-    import re
 
     from processes import run_script
 

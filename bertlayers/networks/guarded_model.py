@@ -16,6 +16,7 @@ error goes on. `save` writes its file atomically, so a failing save never replac
 """
 
 import os
+import sys
 import weakref
 
 import keras
@@ -96,6 +97,8 @@ class GuardedModel:
     # --- Keras's entry points, each checked and kept whole ---
     def _guarded(self, method, x, *args, **kwargs):
         self.check_inputs(x)
+        if "verbose" in kwargs or method.__name__ in ("fit", "evaluate", "predict"):
+            kwargs["verbose"] = plain_progress(kwargs.get("verbose", "auto"))
         with kept_state(self):
             return method(x, *args, **kwargs)
 
@@ -145,6 +148,14 @@ class GuardedModel:
         if isinstance(filepath, (str, os.PathLike)) and str(filepath).endswith(".keras") and not args and not kwargs:
             return save_model(self, os.fspath(filepath))
         return super().save(filepath, *args, **kwargs)
+
+
+def plain_progress(verbose):
+    """Keras's progress bar (`verbose` 1, or "auto") redraws one line with escape codes, even
+    where the output goes to a file or a pipe: there, one line an epoch (2) instead."""
+    if verbose in (1, "auto") and not (sys.stdout.isatty() or "ipykernel" in sys.modules):
+        return 2
+    return verbose
 
 
 def input_specs(model):

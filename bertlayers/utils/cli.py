@@ -21,11 +21,19 @@ USER_ERRORS = (ValueError, FileNotFoundError, FileExistsError, IsADirectoryError
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """The description as written (usage examples keep their lines), and every option's default."""
+    """The description as written (usage examples keep their lines), and every option's default,
+    once: not after a help text that says its default itself."""
+
+    def _get_help_string(self, action):
+        if "(default" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
 
 
 def argument_parser(description, **kwargs):
-    """An `argparse.ArgumentParser` whose `--help` shows the script's docstring and every default."""
+    """An `argparse.ArgumentParser` whose `--help` shows the script's docstring and every default,
+    and which refuses an abbreviated flag (`--epoch 3` is not taken for `--epochs 3`)."""
+    kwargs.setdefault("allow_abbrev", False)
     return argparse.ArgumentParser(description=description, formatter_class=HelpFormatter, **kwargs)
 
 
