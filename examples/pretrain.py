@@ -9,6 +9,8 @@ from its last backup.
     python examples/pretrain.py --recipe albert --output_dir runs/albert
     python examples/pretrain.py --recipe roberta --masking token --output_dir runs/roberta
     python examples/pretrain.py --recipe spanbert --output_dir runs/spanbert
+    python examples/pretrain.py --init path/to/hf_folder --recipe roberta --corpus my_domain.txt \\
+        --eval_corpus my_heldout.txt --output_dir runs/domain    # continued pretraining
     python examples/pretrain.py --recipe electra --option generator_fraction=0.25 --output_dir runs/electra
     python examples/pretrain.py --strategy mirrored --num_cpu_devices 2 ...
     python examples/pretrain.py --input_files data/*.tfrecord ...    # records made for google-research/bert
@@ -69,6 +71,11 @@ def main():
         f"the last (a uniform guess over the vocabulary scores {chance_loss(summary['vocabulary_size']):.3f}).\n"
         f"Encoder saved to {os.path.join(config.output_dir, 'encoder.keras')}"
     )
+    if "heldout_after_" + loss in summary:
+        print(
+            f"{loss} on {config.eval_corpus}: {summary['heldout_before_' + loss]:.3f} before training, "
+            f"{summary['heldout_after_' + loss]:.3f} after"
+        )
     for key in sorted(k[len("last_epoch_") :] for k in summary if k.startswith("last_epoch_") and not k.endswith(loss)):
         print(
             f"{key}: {summary['first_epoch_' + key]:.3f} over the first epoch, {summary['last_epoch_' + key]:.3f} over the last"

@@ -20,7 +20,7 @@ from pretraining_fixtures import (
     pretrain_command,
     run_pretrain,
 )
-from processes import environment, start
+from processes import environment, run, start
 
 from bertlayers.networks import AlbertEncoder, BertEncoder
 from bertlayers.runs.pretraining import PretrainingConfig, run_pretraining
@@ -244,3 +244,72 @@ def test_schedule_and_weight_decay_exclusions():
     assert np.all(np.asarray(kernel) < 1.0)
     np.testing.assert_array_equal(np.asarray(bias), 1.0)
     np.testing.assert_array_equal(np.asarray(gamma), 1.0)
+
+
+def _domain_text(tmp_path):
+    """Real review snippets, a document a line: training text and held-out text of one domain."""
+    from bertlayers.utils.assets import rotten_tomatoes_snippets
+
+    texts = [text for text, _ in rotten_tomatoes_snippets()]
+    (tmp_path / "domain.txt").write_text("\n".join(texts[:400]) + "\n", encoding="utf-8")
+    (tmp_path / "heldout.txt").write_text("\n".join(texts[400:500]) + "\n", encoding="utf-8")
+    return str(tmp_path / "domain.txt"), str(tmp_path / "heldout.txt")
+
+
+@pytest.mark.slow
+def test_continued_pretraining_from_a_checkpoint_starts_from_it_learns_and_resumes(tmp_path):
+    """`--init` MiniLM: the run's encoder starts as MiniLM's (outputs equal), its MLM loss on
+    held-out text of the domain falls, a run killed mid-way resumes to the same weights, and the
+    recipes that cannot start from a checkpoint say so by name."""
+    from bertlayers.convert import load_encoder
+    from bertlayers.convert.model_files import recorded_vocabulary
+    from bertlayers.runs.pretraining import build_pretrainer, initial_weights
+    from bertlayers.utils.assets import minilm_path
+
+    domain, heldout = _domain_text(tmp_path)
+    minilm = minilm_path()
+
+    def args(output):
+        return [
+            *("--init", minilm, "--recipe", "roberta", "--corpus", domain, "--eval_corpus", heldout),
+            *("--output_dir", output, "--num_train_steps", "30", "--checkpoint_every", "5", "--batch_size", "8"),
+            *("--sequence_length", "32", "--max_predictions_per_seq", "5", "--learning_rate", "1e-4", "--verbose", "2"),
+        ]
+
+    start_config = PretrainingConfig(init=minilm, recipe="roberta", output_dir=str(tmp_path / "x"), sequence_length=32)
+    start_weights = initial_weights(minilm)
+    pretrainer = build_pretrainer(start_config, 30522, start_weights)
+    inputs = {"token_ids": np.array([[101, 7592, 2088, 102]]), "segment_ids": np.zeros((1, 4), "int32")}
+    inputs["padding_mask"] = np.ones((1, 4), "int32")
+    np.testing.assert_allclose(
+        pretrainer.encoder(inputs)["sequence_output"], load_encoder(minilm)(inputs)["sequence_output"], atol=1e-6
+    )
+
+    reference = tmp_path / "reference"
+    output = run_pretrain(args(reference)).stdout
+    summary = json.loads((reference / "summary.json").read_text())
+    assert summary["heldout_after_mlm_loss"] < summary["heldout_before_mlm_loss"] - 1.0, summary
+    assert f"mlm_loss on {heldout}:" in output
+    encoder = keras.saving.load_model(str(reference / "encoder.keras"), safe_mode=True)
+    assert recorded_vocabulary(load_encoder(str(reference))).tokens == start_weights.vocabulary.tokens
+    assert encoder.config.hidden_size == 384 and encoder.config.num_layers == 6
+
+    killed = tmp_path / "killed"
+    process = start(pretrain_command(args(killed)))
+    metadata = killed / "backup" / "training_metadata.json"
+    deadline = time.time() + 240
+    while time.time() < deadline and process.poll() is None:
+        if metadata.exists() and json.loads(metadata.read_text())["epoch"] >= 2:
+            break
+        time.sleep(0.05)
+    assert process.poll() is None, "the run ended before it could be killed"
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    assert "Resuming after step" in run_pretrain(args(killed)).stdout
+    for resumed, uninterrupted in zip(final_weights(killed), final_weights(reference)):
+        np.testing.assert_allclose(resumed, uninterrupted, atol=1e-5)
+
+    for recipe, message in (("electra", "cannot start from a checkpoint"), ("albert", "trains another architecture")):
+        refused = run(pretrain_command([*args(tmp_path / recipe), "--recipe", recipe]), expect=2)
+        assert message in refused.stderr, refused.stderr[-2000:]
+        assert not (tmp_path / recipe).exists()

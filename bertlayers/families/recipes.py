@@ -46,6 +46,9 @@ class Recipe:
         preset's architecture (ALBERT's factorization, LTR's causal attention); None keeps it.
       options: the recipe's own settings, {name: `Option`} (`--option name=value`).
       report: further logged metrics the run summary reports.
+      continues_checkpoint: whether the recipe can start from a checkpoint's encoder and MLM head
+        (`--init`): its pretrainer is one encoder with a masked-LM head, of the checkpoint's
+        architecture.
     """
 
     name: str
@@ -56,6 +59,7 @@ class Recipe:
     encoder_config: Optional[Callable] = None
     options: dict = dataclasses.field(default_factory=dict)
     report: tuple = ()
+    continues_checkpoint: bool = True
 
     def objective_for(self, options):
         """The data objective under the resolved `options`."""

@@ -16,7 +16,6 @@ error goes on. `save` writes its file atomically, so a failing save never replac
 """
 
 import os
-import sys
 import weakref
 
 import keras
@@ -24,6 +23,7 @@ import numpy as np
 
 from bertlayers import backend
 from bertlayers.utils.atomic_files import save_model
+from bertlayers.utils.cli import plain_progress
 
 
 def _is_dataset(data):
@@ -148,14 +148,6 @@ class GuardedModel:
         if isinstance(filepath, (str, os.PathLike)) and str(filepath).endswith(".keras") and not args and not kwargs:
             return save_model(self, os.fspath(filepath))
         return super().save(filepath, *args, **kwargs)
-
-
-def plain_progress(verbose):
-    """Keras's progress bar (`verbose` 1, or "auto") redraws one line with escape codes, even
-    where the output goes to a file or a pipe: there, one line an epoch (2) instead."""
-    if verbose in (1, "auto") and not (sys.stdout.isatty() or "ipykernel" in sys.modules):
-        return 2
-    return verbose
 
 
 def input_specs(model):

@@ -56,7 +56,7 @@ class PretrainingDataConfig:
 
     def check_files(self):
         """A FileNotFoundError naming each given input file that does not exist (before a run writes anything)."""
-        given = [self.corpus, self.vocabulary, *(self.input_files or [])]
+        given = [self.corpus, self.vocabulary, getattr(self, "eval_corpus", None), *(self.input_files or [])]
         missing = [path for path in given if path is not None and not os.path.isfile(path)]
         if missing:
             raise FileNotFoundError(f"No such file: {', '.join(map(str, missing))}.")

@@ -16,6 +16,7 @@ from bertlayers.startup import require_tensorflow
 from bertlayers.tokenizers.tokenizer import wordpiece_tokenizer
 from bertlayers.tokenizers.vocabulary import VocabularyInfo
 from bertlayers.utils.atomic_files import atomic_path
+from bertlayers.utils.cli import plain_progress
 from bertlayers.utils.options import check_options, option, options_with
 from bertlayers.utils.validation import POSITIVE_INT, PROBABILITY, Range
 
@@ -172,7 +173,11 @@ def write_pretraining_data(
     extra_features = objective.feature_lengths(sequence_length, max_predictions_per_seq) if objective else {}
     record_context = RecordContext(vocab, rng, max_predictions_per_seq)
 
-    progress = keras.utils.Progbar(dupe_factor * len(tokenized), unit_name="document") if verbose else None
+    progress = (
+        keras.utils.Progbar(dupe_factor * len(tokenized), unit_name="document", verbose=plain_progress(1))
+        if verbose
+        else None
+    )
     records, tokens, masked = [], 0, 0
     for _ in range(dupe_factor):
         for start in range(0, len(tokenized), 64):

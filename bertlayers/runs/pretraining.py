@@ -17,6 +17,7 @@ import numpy as np
 from bertlayers.convert.model_files import record_vocabulary, save_model
 from bertlayers.families.recipes import get_recipe, recipe_names
 from bertlayers.networks import get_preset
+from bertlayers.networks.encoder_base import EncoderBase
 from bertlayers.pretraining_data.inputs import PretrainingDataConfig, pretraining_inputs
 from bertlayers.tokenizers.tokenizer import ModelVocabulary
 from bertlayers.training.callbacks import JsonHistory, LearningRateLogger
@@ -33,7 +34,11 @@ __all__ = [
     "PretrainingConfig",
     "build_pretrainer",
     "chance_loss",
+    "InitialWeights",
     "check_run_settings",
+    "check_start",
+    "init_recipes",
+    "initial_weights",
     "run_pretraining",
 ]
 
@@ -57,6 +62,12 @@ class PretrainingConfig(PretrainingDataConfig):
     )
     recipe: str = option("bert", "the pretraining objective (listed below)", choices=recipe_names)
     preset: str = option("bert_tiny", "the encoder's sizes by name (bert_tiny, bert_base, albert_base, ...)")
+    init: Optional[str] = option(
+        None,
+        "continue pretraining from this checkpoint: a Hugging Face folder, a .keras model or a pretraining "
+        "run's folder (its encoder, its MLM head where it has one, its WordPiece vocabulary and casing; "
+        "--preset, --vocabulary and --lowercase then come from it)",
+    )
     batch_size: int = option(32, "examples per step, over all replicas", POSITIVE_INT)
     num_train_steps: int = option(600, "steps in all", POSITIVE_INT)
     checkpoint_every: int = option(
@@ -75,6 +86,11 @@ class PretrainingConfig(PretrainingDataConfig):
         None, "split the CPU into this many logical devices (to try mirrored training)", POSITIVE_INT
     )
     dropout: Optional[float] = option(None, "dropout of the encoder (default: the preset's)", DROPOUT)
+    eval_corpus: Optional[str] = option(
+        None,
+        "held-out text in --corpus_format: the loss on it is measured before training and after "
+        "(in summary.json), e.g. to see a domain adaptation take",
+    )
     options: Optional[dict] = option(
         None, "the recipe's own settings, NAME=VALUE (repeatable; listed below)", flag=False
     )
@@ -82,6 +98,15 @@ class PretrainingConfig(PretrainingDataConfig):
     def __post_init__(self):
         self.check_files()
         check_options(self)
+        if self.init is not None and not os.path.exists(self.init):
+            raise FileNotFoundError(f"No checkpoint at {self.init} (--init).")
+        if self.init is not None and (self.vocabulary or self.vocabulary_size):
+            raise ValueError("--init brings the checkpoint's vocabulary: give no --vocabulary or --vocabulary_size.")
+        if self.init is not None and not get_recipe(self.recipe).continues_checkpoint:
+            raise ValueError(
+                f"Recipe {self.recipe!r} cannot start from a checkpoint (--init); recipes that can: "
+                f"{', '.join(init_recipes())}."
+            )
         self.recipe_spec = get_recipe(self.recipe)
         self.recipe_options = self.recipe_spec.resolved_options(self.options)
         if self.num_train_steps % self.checkpoint_every:
@@ -131,9 +156,12 @@ def check_run_settings(config: object, trained: bool) -> None:
     atomic_files.write_json(path, settings, indent=1)
 
 
-def build_pretrainer(config: object, vocabulary_size: int) -> keras.Model:
-    """The recipe's pretrainer over the preset's architecture (random initialization)."""
+def build_pretrainer(config: object, vocabulary_size: int, start: Optional["InitialWeights"] = None) -> keras.Model:
+    """The recipe's pretrainer over the preset's architecture (random initialization), or over
+    the architecture of `start` (a checkpoint's, `initial_weights`) with its weights."""
     recipe = config.recipe_spec
+    if start is not None:
+        return _pretrainer_from(config, start)
     encoder_config = get_preset(config.preset).replace(vocabulary_size=vocabulary_size)
     if config.sequence_length > encoder_config.max_sequence_length:
         raise ValueError(
@@ -144,6 +172,88 @@ def build_pretrainer(config: object, vocabulary_size: int) -> keras.Model:
     if recipe.encoder_config is not None:
         encoder_config = recipe.encoder_config(encoder_config)
     return recipe.build_pretrainer(encoder_config, config.precision, config.recipe_options)
+
+
+@dataclasses.dataclass(frozen=True)
+class InitialWeights:
+    """What continued pretraining (`--init`) starts from: the checkpoint's encoder, its masked-LM
+    head where it has one, and its WordPiece vocabulary."""
+
+    source: str
+    encoder: keras.Model
+    lm_head: Optional[keras.layers.Layer]
+    vocabulary: ModelVocabulary
+
+
+def initial_weights(source: str) -> InitialWeights:
+    """The encoder, MLM head and vocabulary of `source`: a Hugging Face checkpoint folder (any
+    registered model_type), a `.keras` model (a pretrainer, an encoder, a task model) or an
+    examples/pretrain.py output folder (its pretrainer.keras). A ValueError names a checkpoint
+    whose tokenizer is not a WordPiece vocabulary (the pretraining data path reads vocab.txt)."""
+    from bertlayers.convert.loading import load_checkpoint, load_model_file
+    from bertlayers.convert.model_files import recorded_vocabulary
+
+    if os.path.isdir(source) and os.path.isfile(os.path.join(source, "config.json")):
+        model = load_checkpoint(source).model
+    elif os.path.isdir(source) and os.path.isfile(os.path.join(source, "pretrainer.keras")):
+        model = load_model_file(os.path.join(source, "pretrainer.keras"))
+    elif os.path.isdir(source):
+        raise FileNotFoundError(
+            f"{source} holds neither a Hugging Face checkpoint (config.json) nor a pretraining run (pretrainer.keras)."
+        )
+    else:
+        model = load_model_file(source)
+    encoder = model if isinstance(model, EncoderBase) else getattr(model, "encoder", None)
+    if not isinstance(encoder, EncoderBase):
+        raise ValueError(f"{source} holds a {type(model).__name__}, which has no bertlayers encoder.")
+    vocabulary = recorded_vocabulary(model) or recorded_vocabulary(encoder)
+    if not isinstance(vocabulary, ModelVocabulary):
+        kind = "none recorded" if vocabulary is None else f"{type(vocabulary).__name__} ({vocabulary.kind})"
+        raise ValueError(
+            f"{source}: continued pretraining reads a WordPiece vocabulary (vocab.txt), and this checkpoint's "
+            f"tokenizer is {kind}; the pretraining data path does not read other tokenizers yet."
+        )
+    lm_head = getattr(model, "lm_head", None) if model is not encoder else None
+    return InitialWeights(source, encoder, lm_head, vocabulary)
+
+
+def check_start(config: object, start: InitialWeights) -> None:
+    """A ValueError naming what keeps the run's recipe and settings from starting at `start`."""
+    recipe = config.recipe_spec
+    encoder_config = start.encoder.config
+    if config.sequence_length > encoder_config.max_sequence_length:
+        raise ValueError(
+            f"sequence_length {config.sequence_length} exceeds the {encoder_config.max_sequence_length} positions of "
+            f"{start.source}."
+        )
+    if recipe.encoder_config is not None and recipe.encoder_config(encoder_config) != encoder_config:
+        raise ValueError(
+            f"Recipe {recipe.name!r} trains another architecture than {start.source}'s "
+            f"({encoder_config.architecture}{', bidirectional' if not encoder_config.causal else ''}): "
+            f"it cannot start from it (--init). Recipes that can: {', '.join(init_recipes())}."
+        )
+
+
+def _pretrainer_from(config, start):
+    """The recipe's pretrainer over `start`'s encoder architecture, holding its weights (and its
+    MLM head's where it has one)."""
+    check_start(config, start)
+    encoder_config = start.encoder.config
+    if config.dropout is not None:
+        encoder_config = encoder_config.replace(dropout=config.dropout, attention_dropout=config.dropout)
+    model = config.recipe_spec.build_pretrainer(encoder_config, config.precision, config.recipe_options)
+    model.encoder.set_weights(start.encoder.get_weights())
+    if start.lm_head is not None and type(start.lm_head) is type(model.lm_head):
+        model.lm_head.set_weights(start.lm_head.get_weights())
+        logger.info(f"Starting from {start.source}: its encoder and masked-LM head")
+    else:
+        logger.info(f"Starting from {start.source}: its encoder; the masked-LM head is new (the checkpoint has none)")
+    return model
+
+
+def init_recipes() -> list:
+    """The recipes that can start from a checkpoint (`--init`)."""
+    return [name for name in recipe_names() if get_recipe(name).continues_checkpoint]
 
 
 def run_pretraining(config: object) -> dict:
@@ -166,11 +276,22 @@ def _run_pretraining(config, is_chief, suffix):
     keras.utils.set_random_seed(config.seed)
     atomic_files.remove_orphaned_staging(config.output_dir)
     backup_dir = os.path.join(config.output_dir, "backup" + suffix)
+    start, data_config = None, config
+    if config.init is not None:  # loaded and checked before the run writes anything
+        start = initial_weights(config.init)
+        check_start(config, start)
     initial_epoch = ResumableBackup.restored_epoch(backup_dir)
     check_run_settings(config, trained=initial_epoch > 0)
+    if start is not None:
+        # The checkpoint's vocabulary is the run's: written beside the run, it keys the cached data.
+        vocabulary_path = os.path.join(config.output_dir, "vocab.txt")
+        atomic_files.write_text(vocabulary_path, "".join(token + "\n" for token in start.vocabulary.tokens))
+        data_config = dataclasses.replace(
+            config, init=None, vocabulary=vocabulary_path, lowercase=start.vocabulary.lowercase
+        )
 
     data = pretraining_inputs(
-        config,
+        data_config,
         config.output_dir,
         config.recipe_spec.objective_for(config.recipe_options),
         config.batch_size,
@@ -179,9 +300,10 @@ def _run_pretraining(config, is_chief, suffix):
     )
     dataset, vocab = data.dataset, data.vocab
     epochs = config.num_train_steps // config.checkpoint_every
+    heldout = _heldout_batches(config, data_config, data.vocabulary)
 
     with strategy.scope():
-        model = build_pretrainer(config, vocab.size)
+        model = build_pretrainer(config, vocab.size, start)
         warmup = config.warmup_steps if config.warmup_steps is not None else config.num_train_steps // 10
         optimizer = create_optimizer(
             config.learning_rate,
@@ -204,7 +326,7 @@ def _run_pretraining(config, is_chief, suffix):
         ResumableBackup(backup_dir),
     ]
     initial_path = os.path.join(config.output_dir, "initial_loss" + suffix + ".json")
-    _say_where_training_starts(config, model, dataset, initial_epoch, epochs, initial_path)
+    _say_where_training_starts(config, model, dataset, initial_epoch, epochs, initial_path, heldout)
     started = time.time()
     model.fit(
         dataset,
@@ -216,16 +338,49 @@ def _run_pretraining(config, is_chief, suffix):
         shuffle=False,  # the dataset shuffles itself, per pass and resumably
     )
     summary = _summary(config, model, vocab, time.time() - started, initial_path, suffix)
+    if heldout is not None:
+        after = _heldout_loss(config, model, heldout)
+        summary["heldout_before_" + config.recipe_spec.loss_key] = _read_json(initial_path)["heldout"]
+        summary["heldout_after_" + config.recipe_spec.loss_key] = after
     if is_chief:
         # Weights, config and the run's vocabulary, without optimizer state (the backup keeps that).
-        vocabulary = ModelVocabulary(tuple(vocab.tokens), config.lowercase)
+        vocabulary = ModelVocabulary(tuple(vocab.tokens), data_config.lowercase)
         save_model(record_vocabulary(model, vocabulary), os.path.join(config.output_dir, "pretrainer.keras"))
         save_model(record_vocabulary(model.encoder, vocabulary), os.path.join(config.output_dir, "encoder.keras"))
         atomic_files.write_json(os.path.join(config.output_dir, "summary.json"), summary, indent=1)
     return summary
 
 
-def _say_where_training_starts(config, model, dataset, initial_epoch, epochs, initial_path):
+def _heldout_batches(config, data_config, vocabulary):
+    """(dataset, steps) of `config.eval_corpus`'s records, made as the training data's are (same
+    vocabulary, layout and masking seed: the same batches before and after), or None."""
+    if config.eval_corpus is None:
+        return None
+    heldout_config = dataclasses.replace(
+        data_config, init=None, corpus=config.eval_corpus, vocabulary=vocabulary, vocabulary_size=None
+    )
+    data = pretraining_inputs(
+        heldout_config,
+        os.path.join(config.output_dir, "heldout"),
+        config.recipe_spec.objective_for(config.recipe_options),
+        config.batch_size,
+        config.batch_size,
+    )
+    return data.dataset, max(1, data.num_records // config.batch_size)
+
+
+def _heldout_loss(config, model, heldout):
+    dataset, steps = heldout
+    logs = model.evaluate(dataset, steps=steps, verbose=0, return_dict=True)
+    return _logged_metric(logs, config.recipe_spec.loss_key)
+
+
+def _read_json(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _say_where_training_starts(config, model, dataset, initial_epoch, epochs, initial_path, heldout=None):
     """Log a finished, resumed or new run; a new one first records the untrained model's loss."""
     if initial_epoch >= epochs:
         logger.info(f"{config.output_dir} is complete ({config.num_train_steps} steps); nothing left to train.")
@@ -236,10 +391,13 @@ def _say_where_training_starts(config, model, dataset, initial_epoch, epochs, in
     else:
         # The untrained model's loss on the first batches: what training is measured against.
         initial = model.evaluate(dataset, steps=4, verbose=0, return_dict=True)
-        atomic_files.write_json(initial_path, {k: float(v) for k, v in initial.items()})
-        logger.info(
-            f"Initial {config.recipe_spec.loss_key}: {_logged_metric(initial, config.recipe_spec.loss_key):.3f}"
-        )
+        record = {k: float(v) for k, v in initial.items()}
+        loss_key = config.recipe_spec.loss_key
+        logger.info(f"Initial {loss_key}: {_logged_metric(initial, loss_key):.3f}")
+        if heldout is not None:
+            record["heldout"] = _heldout_loss(config, model, heldout)
+            logger.info(f"Initial {loss_key} on {config.eval_corpus}: {record['heldout']:.3f}")
+        atomic_files.write_json(initial_path, record)
         logger.info(f"Training {config.num_train_steps} steps of {config.batch_size} sequences")
 
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from bertlayers.startup import require_tensorflow
 from bertlayers.tokenizers.padding import padded_length
+from bertlayers.utils.cli import plain_progress
 
 tf = require_tensorflow(__name__)
 
@@ -135,7 +136,7 @@ def predict_by_length(model: keras.Model, x: object, batch_size: int = 32, verbo
     order = np.argsort(lengths, kind="stable")
     full = np.asarray(x["padding_mask"]).shape[1]
     token_outputs = per_token_outputs(model)
-    progress = keras.utils.Progbar(len(order), verbose=1 if verbose == "auto" else verbose) if verbose else None
+    progress = keras.utils.Progbar(len(order), verbose=plain_progress(verbose)) if verbose else None
     results = {}
     for start in range(0, len(order), batch_size):
         rows = order[start : start + batch_size]

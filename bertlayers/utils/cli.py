@@ -53,6 +53,14 @@ def run_script(main):
         _fail(error, 1)
 
 
+def plain_progress(verbose):
+    """Keras's progress bar (`verbose` 1, or "auto") redraws one line with escape codes, even
+    where the output goes to a file or a pipe: there, one line an epoch (2) instead."""
+    if verbose in (1, "auto") and not (sys.stdout.isatty() or "ipykernel" in sys.modules):
+        return 2
+    return verbose
+
+
 def show_progress():
     """Send the library's log records (INFO and above) to stdout, one message a line: a script's
     progress. The library itself only logs (`logging.getLogger("bertlayers...")`)."""

@@ -58,5 +58,6 @@ register_recipe(
         _causal_lm,
         loss_key="lm_loss",
         encoder_config=lambda config: config.replace(causal=True),
+        continues_checkpoint=False,  # a bidirectional checkpoint made causal is not a continuation
     )
 )

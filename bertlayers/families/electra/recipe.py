@@ -50,5 +50,6 @@ RECIPE = register_recipe(
             "temperature": Option(1.0, POSITIVE_FLOAT, "of the generator's sampling softmax"),
         },
         report=("rtd_loss", "rtd_accuracy", "rtd_baseline_accuracy", "rtd_auc", "replaced_fraction"),
+        continues_checkpoint=False,  # a generator and a discriminator
     )
 )

@@ -87,5 +87,6 @@ RECIPE = register_recipe(
             "clamp_len": Option(-1, Range(int, -1), "relative distances beyond it share one encoding; -1: none"),
         },
         report=("plm_accuracy",),
+        continues_checkpoint=False,  # two-stream attention; its checkpoints are SentencePiece
     )
 )
