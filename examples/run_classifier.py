@@ -27,9 +27,11 @@ from bertlayers.runs.finetuning import (
     check_restart_arguments,
     encoder_source,
     feature_based_options,
+    files_written,
     finetune_restarts,
     finetuning_config,
     packer_for,
+    pooling_for,
     start,
     write_json,
 )
@@ -44,7 +46,10 @@ def main():
     parser = argument_parser(__doc__)
     parser.add_argument("--train_file", required=True, help="CSV or JSON lines of training examples")
     parser.add_argument(
-        "--eval_file", required=True, help="CSV or JSON lines of evaluation examples (evaluated once, after training)"
+        "--eval_file",
+        required=True,
+        help="CSV or JSON lines of evaluation examples: scored after training, and validated on after every "
+        "epoch unless --dev_file is given",
     )
     parser.add_argument("--text_a", default="text", help="column of the (first) text")
     parser.add_argument("--text_b", default=None, help="column of the second text, for sentence pairs")
@@ -91,11 +96,20 @@ def main():
         dev = read(args.dev_file)
         x_dev = encode_examples(packer, dev, args.dev_file)
         y_dev = regression_targets(dev)[:, 0] if args.regression else labels.encode(dev)
+        validation, validated_on = (
+            (x_dev, {"logits": regression_targets(dev) if args.regression else y_dev}, None),
+            args.dev_file,
+        )
 
         def dev_score(model):  # Pearson for regression, else accuracy
             logits = predict_by_length(model, x_dev, batch_size=args.batch_size, verbose=0)["logits"]
             return pearson(y_dev, logits[:, 0]) if args.regression else accuracy(y_dev, logits.argmax(-1))
 
+    if not args.dev_file:
+        # The curve and the kept epoch come from the eval file: say so (a --dev_file keeps it held out).
+        validation, validated_on = (x_eval, {"logits": y_eval}, None), args.eval_file
+        print(f"Validating on {args.eval_file} after every epoch (give --dev_file to keep it held out)")
+    pooling = pooling_for(config, args.pooling)
     model, restarts = finetune_restarts(
         strategy,
         config,
@@ -103,30 +117,57 @@ def main():
             encoder,
             num_classes,
             label_names=labels.labels if labels else None,
-            pooling=args.pooling,
+            pooling=pooling,
             **feature_based_options(config),
         ),
         (x_train, {"logits": y_train}, None),
         dev_score,
         args.restarts,
-    )  # the evaluation set is predicted once, below, after training
+        validation=validation,
+    )
     logits = predict_by_length(model, x_eval, batch_size=args.batch_size, verbose=args.verbose)["logits"]
     if args.regression:
         scores = logits[:, 0]
         metrics = {"pearson": pearson(y_eval[:, 0], scores), "spearman": spearman(y_eval[:, 0], scores)}
-        predictions = [{"id": e.where, "score": float(s)} for e, s in zip(evaluation, scores)]
+        predictions = [{**_texts(e), "score": float(s)} for e, s in zip(evaluation, scores)]
     else:
         predicted = logits.argmax(-1)
         metrics = classification_metrics(y_eval, predicted, labels.labels)
         # The score of always answering the training data's most frequent label: what "learned" must beat.
         metrics["majority_class_accuracy"] = accuracy(y_eval, np.full_like(y_eval, np.bincount(y_train).argmax()))
-        predictions = [{"id": e.where, "label": labels.labels[p]} for e, p in zip(evaluation, predicted)]
+        probabilities = _softmax(logits)
+        predictions = [
+            {
+                **_texts(e),
+                "label": labels.labels[p],
+                "probabilities": {name: round(float(p), 6) for name, p in zip(labels.labels, row)},
+            }
+            for e, p, row in zip(evaluation, predicted, probabilities)
+        ]
     metrics.update(
-        {"eval_examples": len(evaluation), "init": "random" if args.random_init else encoder_source(config), **restarts}
+        {
+            "eval_examples": len(evaluation),
+            "init": "random" if args.random_init else encoder_source(config),
+            "pooling": pooling,
+            "validated_on": validated_on,
+            **restarts,
+        }
     )
     write_json(os.path.join(args.output_dir, "metrics.json"), metrics)
     write_text(os.path.join(args.output_dir, "predictions.jsonl"), "".join(json.dumps(p) + "\n" for p in predictions))
     print({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items() if k != "per_class_f1"})
+    print(files_written(args.output_dir))
+
+
+def _texts(example):
+    """A prediction's record of its example: where it is and its text(s)."""
+    texts = {"id": example.where, "text": example.text_a}
+    return {**texts, "text_b": example.text_b} if example.text_b is not None else texts
+
+
+def _softmax(logits):
+    shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return shifted / shifted.sum(axis=-1, keepdims=True)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from bertlayers.models import MultiTask, Task
 from bertlayers.runs.finetuning import (
     add_finetuning_arguments,
     encoder_source,
+    files_written,
     finetune,
     finetuning_config,
     packer_for,
@@ -139,6 +140,8 @@ def main():
     )
     for name, scores in results.items():
         print(f"{name}: " + "  ".join(f"{k} {v:.4f}" for k, v in scores.items() if isinstance(v, float)))
+
+    print(files_written(args.output_dir))
 
 
 if __name__ == "__main__":

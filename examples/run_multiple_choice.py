@@ -22,9 +22,11 @@ from bertlayers.runs.finetuning import (
     add_finetuning_arguments,
     add_pooling_argument,
     encoder_source,
+    files_written,
     finetune,
     fixed_length_config,
     packer_for,
+    pooling_for,
     start,
     write_json,
 )
@@ -84,7 +86,7 @@ def main():
     model = finetune(
         strategy,
         config,
-        lambda encoder: MultipleChoice(encoder, pooling=args.pooling),
+        lambda encoder: MultipleChoice(encoder, pooling=pooling_for(config, args.pooling)),
         (x_train, {"logits": y_train}, None),
     )
     logits = model.predict(x_eval, batch_size=args.batch_size, verbose=args.verbose)["logits"]
@@ -97,6 +99,8 @@ def main():
     }
     write_json(os.path.join(args.output_dir, "metrics.json"), metrics)
     print({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items()})
+
+    print(files_written(args.output_dir))
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from bertlayers.runs.finetuning import (
     check_restart_arguments,
     encoder_source,
     feature_based_options,
+    files_written,
     finetune_restarts,
     finetuning_config,
     start,
@@ -126,6 +127,8 @@ def main():
         [[(word, tag) for (word, _), tag in zip(sentence, tags_)] for sentence, tags_ in zip(evaluation, predicted)],
     )
     print({k: round(v, 2) for k, v in metrics.items() if isinstance(v, float)})
+
+    print(files_written(args.output_dir))
 
 
 if __name__ == "__main__":

@@ -23,9 +23,11 @@ from bertlayers.runs.finetuning import (
     add_finetuning_arguments,
     add_pooling_argument,
     encoder_source,
+    files_written,
     finetune,
     fixed_length_config,
     packer_for,
+    pooling_for,
     start,
     write_json,
 )
@@ -175,7 +177,7 @@ def main():
                 sequence_length=args.query_length + args.sequence_length,
                 batch_size=args.rerank_batch_size,
             ),
-            lambda encoder: MultipleChoice(encoder, pooling=args.pooling),
+            lambda encoder: MultipleChoice(encoder, pooling=pooling_for(config, args.pooling)),
             (inputs, {"logits": labels}, None),
         )
         for name, collection in evaluations.items():
@@ -201,6 +203,8 @@ def main():
             },
         },
     )
+
+    print(files_written(args.output_dir))
 
 
 if __name__ == "__main__":

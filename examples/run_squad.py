@@ -17,6 +17,7 @@ from bertlayers.models import SpanPredictor
 from bertlayers.runs.finetuning import (
     add_finetuning_arguments,
     encoder_source,
+    files_written,
     finetune,
     finetuning_config,
     start,
@@ -121,6 +122,8 @@ def main():
     write_json(os.path.join(args.output_dir, "nbest_predictions.json"), nbest)
     write_json(os.path.join(args.output_dir, "metrics.json"), metrics)
     print({k: round(v, 2) if isinstance(v, float) else v for k, v in metrics.items()})
+
+    print(files_written(args.output_dir))
 
 
 if __name__ == "__main__":

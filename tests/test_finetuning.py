@@ -701,3 +701,45 @@ def test_short_minilm_fine_tune_beats_chance():
     accuracy = float(np.mean(predicted == labels(test)))
     majority = max(np.mean(labels(test)), 1 - np.mean(labels(test)))
     assert accuracy > majority + 0.1, (accuracy, majority)
+
+
+@pytest.mark.slow
+def test_run_classifier_validates_every_epoch_keeps_the_best_and_says_where_its_files_are(tmp_path, tiny_encoder):
+    """Validation after every epoch (history and TensorBoard), the best epoch's weights kept and
+    early stopping (on a model whose validation loss rises: a learning rate that overshoots), the
+    predictions with their texts and probabilities, a warning on too few steps, where the files
+    went, and --pooling auto choosing mean for the sentence-transformers MiniLM."""
+    from bertlayers.runs.finetuning import FinetuningConfig, pooling_for
+
+    train = tmp_path / "train.csv"
+    train.write_text("text,label\n" + "".join(f"sentence {i},{'yes' if i % 2 else 'no'}\n" for i in range(32)))
+    evaluation = tmp_path / "eval.csv"
+    evaluation.write_text("text,label\n" + "".join(f"other {i},{'no' if i % 3 else 'yes'}\n" for i in range(12)))
+    out = tmp_path / "out"
+    common = ["--train_file", train, "--eval_file", evaluation, "--init", tiny_encoder, "--verbose", "2"]
+    output = run_script(
+        "run_classifier.py", *common, "--output_dir", out, "--epochs", "6", "--batch_size", "8",
+        "--learning_rate", "0.05", "--early_stopping", "2",
+    )  # fmt: skip
+    history = json.load(open(out / "history.json"))
+    val_losses = [epoch["val_loss"] for epoch in history]
+    best = int(np.argmin(val_losses))
+    assert len(history) == min(6, best + 3), val_losses  # stopped 2 epochs after the best
+    assert f"Keeping the weights of epoch {best + 1}" in output and "Only 24 optimizer steps" in output
+    assert os.listdir(out / "logs" / "validation")  # the validation curve in TensorBoard
+    model = keras.saving.load_model(str(out / "model.keras"))
+    metrics = json.load(open(out / "metrics.json"))
+    assert metrics["validated_on"] == str(evaluation) and metrics["pooling"] == "pooler"
+    predictions = [json.loads(line) for line in open(out / "predictions.jsonl")]
+    assert predictions[0]["text"] == "other 0" and predictions[0]["id"].endswith("eval.csv:2")
+    assert all(abs(sum(p["probabilities"].values()) - 1) < 1e-4 for p in predictions)
+    assert all(p["label"] == max(p["probabilities"], key=p["probabilities"].get) for p in predictions)
+    # The kept model is the best epoch's: its cross-entropy on the eval file is the best validation loss.
+    truth = ["no" if i % 3 else "yes" for i in range(12)]
+    loss = -np.mean([np.log(p["probabilities"][label]) for p, label in zip(predictions, truth)])
+    assert abs(loss - val_losses[best]) < 1e-3, (loss, val_losses)
+    assert f"Files in {out}: history.json, logs/" in output and "predictions.jsonl" in output
+    assert model.pooling == "pooler"
+    minilm = FinetuningConfig(output_dir=str(tmp_path / "m"))
+    assert pooling_for(minilm, "auto") == "mean" and pooling_for(minilm, "first") == "first"
+    assert pooling_for(FinetuningConfig(output_dir=str(tmp_path / "m"), random_init=True), "auto") == "pooler"

@@ -2,6 +2,7 @@
 
 import argparse
 import dataclasses
+import json
 import logging
 import math
 import os
@@ -36,6 +37,7 @@ from bertlayers.utils.validation import (
 
 __all__ = [
     "FEATURE_BASED_LEARNING_RATE",
+    "BestEpoch",
     "FinetuningConfig",
     "add_feature_based_arguments",
     "add_finetuning_arguments",
@@ -46,9 +48,11 @@ __all__ = [
     "feature_based_options",
     "finetune",
     "finetune_restarts",
+    "files_written",
     "finetuning_config",
     "fixed_length_config",
     "packer_for",
+    "pooling_for",
     "start",
     "vocabulary_for",
     "write_json",
@@ -63,6 +67,8 @@ tf = require_tensorflow(__name__)
 # networks train at Adam's usual rate, far above what fine-tuning a pretrained network takes.
 FEATURE_BASED_LEARNING_RATE = 1e-3
 DEFAULT_LEARNING_RATE = 5e-5
+# Fewer optimizer steps than this rarely fine-tune anything: the run says so.
+FEW_STEPS = 100
 # Flags made in their own groups: the two ways of batching by length exclude each other; the
 # feature-based settings only for the runners whose models take them.
 LENGTH_BATCHING = ("group_by_length", "pad_to_sequence_length")
@@ -105,17 +111,40 @@ def add_feature_based_arguments(parser: argparse.ArgumentParser) -> argparse.Arg
 
 def add_pooling_argument(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """`--pooling`, for the runners whose heads read one vector a sequence (`SequenceClassifier`
-    and the models built on it)."""
+    and the models built on it); "auto" is resolved by `pooling_for`."""
     parser.add_argument(
         "--pooling",
-        choices=LogitsModel.POOLINGS,
-        default="pooler",
+        choices=("auto", *LogitsModel.POOLINGS),
+        default="auto",
         help="what the head reads: the "
-        "encoder's pooler (BERT's tanh dense on [CLS]), or the mean / first / max of its sequence output "
-        "('mean' for a sentence-embedding checkpoint such as the default all-MiniLM-L6-v2, whose pooler "
-        "was never trained)",
+        "encoder's pooler (BERT's tanh dense on [CLS]), or the mean / first / max of its sequence output; "
+        "auto: what the checkpoint was trained with (a sentence-transformers folder's pooling, such as the "
+        "default all-MiniLM-L6-v2's mean, whose pooler was never trained), else the pooler",
     )
     return parser
+
+
+# sentence-transformers' 1_Pooling/config.json keys, and the pooling each names.
+SENTENCE_TRANSFORMERS_POOLING = {
+    "pooling_mode_mean_tokens": "mean",
+    "pooling_mode_cls_token": "first",
+    "pooling_mode_max_tokens": "max",
+}
+
+
+def pooling_for(config: object, pooling: str) -> str:
+    """`pooling`, or for "auto" what the run's checkpoint was trained with: the pooling a
+    sentence-transformers folder declares (its `1_Pooling/config.json`), else "pooler"."""
+    if pooling != "auto":
+        return pooling
+    chosen = "pooler"
+    settings = os.path.join(encoder_source(config), "1_Pooling", "config.json")
+    if not config.random_init and os.path.isfile(settings):
+        with open(settings, encoding="utf-8") as f:
+            declared = json.load(f)
+        chosen = next((mode for key, mode in SENTENCE_TRANSFORMERS_POOLING.items() if declared.get(key)), "pooler")
+    logger.info(f"Pooling: {chosen} (--pooling auto)")
+    return chosen
 
 
 @dataclasses.dataclass
@@ -177,6 +206,12 @@ class FinetuningConfig:
         False, "freeze the encoder; train a scalar mix of all its layers, a BiLSTM and the head"
     )
     lstm_units: int = option(256, "width of each BiLSTM direction", POSITIVE_INT)
+    keep_best: bool = option(
+        True, "where the run validates, keep the weights of the epoch with the lowest validation loss"
+    )
+    early_stopping: Optional[int] = option(
+        None, "where the run validates, stop after this many epochs without a lower validation loss", POSITIVE_INT
+    )
     seed: int = option(0, "seed of the head's weights, dropout and the data order", Range(int))
     verbose: int = option(1, "0 silent, 1 progress bar, 2 one line per epoch", Range(int, 0, 2))
 
@@ -287,7 +322,10 @@ def finetune(
       config: the run's `FinetuningConfig`.
       build_model: encoder → task model (an `EncoderModel`).
       train: (x, y, sample_weight) numpy structures; y and sample_weight keyed by output name.
-      validation: optional (x, y, sample_weight) for per-epoch validation.
+      validation: optional (x, y, sample_weight), validated after every epoch (its loss and
+        metrics in the history and TensorBoard); with `config.keep_best` the model keeps the
+        weights of the epoch with the lowest validation loss, with `config.early_stopping` N
+        training stops after N epochs without a lower one.
 
     Batches are cut to their longest example, unless a TPU strategy runs them (XLA wants fixed
     shapes): validation batches sorted by length (the same metrics, less padding), training
@@ -303,6 +341,12 @@ def finetune(
     _check_config(config)
     num_examples = num_examples or len(next(iter(train[0].values())))
     steps = config.epochs * math.ceil(num_examples / config.batch_size)
+    if steps < FEW_STEPS:
+        logger.warning(
+            f"Only {steps} optimizer steps ({config.epochs} epochs of {math.ceil(num_examples / config.batch_size)} "
+            f"batches of {config.batch_size}): fine-tuning usually takes a few hundred; raise --epochs or lower "
+            "--batch_size."
+        )
     model, vocabulary = _compiled_model(strategy, config, build_model, steps)
     _fit(model, strategy, config, train, validation)
     # For serving: weights, config and the vocabulary (the resumable state is the backup's job).
@@ -344,6 +388,8 @@ def _fit(model, strategy, config, train, validation):
         JsonHistory(os.path.join(config.output_dir, "history.json")),
         keras.callbacks.TensorBoard(os.path.join(config.output_dir, "logs")),
     ]
+    if validation is not None and (config.keep_best or config.early_stopping):
+        callbacks.insert(0, BestEpoch(config.keep_best, config.early_stopping or config.epochs))
     by_length = not isinstance(strategy, tf.distribute.TPUStrategy)
     token_outputs = per_token_outputs(model)
     if validation is not None and by_length:
@@ -379,6 +425,21 @@ def _fit(model, strategy, config, train, validation):
         verbose=config.verbose,
         shuffle=True,
     )
+
+
+class BestEpoch(keras.callbacks.EarlyStopping):
+    """Keras's early stopping on the validation loss, which logs the epoch it keeps instead of
+    printing it. `keep_best`: the model ends with that epoch's weights."""
+
+    def __init__(self, keep_best: bool, patience: int):
+        super().__init__(monitor="val_loss", patience=patience, restore_best_weights=keep_best, verbose=0)
+
+    def on_train_end(self, logs=None):
+        super().on_train_end(logs)
+        if self.stopped_epoch > 0:
+            logger.info(f"Stopped after epoch {self.stopped_epoch + 1}: no lower validation loss for {self.patience}")
+        if self.restore_best_weights and self.best_weights is not None:
+            logger.info(f"Keeping the weights of epoch {self.best_epoch + 1} (validation loss {self.best:.4f})")
 
 
 def add_restart_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -441,6 +502,20 @@ def finetune_restarts(
     chosen = int(max(range(restarts), key=scores.__getitem__))
     save_model(best, os.path.join(config.output_dir, "model.keras"))  # its vocabulary was recorded by finetune
     return best, {"dev_scores": scores, "best_restart": chosen, "best_seed": config.seed + chosen}
+
+
+def files_written(output_dir: str) -> str:
+    """A line naming what a run left in `output_dir` (its files and folders, TensorBoard's logs
+    named as such): what a runner prints last."""
+    names = sorted(os.listdir(output_dir)) if os.path.isdir(output_dir) else []
+    shown = [
+        f"{name}/ (TensorBoard: tensorboard --logdir {os.path.join(output_dir, name)})"
+        if name == "logs"
+        else name + ("/" if os.path.isdir(os.path.join(output_dir, name)) else "")
+        for name in names
+        if not name.startswith(".")
+    ]
+    return f"Files in {os.path.abspath(output_dir)}: {', '.join(shown)}"
 
 
 def write_json(path: str, value: object) -> None:
