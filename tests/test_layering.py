@@ -20,6 +20,7 @@ TIERS = (
     "families",
     "export",
     "training",
+    "tasks",
     "runs",
 )
 ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bertlayers")

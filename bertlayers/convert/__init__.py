@@ -6,7 +6,7 @@ The machinery every family's loader uses; each family's loaders live in its fold
 
 from bertlayers.convert.google import load_google_checkpoint
 from bertlayers.convert.huggingface import encoder_config_from_huggingface, register_huggingface_family
-from bertlayers.convert.loading import Checkpoint, load_checkpoint, load_encoder, load_model_file
+from bertlayers.convert.loading import Checkpoint, load_checkpoint, load_encoder, load_model_file, trained_pooling
 from bertlayers.convert.model_files import ModelVocabulary, record_vocabulary, recorded_vocabulary, save_model
 from bertlayers.convert.weight_map import CheckpointMismatchError
 
@@ -23,4 +23,5 @@ __all__ = [
     "recorded_vocabulary",
     "register_huggingface_family",
     "save_model",
+    "trained_pooling",
 ]

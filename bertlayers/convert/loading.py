@@ -145,6 +145,29 @@ def _load_folder(folder, config_path, dtype):
     return family.loader(folder, dtype=dtype)
 
 
+# sentence-transformers' 1_Pooling/config.json keys, and the pooling each names.
+SENTENCE_TRANSFORMERS_POOLING = {
+    "pooling_mode_mean_tokens": "mean",
+    "pooling_mode_cls_token": "first",
+    "pooling_mode_max_tokens": "max",
+}
+
+
+def trained_pooling(source: str) -> str:
+    """What a task head should read of the encoder at `source`: the pooling a
+    sentence-transformers folder declares (its `1_Pooling/config.json`: "mean", "first" or
+    "max"), else "pooler" (the encoder's own)."""
+    settings = os.path.join(source, "1_Pooling", "config.json")
+    if not os.path.isfile(settings):
+        return "pooler"
+    try:
+        with open(settings, encoding="utf-8") as f:
+            declared = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise ValueError(f"{settings} is not valid JSON.") from None
+    return next((mode for key, mode in SENTENCE_TRANSFORMERS_POOLING.items() if declared.get(key)), "pooler")
+
+
 def _model_type(config_path):
     try:
         with open(config_path, encoding="utf-8") as f:

@@ -2,7 +2,6 @@
 
 import argparse
 import dataclasses
-import json
 import logging
 import math
 import os
@@ -11,7 +10,7 @@ from typing import Optional
 
 import keras
 
-from bertlayers.convert.loading import load_encoder
+from bertlayers.convert.loading import load_encoder, trained_pooling
 from bertlayers.convert.model_files import record_vocabulary, save_model, vocabulary_of
 from bertlayers.models.logits_model import LogitsModel
 from bertlayers.networks import reinitialized
@@ -124,25 +123,11 @@ def add_pooling_argument(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
     return parser
 
 
-# sentence-transformers' 1_Pooling/config.json keys, and the pooling each names.
-SENTENCE_TRANSFORMERS_POOLING = {
-    "pooling_mode_mean_tokens": "mean",
-    "pooling_mode_cls_token": "first",
-    "pooling_mode_max_tokens": "max",
-}
-
-
 def pooling_for(config: object, pooling: str) -> str:
-    """`pooling`, or for "auto" what the run's checkpoint was trained with: the pooling a
-    sentence-transformers folder declares (its `1_Pooling/config.json`), else "pooler"."""
+    """`pooling`, or for "auto" what the run's checkpoint was trained with (`trained_pooling`)."""
     if pooling != "auto":
         return pooling
-    chosen = "pooler"
-    settings = os.path.join(encoder_source(config), "1_Pooling", "config.json")
-    if not config.random_init and os.path.isfile(settings):
-        with open(settings, encoding="utf-8") as f:
-            declared = json.load(f)
-        chosen = next((mode for key, mode in SENTENCE_TRANSFORMERS_POOLING.items() if declared.get(key)), "pooler")
+    chosen = "pooler" if config.random_init else trained_pooling(encoder_source(config))
     logger.info(f"Pooling: {chosen} (--pooling auto)")
     return chosen
 

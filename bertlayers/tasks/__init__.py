@@ -1,0 +1,6 @@
+"""Task models that take text: a checkpoint's tokenizer and a task model in one object, which
+fits on strings and labels, predicts on strings and exports for serving."""
+
+from bertlayers.tasks.text_classifier import TextClassifier
+
+__all__ = ["TextClassifier"]

@@ -1,0 +1,163 @@
+"""`TextClassifier`: a checkpoint's tokenizer and a `SequenceClassifier` over its encoder, with
+strings in and labels out.
+
+    classifier = TextClassifier.from_checkpoint("path/to/checkpoint", labels=["negative", "positive"])
+    classifier.fit(texts, labels, epochs=3)
+    classifier.predict(["A joy from start to finish."])   # [{"label": ..., "probabilities": {...}}]
+    classifier.export("savedmodels", "sentiment")          # ids in and text in, for TF Serving
+
+The Keras model is `classifier.model` (ids in, logits out), for anything the wrapper does not do.
+"""
+
+import logging
+import math
+from collections.abc import Sequence
+from typing import Optional
+
+import keras
+import numpy as np
+
+from bertlayers.convert.loading import load_encoder, load_model_file, trained_pooling
+from bertlayers.convert.model_files import record_vocabulary, recorded_vocabulary, save_model
+from bertlayers.export.saved_model import export_for_serving
+from bertlayers.models.sequence_classifier import SequenceClassifier
+from bertlayers.tokenizers.checkpoint_tokenizer import pack_in_chunks, text_packer
+from bertlayers.training.length_batching import length_batches, predict_by_length
+from bertlayers.training.optimization import create_optimizer
+
+logger = logging.getLogger(__name__)
+
+
+class TextClassifier:
+    """Classify texts (or text pairs) with a fine-tuned encoder.
+
+    Args:
+      model: a `SequenceClassifier` with `label_names`, the vocabulary it reads recorded on it
+        (`bertlayers.convert.record_vocabulary`; `from_checkpoint` and `load` see to it).
+      sequence_length: pieces per example; longer texts are truncated.
+    """
+
+    def __init__(self, model: SequenceClassifier, sequence_length: int = 128):
+        if not isinstance(model, SequenceClassifier) or not model.label_names:
+            raise ValueError("TextClassifier takes a SequenceClassifier with label_names.")
+        vocabulary = recorded_vocabulary(model)
+        if vocabulary is None:
+            raise ValueError(
+                "The classifier has no vocabulary recorded: load it with from_checkpoint or load, or record the "
+                "one it was trained with (bertlayers.convert.record_vocabulary)."
+            )
+        self.model = model
+        self.sequence_length = int(sequence_length)
+        self.packer = text_packer(vocabulary, self.sequence_length)
+
+    @classmethod
+    def from_checkpoint(
+        cls,
+        source: str,
+        labels: Sequence[str],
+        sequence_length: int = 128,
+        pooling: str = "auto",
+        dropout: float = 0.1,
+    ) -> "TextClassifier":
+        """A new classifier over the pretrained encoder at `source` (a Hugging Face folder, a
+        `.keras` model or a pretraining run's folder: `bertlayers.convert.load_encoder`), with its
+        tokenizer. `pooling` "auto" reads what the checkpoint was trained with (mean for a
+        sentence-transformers folder), else the encoder's pooler."""
+        labels = [str(label) for label in labels]
+        if len(labels) < 2 or len(set(labels)) != len(labels):
+            raise ValueError(f"labels must be two or more distinct names, got {labels}.")
+        encoder = load_encoder(source)
+        if recorded_vocabulary(encoder) is None:
+            raise ValueError(
+                f"{source} has no tokenizer recorded: save the encoder with bertlayers.convert.save_model after "
+                "record_vocabulary, or start from a checkpoint folder with its tokenizer files."
+            )
+        if pooling == "auto":
+            pooling = trained_pooling(source)
+        model = SequenceClassifier(encoder, len(labels), label_names=labels, pooling=pooling, dropout=dropout)
+        return cls(record_vocabulary(model, recorded_vocabulary(encoder)), sequence_length)
+
+    @classmethod
+    def load(cls, path: str, sequence_length: int = 128) -> "TextClassifier":
+        """A classifier saved with `save` (or a runner's model.keras)."""
+        return cls(load_model_file(path), sequence_length)
+
+    @property
+    def labels(self) -> list:
+        return list(self.model.label_names)
+
+    def inputs(self, texts: Sequence[str], pairs: Optional[Sequence[str]] = None) -> dict:
+        """The model's inputs for `texts` (and second texts `pairs`): int32 arrays `[n, sequence_length]`."""
+        texts = _strings(texts, "texts")
+        if pairs is None:
+            return pack_in_chunks(self.packer, texts)
+        pairs = _strings(pairs, "pairs")
+        if len(pairs) != len(texts):
+            raise ValueError(f"pairs has {len(pairs)} texts for {len(texts)} texts.")
+        return pack_in_chunks(self.packer, texts, pairs)
+
+    def fit(
+        self,
+        texts: Sequence[str],
+        labels: Sequence[str],
+        pairs: Optional[Sequence[str]] = None,
+        epochs: int = 3,
+        batch_size: int = 32,
+        learning_rate: float = 5e-5,
+        validation: Optional[tuple] = None,
+        seed: int = 0,
+        **fit_kwargs,
+    ) -> keras.callbacks.History:
+        """Fine-tune on `texts` (and `pairs`) and their `labels` (names among `self.labels`):
+        AdamW with 10% warmup and linear decay, batches cut to their longest text.
+        `validation`: (texts, labels) or (texts, pairs, labels), validated after every epoch.
+        Other keywords go to `keras.Model.fit` (callbacks, verbose)."""
+        x, y = self.inputs(texts, pairs), {"logits": self._label_ids(labels)}
+        steps = epochs * math.ceil(len(y["logits"]) / batch_size)
+        self.model.compile(optimizer=create_optimizer(learning_rate, steps, steps // 10, model=self.model))
+        data = length_batches(x, y, batch_size=batch_size, shuffle=True, seed=seed)
+        if validation is not None:
+            *held_texts, held_labels = validation
+            held = self.inputs(*held_texts)
+            validation = length_batches(held, {"logits": self._label_ids(held_labels)}, batch_size=batch_size)
+        return self.model.fit(data, epochs=epochs, validation_data=validation, shuffle=False, **fit_kwargs)
+
+    def predict_proba(
+        self, texts: Sequence[str], pairs: Optional[Sequence[str]] = None, batch_size: int = 32
+    ) -> np.ndarray:
+        """Class probabilities `[n, num_labels]`, in the order of `self.labels`."""
+        logits = predict_by_length(self.model, self.inputs(texts, pairs), batch_size=batch_size, verbose=0)["logits"]
+        shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        return shifted / shifted.sum(axis=-1, keepdims=True)
+
+    def predict(self, texts: Sequence[str], pairs: Optional[Sequence[str]] = None, batch_size: int = 32) -> list:
+        """One {"label", "probabilities": {label: p}} a text."""
+        labels = self.labels
+        return [
+            {"label": labels[int(row.argmax())], "probabilities": {n: float(p) for n, p in zip(labels, row)}}
+            for row in self.predict_proba(texts, pairs, batch_size)
+        ]
+
+    def save(self, path: str) -> None:
+        """The model, its labels and vocabulary, to a `.keras` file (atomically)."""
+        save_model(self.model, path)
+
+    def export(self, base_dir: str, name: str, **settings) -> dict:
+        """`bertlayers.export.export_for_serving`: NAME (ids in) and NAME_text (text in) under
+        `base_dir`, at this classifier's sequence length."""
+        settings.setdefault("sequence_length", self.sequence_length)
+        return export_for_serving(self.model, name, base_dir=base_dir, **settings)
+
+    def _label_ids(self, labels):
+        index = {name: i for i, name in enumerate(self.labels)}
+        labels = [str(label) for label in labels]
+        unknown = sorted(set(labels) - set(index))
+        if unknown:
+            raise ValueError(f"labels {unknown[:5]} are not among the classifier's {self.labels}.")
+        return np.array([index[label] for label in labels], "int32")
+
+
+def _strings(texts, what):
+    if isinstance(texts, str) or not all(isinstance(text, str) for text in texts):
+        raise TypeError(f"{what} must be a list of strings.")
+    return list(texts)

@@ -1,0 +1,61 @@
+"""`TextClassifier`: strings in, labels out, from a checkpoint's tokenizer; it fits, predicts what
+its Keras model computes, saves, loads and exports a text model that answers the same."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bertlayers.convert import record_vocabulary, save_model
+from bertlayers.networks import BertEncoder
+from bertlayers.tasks import TextClassifier
+from bertlayers.tokenizers import bert_uncased_vocabulary
+
+TINY = dict(
+    vocabulary_size=30522, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32, max_sequence_length=32
+)
+TEXTS = ["a warm, funny film", "a dull mess", "Zürich's café—open late!", "the plot is paper-thin"]
+
+
+@pytest.fixture(scope="module")
+def encoder_file(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("encoder") / "encoder.keras")
+    save_model(record_vocabulary(BertEncoder(**TINY), bert_uncased_vocabulary()), path)
+    return path
+
+
+def test_fit_predict_save_load_and_export(encoder_file, tmp_path):
+    classifier = TextClassifier.from_checkpoint(encoder_file, labels=["no", "yes"], sequence_length=16)
+    assert classifier.model.pooling == "pooler"  # no sentence-transformers pooling declared
+    history = classifier.fit(TEXTS * 4, ["yes", "no", "yes", "no"] * 4, epochs=2, batch_size=4, verbose=0)
+    assert len(history.history["loss"]) == 2
+    predicted = classifier.predict(TEXTS)
+    logits = np.asarray(classifier.model(classifier.inputs(TEXTS))["logits"])
+    expected = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    np.testing.assert_allclose([list(p["probabilities"].values()) for p in predicted], expected, atol=1e-5)
+    assert [p["label"] for p in predicted] == [["no", "yes"][i] for i in expected.argmax(-1)]
+    assert classifier.predict(TEXTS[:2], pairs=TEXTS[2:])[0]["label"] in ("no", "yes")
+
+    classifier.save(str(tmp_path / "classifier.keras"))
+    loaded = TextClassifier.load(str(tmp_path / "classifier.keras"), sequence_length=16)
+    np.testing.assert_allclose(loaded.predict_proba(TEXTS), classifier.predict_proba(TEXTS), atol=1e-6)
+
+    paths = classifier.export(str(tmp_path / "savedmodels"), "sentiment")
+    served = tf.saved_model.load(paths["sentiment_text"]).signatures["serving_default"]
+    answer = served(text=tf.constant(TEXTS))
+    np.testing.assert_allclose(answer["probabilities"].numpy(), expected, atol=1e-5)
+
+
+def test_bad_calls_are_refused_by_name(encoder_file, tmp_path):
+    BertEncoder(**TINY).save(str(tmp_path / "bare.keras"))
+    with pytest.raises(ValueError, match="bare.keras has no tokenizer recorded"):
+        TextClassifier.from_checkpoint(str(tmp_path / "bare.keras"), labels=["no", "yes"])
+    with pytest.raises(ValueError, match="two or more distinct names"):
+        TextClassifier.from_checkpoint(encoder_file, labels=["yes", "yes"])
+    classifier = TextClassifier.from_checkpoint(encoder_file, labels=["no", "yes"], sequence_length=16)
+    with pytest.raises(ValueError, match=r"labels \['maybe'\] are not among the classifier's \['no', 'yes'\]"):
+        classifier.fit(TEXTS, ["yes", "no", "maybe", "no"], epochs=1, verbose=0)
+    with pytest.raises(TypeError, match="texts must be a list of strings"):
+        classifier.predict("one string")
+    with pytest.raises(ValueError, match="pairs has 1 texts for 4 texts"):
+        classifier.predict(TEXTS, pairs=["x"])
+    assert len(classifier.predict(TEXTS)) == 4  # still usable
