@@ -140,7 +140,7 @@ def main():
     run(*command, quiet_stderr=True, env=dict(os.environ, PYTHONPATH=os.path.abspath(unavailable)))
     print(
         f"\nDone in {(time.time() - started) / 60:.1f} min. To serve for real: tensorflow_model_server --rest_api_port=8501 "
-        f"--model_config_file={os.path.abspath(os.path.join(args.base_dir, 'models.config'))}"
+        f"--model_config_file={os.path.abspath(os.path.join(args.base_dir, 'models.local.config'))} (or in Docker: cd {args.base_dir} && docker compose up)"
     )
 
 

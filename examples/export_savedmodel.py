@@ -2,7 +2,7 @@
 
     python examples/export_savedmodel.py --model runs/sentiment/model.keras --name sentiment
     python examples/export_savedmodel.py --model runs/pretrain --name tiny_bert     # an encoder
-    tensorflow_model_server --rest_api_port=8501 --model_config_file=$PWD/savedmodels/models.config
+    tensorflow_model_server --rest_api_port=8501 --model_config_file=$PWD/savedmodels/models.local.config
 
 --model takes a .keras file (any model built from the library's layers whose inputs are named
 token_ids / segment_ids / padding_mask), a pretrain.py output folder, or a Hugging Face folder.

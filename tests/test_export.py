@@ -298,8 +298,10 @@ def test_over_long_requests(exported, tmp_path):
 def test_layout_size_versions_and_a_kill_mid_export(exported, tmp_path):
     base, models, paths = exported
     config = open(base / "models.config").read()
+    local = open(base / "models.local.config").read()
     for name in ("encoder", "encoder_text", "classifier", "squad_text", "tagger"):
-        assert f'name: "{name}"\n    base_path: "{base / name}"\n    model_platform: "tensorflow"' in config
+        assert f'name: "{name}"\n    base_path: "/models/{name}"\n    model_platform: "tensorflow"' in config
+        assert f'name: "{name}"\n    base_path: "{base / name}"\n    model_platform: "tensorflow"' in local
     # Weights stored once: the variables take the weights' bytes (within 10%), not twice that.
     # (The graphs add a fixed ~0.5 MB; for MiniLM the whole folder is 1.013x its weights.)
     weights = sum(np.asarray(v).nbytes for v in models["encoder"].weights)
@@ -635,8 +637,19 @@ def test_models_config_lists_loadable_models_only_and_best_span_follows_its_defi
     for folder in ("good/3", "stale.partial/1", ".hidden/1"):
         (tmp_path / folder / "saved_model.pb").write_bytes(b"")
     (tmp_path / "stale.partial" / "1" / "saved_model.pb").unlink()
-    config = open(write_models_config(str(tmp_path))).read()
-    assert config.count("config {") == 1 and f'name: "good"\n    base_path: "{tmp_path / "good"}"' in config
+    config = open(write_models_config(str(tmp_path), "/srv/models")).read()
+    assert config.count("config {") == 1 and 'name: "good"\n    base_path: "/srv/models/good"' in config
+    local = (tmp_path / "models.local.config").read_text()
+    assert f'name: "good"\n    base_path: "{tmp_path / "good"}"' in local and local.count("config {") == 1
+    compose = (tmp_path / "docker-compose.yml").read_text()
+    assert "- ./:/srv/models:ro" in compose and "--model_config_file=/srv/models/models.config" in compose
+    assert "--batching_parameters_file=/srv/models/batching.config" in compose
+    assert "max_batch_size { value: 32 }" in (tmp_path / "batching.config").read_text()
+    (tmp_path / "batching.config").write_text("max_batch_size { value: 8 }\n")  # a user's tuning stays
+    write_models_config(str(tmp_path))
+    assert (tmp_path / "batching.config").read_text() == "max_batch_size { value: 8 }\n"
+    with pytest.raises(ValueError, match="serving_base must be an absolute path"):
+        write_models_config(str(tmp_path), "models")
 
     start = tf.constant([[5.0, 1.0, 3.0, 0.0, 2.0]])
     end = tf.constant([[4.0, 0.0, 1.0, 3.0, 2.5]])
@@ -663,3 +676,36 @@ def test_the_serving_benchmark_runs_on_exports_and_names_an_ids_model_given_as_t
     wrong = run([sys.executable, script, "--model", paths["classifier"], *small], expect=2)
     assert "Traceback" not in wrong.stderr, wrong.stderr[-2000:]
     assert wrong.stderr.strip().splitlines()[-1].startswith("error: ") and "not text: an ids model" in wrong.stderr
+
+
+def test_grpc_and_rest_clients_against_a_local_prediction_service(exported):
+    """examples/serving_client.py over gRPC and REST (TF Serving's protos and JSON, served from the
+    exported SavedModels: tests/serving_server.py) answers what the SavedModel computes; a
+    malformed request is one line naming the server's answer, and the server keeps serving."""
+    from serving_server import serving
+
+    base, _, paths = exported
+    served = tf.saved_model.load(paths["classifier_text"]).signatures["serving_default"](text=tf.constant(TEXTS))
+    texts = [argument for text in TEXTS for argument in ("--text", text)]
+    ids = ["--input", "token_ids=101,2009,102," + ",".join(["0"] * (SEQ - 3))]
+    only_ids = ["--name", "classifier", "--signature", "token_ids_only"]
+    pair = ["--name", "classifier_text", "--signature", "text_pair", "--input", "text_a=It rained."]
+    pair += ["--input", "text_b=It stopped."]
+    with serving(base) as (grpc_address, rest_url):
+        for where in (["--grpc", grpc_address], ["--rest", rest_url]):
+
+            def client(*args, expect=0, where=where):
+                command = [sys.executable, os.path.join(REPO, "examples", "serving_client.py"), *where, *args]
+                return run(command, expect=expect, timeout=120)
+
+            predictions = json.loads(client("--name", "classifier_text", *texts).stdout)["predictions"]
+            np.testing.assert_allclose([p["logits"] for p in predictions], served["logits"].numpy(), atol=1e-5)
+            assert [p["label"] for p in predictions] == served["label"].numpy().tolist()
+            assert len(json.loads(client(*pair).stdout)["predictions"]) == 1
+            refused = client(*only_ids, *ids, "--input", "token_ids=1", expect=2)
+            assert "different lengths" in refused.stderr.splitlines()[-1] and "Traceback" not in refused.stderr
+            wrong = client(*only_ids, "--input", "token_ids=101,-5,102", expect=2)
+            assert "the server refused the request" in wrong.stderr and "token_ids" in wrong.stderr, wrong.stderr
+            missing = client("--name", "classifier", *ids, expect=2)
+            assert "missing padding_mask, segment_ids" in missing.stderr, missing.stderr
+            assert len(json.loads(client(*only_ids, *ids).stdout)["predictions"]) == 1  # still serving

@@ -83,6 +83,7 @@ def bad_inputs(tmp):
         "run_multi_task.py": (["--classification", f"sentiment={no_label},{no_label}", "--output_dir", out], out),
         "run_ner.py": (["--train_file", bad_conll, "--eval_file", bad_conll, "--output_dir", out], out),
         "run_squad.py": (["--train_file", tmp / "missing.json", "--output_dir", out], out),
+        "serving_client.py": (["--rest", "http://127.0.0.1:9", "--name", "m", "--input", "no_equals_sign"], None),
         "serving_requests.py": (["--name", "nothing", "--base_dir", tmp], None),
     }
 

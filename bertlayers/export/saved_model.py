@@ -64,6 +64,11 @@ class ExportOptions:
     max_answer_length: int = option(30, "SQuAD text model: the longest answer, in pieces", POSITIVE_INT)
     label_names: Optional[list] = option(None, "a classifier's label strings, by class id", flag=False)
     precision: str = option("float32", "compute in float32, or a bfloat16 copy (library models)", choices=PRECISIONS)
+    serving_base: str = option(
+        "/models",
+        "where the TF Serving container mounts the base folder: models.config names <serving_base>/<name> "
+        "(models.local.config the folders on this host)",
+    )
     verbose: bool = option(False, "log each SavedModel as it is written", flag=False)
 
     def __post_init__(self):
@@ -209,5 +214,5 @@ def _write(servable, tokenizer, names, base_dir, options):
         for n in names:  # a model folder this failed export made and left empty
             if os.path.isdir(os.path.join(base_dir, n)) and not os.listdir(os.path.join(base_dir, n)):
                 os.rmdir(os.path.join(base_dir, n))
-    write_models_config(base_dir)
+    write_models_config(base_dir, options.serving_base)
     return finals

@@ -3,6 +3,7 @@ committed together (and recovered after a kill), one kind of model per name, and
 
 import json
 import os
+import posixpath
 import re
 import uuid
 
@@ -138,22 +139,69 @@ def is_model_folder(path):
     )
 
 
-def write_models_config(base_dir: str) -> str:
-    """Write <base>/models.config naming every model folder under `base_dir` (atomically).
+def write_models_config(base_dir: str, serving_base: str = "/models") -> str:
+    """Write the TF Serving configuration of every model folder under `base_dir` (atomically):
+    `models.config` naming them as a container sees them (`<serving_base>/<name>`: the base folder
+    mounted at `serving_base`), `models.local.config` with this host's absolute paths; and, where
+    absent (a user's edits stay), `batching.config` and `docker-compose.yml` (`SERVING_FILES`).
 
     A folder counts as a model when TF Serving can load it (`is_model_folder`): leftovers
-    (a `stale.partial/`, an empty folder) are not listed.
+    (a `stale.partial/`, an empty folder) are not listed. Returns the models.config path.
     """
+    if not serving_base.startswith("/"):
+        raise ValueError(f"serving_base must be an absolute path inside the container, got {serving_base!r}.")
     names = sorted(
         n
         for n in os.listdir(base_dir)
         if re.fullmatch(r"[A-Za-z0-9_.-]+", n) and not n.startswith(".") and is_model_folder(os.path.join(base_dir, n))
     )
-    entries = "".join(
-        f'  config {{\n    name: "{n}"\n    base_path: "{os.path.abspath(os.path.join(base_dir, n))}"\n'
-        f'    model_platform: "tensorflow"\n  }}\n'
-        for n in names
-    )
+
+    def config(base_of):
+        entries = "".join(
+            f'  config {{\n    name: "{n}"\n    base_path: "{base_of(n)}"\n    model_platform: "tensorflow"\n  }}\n'
+            for n in names
+        )
+        return "model_config_list {\n" + entries + "}\n"
+
     path = os.path.join(base_dir, "models.config")
-    atomic_files.write_text(path, "model_config_list {\n" + entries + "}\n")
+    atomic_files.write_text(path, config(lambda n: posixpath.join(serving_base, n)))
+    atomic_files.write_text(
+        os.path.join(base_dir, "models.local.config"), config(lambda n: os.path.abspath(os.path.join(base_dir, n)))
+    )
+    for name, text in SERVING_FILES.items():
+        if not os.path.exists(os.path.join(base_dir, name)):
+            atomic_files.write_text(os.path.join(base_dir, name), text.replace("{serving_base}", serving_base))
     return path
+
+
+# TF Serving's image, at the version of the request protos the library pins (tensorflow-serving-api).
+SERVING_IMAGE = "tensorflow/serving:2.19.0"
+
+SERVING_FILES = {
+    # Server-side batching: requests arriving within the timeout are run as one batch (TF Serving's
+    # `--enable_batching`); sizes that suit a CPU server of a few cores; tune on the serving machine.
+    "batching.config": """max_batch_size { value: 32 }
+batch_timeout_micros { value: 2000 }
+max_enqueued_batches { value: 100 }
+num_batch_threads { value: 4 }
+pad_variable_length_inputs: true
+""",
+    # `docker compose up` in the base folder: gRPC on 8500, REST on 8501, every model of
+    # models.config, the folder re-read every 60 s (a new export's version is picked up).
+    "docker-compose.yml": f"""services:
+  tensorflow-serving:
+    image: {SERVING_IMAGE}
+    ports:
+      - "8500:8500"
+      - "8501:8501"
+    volumes:
+      - ./:{{serving_base}}:ro
+    command:
+      - --port=8500
+      - --rest_api_port=8501
+      - --model_config_file={{serving_base}}/models.config
+      - --model_config_file_poll_wait_seconds=60
+      - --enable_batching=true
+      - --batching_parameters_file={{serving_base}}/batching.config
+""",
+}
