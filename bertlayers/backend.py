@@ -191,6 +191,15 @@ def skips_padding_rows():
     return name() == "tensorflow"
 
 
+def nonzero_indices(vector):
+    """The int32 indices of a 1-D tensor's nonzero entries. Under TensorFlow one `Where` and a
+    reshape (`ops.nonzero` unstacks int64 index columns, which TFLite has no kernel for)."""
+    tf = tensorflow()
+    if tf is not None:
+        return tf.cast(tf.reshape(tf.where(tf.not_equal(vector, 0)), [-1]), tf.int32)
+    return keras.ops.cast(keras.ops.nonzero(vector)[0], "int32")
+
+
 def fuses_attention(return_attention_scores, dropout_active):
     """Whether attention calls the backend's fused kernel (`ops.dot_product_attention`: cuDNN's
     flash attention on a GPU where JAX has it, one XLA fusion elsewhere). Under JAX only:

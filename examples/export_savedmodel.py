@@ -3,6 +3,8 @@
     python examples/export_savedmodel.py --model runs/sentiment/model.keras --name sentiment
     python examples/export_savedmodel.py --model runs/pretrain --name tiny_bert     # an encoder
     tensorflow_model_server --rest_api_port=8501 --model_config_file=$PWD/savedmodels/models.local.config
+    cd savedmodels && docker compose up            # or TF Serving in Docker (gRPC 8500, REST 8501)
+    python examples/export_savedmodel.py ... --tflite    # also NAME.tflite and NAME_text.tflite
 
 --model takes a .keras file (any model built from the library's layers whose inputs are named
 token_ids / segment_ids / padding_mask), a pretrain.py output folder, or a Hugging Face folder.
@@ -14,7 +16,7 @@ import argparse
 import os
 
 from bertlayers.convert import load_encoder, load_model_file
-from bertlayers.export import ExportOptions, export_for_serving
+from bertlayers.export import ExportOptions, export_for_serving, export_tflite
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.options import add_flags, options_from_flags
 
@@ -40,6 +42,12 @@ def main():
         default=None,
         help="lower-case text first (default: as recorded with the vocabulary, else yes)",
     )
+    parser.add_argument(
+        "--tflite",
+        action="store_true",
+        help="also convert each SavedModel to TFLite: <base_dir>/tflite/NAME.tflite (builtin ops; the text "
+        "model with tensorflow-text's tokenizer kernels as custom ops)",
+    )
     add_flags(parser, ExportOptions, skip=("text",))  # --sequence_length, --truncate, --version, --precision, ...
     args = parser.parse_args()
     model = load_model_file(args.model) if args.model.endswith(".keras") else load_encoder(args.model)
@@ -54,7 +62,13 @@ def main():
     )
     for name, path in written.items():
         print(f"{name}: {path}")
-    print(f"TF Serving config: {os.path.join(args.base_dir, 'models.config')}")
+        if args.tflite:
+            print(f"{name}: {export_tflite(path, os.path.join(args.base_dir, 'tflite', name + '.tflite'))}")
+    print(
+        f"TF Serving config: {os.path.join(args.base_dir, 'models.config')} (a container mounting {args.base_dir} at "
+        f"{args.serving_base}: docker-compose.yml beside it), {os.path.join(args.base_dir, 'models.local.config')} "
+        "(a server on this host)"
+    )
 
 
 if __name__ == "__main__":

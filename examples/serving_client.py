@@ -128,8 +128,12 @@ def main():
     where.add_argument("--rest", metavar="URL", help="TF Serving's REST address, e.g. http://localhost:8501")
     parser.add_argument("--name", required=True, help="the model's name in models.config")
     parser.add_argument("--signature", default="serving_default", help="the signature to call")
-    parser.add_argument("--text", action="append", help="a text for the `text` input (repeatable: one row each; none: use --input)")
-    parser.add_argument("--input", action="append", help="NAME=VALUE for any input (repeatable: one row each; none: use --text)")
+    parser.add_argument(
+        "--text", action="append", help="a text for the `text` input (repeatable: one row each; none: use --input)"
+    )
+    parser.add_argument(
+        "--input", action="append", help="NAME=VALUE for any input (repeatable: one row each; none: use --text)"
+    )
     args = parser.parse_args()
     columns = parse_inputs(args)
     if args.grpc:

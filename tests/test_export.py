@@ -17,7 +17,7 @@ from bertlayers.export import export_for_serving
 from bertlayers.models import SequenceClassifier, SpanPredictor, TokenClassifier
 from bertlayers.networks import BertEncoder
 from bertlayers.task_data.squad import SquadExample, decode_answers, make_windows, read_squad
-from bertlayers.tokenizers import bert_uncased_vocabulary, wordpiece_tokenizer
+from bertlayers.tokenizers import BertInputPacker, bert_uncased_vocabulary, wordpiece_tokenizer
 
 SEQ = 32
 TINY = dict(
@@ -709,3 +709,24 @@ def test_grpc_and_rest_clients_against_a_local_prediction_service(exported):
             missing = client("--name", "classifier", *ids, expect=2)
             assert "missing padding_mask, segment_ids" in missing.stderr, missing.stderr
             assert len(json.loads(client(*only_ids, *ids).stdout)["predictions"]) == 1  # still serving
+
+
+def test_the_ids_and_text_models_convert_to_tflite_with_the_keras_outputs(exported, tmp_path):
+    """TFLite: the ids classifier in builtin ops alone, the text classifier with tensorflow-text's
+    tokenizer kernels; both answer what the Keras model computes."""
+    from bertlayers.export import export_tflite, tflite_interpreter
+
+    _, models, paths = exported
+    inputs = id_inputs()
+    keras_logits = np.asarray(models["classifier"](inputs)["logits"])
+    ids = tflite_interpreter(export_tflite(paths["classifier"], str(tmp_path / "classifier.tflite")))
+    lite = ids.get_signature_runner("serving_default")(**inputs)
+    np.testing.assert_allclose(lite["logits"], keras_logits, atol=1e-5)
+    assert ids._interpreter.NumTensors(0) > 0  # noqa: SLF001 (it ran on the builtin kernels)
+
+    text = tflite_interpreter(export_tflite(paths["classifier_text"], str(tmp_path / "classifier_text.tflite")))
+    answer = text.get_signature_runner("serving_default")(text=np.array(TEXTS))
+    packed = BertInputPacker(wordpiece_tokenizer(bert_uncased_vocabulary()), SEQ)(TEXTS)
+    np.testing.assert_allclose(answer["logits"], np.asarray(models["classifier"](packed)["logits"]), atol=1e-5)
+    with pytest.raises(FileNotFoundError, match="No SavedModel at"):
+        export_tflite(str(tmp_path / "nothing"), str(tmp_path / "x.tflite"))

@@ -10,6 +10,7 @@ from bertlayers.export.serving_outputs import (
     SpanOutputs,
     TaggerOutputs,
 )
+from bertlayers.export.tflite import export_tflite, tflite_interpreter
 from bertlayers.tokenizers.wordpiece import InGraphTokenizer
 
 __all__ = [
@@ -22,7 +23,9 @@ __all__ = [
     "SpanOutputs",
     "TaggerOutputs",
     "export_for_serving",
+    "export_tflite",
     "next_version",
     "recover_exports",
+    "tflite_interpreter",
     "write_models_config",
 ]

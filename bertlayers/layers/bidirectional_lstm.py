@@ -50,7 +50,7 @@ class BidirectionalLSTM(keras.layers.Layer):
         if self.return_sequences:
             # Zeros at padding (the LSTM repeats its last state there); the product is also a
             # tensor without a Keras mask, which the heads do not take.
-            outputs = outputs * ops.cast(mask, outputs.dtype)[:, :, None]
+            outputs = outputs * ops.expand_dims(ops.cast(mask, outputs.dtype), -1)
         return outputs
 
     def compute_output_shape(self, sequence_shape, padding_mask_shape=None):

@@ -90,7 +90,7 @@ class Pooler(keras.layers.Layer):
         member = ops.one_hot(ops.cast(sequence_ids, "int32") - 1, max_sequences)  # [batch, seq, K]; padding: none
         pooled = self._pooled(sequence, lambda x: self._sequence_summaries(x, member))  # [batch, K, H]
         present = ops.max(member, axis=1) > 0  # [batch, K]
-        return pooled * ops.cast(present, pooled.dtype)[:, :, None]
+        return pooled * ops.expand_dims(ops.cast(present, pooled.dtype), -1)
 
     def _pooled(self, sequence, summarize):
         """Norm(act(W · summary)): the summary of the sequence, or ("late") of each token's act(W · x)."""
@@ -118,13 +118,13 @@ class Pooler(keras.layers.Layer):
         """`[batch, K, H]`: each packed sequence's summary (`member` `[batch, seq, K]`, one-hot)."""
         if self.position in ("mean", "late"):
             total = ops.einsum("bsk,bsh->bkh", member, ops.cast(sequence, "float32"))
-            return ops.cast(total / ops.maximum(ops.sum(member, axis=1), 1.0)[:, :, None], sequence.dtype)
+            return ops.cast(total / ops.expand_dims(ops.maximum(ops.sum(member, axis=1), 1.0), -1), sequence.dtype)
         index = ops.cast(ops.arange(ops.shape(member)[1]), "float32")[None, :, None]  # [1, seq, 1]
         if self.position == "first":
             at = ops.argmin(ops.where(member > 0, index, float(2**30)), axis=1)  # [batch, K]
         else:
             at = ops.argmax(ops.where(member > 0, index, -1.0), axis=1)
-        return ops.take_along_axis(sequence, ops.cast(at, "int32")[:, :, None], axis=1)  # [batch, K, H]
+        return ops.take_along_axis(sequence, ops.expand_dims(ops.cast(at, "int32"), -1), axis=1)  # [batch, K, H]
 
     def compute_output_shape(self, sequence_shape, padding_mask_shape=None):
         return (sequence_shape[0], sequence_shape[-1])
@@ -145,6 +145,6 @@ def _mean(sequence, padding_mask):
     values = ops.cast(sequence, "float32")
     if padding_mask is None:
         return ops.cast(ops.mean(values, axis=1), sequence.dtype)
-    weights = ops.cast(ops.not_equal(padding_mask, 0), "float32")[:, :, None]  # [batch, seq, 1]
+    weights = ops.expand_dims(ops.cast(ops.not_equal(padding_mask, 0), "float32"), -1)  # [batch, seq, 1]
     total = ops.sum(values * weights, axis=1)  # [batch, H]
     return ops.cast(total / ops.maximum(ops.sum(weights, axis=1), 1.0), sequence.dtype)

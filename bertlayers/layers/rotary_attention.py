@@ -53,7 +53,7 @@ class RotaryAttention(MultiHeadAttention):
         frequencies = ops.power(
             self.rotary_theta, -ops.arange(0, self.key_dim, 2, dtype="float32") / self.key_dim
         )  # [D/2]
-        angles = ops.cast(positions, "float32")[..., None] * frequencies  # [B, T, D/2]
+        angles = ops.expand_dims(ops.cast(positions, "float32"), -1) * frequencies  # [B, T, D/2]
         cos = ops.cast(ops.cos(angles), x.dtype)[:, :, None, :]  # [B, T, 1, D/2]
         sin = ops.cast(ops.sin(angles), x.dtype)[:, :, None, :]
         first, second = x[..., :half], x[..., half:]

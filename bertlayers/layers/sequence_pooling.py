@@ -41,7 +41,7 @@ class SequencePooling(keras.layers.Layer):
         if padding_mask is None:
             real = ops.ones_like(values[:, :, :1])
         else:
-            real = ops.cast(ops.not_equal(padding_mask, 0), "float32")[:, :, None]  # [batch, seq, 1]
+            real = ops.expand_dims(ops.cast(ops.not_equal(padding_mask, 0), "float32"), -1)  # [batch, seq, 1]
         if self.mode == "first":
             pooled = values[:, 0, :]
         elif self.mode == "mean":

@@ -33,7 +33,7 @@ def on_token_rows(fn, x, padding_mask=None):
         out = fn(rows)  # [tokens, width_out]
         out = out * ops.cast(ops.not_equal(ops.reshape(padding_mask, (-1, 1)), 0), out.dtype)
     else:
-        real = ops.nonzero(ops.reshape(padding_mask, (-1,)))[0]  # [real]
+        real = backend.nonzero_indices(ops.reshape(padding_mask, (-1,)))  # [real]
         out_real = fn(ops.take(rows, real, axis=0))  # [real, width_out]
         out = ops.scatter(ops.expand_dims(real, -1), out_real, (ops.shape(rows)[0], out_real.shape[-1]))
     return ops.reshape(out, (*shape[:-1], out.shape[-1]))

@@ -259,7 +259,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
                     "(where positions restart in every sequence)."
                 )
             where = {
-                "query_positions": _rows_at(positions[..., None], output_positions)[..., 0],
+                "query_positions": _rows_at(ops.expand_dims(positions, -1), output_positions)[..., 0],
                 "key_positions": positions,
             }
         if banded:
@@ -280,7 +280,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
         else:
             outputs = on_token_rows(lambda rows: self._after_attention(rows, training), x)
             if padding_mask is not None:  # zeros at padding, as the full output has
-                real = ops.cast(_rows_at(padding_mask[..., None], output_positions), "bool")  # any nonzero is real
+                # expand_dims, not [..., None]: a strided slice adding an axis is no TFLite builtin
+                real = ops.cast(_rows_at(ops.expand_dims(padding_mask, -1), output_positions), "bool")  # nonzero: real
                 outputs = outputs * ops.cast(real, outputs.dtype)
 
         if return_attention_scores:

@@ -1,0 +1,74 @@
+"""TensorFlow Lite: an exported SavedModel (ids in, or text in) converted for on-device use.
+
+The ids model converts to TFLite's builtin ops alone. The text model's tokenizer stays in the
+graph as tensorflow-text's TFLite kernels (FastBertNormalize, FastWordpieceTokenize), custom ops
+an app registers with tensorflow-text's `tflite_registrar` (`tflite_interpreter` does it here);
+the byte-level BPE and SentencePiece text models use ops TFLite lacks and are not converted.
+"""
+
+import os
+
+from bertlayers.startup import require_tensorflow
+from bertlayers.utils import atomic_files
+
+tf = require_tensorflow(__name__)
+
+
+def export_tflite(saved_model: str, path: str, signature: str = "serving_default") -> str:
+    """Convert `signature` of the SavedModel version folder `saved_model` to a `.tflite` file at
+    `path` (written atomically; float32, no quantization). Returns `path`.
+
+    Raises a ValueError naming the ops TFLite cannot run when the graph holds any (those of
+    tensorflow-text's WordPiece tokenizer are allowed as custom ops).
+    """
+    if not os.path.isfile(os.path.join(saved_model, "saved_model.pb")):
+        raise FileNotFoundError(f"No SavedModel at {saved_model}.")
+    converter = tf.lite.TFLiteConverter.from_saved_model(saved_model, signature_keys=[signature])
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+    converter.allow_custom_ops = True  # tensorflow-text's tokenizer kernels, registered by the app
+    try:
+        model = converter.convert()
+    except Exception as error:  # the converter's errors name the ops it could not convert
+        raise ValueError(f"{saved_model} does not convert to TFLite: {str(error).strip().splitlines()[-1]}") from None
+    unsupported = sorted(set(_custom_ops(model)) - TEXT_OPS)
+    if unsupported:
+        raise ValueError(f"{saved_model} uses ops TFLite has no kernel for: {', '.join(unsupported)}.")
+    with atomic_files.atomic_path(path) as temporary:
+        with open(temporary, "wb") as f:
+            f.write(model)
+    return path
+
+
+# tensorflow-text's ops with TFLite kernels that the exported WordPiece text models use.
+TEXT_OPS = {"FastBertNormalize", "FastWordpieceTokenizeWithOffsets"}
+
+
+def _custom_ops(model):
+    from tensorflow.lite.python import schema_py_generated as schema
+
+    parsed = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(model, 0))
+    return [
+        code.customCode.decode("utf-8")
+        for code in parsed.operatorCodes
+        if code.builtinCode == schema.BuiltinOperator.CUSTOM and code.customCode
+    ]
+
+
+def tflite_interpreter(path: str) -> object:
+    """A TFLite interpreter for the model at `path`, with tensorflow-text's kernels registered
+    (what an app does to run a text model); `.get_signature_runner()` calls it."""
+    import warnings
+
+    from tensorflow.lite.python.interpreter import InterpreterWithCustomOps
+
+    try:
+        import tensorflow_text
+    except ImportError:
+        raise ImportError(
+            "Running a TFLite text model needs tensorflow-text's kernels: pip install tensorflow-text"
+        ) from None
+    with warnings.catch_warnings():  # tf.lite.Interpreter's notice that LiteRT replaces it
+        warnings.simplefilter("ignore")
+        return InterpreterWithCustomOps(
+            model_path=path, custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS
+        )
