@@ -8,6 +8,7 @@ from bertlayers.convert.google import load_google_checkpoint
 from bertlayers.convert.huggingface import encoder_config_from_huggingface, register_huggingface_family
 from bertlayers.convert.loading import Checkpoint, load_checkpoint, load_encoder, load_model_file, trained_pooling
 from bertlayers.convert.model_files import ModelVocabulary, record_vocabulary, recorded_vocabulary, save_model
+from bertlayers.convert.saving import save_huggingface
 from bertlayers.convert.weight_map import CheckpointMismatchError
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "record_vocabulary",
     "recorded_vocabulary",
     "register_huggingface_family",
+    "save_huggingface",
     "save_model",
     "trained_pooling",
 ]

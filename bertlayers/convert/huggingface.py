@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from bertlayers.convert.weight_map import WeightMap
+from bertlayers.convert.weight_map import Probe, WeightMap
 from bertlayers.networks.encoder_config import EncoderConfig
 from bertlayers.tokenizers.checkpoint_tokenizer import check_tokenizer_files
 
@@ -38,19 +38,31 @@ class HuggingFaceFamily:
     """How one `model_type` of transformers' becomes ours: its `config.json` read into an
     `EncoderConfig` (`read_config(hf_config, source)`) and its folder loaded (`loader(path, dtype=)`)."""
 
-    def __init__(self, model_type, read_config, loader):
+    def __init__(self, model_type, read_config, loader, write_config=None, architectures=None):
         self.model_type = model_type
         self.read_config = read_config
         self.loader = loader
+        # Saving back (`bertlayers.convert.save_huggingface`): `write_config(EncoderConfig, pad_id)`
+        # gives config.json's family keys; `architectures` {"base" | "mlm" | "classifier" | ...:
+        # transformers' class} the class a saved model is written as.
+        self.write_config = write_config
+        self.architectures = architectures or {}
 
 
 # model_type -> HuggingFaceFamily; each family's module adds its own on import.
 HUGGINGFACE_FAMILIES = {}
 
 
-def register_huggingface_family(model_type: str, read_config: Callable, loader: Callable) -> Callable:
-    """Make `load_encoder`, `read_huggingface_folder` and `encoder_config_from_huggingface` know a model_type."""
-    HUGGINGFACE_FAMILIES[model_type] = HuggingFaceFamily(model_type, read_config, loader)
+def register_huggingface_family(
+    model_type: str,
+    read_config: Callable,
+    loader: Callable,
+    write_config: Callable | None = None,
+    architectures: dict | None = None,
+) -> Callable:
+    """Make `load_encoder`, `read_huggingface_folder` and `encoder_config_from_huggingface` know a
+    model_type, and `save_huggingface` write it where `write_config` and `architectures` are given."""
+    HUGGINGFACE_FAMILIES[model_type] = HuggingFaceFamily(model_type, read_config, loader, write_config, architectures)
     return loader
 
 
@@ -87,6 +99,21 @@ def bert_config_fields(hf_config, source):
     return renamed_fields(hf_config, BERT_CONFIG_KEYS, required, source)
 
 
+def config_keys_of(config, keys):
+    """The `config.json` entries of an EncoderConfig under the names `keys` maps (config key ->
+    field): what `renamed_fields` reads, written back."""
+    return {key: getattr(config, field) for key, field in keys.items()}
+
+
+def bert_config_to_huggingface(config, pad_id=None):
+    """BERT's `config.json` keys of an EncoderConfig."""
+    return {
+        **config_keys_of(config, BERT_CONFIG_KEYS),
+        "position_embedding_type": "absolute",
+        "pad_token_id": 0 if pad_id is None else pad_id,
+    }
+
+
 def renamed_fields(hf_config, keys, required, source):
     """EncoderConfig fields from a `config.json` dict whose names `keys` maps (config key ->
     field), the `required` keys checked present, and the output projection's tie."""
@@ -117,6 +144,8 @@ def start_loading(path, model_type, prefix, encoder_class, dtype, name="encoder"
     Returns (config.json dict, tensors, encoder, weights)."""
     hf_config, config, tensors, weights_path = read_huggingface_folder(path, model_type)
     prefixes = (prefix,) if isinstance(prefix, str) else tuple(prefix)
+    if Probe.active is not None:
+        Probe.active.prefix = prefixes[0]
     foreign = sorted({p for name in tensors for p in BASE_MODEL_PREFIXES if name.startswith(p) and p not in prefixes})
     if foreign:
         raise ValueError(
@@ -186,7 +215,7 @@ def read_huggingface_folder(path, model_type):
         raise FileNotFoundError(f"No Hugging Face checkpoint folder at {path}.")
     if not os.path.isfile(config_path):
         raise FileNotFoundError(f"{path} has no config.json.")
-    if not os.path.isfile(weights_path):
+    if not os.path.isfile(weights_path) and Probe.active is None:
         hint = ""
         if os.path.isfile(os.path.join(path, "pytorch_model.bin")):
             hint = " It has pytorch_model.bin: save it as safetensors first (torch is not a dependency)."
@@ -214,6 +243,8 @@ def read_huggingface_folder(path, model_type):
                 f"{config.vocabulary_size}: the vocabulary does not belong to this checkpoint."
             )
 
+    if Probe.active is not None:  # a model being saved: its map is read, not a file
+        return hf_config, config, Probe.active.tensors, weights_path
     try:
         tensors = load_file(weights_path)
     except (SafetensorError, OSError, ValueError) as error:
@@ -263,11 +294,26 @@ def add_attention(weights, attention, config, query, key, value, output):
     head_size, hidden = config.head_size, config.hidden_size
     for name, dense in ((query, attention.query_dense), (key, attention.key_dense), (value, attention.value_dense)):
         heads = dense.kernel.shape[1]
-        weights.add(dense.kernel, name + ".weight", lambda w, heads=heads: w.T.reshape(hidden, heads, head_size))
+        weights.add(
+            dense.kernel,
+            name + ".weight",
+            lambda w, heads=heads: w.T.reshape(hidden, heads, head_size),
+            shape=(heads * head_size, hidden),
+        )
         if attention.use_bias:
-            weights.add(dense.bias, name + ".bias", lambda b, heads=heads: b.reshape(heads, head_size))
+            weights.add(
+                dense.bias,
+                name + ".bias",
+                lambda b, heads=heads: b.reshape(heads, head_size),
+                shape=(heads * head_size,),
+            )
     heads = config.num_heads
-    weights.add(attention.output_dense.kernel, output + ".weight", lambda w: w.T.reshape(heads, head_size, hidden))
+    weights.add(
+        attention.output_dense.kernel,
+        output + ".weight",
+        lambda w: w.T.reshape(heads, head_size, hidden),
+        shape=(hidden, heads * head_size),
+    )
     if attention.use_bias:
         weights.add(attention.output_dense.bias, output + ".bias")
 
@@ -312,6 +358,8 @@ def with_sequence_classifier(model, hf_config, weights, output, pooler=None):
 
 def without_prefix(tensors, prefix):
     """`tensors` with the base model's `prefix` ("bert.", "roberta.") taken off its names."""
+    if Probe.active is not None and Probe.active.prefix is None:
+        Probe.active.prefix = prefix
     return {key[len(prefix) :] if key.startswith(prefix) else key: value for key, value in tensors.items()}
 
 
@@ -353,9 +401,10 @@ def _chunk(array, part, parts):
 def add_linear(weights, dense, key, part=0, parts=1):
     """A torch Linear `key` (`.weight` `[out, in]`, `.bias` where `dense` has one) into a Keras
     `Dense`; with `parts` > 1, chunk `part` of a Linear that fuses several (ModernBERT's `Wi`)."""
-    weights.add(dense.kernel, key + ".weight", lambda w: _chunk(w, part, parts).T)
+    inputs, outputs = dense.kernel.shape
+    weights.add(dense.kernel, key + ".weight", lambda w: _chunk(w, part, parts).T, shape=(parts * outputs, inputs))
     if dense.use_bias:
-        weights.add(dense.bias, key + ".bias", lambda b: _chunk(b, part, parts))
+        weights.add(dense.bias, key + ".bias", lambda b: _chunk(b, part, parts), shape=(parts * outputs,))
 
 
 def add_norm(weights, norm, key):
@@ -374,10 +423,21 @@ def add_fused_attention(weights, attention, config, fused, output):
             dense.kernel,
             fused + ".weight",
             lambda w, part=part: _chunk(w, part, 3).T.reshape(hidden, heads, head_size),
+            shape=(3 * heads * head_size, hidden),
         )
         if attention.use_bias:
-            weights.add(dense.bias, fused + ".bias", lambda b, part=part: _chunk(b, part, 3).reshape(heads, head_size))
-    weights.add(attention.output_dense.kernel, output + ".weight", lambda w: w.T.reshape(heads, head_size, hidden))
+            weights.add(
+                dense.bias,
+                fused + ".bias",
+                lambda b, part=part: _chunk(b, part, 3).reshape(heads, head_size),
+                shape=(3 * heads * head_size,),
+            )
+    weights.add(
+        attention.output_dense.kernel,
+        output + ".weight",
+        lambda w: w.T.reshape(heads, head_size, hidden),
+        shape=(hidden, heads * head_size),
+    )
     if attention.use_bias:
         weights.add(attention.output_dense.bias, output + ".bias")
 

@@ -10,6 +10,29 @@ class CheckpointMismatchError(ValueError):
     """A checkpoint does not fit the model: missing tensors or wrong shapes (all listed)."""
 
 
+class Probe:
+    """While active (`with Probe(tensors) as probe:`), a loader reads `tensors` instead of the
+    folder's model.safetensors, and its `WeightMap.apply` assigns nothing but records every
+    (variable, checkpoint name, transform) pair in `probe.pairs`, and the base model's prefix
+    `start_loading` was given in `probe.prefix`: the loader's map, read backwards to save a
+    model in the checkpoint's layout (`bertlayers.convert.saving`)."""
+
+    active = None
+
+    def __init__(self, tensors):
+        self.tensors = tensors
+        self.pairs = []
+        self.shapes = {}
+        self.prefix = None
+
+    def __enter__(self):
+        Probe.active = self
+        return self
+
+    def __exit__(self, *error):
+        Probe.active = None
+
+
 class WeightMap:
     """Collects (variable ← checkpoint tensor) pairs, then checks and assigns them together.
 
@@ -25,10 +48,16 @@ class WeightMap:
         self.tensors = tensors
         self.source = source
         self._pairs = []
+        self.shapes = {}
 
-    def add(self, variable, key, transform=None):
-        """Load `tensors[key]`, passed through `transform` (e.g. a transpose), into `variable`."""
+    def add(self, variable, key, transform=None, shape=None):
+        """Load `tensors[key]`, passed through `transform` (e.g. a transpose), into `variable`.
+        `shape`: the checkpoint tensor's, where `transform` reshapes (what saving writes back)."""
         self._pairs.append((variable, key, transform))
+        if shape is not None:  # -1: the rest of the variable's size
+            size = int(np.prod(variable.shape))
+            known = int(np.prod([d for d in shape if d != -1]))
+            self.shapes[key] = tuple(int(d) if d != -1 else size // known for d in shape)
 
     def apply(self, ignore=()):
         """Check every pair, assign all of them, and return the unexpected checkpoint names.
@@ -40,6 +69,10 @@ class WeightMap:
         Raises:
           CheckpointMismatchError: listing the missing tensors and the shape mismatches.
         """
+        if Probe.active is not None:
+            Probe.active.pairs.extend(self._pairs)
+            Probe.active.shapes.update(self.shapes)
+            return []
         missing, mismatched, ready, not_finite = [], [], [], []
         for variable, key, transform in self._pairs:
             if key not in self.tensors:

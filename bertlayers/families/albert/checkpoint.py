@@ -9,6 +9,7 @@ from bertlayers.convert.huggingface import (
     add_norms_and_feed_forward,
     add_output_projection,
     bert_config_fields,
+    bert_config_to_huggingface,
     config_from_fields,
     output_bias_key,
     register_huggingface_family,
@@ -103,4 +104,19 @@ def load_huggingface_albert(path, dtype=None):
     return model
 
 
-register_huggingface_family("albert", albert_config_from_huggingface, load_huggingface_albert)
+def albert_config_to_huggingface(config, pad_id=None):
+    return {
+        **bert_config_to_huggingface(config, pad_id),
+        "embedding_size": config.embedding_size,
+        "num_hidden_groups": config.num_layer_groups,
+        "inner_group_num": 1,
+    }
+
+
+register_huggingface_family(
+    "albert",
+    albert_config_from_huggingface,
+    load_huggingface_albert,
+    albert_config_to_huggingface,
+    {"base": "AlbertModel", "mlm": "AlbertForMaskedLM", "classifier": "AlbertForSequenceClassification"},
+)

@@ -3,6 +3,7 @@
 from bertlayers.convert.huggingface import (
     IGNORED_TENSORS,
     bert_config,
+    bert_config_to_huggingface,
     map_encoder_weights,
     register_huggingface_family,
     start_loading,
@@ -39,4 +40,10 @@ def load_huggingface_bert(path, dtype=None, name="bert_encoder"):
     return model
 
 
-register_huggingface_family("bert", bert_config, load_huggingface_bert)
+register_huggingface_family(
+    "bert",
+    bert_config,
+    load_huggingface_bert,
+    bert_config_to_huggingface,
+    {"base": "BertModel", "mlm": "BertForMaskedLM", "classifier": "BertForSequenceClassification"},
+)

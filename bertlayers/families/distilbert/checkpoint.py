@@ -9,6 +9,7 @@ from bertlayers.convert.huggingface import (
     add_norms_and_feed_forward,
     add_output_projection,
     config_from_fields,
+    config_keys_of,
     register_huggingface_family,
     renamed_fields,
     start_loading,
@@ -95,4 +96,18 @@ def load_huggingface_distilbert(path, dtype=None):
     return model
 
 
-register_huggingface_family("distilbert", distilbert_config_from_huggingface, load_huggingface_distilbert)
+def distilbert_config_to_huggingface(config, pad_id=None):
+    return {
+        **config_keys_of(config, DISTILBERT_CONFIG_KEYS),
+        "sinusoidal_pos_embds": False,
+        "pad_token_id": 0 if pad_id is None else pad_id,
+    }
+
+
+register_huggingface_family(
+    "distilbert",
+    distilbert_config_from_huggingface,
+    load_huggingface_distilbert,
+    distilbert_config_to_huggingface,
+    {"base": "DistilBertModel", "mlm": "DistilBertForMaskedLM", "classifier": "DistilBertForSequenceClassification"},
+)

@@ -6,6 +6,7 @@ from bertlayers.convert.huggingface import (
     add_lm_transform,
     add_output_projection,
     bert_config_fields,
+    bert_config_to_huggingface,
     config_from_fields,
     map_encoder_weights,
     read_huggingface_folder,
@@ -80,5 +81,20 @@ def load_huggingface_electra(path, dtype=None):
     return model
 
 
-register_huggingface_family("electra", electra_config_from_huggingface, load_huggingface_electra)
+def electra_config_to_huggingface(config, pad_id=None):
+    return {**bert_config_to_huggingface(config, pad_id), "embedding_size": config.embedding_size or config.hidden_size}
+
+
+register_huggingface_family(
+    "electra",
+    electra_config_from_huggingface,
+    load_huggingface_electra,
+    electra_config_to_huggingface,
+    {
+        "base": "ElectraModel",
+        "mlm": "ElectraForMaskedLM",
+        "discriminator": "ElectraForPreTraining",
+        "classifier": "ElectraForSequenceClassification",
+    },
+)
 register_checkpoint_tokenizer("electra", wordpiece_checkpoint_tokenizer, ["vocab.txt"])

@@ -6,6 +6,7 @@ from bertlayers.convert.huggingface import (
     add_lm_transform,
     add_output_projection,
     bert_config_fields,
+    bert_config_to_huggingface,
     config_from_fields,
     map_encoder_weights,
     output_bias_key,
@@ -76,5 +77,26 @@ def load_huggingface_roberta(path, dtype=None):
     return model
 
 
-register_huggingface_family("roberta", roberta_config_from_huggingface, load_huggingface_roberta)
-register_huggingface_family("xlm-roberta", roberta_config_from_huggingface, load_huggingface_roberta)
+def roberta_config_to_huggingface(config, pad_id=None):
+    """BERT's keys, with fairseq's position count (`pad_token_id + 1` rows before the first)."""
+    pad_id = 1 if pad_id is None else pad_id
+    return {
+        **bert_config_to_huggingface(config, pad_id),
+        "max_position_embeddings": config.max_sequence_length + pad_id + 1,
+        "bos_token_id": 0,
+        "eos_token_id": 2,
+    }
+
+
+for _model_type, _prefix in (("roberta", "Roberta"), ("xlm-roberta", "XLMRoberta")):
+    register_huggingface_family(
+        _model_type,
+        roberta_config_from_huggingface,
+        load_huggingface_roberta,
+        roberta_config_to_huggingface,
+        {
+            "base": f"{_prefix}Model",
+            "mlm": f"{_prefix}ForMaskedLM",
+            "classifier": f"{_prefix}ForSequenceClassification",
+        },
+    )

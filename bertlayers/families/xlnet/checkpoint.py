@@ -81,7 +81,7 @@ def load_huggingface_xlnet(path, dtype=None):
     )
     weights = WeightMap(tensors, weights_path)
     weights.add(encoder.token_embedding.embeddings, "word_embedding.weight")
-    weights.add(encoder.mask_embedding.embedding, "mask_emb", lambda w: w.reshape(-1))
+    weights.add(encoder.mask_embedding.embedding, "mask_emb", lambda w: w.reshape(-1), shape=(1, 1, -1))
     for index, block in enumerate(encoder.transformer_layers):
         prefix = f"layer.{index}."
         attention = block.attention

@@ -1,0 +1,266 @@
+"""Save a model back as a Hugging Face folder: `config.json` in transformers' own keys,
+`model.safetensors` in its tensor names and layout, and the tokenizer's files.
+
+The layout is not written a second time: each family's loader already says which checkpoint
+tensor every variable comes from and how (a transpose, a reshape into heads, a chunk of a fused
+matrix, the rows of a position table). `save_huggingface` runs that loader over the folder being
+written with a `Probe` (`bertlayers.convert.weight_map`), which records the map instead of
+assigning it, and reads it backwards: each transform is applied to an array of element indices
+of the checkpoint tensor's shape, which says where each variable element goes. A loader and its
+saver cannot disagree; loading what was saved gives the same model (tests/test_save_huggingface.py).
+"""
+
+import logging
+import os
+
+import keras
+import numpy as np
+
+from bertlayers.convert.huggingface import HUGGINGFACE_FAMILIES
+from bertlayers.convert.model_files import recorded_vocabulary
+from bertlayers.convert.weight_map import Probe
+from bertlayers.networks.encoder_base import EncoderBase
+from bertlayers.tokenizers.checkpoint_tokenizer import TokenizerFiles
+from bertlayers.tokenizers.tokenizer import ModelVocabulary
+from bertlayers.utils import atomic_files
+
+logger = logging.getLogger(__name__)
+
+# The names transformers' task heads take in a checkpoint: every other tensor belongs to the base
+# model, and is written under its prefix ("bert.", "roberta.") when a head is saved with it.
+HEAD_NAMES = {
+    "cls",
+    "lm_head",
+    "predictions",
+    "vocab_transform",
+    "vocab_layer_norm",
+    "vocab_projector",
+    "generator_predictions",
+    "generator_lm_head",
+    "discriminator_predictions",
+    "head",
+    "decoder",
+    "lm_loss",
+    "classifier",
+    "pre_classifier",
+    "sequence_summary",
+    "logits_proj",
+    "sop_classifier",
+}
+# The tensors whose presence tells each family's loader which head a folder holds.
+HEAD_MARKERS = {
+    "mlm": (
+        "cls.predictions.transform.dense.weight",
+        "lm_head.dense.weight",
+        "predictions.dense.weight",
+        "vocab_transform.weight",
+        "head.dense.weight",
+        "lm_head.weight",
+        "lm_loss.bias",
+        "generator_predictions.dense.weight",
+    ),
+    "discriminator": ("discriminator_predictions.dense.weight",),
+    "classifier": (
+        "classifier.weight",
+        "classifier.out_proj.weight",
+        "logits_proj.weight",
+        "sequence_summary.summary.weight",
+    ),
+}
+POOLER_MARKERS = ("pooler.dense.weight", "pooler.weight")
+# The model_type an encoder architecture is saved as when its vocabulary does not say.
+DEFAULT_MODEL_TYPES = {"bert": "bert", "albert": "albert"}
+
+
+class _ProbeTensors(dict):
+    """The tensors a loader is shown while its map is read: the head's marker names (so it builds
+    that head), each a `[num_labels, 1]` array (a classifier's label count is read off its shape)."""
+
+    def __init__(self, names, num_labels):
+        super().__init__({name: np.zeros((num_labels, 1), "float32") for name in names})
+
+
+def save_huggingface(model: keras.Model, folder: str, model_type: str | None = None) -> str:
+    """Write `model` as a Hugging Face checkpoint folder that transformers and
+    `bertlayers.convert.load_checkpoint` load: `config.json` (transformers' keys and the class in
+    `architectures`), `model.safetensors`, and the tokenizer's files (a WordPiece `vocab.txt` with
+    its `tokenizer_config.json`, or the checkpoint's own files it was loaded with).
+
+    Args:
+      model: an encoder, a pretrainer with a masked-LM head (`lm_head`; a sentence head such as
+        NSP is not written), an ELECTRA generator or discriminator, or a `SequenceClassifier`
+        (its `label_names` as `id2label`).
+      folder: a new folder (an existing one is refused); written whole or not at all.
+      model_type: transformers' model_type to write; default: the one the model's tokenizer
+        files were loaded with, else by the encoder's architecture ("bert", "albert").
+
+    Returns:
+      `folder`.
+
+    Raises:
+      ValueError: a model_type the library cannot write yet, or a model whose structure is not
+        one that model_type's loader builds (named), a model with no vocabulary recorded.
+      FileExistsError: `folder` exists.
+    """
+    encoder = model if isinstance(model, EncoderBase) else getattr(model, "encoder", None)
+    if not isinstance(encoder, EncoderBase):
+        raise ValueError(f"save_huggingface takes a model built on a bertlayers encoder, got a {type(model).__name__}.")
+    vocabulary = recorded_vocabulary(model)
+    if vocabulary is None:
+        raise ValueError(
+            "The model has no vocabulary recorded, and a checkpoint folder needs its tokenizer: record it with "
+            "bertlayers.convert.record_vocabulary(model, ...) first."
+        )
+    if model_type is None:
+        model_type = (
+            vocabulary.model_type
+            if isinstance(vocabulary, TokenizerFiles)
+            else DEFAULT_MODEL_TYPES.get(encoder.config.architecture)
+        )
+    family = HUGGINGFACE_FAMILIES.get(model_type)
+    writable = sorted(t for t, f in HUGGINGFACE_FAMILIES.items() if f.write_config is not None)
+    if family is None or family.write_config is None:
+        raise ValueError(
+            f"save_huggingface cannot write model_type {model_type!r} (architecture {encoder.config.architecture!r}) "
+            f"yet; it writes {', '.join(writable)}."
+        )
+    kind = _head_kind(model)
+    if kind not in family.architectures:
+        raise ValueError(f"save_huggingface cannot write a {type(model).__name__} as a {model_type} checkpoint.")
+    if os.path.exists(folder):
+        raise FileExistsError(f"{folder} exists; save_huggingface writes a new folder.")
+
+    pad_id = vocabulary.pad_id if isinstance(vocabulary, TokenizerFiles) else None
+    hf_config = {
+        "architectures": [family.architectures[kind]],
+        "model_type": model_type,
+        **family.write_config(encoder.config, pad_id),
+        "tie_word_embeddings": bool(encoder.config.tie_word_embeddings),
+        "dtype": "float32",
+    }
+    labels = getattr(model, "label_names", None) if kind == "classifier" else None
+    num_labels = int(getattr(model, "num_classes", 2) or 2)
+    if kind == "classifier":
+        labels = labels or [f"LABEL_{i}" for i in range(num_labels)]
+        hf_config.update(id2label=dict(enumerate(labels)), label2id={name: i for i, name in enumerate(labels)})
+        if num_labels == 1:
+            hf_config["problem_type"] = "regression"
+    with atomic_files.atomic_path(folder) as staging:
+        os.makedirs(staging)
+        atomic_files.write_json(os.path.join(staging, "config.json"), hf_config, indent=2)
+        _write_tokenizer(vocabulary, staging)
+        tensors = _checkpoint_tensors(model, family, kind, staging, num_labels)
+        from safetensors.numpy import save_file
+
+        save_file(tensors, os.path.join(staging, "model.safetensors"), metadata={"format": "pt"})
+    logger.info(f"Saved {type(model).__name__} as {family.architectures[kind]} ({len(tensors)} tensors) to {folder}")
+    return folder
+
+
+def _head_kind(model):
+    from bertlayers.models.sequence_classifier import SequenceClassifier
+
+    if isinstance(model, SequenceClassifier):
+        return "classifier"
+    if isinstance(model, EncoderBase):
+        return "base"
+    if hasattr(model, "discriminator_head"):
+        return "discriminator"
+    if hasattr(model, "lm_head") or hasattr(model, "generator_head"):
+        return "mlm"
+    return type(model).__name__
+
+
+def _write_tokenizer(vocabulary, folder):
+    if isinstance(vocabulary, TokenizerFiles):
+        for name, data in vocabulary.files:
+            atomic_files.write_bytes(os.path.join(folder, name), data)
+        return
+    if not isinstance(vocabulary, ModelVocabulary):
+        raise ValueError(f"Cannot write a {type(vocabulary).__name__} as tokenizer files.")
+    atomic_files.write_text(os.path.join(folder, "vocab.txt"), "".join(token + "\n" for token in vocabulary.tokens))
+    settings = {"do_lower_case": vocabulary.lowercase, "tokenizer_class": "BertTokenizer", "model_max_length": 512}
+    atomic_files.write_json(os.path.join(folder, "tokenizer_config.json"), settings, indent=2)
+
+
+def _checkpoint_tensors(model, family, kind, folder, num_labels):
+    """{checkpoint name: array} of `model`: the family's loader run over `folder` under a
+    `Probe`, its map read backwards (see the module)."""
+    markers = HEAD_MARKERS.get(kind, ()) + (POOLER_MARKERS if kind in ("base", "classifier") else ())
+    with Probe(_ProbeTensors(markers, num_labels)) as probe:
+        built = family.loader(folder)
+    ours, theirs = model.weights, built.weights
+    if type(built).__name__ != type(model).__name__ or [tuple(v.shape) for v in ours] != [
+        tuple(v.shape) for v in theirs
+    ]:
+        raise ValueError(
+            f"A {type(model).__name__} does not have the structure {family.model_type}'s loader builds from its "
+            f"config ({type(built).__name__}, {len(theirs)} weights against {len(ours)}): it cannot be written as "
+            f"{family.architectures[kind]}."
+        )
+    value_of = {id(variable): keras.ops.convert_to_numpy(mine) for variable, mine in zip(theirs, ours)}
+    by_key, keys_of = {}, {}
+    for variable, key, transform in probe.pairs:
+        by_key.setdefault(key, []).append((variable, transform))
+        keys_of.setdefault(id(variable), set()).add(key)
+    # A variable two names read (RoBERTa's pooler, which its classifier's `classifier.dense` fills
+    # where the base model's `pooler.dense` is absent) is written under the head's name alone.
+    for key in list(by_key):
+        if key.split(".")[0] not in HEAD_NAMES and all(
+            any(k.split(".")[0] in HEAD_NAMES for k in keys_of[id(v)] - {key}) for v, _ in by_key[key]
+        ):
+            del by_key[key]
+    tensors = {}
+    for key, pairs in by_key.items():
+        shape = probe.shapes.get(key) or _checkpoint_shape(key, pairs)
+        array = np.zeros(shape, "float32")
+        index = np.arange(array.size).reshape(shape)
+        for variable, transform in pairs:
+            positions = transform(index) if transform else index
+            array.reshape(-1)[np.asarray(positions).reshape(-1)] = value_of[id(variable)].reshape(-1)
+        name = key if kind == "base" or key.split(".")[0] in HEAD_NAMES or not probe.prefix else probe.prefix + key
+        tensors[name] = array
+    if not model_untied(model):
+        return tensors
+    # An untied LM head keeps its bias as the decoder's too (transformers reads that one).
+    for head in ("lm_head", "cls.predictions", "predictions"):
+        if head + ".bias" in tensors and head + ".decoder.bias" not in tensors:
+            tensors[head + ".decoder.bias"] = tensors[head + ".bias"].copy()
+    return tensors
+
+
+def model_untied(model):
+    encoder = model if isinstance(model, EncoderBase) else model.encoder
+    return not encoder.config.tie_word_embeddings
+
+
+def _checkpoint_shape(key, pairs):
+    """The shape of checkpoint tensor `key` (where the loader did not give it: transforms that
+    transpose, chunk or slice, never reshape) from which every (variable, transform) pair reads
+    its variable's shape: the first candidate (the variable's shape, its transpose, fused parts
+    stacked, a table with leading rows) that every transform turns into its variable's."""
+    variable = pairs[0][0]
+    shape = tuple(variable.shape)
+    candidates = [shape, shape[::-1], (int(np.prod(shape)),), (1, 1, int(np.prod(shape)))]
+    if len(shape) == 3:
+        a, b, c = shape
+        candidates += [(b * c, a), (c, a * b), (a * b, c)]
+    for parts in (2, 3):
+        for base in list(candidates):
+            if base:
+                candidates.append((parts * base[0], *base[1:]))
+    if len(shape) == 2:
+        candidates += [(shape[0] + extra, shape[1]) for extra in (1, 2, 3)]
+    for candidate in candidates:
+        index = np.arange(int(np.prod(candidate))).reshape(candidate)
+        try:
+            if all(
+                tuple(np.shape(transform(index) if transform else index)) == tuple(v.shape) for v, transform in pairs
+            ):
+                return candidate
+        except (ValueError, IndexError):
+            continue
+    raise ValueError(f"Cannot tell the checkpoint shape of {key} from the variables read from it.")
+
+
+__all__ = ["save_huggingface"]

@@ -1,0 +1,128 @@
+"""`save_huggingface`: a model written back as a Hugging Face folder.
+
+Against transformers: each random-init folder transformers wrote (tests/fixtures/subword_families/,
+`save_pretrained`) is loaded, saved again, and the saved folder holds the same tensors under the
+same names and the same config values (only tensors transformers does not read may differ:
+RoBERTa's position rows before its first, an untied head's second bias copy), so transformers
+loads it as it loads its own; loaded back here it gives transformers' recorded outputs."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file
+
+from bertlayers.convert import load_checkpoint, record_vocabulary, save_huggingface
+from bertlayers.convert.huggingface import HUGGINGFACE_FAMILIES
+from bertlayers.convert.model_files import _ATTRIBUTE
+from bertlayers.tokenizers.checkpoint_tokenizer import TokenizerFiles
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
+REFERENCE = np.load(os.path.join(FIXTURES, "subword_families.npz"))
+# transformers' outputs on the folders save_huggingface writes (tests/fixtures/record_saved_folders.py).
+SAVED = np.load(os.path.join(FIXTURES, "saved_folders.npz"))
+FOLDERS = [
+    "bert_classifier",
+    "roberta",
+    "roberta_untied",
+    "roberta_classifier",
+    "xlm-roberta",
+    "albert",
+    "albert_untied",
+    "albert_classifier",
+    "distilbert",
+    "distilbert_untied",
+    "distilbert_classifier",
+    "electra_untied",
+    "electra_classifier",
+]
+# Tensors transformers keeps but never reads: RoBERTa's position rows up to pad_token_id (the
+# first real token takes row pad + 1), and an untied head's `bias` beside the `decoder.bias` it adds.
+UNREAD = {"lm_head.bias", "predictions.bias"}
+
+
+def _loaded(name):
+    folder = os.path.join(FIXTURES, "subword_families", name)
+    with open(os.path.join(folder, "config.json")) as f:
+        config = json.load(f)
+    model = HUGGINGFACE_FAMILIES[config["model_type"]].loader(folder)
+    # These folders hold no tokenizer files: the model records an empty set of its model_type's
+    # (set as record_vocabulary does, without the tokenizer it would build to check the size).
+    object.__setattr__(model, _ATTRIBUTE, TokenizerFiles(config["model_type"], (), config.get("pad_token_id")))
+    return folder, config, model
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", FOLDERS)
+def test_a_saved_folder_holds_what_transformers_wrote_and_gives_its_outputs(name, tmp_path):
+    source, config, model = _loaded(name)
+    saved = save_huggingface(model, str(tmp_path / name))
+
+    theirs, ours = (
+        load_file(os.path.join(source, "model.safetensors")),
+        load_file(os.path.join(saved, "model.safetensors")),
+    )
+    assert sorted(ours) == sorted(theirs)
+    for key in theirs:
+        if key in UNREAD and not config.get("tie_word_embeddings", True):
+            continue
+        expected, written = theirs[key], ours[key]
+        if key.endswith("position_embeddings.weight") and config["model_type"] in ("roberta", "xlm-roberta"):
+            first = config["pad_token_id"] + 1
+            expected, written = expected[first:], written[first:]
+        np.testing.assert_array_equal(written, expected, err_msg=key)
+    with open(os.path.join(saved, "config.json")) as f:
+        written_config = json.load(f)
+    differs = {k: (config[k], v) for k, v in written_config.items() if k in config and config[k] != v}
+    assert differs == {}, differs
+    assert written_config["architectures"] == config["architectures"]
+
+    # transformers loaded the folder saved this way and computed what it computes on its own (recorded).
+    real = REFERENCE[f"{name}.padding_mask"].astype(bool)
+    np.testing.assert_allclose(SAVED[f"{name}.hidden"][real], REFERENCE[f"{name}.hidden"][real], atol=1e-5)
+    if "classifier" in name:
+        np.testing.assert_allclose(SAVED[f"{name}.logits"], REFERENCE[f"{name}.logits"], atol=1e-5)
+
+    reloaded = HUGGINGFACE_FAMILIES[config["model_type"]].loader(saved)
+    inputs = {key: REFERENCE[f"{name}.{key}"] for key in ("token_ids", "segment_ids", "padding_mask")}
+    encoder = getattr(reloaded, "encoder", reloaded)
+    np.testing.assert_allclose(
+        np.asarray(encoder(inputs)["sequence_output"])[real], SAVED[f"{name}.hidden"][real], atol=1e-4
+    )
+    if "classifier" in name:
+        np.testing.assert_allclose(np.asarray(reloaded(inputs)["logits"]), SAVED[f"{name}.logits"], atol=1e-4)
+        assert reloaded.label_names == model.label_names
+
+
+def test_a_model_trained_here_saves_with_its_wordpiece_vocabulary_and_loads_back(tmp_path):
+    """A classifier over a BERT encoder with the bert-base-uncased vocabulary: the folder holds
+    vocab.txt and tokenizer_config.json, and load_checkpoint gives the same logits and labels."""
+    from bertlayers.models import SequenceClassifier
+    from bertlayers.networks import BertEncoder
+    from bertlayers.tokenizers import bert_uncased_vocabulary
+
+    encoder = BertEncoder(
+        vocabulary_size=30522, num_layers=2, hidden_size=16, num_heads=2, intermediate_size=32, max_sequence_length=32
+    )
+    model = record_vocabulary(
+        SequenceClassifier(encoder, label_names=["no", "yes", "maybe"]), bert_uncased_vocabulary()
+    )
+    folder = save_huggingface(model, str(tmp_path / "mine"))
+    assert {"config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json"} <= set(os.listdir(folder))
+    with open(os.path.join(folder, "config.json")) as f:
+        config = json.load(f)
+    assert config["architectures"] == ["BertForSequenceClassification"] and config["id2label"]["2"] == "maybe"
+    checkpoint = load_checkpoint(folder)
+    inputs = checkpoint.tokenizer.encode(["A warm, funny film.", "A dull mess."], sequence_length=16)
+    np.testing.assert_allclose(checkpoint.model(inputs)["logits"], model(inputs)["logits"], atol=1e-6)
+    assert checkpoint.model.label_names == ["no", "yes", "maybe"]
+
+    with pytest.raises(FileExistsError, match="mine exists"):
+        save_huggingface(model, folder)
+    bare = SequenceClassifier(BertEncoder.from_config(encoder.get_config()), 2)
+    with pytest.raises(ValueError, match="no vocabulary recorded"):
+        save_huggingface(bare, str(tmp_path / "bare"))
+    with pytest.raises(ValueError, match="cannot write model_type 'xlnet'"):
+        save_huggingface(model, str(tmp_path / "x"), model_type="xlnet")
+    assert not (tmp_path / "bare").exists() and not (tmp_path / "x").exists()
