@@ -19,10 +19,12 @@ from bertlayers.convert.model_files import _ATTRIBUTE
 from bertlayers.tokenizers.checkpoint_tokenizer import TokenizerFiles
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
-REFERENCE = np.load(os.path.join(FIXTURES, "subword_families.npz"))
+REFERENCES = {
+    group: np.load(os.path.join(FIXTURES, f"{group}.npz")) for group in ("subword_families", "modern_families")
+}
 # transformers' outputs on the folders save_huggingface writes (tests/fixtures/record_saved_folders.py).
 SAVED = np.load(os.path.join(FIXTURES, "saved_folders.npz"))
-FOLDERS = [
+SUBWORD = [
     "bert_classifier",
     "roberta",
     "roberta_untied",
@@ -37,13 +39,29 @@ FOLDERS = [
     "electra_untied",
     "electra_classifier",
 ]
+MODERN = [
+    "modernbert",
+    "modernbert_biased_untied",
+    "modernbert_classifier",
+    "modernbert_classifier_cls",
+    "gte",
+    "gte_classifier",
+    "nomic_bert",
+    "nomic_bert_classifier",
+    "eurobert_biased",
+    "eurobert_untied",
+    "eurobert_classifier_bos",
+    "eurobert_classifier_late",
+    "eurobert_classifier_mean",
+]
+FOLDERS = [("subword_families", name) for name in SUBWORD] + [("modern_families", name) for name in MODERN]
 # Tensors transformers keeps but never reads: RoBERTa's position rows up to pad_token_id (the
 # first real token takes row pad + 1), and an untied head's `bias` beside the `decoder.bias` it adds.
 UNREAD = {"lm_head.bias", "predictions.bias"}
 
 
-def _loaded(name):
-    folder = os.path.join(FIXTURES, "subword_families", name)
+def _loaded(group, name):
+    folder = os.path.join(FIXTURES, group, name)
     with open(os.path.join(folder, "config.json")) as f:
         config = json.load(f)
     model = HUGGINGFACE_FAMILIES[config["model_type"]].loader(folder)
@@ -54,9 +72,10 @@ def _loaded(name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", FOLDERS)
-def test_a_saved_folder_holds_what_transformers_wrote_and_gives_its_outputs(name, tmp_path):
-    source, config, model = _loaded(name)
+@pytest.mark.parametrize("group, name", FOLDERS)
+def test_a_saved_folder_holds_what_transformers_wrote_and_gives_its_outputs(group, name, tmp_path):
+    source, config, model = _loaded(group, name)
+    reference, recorded = REFERENCES[group], f"{group}__{name}"
     saved = save_huggingface(model, str(tmp_path / name))
 
     theirs, ours = (
@@ -79,19 +98,19 @@ def test_a_saved_folder_holds_what_transformers_wrote_and_gives_its_outputs(name
     assert written_config["architectures"] == config["architectures"]
 
     # transformers loaded the folder saved this way and computed what it computes on its own (recorded).
-    real = REFERENCE[f"{name}.padding_mask"].astype(bool)
-    np.testing.assert_allclose(SAVED[f"{name}.hidden"][real], REFERENCE[f"{name}.hidden"][real], atol=1e-5)
+    real = reference[f"{name}.padding_mask"].astype(bool)
+    np.testing.assert_allclose(SAVED[f"{recorded}.hidden"][real], reference[f"{name}.hidden"][real], atol=1e-5)
     if "classifier" in name:
-        np.testing.assert_allclose(SAVED[f"{name}.logits"], REFERENCE[f"{name}.logits"], atol=1e-5)
+        np.testing.assert_allclose(SAVED[f"{recorded}.logits"], reference[f"{name}.logits"], atol=1e-5)
 
     reloaded = HUGGINGFACE_FAMILIES[config["model_type"]].loader(saved)
-    inputs = {key: REFERENCE[f"{name}.{key}"] for key in ("token_ids", "segment_ids", "padding_mask")}
+    inputs = {key: reference[f"{name}.{key}"] for key in ("token_ids", "segment_ids", "padding_mask")}
     encoder = getattr(reloaded, "encoder", reloaded)
     np.testing.assert_allclose(
-        np.asarray(encoder(inputs)["sequence_output"])[real], SAVED[f"{name}.hidden"][real], atol=1e-4
+        np.asarray(encoder(inputs)["sequence_output"])[real], SAVED[f"{recorded}.hidden"][real], atol=1e-4
     )
     if "classifier" in name:
-        np.testing.assert_allclose(np.asarray(reloaded(inputs)["logits"]), SAVED[f"{name}.logits"], atol=1e-4)
+        np.testing.assert_allclose(np.asarray(reloaded(inputs)["logits"]), SAVED[f"{recorded}.logits"], atol=1e-4)
         assert reloaded.label_names == model.label_names
 
 

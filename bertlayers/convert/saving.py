@@ -46,6 +46,7 @@ HEAD_NAMES = {
     "sequence_summary",
     "logits_proj",
     "sop_classifier",
+    "dense",  # EuroBERT's classification head
 }
 # The tensors whose presence tells each family's loader which head a folder holds.
 HEAD_MARKERS = {
@@ -57,6 +58,7 @@ HEAD_MARKERS = {
         "head.dense.weight",
         "lm_head.weight",
         "lm_loss.bias",
+        "decoder.bias",
         "generator_predictions.dense.weight",
     ),
     "discriminator": ("discriminator_predictions.dense.weight",),
@@ -69,7 +71,13 @@ HEAD_MARKERS = {
 }
 POOLER_MARKERS = ("pooler.dense.weight", "pooler.weight")
 # The model_type an encoder architecture is saved as when its vocabulary does not say.
-DEFAULT_MODEL_TYPES = {"bert": "bert", "albert": "albert"}
+DEFAULT_MODEL_TYPES = {
+    "bert": "bert",
+    "albert": "albert",
+    "modernbert": "modernbert",
+    "gte": "gte",
+    "eurobert": "eurobert",
+}
 
 
 class _ProbeTensors(dict):
@@ -115,6 +123,8 @@ def save_huggingface(model: keras.Model, folder: str, model_type: str | None = N
         model_type = (
             vocabulary.model_type
             if isinstance(vocabulary, TokenizerFiles)
+            else "nomic_bert"
+            if encoder.config.architecture == "bert" and encoder.config.attention == "rotary"
             else DEFAULT_MODEL_TYPES.get(encoder.config.architecture)
         )
     family = HUGGINGFACE_FAMILIES.get(model_type)
@@ -187,6 +197,9 @@ def _checkpoint_tensors(model, family, kind, folder, num_labels):
     """{checkpoint name: array} of `model`: the family's loader run over `folder` under a
     `Probe`, its map read backwards (see the module)."""
     markers = HEAD_MARKERS.get(kind, ()) + (POOLER_MARKERS if kind in ("base", "classifier") else ())
+    encoder = model if isinstance(model, EncoderBase) else model.encoder
+    if kind == "mlm" and encoder.config.use_bias:
+        markers += ("lm_head.bias",)  # EuroBERT's head has a bias where its projections do
     with Probe(_ProbeTensors(markers, num_labels)) as probe:
         built = family.loader(folder)
     ours, theirs = model.weights, built.weights

@@ -112,5 +112,34 @@ def load_huggingface_eurobert(path, dtype=None):
     return model
 
 
-register_huggingface_family("eurobert", eurobert_config_from_huggingface, load_huggingface_eurobert)
+def eurobert_config_to_huggingface(config, pad_id=None):
+    """EuroBERT's `config.json` keys of an EncoderConfig."""
+    return {
+        "vocab_size": config.vocabulary_size,
+        "hidden_size": config.hidden_size,
+        "num_hidden_layers": config.num_layers,
+        "num_attention_heads": config.num_heads,
+        "num_key_value_heads": config.num_key_value_heads or config.num_heads,
+        "head_dim": config.head_size,
+        "intermediate_size": config.intermediate_size,
+        "hidden_act": config.activation,
+        "attention_dropout": config.attention_dropout,
+        "max_position_embeddings": config.max_sequence_length,
+        "rms_norm_eps": config.layer_norm_epsilon,
+        "initializer_range": config.initializer_range,
+        "rope_parameters": {"rope_theta": float(config.rotary_theta), "rope_type": "default"},
+        "attention_bias": config.use_bias,
+        "mlp_bias": config.use_bias,
+        "classifier_pooling": {pooling: name for name, pooling in POOLINGS.items()}[config.pooling_position],
+        **({"pad_token_id": pad_id} if pad_id is not None else {}),
+    }
+
+
+register_huggingface_family(
+    "eurobert",
+    eurobert_config_from_huggingface,
+    load_huggingface_eurobert,
+    eurobert_config_to_huggingface,
+    {"base": "EuroBertModel", "mlm": "EuroBertForMaskedLM", "classifier": "EuroBertForSequenceClassification"},
+)
 register_checkpoint_tokenizer("eurobert", tokenizer_json_checkpoint_tokenizer, ["tokenizer.json"])

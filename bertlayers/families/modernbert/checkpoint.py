@@ -163,5 +163,42 @@ def _map_encoder(encoder, weights):
     add_norm(weights, encoder.final_layer_norm, "final_norm")
 
 
-register_huggingface_family("modernbert", modernbert_config_from_huggingface, load_huggingface_modernbert)
+def modernbert_config_to_huggingface(config, pad_id=None):
+    """ModernBERT's `config.json` keys of an EncoderConfig (transformers 5's names)."""
+    kinds = config.layer_kinds or {}
+    return {
+        "vocab_size": config.vocabulary_size,
+        "hidden_size": config.hidden_size,
+        "num_hidden_layers": config.num_layers,
+        "num_attention_heads": config.num_heads,
+        "intermediate_size": config.intermediate_size,
+        "hidden_activation": config.activation,
+        "classifier_activation": config.pooler_activation,
+        "mlp_dropout": config.dropout,
+        "attention_dropout": config.attention_dropout,
+        "max_position_embeddings": config.max_sequence_length,
+        "norm_eps": config.layer_norm_epsilon,
+        "initializer_range": config.initializer_range,
+        "norm_bias": config.normalization == "layer_norm",
+        "attention_bias": config.use_bias,
+        "mlp_bias": config.use_bias,
+        "classifier_bias": config.use_bias,
+        "classifier_pooling": {pooling: name for name, pooling in POOLINGS.items()}[config.pooling_position],
+        "layer_types": list(config.layer_types),
+        "local_attention": kinds.get("sliding_attention", {}).get("attention_window", 128),
+        "rope_parameters": {
+            kind: {"rope_theta": float(settings["rotary_theta"]), "rope_type": "default"}
+            for kind, settings in kinds.items()
+        },
+        **({"pad_token_id": pad_id} if pad_id is not None else {}),
+    }
+
+
+register_huggingface_family(
+    "modernbert",
+    modernbert_config_from_huggingface,
+    load_huggingface_modernbert,
+    modernbert_config_to_huggingface,
+    {"base": "ModernBertModel", "mlm": "ModernBertForMaskedLM", "classifier": "ModernBertForSequenceClassification"},
+)
 register_checkpoint_tokenizer("modernbert", tokenizer_json_checkpoint_tokenizer, ["tokenizer.json"])

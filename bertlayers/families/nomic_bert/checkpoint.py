@@ -11,6 +11,7 @@ from bertlayers.convert.huggingface import (
     add_norm,
     add_output_projection,
     bert_config_fields,
+    bert_config_to_huggingface,
     config_from_fields,
     output_bias_key,
     register_huggingface_family,
@@ -90,5 +91,22 @@ def load_huggingface_nomic_bert(path, dtype=None):
     return model
 
 
-register_huggingface_family("nomic_bert", nomic_bert_config_from_huggingface, load_huggingface_nomic_bert)
+def nomic_bert_config_to_huggingface(config, pad_id=None):
+    """BERT's keys (no absolute positions), the head width and the rotary base."""
+    hf_config = bert_config_to_huggingface(config, pad_id)
+    del hf_config["position_embedding_type"]
+    return {
+        **hf_config,
+        "head_dim": config.head_size,
+        "rope_parameters": {"rope_theta": float(config.rotary_theta), "rope_type": "default"},
+    }
+
+
+register_huggingface_family(
+    "nomic_bert",
+    nomic_bert_config_from_huggingface,
+    load_huggingface_nomic_bert,
+    nomic_bert_config_to_huggingface,
+    {"base": "NomicBertModel", "mlm": "NomicBertForMaskedLM", "classifier": "NomicBertForSequenceClassification"},
+)
 register_checkpoint_tokenizer("nomic_bert", wordpiece_checkpoint_tokenizer, ["vocab.txt"], prefers_tokenizer_json=True)
