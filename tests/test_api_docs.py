@@ -14,6 +14,7 @@ PUBLIC = (
     "bertlayers.models",
     "bertlayers.convert",
     "bertlayers.export",
+    "bertlayers.tasks",
     "bertlayers.tokenizers",
     "bertlayers.training",
     "bertlayers.metrics",
@@ -79,8 +80,18 @@ def test_every_layer_docstring_gives_shapes():
 
 @pytest.mark.slow
 def test_the_reference_builds(tmp_path):
+    """Without a warning (a name pdoc cannot resolve, a docstring it cannot parse), with the
+    quickstart and the guides on its index page."""
+    import warnings
+
     pdoc.render.configure(docformat="google")
-    pdoc.pdoc("bertlayers", output_directory=tmp_path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pdoc.pdoc("bertlayers", output_directory=tmp_path)
+    ours = [str(w.message) for w in caught if "bertlayers" in str(w.message) or "pdoc" in w.filename]
+    assert ours == [], ours
+    index = (tmp_path / "bertlayers.html").read_text()
+    assert "Quickstart" in index and "docs/fine-tuning.md" in index
     pages = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.html")}
     assert {"bertlayers/layers.html", "bertlayers/export.html", "bertlayers/families/xlnet.html"} <= pages
     assert "TransformerEncoderBlock" in (tmp_path / "bertlayers" / "layers.html").read_text()
@@ -94,6 +105,7 @@ TYPED = [
     "bertlayers.models",
     "bertlayers.convert",
     "bertlayers.export",
+    "bertlayers.tasks",
     "bertlayers.training",
     "bertlayers.tokenizers",
     "bertlayers.runs.pretraining",
@@ -130,3 +142,18 @@ def test_the_public_api_is_typed(module_name):
         if needs_return and signature.return_annotation is signature.empty:
             untyped.append(f"{name} -> ?")
     assert untyped == [], f"untyped in {module_name}"
+
+
+# The entry points whose docstrings carry an example a user copies: run as doctests.
+DOCTESTED = ("bertlayers.convert.loading", "bertlayers.convert.saving", "bertlayers.tasks.text_classifier")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module_name", DOCTESTED)
+def test_the_docstring_examples_run(module_name, tmp_path, monkeypatch):
+    import doctest
+
+    monkeypatch.chdir(tmp_path)  # what an example writes lands here
+    module = importlib.import_module(module_name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0, result

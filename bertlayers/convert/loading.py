@@ -84,6 +84,14 @@ def load_checkpoint(folder: str, dtype: str | keras.DTypePolicy | None = None) -
       FileNotFoundError: a missing weights, config or tokenizer file (named).
       ValueError: an unsupported model_type (the supported ones listed), tokenizer files that do
         not parse or whose vocabulary is not the config's size, weights that do not fit.
+
+    Example (the bundled all-MiniLM-L6-v2, a BERT folder):
+
+    >>> from bertlayers.utils.assets import minilm_path
+    >>> checkpoint = load_checkpoint(minilm_path())
+    >>> inputs = checkpoint.tokenizer.encode(["A gorgeous, witty movie."], sequence_length=16)
+    >>> checkpoint.encoder(inputs)["sequence_output"].shape
+    TensorShape([1, 16, 384])
     """
     config_path = os.path.join(folder, "config.json")
     if not os.path.isfile(config_path):

@@ -109,6 +109,19 @@ def save_huggingface(model: keras.Model, folder: str, model_type: str | None = N
       ValueError: a model_type the library cannot write yet, or a model whose structure is not
         one that model_type's loader builds (named), a model with no vocabulary recorded.
       FileExistsError: `folder` exists.
+
+    Example (a classifier over the bundled MiniLM, saved and loaded back):
+
+    >>> from bertlayers.convert import load_checkpoint
+    >>> from bertlayers.models import SequenceClassifier
+    >>> from bertlayers.utils.assets import minilm_path
+    >>> encoder = load_checkpoint(minilm_path()).encoder
+    >>> save_huggingface(SequenceClassifier(encoder, label_names=["no", "yes"]), "minilm-yes-no")
+    'minilm-yes-no'
+    >>> sorted(os.listdir("minilm-yes-no"))
+    ['config.json', 'model.safetensors', 'tokenizer_config.json', 'vocab.txt']
+    >>> load_checkpoint("minilm-yes-no").model.label_names
+    ['no', 'yes']
     """
     encoder = model if isinstance(model, EncoderBase) else getattr(model, "encoder", None)
     if not isinstance(encoder, EncoderBase):

@@ -35,6 +35,16 @@ class TextClassifier:
       model: a `SequenceClassifier` with `label_names`, the vocabulary it reads recorded on it
         (`bertlayers.convert.record_vocabulary`; `from_checkpoint` and `load` see to it).
       sequence_length: pieces per example; longer texts are truncated.
+
+    Example (the bundled MiniLM, a few steps on real review snippets):
+
+    >>> from bertlayers.utils.assets import minilm_path, rotten_tomatoes_snippets
+    >>> texts, labels = zip(*rotten_tomatoes_snippets()[:64])
+    >>> classifier = TextClassifier.from_checkpoint(minilm_path(), ["rotten", "fresh"], sequence_length=32)
+    >>> history = classifier.fit(list(texts), list(labels), epochs=1, batch_size=16, verbose=0)
+    >>> prediction = classifier.predict(["A gorgeous, witty, seductive movie."])[0]
+    >>> prediction["label"] in ("rotten", "fresh"), round(sum(prediction["probabilities"].values()), 4)
+    (True, 1.0)
     """
 
     def __init__(self, model: SequenceClassifier, sequence_length: int = 128):
