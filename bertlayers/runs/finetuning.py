@@ -180,7 +180,7 @@ class FinetuningConfig:
     group_by_length: bool = option(
         False,
         "training batches of similar lengths: less padding still, but lower accuracy in the studies of "
-        "docs/fine-tuning.md ('Length-aware batches')",
+        "docs/studies.md ('Length-aware batches: seed studies')",
     )
     pad_to_sequence_length: bool = option(
         False,
@@ -317,7 +317,7 @@ def finetune(
     batches random, as Hugging Face's padding collator makes them (the same arithmetic at the
     real tokens as fixed-length batches; `config.pad_to_sequence_length` keeps those), or grouped
     by length with `config.group_by_length` (less padding still, but lower accuracy in the studies
-    of docs/fine-tuning.md, "Length-aware batches").
+    of docs/studies.md, "Length-aware batches: seed studies").
 
     Returns:
       The trained model, also saved atomically to `<output_dir>/model.keras` (no optimizer state;
