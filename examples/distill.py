@@ -22,6 +22,7 @@ import math
 import os
 import time
 
+import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: examples/usage/)
 import keras  # noqa: E402
 import numpy as np
 

@@ -12,6 +12,7 @@ similarity of the mean-pooled sentence embeddings (how sentence-transformers use
 
 import os
 
+import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: examples/usage/)
 import numpy as np
 
 from bertlayers.convert import load_huggingface_bert

@@ -15,6 +15,8 @@ bertlayers.convert.record_vocabulary record it). Versions are integers, the next
 import argparse
 import os
 
+import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: examples/usage/)
+
 from bertlayers.convert import load_encoder, load_model_file
 from bertlayers.export import ExportOptions, export_for_serving, export_tflite
 from bertlayers.utils.cli import argument_parser, run_script

@@ -14,6 +14,7 @@ computes states nobody reads.
 
 import os
 
+import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: examples/usage/)
 import numpy as np
 
 from bertlayers.convert import load_huggingface_bert, load_huggingface_electra, load_huggingface_xlnet

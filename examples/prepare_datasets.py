@@ -17,6 +17,7 @@ data/squad_retrieval/all.jsonl             the bundled SQuAD-format questions â†
 import csv
 import os
 
+import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: examples/usage/)
 import numpy as np
 
 from bertlayers.pretraining_data.corpus import read_wikipedia_dump, read_wikipedia_paragraphs, wikipedia_excerpt_path

@@ -19,6 +19,8 @@ from its last backup.
 import argparse
 import os
 
+import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: examples/usage/)
+
 from bertlayers.families.recipes import get_recipe, recipe_names
 from bertlayers.runs.pretraining import PretrainingConfig, chance_loss, run_pretraining
 from bertlayers.utils.cli import argument_parser, run_script

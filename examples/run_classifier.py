@@ -15,6 +15,7 @@ Writes predictions.jsonl, metrics.json, model.keras and TensorBoard logs to --ou
 import json
 import os
 
+import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: examples/usage/)
 import numpy as np
 
 from bertlayers.metrics import accuracy, classification_metrics, pearson, spearman

@@ -16,6 +16,8 @@ entity-level F1 per tagging task. Writes metrics.json, model.keras and TensorBoa
 import argparse
 import os
 
+import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: examples/usage/)
+
 from bertlayers.metrics import classification_metrics, entity_scores
 from bertlayers.models import MultiTask, Task
 from bertlayers.runs.finetuning import (

@@ -14,6 +14,7 @@ TensorBoard logs to --output_dir; examples/export_savedmodel.py serves the model
 
 import os
 
+import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: examples/usage/)
 import numpy as np
 
 from bertlayers.metrics import accuracy

@@ -16,6 +16,8 @@ entity, the special tokens are "O"); words are still scored by their first piece
 
 import os
 
+import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: examples/usage/)
+
 from bertlayers.metrics import entity_scores
 from bertlayers.models import TokenClassifier
 from bertlayers.runs.finetuning import (

@@ -16,6 +16,8 @@ examples/export_savedmodel.py as text in, unit-length embedding out) and reranke
 import dataclasses
 import os
 
+import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: examples/usage/)
+
 from bertlayers.convert import load_encoder, load_model_file
 from bertlayers.metrics import ranking_metrics
 from bertlayers.models import DualEncoder, MultipleChoice, SentenceEmbedder

@@ -12,6 +12,8 @@ Writes predictions.json, nbest_predictions.json, metrics.json, model.keras and T
 
 import os
 
+import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: examples/usage/)
+
 from bertlayers.metrics import squad_scores
 from bertlayers.models import SpanPredictor
 from bertlayers.runs.finetuning import (
@@ -36,9 +38,15 @@ BUNDLED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "squa
 
 def main():
     parser = argument_parser(__doc__)
-    parser.add_argument("--train_file", default=os.path.join(BUNDLED, "train-v2.0.json"), help="SQuAD JSON to train on")
     parser.add_argument(
-        "--predict_file", default=os.path.join(BUNDLED, "dev-v2.0.json"), help="SQuAD JSON to predict and score"
+        "--train_file",
+        default=None,
+        help="SQuAD JSON to train on (none: the bundled examples/data/squad_mini/train-v2.0.json)",
+    )
+    parser.add_argument(
+        "--predict_file",
+        default=None,
+        help="SQuAD JSON to predict and score (none: the bundled examples/data/squad_mini/dev-v2.0.json)",
     )
     parser.add_argument(
         "--version_2_with_negative", action="store_true", help="SQuAD 2.0: questions may have no answer"
@@ -68,6 +76,8 @@ def main():
     args = add_finetuning_arguments(
         parser, sequence_length=192, epochs=30, batch_size=8, learning_rate=2e-4
     ).parse_args()
+    args.train_file = args.train_file or os.path.join(BUNDLED, "train-v2.0.json")
+    args.predict_file = args.predict_file or os.path.join(BUNDLED, "dev-v2.0.json")
     config = finetuning_config(parser, args)
     strategy = start(config)
 

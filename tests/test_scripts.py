@@ -14,12 +14,16 @@ import sys
 import pytest
 from processes import REPO
 
-SCRIPTS = sorted(glob.glob(os.path.join(REPO, "examples", "*.py")))
+EXAMPLES = os.path.join(REPO, "examples")
+# The scripts a user runs (`_recorded_help.py` is the module they import to answer --help quickly).
+SCRIPTS = sorted(p for p in glob.glob(os.path.join(EXAMPLES, "*.py")) if not os.path.basename(p).startswith("_"))
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=os.path.basename)
 def test_every_script_answers_help_without_doing_work(script, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(EXAMPLES)  # as running the script puts its folder first
+    monkeypatch.setenv("BERTLAYERS_LIVE_HELP", "1")  # its own parser, not the recorded text
     monkeypatch.setattr(sys, "argv", [script, "--help"])
     parsers = []
     real_print_help = argparse.ArgumentParser.print_help
@@ -98,6 +102,7 @@ def test_a_user_mistake_is_one_line_with_status_2_and_leaves_no_folder(script, t
 
     arguments, output = bad_inputs(tmp_path)[os.path.basename(script)]
     monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(EXAMPLES)
     monkeypatch.setattr(sys, "argv", [script, *map(str, arguments)])
     monkeypatch.setattr(atomic_files, "_MADE", [])
     errors = io.StringIO()
@@ -151,3 +156,29 @@ def test_the_parity_report_runs_through_every_family():
     for family in ("albert_classifier", "modernbert_classifier", "eurobert_untied", "nomic_bert", "xlnet"):
         assert any(family in line for line in rows), family
     assert len(figures) >= 60 and max(figures) < 1e-4, output
+
+
+RECORDED = [p for p in SCRIPTS if "import _recorded_help" in open(p, encoding="utf-8").read()]
+
+
+@pytest.mark.parametrize("script", RECORDED, ids=os.path.basename)
+def test_help_is_answered_before_tensorflow_loads_and_equals_the_parser_s(script):
+    """`--help` prints the recorded usage (examples/usage/) without importing TensorFlow, and the
+    recording is what the script's own parser prints now (else: python examples/_recorded_help.py)."""
+    import subprocess
+    import sys
+
+    sys.path.insert(0, EXAMPLES)
+    try:
+        import _recorded_help
+    finally:
+        sys.path.remove(EXAMPLES)
+    with open(_recorded_help.recording(script), encoding="utf-8") as f:
+        recorded = f.read()
+    assert recorded == _recorded_help.live_help(script), "stale: run python examples/_recorded_help.py"
+    quick = subprocess.run(
+        [sys.executable, "-X", "importtime", script, "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert quick.returncode == 0 and quick.stdout == recorded
+    loaded = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in quick.stderr.splitlines() if "|" in line}
+    assert not loaded & {"tensorflow", "keras", "bertlayers"}, sorted(loaded & {"tensorflow", "keras", "bertlayers"})

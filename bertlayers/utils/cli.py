@@ -25,8 +25,9 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefau
     once: not after a help text that says its default itself."""
 
     def _get_help_string(self, action):
-        if "(default" in (action.help or ""):
-            return action.help
+        text = action.help or ""
+        if "(default" in text or (action.default is None and "(none:" in text):
+            return text
         return super()._get_help_string(action)
 
 
