@@ -42,8 +42,8 @@ class HuggingFaceFamily:
         self.model_type = model_type
         self.read_config = read_config
         self.loader = loader
-        # Saving back (`bertlayers.convert.save_huggingface`): `write_config(EncoderConfig, pad_id)`
-        # gives config.json's family keys; `architectures` {"base" | "mlm" | "classifier" | ...:
+        # Saving back (`bertlayers.convert.save_huggingface`): `write_config(encoder, pad_id)` gives
+        # config.json's family keys (`config_writer` makes one of a function of the EncoderConfig); `architectures` {"base" | "mlm" | "classifier" | ...:
         # transformers' class} the class a saved model is written as.
         self.write_config = write_config
         self.architectures = architectures or {}
@@ -103,6 +103,16 @@ def config_keys_of(config, keys):
     """The `config.json` entries of an EncoderConfig under the names `keys` maps (config key ->
     field): what `renamed_fields` reads, written back."""
     return {key: getattr(config, field) for key, field in keys.items()}
+
+
+def config_writer(write):
+    """A family's `write_config(encoder, pad_id)` from `write(EncoderConfig, pad_id)`: the families
+    whose config.json says nothing the EncoderConfig does not hold."""
+
+    def write_config(encoder, pad_id=None):
+        return write(encoder.config, pad_id)
+
+    return write_config
 
 
 def bert_config_to_huggingface(config, pad_id=None):

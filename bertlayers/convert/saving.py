@@ -157,10 +157,16 @@ def save_huggingface(model: keras.Model, folder: str, model_type: str | None = N
     hf_config = {
         "architectures": [family.architectures[kind]],
         "model_type": model_type,
-        **family.write_config(encoder.config, pad_id),
+        **family.write_config(encoder, pad_id),
         "tie_word_embeddings": bool(encoder.config.tie_word_embeddings),
         "dtype": "float32",
     }
+    read_back = family.read_config(hf_config, "config.json")
+    if read_back.architecture != encoder.config.architecture:
+        raise ValueError(
+            f"A {encoder.config.architecture} encoder cannot be written as a {model_type} checkpoint (whose "
+            f"encoder is {read_back.architecture}'s); pass the model_type it was loaded as."
+        )
     labels = getattr(model, "label_names", None) if kind == "classifier" else None
     num_labels = int(getattr(model, "num_classes", 2) or 2)
     if kind == "classifier":

@@ -11,6 +11,7 @@ from bertlayers.convert.huggingface import (
     bert_config_fields,
     bert_config_to_huggingface,
     config_from_fields,
+    config_writer,
     output_bias_key,
     register_huggingface_family,
     start_loading,
@@ -117,6 +118,6 @@ register_huggingface_family(
     "albert",
     albert_config_from_huggingface,
     load_huggingface_albert,
-    albert_config_to_huggingface,
+    config_writer(albert_config_to_huggingface),
     {"base": "AlbertModel", "mlm": "AlbertForMaskedLM", "classifier": "AlbertForSequenceClassification"},
 )

@@ -4,6 +4,7 @@ from bertlayers.convert.huggingface import (
     IGNORED_TENSORS,
     bert_config,
     bert_config_to_huggingface,
+    config_writer,
     map_encoder_weights,
     register_huggingface_family,
     start_loading,
@@ -44,6 +45,6 @@ register_huggingface_family(
     "bert",
     bert_config,
     load_huggingface_bert,
-    bert_config_to_huggingface,
+    config_writer(bert_config_to_huggingface),
     {"base": "BertModel", "mlm": "BertForMaskedLM", "classifier": "BertForSequenceClassification"},
 )

@@ -10,6 +10,7 @@ from bertlayers.convert.huggingface import (
     add_output_projection,
     config_from_fields,
     config_keys_of,
+    config_writer,
     register_huggingface_family,
     renamed_fields,
     start_loading,
@@ -108,6 +109,6 @@ register_huggingface_family(
     "distilbert",
     distilbert_config_from_huggingface,
     load_huggingface_distilbert,
-    distilbert_config_to_huggingface,
+    config_writer(distilbert_config_to_huggingface),
     {"base": "DistilBertModel", "mlm": "DistilBertForMaskedLM", "classifier": "DistilBertForSequenceClassification"},
 )

@@ -8,6 +8,7 @@ from bertlayers.convert.huggingface import (
     bert_config_fields,
     bert_config_to_huggingface,
     config_from_fields,
+    config_writer,
     map_encoder_weights,
     read_huggingface_folder,
     register_huggingface_family,
@@ -89,7 +90,7 @@ register_huggingface_family(
     "electra",
     electra_config_from_huggingface,
     load_huggingface_electra,
-    electra_config_to_huggingface,
+    config_writer(electra_config_to_huggingface),
     {
         "base": "ElectraModel",
         "mlm": "ElectraForMaskedLM",

@@ -9,6 +9,7 @@ from bertlayers.convert.huggingface import (
     add_norm,
     add_output_bias,
     add_output_projection,
+    config_writer,
     register_huggingface_family,
     require_keys,
     rotary_theta,
@@ -139,7 +140,7 @@ register_huggingface_family(
     "eurobert",
     eurobert_config_from_huggingface,
     load_huggingface_eurobert,
-    eurobert_config_to_huggingface,
+    config_writer(eurobert_config_to_huggingface),
     {"base": "EuroBertModel", "mlm": "EuroBertForMaskedLM", "classifier": "EuroBertForSequenceClassification"},
 )
 register_checkpoint_tokenizer("eurobert", tokenizer_json_checkpoint_tokenizer, ["tokenizer.json"])

@@ -12,6 +12,7 @@ from bertlayers.convert.huggingface import (
     bert_config_fields,
     bert_config_to_huggingface,
     config_from_fields,
+    config_writer,
     register_huggingface_family,
     rotary_theta,
     start_loading,
@@ -94,7 +95,7 @@ register_huggingface_family(
     "gte",
     gte_config_from_huggingface,
     load_huggingface_gte,
-    gte_config_to_huggingface,
+    config_writer(gte_config_to_huggingface),
     {"base": "GteModel", "mlm": "GteForMaskedLM", "classifier": "GteForSequenceClassification"},
 )
 register_checkpoint_tokenizer("gte", wordpiece_checkpoint_tokenizer, ["vocab.txt"], prefers_tokenizer_json=True)

@@ -9,6 +9,7 @@ from bertlayers.convert.huggingface import (
     add_norm,
     add_output_bias,
     add_output_projection,
+    config_writer,
     register_huggingface_family,
     require_keys,
     start_loading,
@@ -198,7 +199,7 @@ register_huggingface_family(
     "modernbert",
     modernbert_config_from_huggingface,
     load_huggingface_modernbert,
-    modernbert_config_to_huggingface,
+    config_writer(modernbert_config_to_huggingface),
     {"base": "ModernBertModel", "mlm": "ModernBertForMaskedLM", "classifier": "ModernBertForSequenceClassification"},
 )
 register_checkpoint_tokenizer("modernbert", tokenizer_json_checkpoint_tokenizer, ["tokenizer.json"])

@@ -13,6 +13,7 @@ from bertlayers.convert.huggingface import (
     bert_config_fields,
     bert_config_to_huggingface,
     config_from_fields,
+    config_writer,
     output_bias_key,
     register_huggingface_family,
     rotary_theta,
@@ -106,7 +107,7 @@ register_huggingface_family(
     "nomic_bert",
     nomic_bert_config_from_huggingface,
     load_huggingface_nomic_bert,
-    nomic_bert_config_to_huggingface,
+    config_writer(nomic_bert_config_to_huggingface),
     {"base": "NomicBertModel", "mlm": "NomicBertForMaskedLM", "classifier": "NomicBertForSequenceClassification"},
 )
 register_checkpoint_tokenizer("nomic_bert", wordpiece_checkpoint_tokenizer, ["vocab.txt"], prefers_tokenizer_json=True)

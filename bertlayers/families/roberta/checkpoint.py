@@ -8,6 +8,7 @@ from bertlayers.convert.huggingface import (
     bert_config_fields,
     bert_config_to_huggingface,
     config_from_fields,
+    config_writer,
     map_encoder_weights,
     output_bias_key,
     register_huggingface_family,
@@ -93,7 +94,7 @@ for _model_type, _prefix in (("roberta", "Roberta"), ("xlm-roberta", "XLMRoberta
         _model_type,
         roberta_config_from_huggingface,
         load_huggingface_roberta,
-        roberta_config_to_huggingface,
+        config_writer(roberta_config_to_huggingface),
         {
             "base": f"{_prefix}Model",
             "mlm": f"{_prefix}ForMaskedLM",

@@ -5,6 +5,7 @@ from bertlayers.convert.huggingface import (
     add_norms_and_feed_forward,
     add_output_projection,
     config_from_fields,
+    config_keys_of,
     read_huggingface_folder,
     register_huggingface_family,
     renamed_fields,
@@ -123,4 +124,24 @@ def load_huggingface_xlnet(path, dtype=None):
     return model
 
 
-register_huggingface_family("xlnet", xlnet_config_from_huggingface, load_huggingface_xlnet)
+def xlnet_config_to_huggingface(encoder, pad_id=None):
+    """XLNet's `config.json` keys of an `XLNetEncoder` (its clamp length and bidirectional data
+    settings are the encoder's, not the EncoderConfig's)."""
+    config = encoder.config
+    return {
+        **config_keys_of(config, XLNET_CONFIG_KEYS),
+        "attn_type": "bi",
+        "d_head": config.head_size,
+        "clamp_len": getattr(encoder, "clamp_len", -1),
+        "bi_data": getattr(encoder, "bidirectional_data", False),
+        **({"pad_token_id": pad_id} if pad_id is not None else {}),
+    }
+
+
+register_huggingface_family(
+    "xlnet",
+    xlnet_config_from_huggingface,
+    load_huggingface_xlnet,
+    xlnet_config_to_huggingface,
+    {"base": "XLNetModel", "mlm": "XLNetLMHeadModel", "classifier": "XLNetForSequenceClassification"},
+)
