@@ -145,7 +145,12 @@ def test_the_public_api_is_typed(module_name):
 
 
 # The entry points whose docstrings carry an example a user copies: run as doctests.
-DOCTESTED = ("bertlayers.convert.loading", "bertlayers.convert.saving", "bertlayers.tasks.text_classifier")
+DOCTESTED = (
+    "bertlayers.convert.loading",
+    "bertlayers.convert.saving",
+    "bertlayers.tasks.text_classifier",
+    "bertlayers.tasks.text_tagger",
+)
 
 
 @pytest.mark.slow

@@ -59,3 +59,33 @@ def test_bad_calls_are_refused_by_name(encoder_file, tmp_path):
     with pytest.raises(ValueError, match="pairs has 1 texts for 4 texts"):
         classifier.predict(TEXTS, pairs=["x"])
     assert len(classifier.predict(TEXTS)) == 4  # still usable
+
+
+@pytest.mark.parametrize("crf", [False, True])
+def test_the_tagger_fits_on_words_predicts_on_strings_and_saves_its_tags(encoder_file, tmp_path, crf):
+    from bertlayers.task_data.ner import decode_tags, encode_sentences, word_tags
+    from bertlayers.tasks import TextTagger, words_of
+
+    assert words_of("Flights to New York, today.") == ["Flights", "to", "New", "York", ",", "today", "."]
+    tags = ["O", "B-LOC", "I-LOC"]
+    tagger = TextTagger.from_checkpoint(encoder_file, tags, sequence_length=16, crf=crf)
+    sentences = [["Flights", "to", "New", "York"], ["Rain", "in", "Paris"]] * 4
+    labels = [["O", "O", "B-LOC", "I-LOC"], ["O", "O", "B-LOC"]] * 4
+    history = tagger.fit(sentences, labels, epochs=2, batch_size=4, verbose=0)
+    assert len(history.history["loss"]) == 2
+    texts = ["Flights to New York, today.", "Rain in Paris"]
+    predicted = tagger.predict(texts)
+    assert [[word for word, _ in row] for row in predicted] == [words_of(text) for text in texts]
+    # What the Keras model computes, decoded on each word's first piece.
+    x, _, _, starts = encode_sentences(
+        [[(word, "O") for word in words_of(text)] for text in texts], tagger.tokenizer, 16, tags, "t"
+    )
+    outputs = tagger.model.predict(x, verbose=0)
+    expected = word_tags(outputs["tags"], starts, tags) if crf else decode_tags(outputs["logits"], starts, tags)
+    assert [[tag for _, tag in row] for row in predicted] == expected
+
+    tagger.save(str(tmp_path / "tagger.keras"))
+    loaded = TextTagger.load(str(tmp_path / "tagger.keras"), sequence_length=16)
+    assert loaded.tags == tags and loaded.predict(texts) == predicted
+    with pytest.raises(ValueError, match="text 1 has 4 words but 3 tags"):
+        tagger.fit([sentences[0]], [["O", "O", "B-LOC"]], epochs=1, verbose=0)

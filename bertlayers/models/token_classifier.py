@@ -26,17 +26,28 @@ class TokenClassifier(LogitsModel):
     With `feature_based=True` the encoder is frozen and each token's logits read a BiLSTM
     (`lstm_units` per direction) over a learned scalar mix of all its hidden states (ELMo's
     tagger; see `LogitsModel`).
+
+    `tag_names` (optional, one a class, saved in the config) name the tags, for the text-in tagger
+    (`bertlayers.tasks.TextTagger`) and a reader of the saved model.
     """
 
     def __init__(
         self,
         encoder: keras.Model,
-        num_classes: int,
+        num_classes: int | None = None,
         dropout: float = 0.1,
         crf: bool = False,
         name: str = "token_classifier",
+        tag_names: list[str] | None = None,
         **kwargs,
     ) -> None:
+        if tag_names is not None:
+            tag_names = [str(tag) for tag in tag_names]
+            num_classes = len(tag_names) if num_classes is None else num_classes
+            if len(tag_names) != num_classes:
+                raise ValueError(f"tag_names needs one name per class: {len(tag_names)} names for {num_classes}.")
+        if num_classes is None:
+            raise ValueError("TokenClassifier needs num_classes or tag_names.")
         decoder = None
         if crf:
             decoder = LinearChainCRF(
@@ -56,9 +67,10 @@ class TokenClassifier(LogitsModel):
             **kwargs,
         )
         self.crf = decoder
+        self.tag_names = tag_names
 
     def _constructor_args(self):
-        return {**super()._constructor_args(), "crf": self.crf is not None}
+        return {**super()._constructor_args(), "crf": self.crf is not None, "tag_names": self.tag_names}
 
     def default_losses(self):
         return None if self.crf is not None else super().default_losses()

@@ -2,5 +2,6 @@
 fits on strings and labels, predicts on strings and exports for serving."""
 
 from bertlayers.tasks.text_classifier import TextClassifier
+from bertlayers.tasks.text_tagger import TextTagger, words_of
 
-__all__ = ["TextClassifier"]
+__all__ = ["TextClassifier", "TextTagger", "words_of"]
