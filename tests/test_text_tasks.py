@@ -89,3 +89,31 @@ def test_the_tagger_fits_on_words_predicts_on_strings_and_saves_its_tags(encoder
     assert loaded.tags == tags and loaded.predict(texts) == predicted
     with pytest.raises(ValueError, match="text 1 has 4 words but 3 tags"):
         tagger.fit([sentences[0]], [["O", "O", "B-LOC"]], epochs=1, verbose=0)
+
+
+def test_the_answerer_fits_and_answers_with_spans_of_the_context_as_the_served_model_does(encoder_file, tmp_path):
+    from bertlayers.tasks import TextAnswerer
+
+    answerer = TextAnswerer.from_checkpoint(encoder_file, sequence_length=32, doc_stride=8, max_query_length=8)
+    contexts = ["The Scarth public library moved into the old corn exchange in 1988.", "Rain fell on Paris all day."]
+    questions = ["When did the library move?", "Where did rain fall?"]
+    history = answerer.fit(questions * 4, contexts * 4, ["1988", "Paris"] * 4, epochs=2, batch_size=4, verbose=0)
+    assert len(history.history["loss"]) == 2
+    answers = answerer.predict(questions, contexts)
+    for answer, context in zip(answers, contexts):
+        start = answer["start_char"]
+        assert answer["answer"] and context[start : start + len(answer["answer"])] == answer["answer"]
+    # The exported text model decodes the same span in the graph.
+    paths = answerer.export(str(tmp_path / "savedmodels"), "qa")
+    served = tf.saved_model.load(paths["qa_text"]).signatures["serving_default"](
+        question=tf.constant(questions), context=tf.constant(contexts)
+    )
+    assert [a.decode("utf-8") for a in served["answer_text"].numpy()] == [a["answer"] for a in answers]
+
+    answerer.save(str(tmp_path / "qa.keras"))
+    again = TextAnswerer.load(str(tmp_path / "qa.keras"), sequence_length=32, doc_stride=8, max_query_length=8)
+    assert again.predict(questions, contexts) == answers
+    with pytest.raises(ValueError, match="example 1: the answer 'Berlin' is not in its context"):
+        answerer.fit(questions, contexts, ["Berlin", "Paris"], epochs=1, verbose=0)
+    with pytest.raises(ValueError, match="2 questions for 1 contexts"):
+        answerer.predict(questions, contexts[:1])

@@ -1,7 +1,8 @@
 """Task models that take text: a checkpoint's tokenizer and a task model in one object, which
 fits on strings and labels, predicts on strings and exports for serving."""
 
+from bertlayers.tasks.text_answerer import TextAnswerer
 from bertlayers.tasks.text_classifier import TextClassifier
 from bertlayers.tasks.text_tagger import TextTagger, words_of
 
-__all__ = ["TextClassifier", "TextTagger", "words_of"]
+__all__ = ["TextAnswerer", "TextClassifier", "TextTagger", "words_of"]

@@ -1,0 +1,157 @@
+"""`TextAnswerer`: a checkpoint's tokenizer and a `SpanPredictor` over its encoder, with a question
+and its context in and the answer's text out (SQuAD's extractive question answering).
+
+    answerer = TextAnswerer.from_checkpoint("path/to/checkpoint")
+    answerer.fit(questions, contexts, answers, epochs=2)        # answers: their text in the context
+    answerer.predict(["When did the library move?"], ["The library moved in 1988."])
+    # [{"answer": "1988", "score": ..., "start_char": 22}]
+
+Contexts longer than a window are read in windows `doc_stride` pieces apart, and the answer is the
+best span over all of them, on word boundaries (`bertlayers.task_data.squad`).
+"""
+
+import math
+from collections.abc import Sequence
+from typing import Optional
+
+import keras
+
+from bertlayers.convert.loading import load_encoder, load_model_file
+from bertlayers.convert.model_files import record_vocabulary, recorded_vocabulary, save_model
+from bertlayers.export.saved_model import export_for_serving
+from bertlayers.models.span_predictor import SpanPredictor
+from bertlayers.task_data.squad import SquadExample, decode_answers, make_windows
+from bertlayers.tokenizers.checkpoint_tokenizer import TokenizerFiles, text_tokenizer
+from bertlayers.tokenizers.tokenizer import wordpiece_tokenizer
+from bertlayers.training.length_batching import predict_by_length
+from bertlayers.training.optimization import create_optimizer
+
+
+class TextAnswerer:
+    """Answer questions from their contexts with a fine-tuned encoder.
+
+    Args:
+      model: a `SpanPredictor`, the vocabulary it reads recorded on it.
+      sequence_length, doc_stride, max_query_length: the windows (pieces).
+      max_answer_length: the longest answer, in pieces.
+      allow_no_answer: SQuAD 2.0: answer "" where the null span scores above the best span.
+    """
+
+    def __init__(
+        self,
+        model: SpanPredictor,
+        sequence_length: int = 384,
+        doc_stride: int = 128,
+        max_query_length: int = 64,
+        max_answer_length: int = 30,
+        allow_no_answer: bool = False,
+    ):
+        if not isinstance(model, SpanPredictor):
+            raise ValueError("TextAnswerer takes a SpanPredictor.")
+        vocabulary = recorded_vocabulary(model)
+        if vocabulary is None:
+            raise ValueError("The model has no vocabulary recorded: load it with from_checkpoint or load.")
+        self.model = model
+        self.windows = dict(sequence_length=sequence_length, doc_stride=doc_stride, max_query_length=max_query_length)
+        self.max_answer_length = int(max_answer_length)
+        self.allow_no_answer = bool(allow_no_answer)
+        # WordPiece places each piece in the text; other checkpoints' pieces span their whole word.
+        if isinstance(vocabulary, TokenizerFiles):
+            self.tokenizer, self.lowercase = text_tokenizer(vocabulary), True
+        else:
+            self.tokenizer, self.lowercase = wordpiece_tokenizer(vocabulary), vocabulary.lowercase
+
+    @classmethod
+    def from_checkpoint(cls, source: str, **settings) -> "TextAnswerer":
+        """A new answerer over the pretrained encoder at `source` (`bertlayers.convert.load_encoder`);
+        `settings` as the constructor's."""
+        encoder = load_encoder(source)
+        if recorded_vocabulary(encoder) is None:
+            raise ValueError(f"{source} has no tokenizer recorded.")
+        return cls(record_vocabulary(SpanPredictor(encoder), recorded_vocabulary(encoder)), **settings)
+
+    @classmethod
+    def load(cls, path: str, **settings) -> "TextAnswerer":
+        """An answerer saved with `save`."""
+        return cls(load_model_file(path), **settings)
+
+    def _examples(self, questions, contexts, answers=None):
+        if isinstance(questions, str) or isinstance(contexts, str):
+            raise TypeError("questions and contexts must be lists of strings.")
+        if len(questions) != len(contexts):
+            raise ValueError(f"{len(questions)} questions for {len(contexts)} contexts.")
+        examples = []
+        for row, (question, context) in enumerate(zip(questions, contexts)):
+            spans, impossible = [], answers is not None and answers[row] in (None, "")
+            if answers is not None and not impossible:
+                answer = answers[row]
+                text, start = answer if isinstance(answer, tuple) else (answer, context.find(answer))
+                if start < 0 or context[start : start + len(text)] != text:
+                    raise ValueError(f"example {row + 1}: the answer {text!r} is not in its context at {start}.")
+                spans = [(text, start)]
+            examples.append(SquadExample(str(row), question, context, spans, impossible))
+        return examples
+
+    def fit(
+        self,
+        questions: Sequence[str],
+        contexts: Sequence[str],
+        answers: Sequence,
+        epochs: int = 2,
+        batch_size: int = 16,
+        learning_rate: float = 5e-5,
+        **fit_kwargs,
+    ) -> keras.callbacks.History:
+        """Fine-tune on questions, contexts and answers: the answer's text (its first place in the
+        context), (text, start character), or "" / None for none (with `allow_no_answer`)."""
+        features = make_windows(
+            self._examples(questions, contexts, answers), self.tokenizer, lowercase=self.lowercase, **self.windows
+        )
+        steps = epochs * math.ceil(len(features.example_index) / batch_size)
+        self.model.compile(optimizer=create_optimizer(learning_rate, steps, steps // 10, model=self.model))
+        targets = {"start_logits": features.start_positions, "end_logits": features.end_positions}
+        return self.model.fit(
+            features.inputs, targets, batch_size=batch_size, epochs=epochs, shuffle=True, **fit_kwargs
+        )
+
+    def predict(self, questions: Sequence[str], contexts: Sequence[str], n_best_size: int = 20) -> list:
+        """One {"answer", "score", "start_char"} a question ("" and the null score where it has
+        none, with `allow_no_answer`)."""
+        examples = self._examples(questions, contexts)
+        features = make_windows(examples, self.tokenizer, lowercase=self.lowercase, **self.windows)
+        outputs = predict_by_length(self.model, features.inputs, verbose=0)
+        texts, nbest = decode_answers(
+            examples,
+            features,
+            outputs["start_logits"],
+            outputs["end_logits"],
+            n_best_size=n_best_size,
+            max_answer_length=self.max_answer_length,
+            version_2=self.allow_no_answer,
+        )
+        answers = []
+        for example in examples:
+            best: Optional[dict] = next((c for c in nbest[example.qid] if c["text"] == texts[example.qid]), None)
+            answers.append(
+                {
+                    "answer": texts[example.qid],
+                    "score": best["score"] if best else None,
+                    "start_char": best["start_char"] if best else -1,
+                }
+            )
+        return answers
+
+    def save(self, path: str) -> None:
+        """The model and its vocabulary, to a `.keras` file (atomically)."""
+        save_model(self.model, path)
+
+    def export(self, base_dir: str, name: str, **settings) -> dict:
+        """`bertlayers.export.export_for_serving`: NAME (ids in) and NAME_text (question and context
+        in, the answer decoded in the graph)."""
+        settings.setdefault("sequence_length", self.windows["sequence_length"])
+        settings.setdefault("max_query_length", self.windows["max_query_length"])
+        settings.setdefault("max_answer_length", self.max_answer_length)
+        return export_for_serving(self.model, name, base_dir=base_dir, **settings)
+
+
+__all__ = ["TextAnswerer"]
