@@ -184,16 +184,12 @@ def recipe_args(corpus, output_dir, steps, every, recipe):
     return args
 
 
-@pytest.mark.parametrize("recipe, steps", [("bert", 60), ("electra", 40), ("spanbert", 40), ("xlnet", 40)])
-def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(corpus, tmp_path, recipe, steps):
-    every = 10
-    run_pretrain(recipe_args(corpus, tmp_path / "reference", steps, every, recipe))
-
-    killed = tmp_path / "killed"
-    args = recipe_args(corpus, killed, steps, every, recipe)
+def kill_after_two_epochs(args, output_dir, timeout=240):
+    """Start pretrain.py with `args`, SIGKILL it a moment after its second backup (between
+    backups, mid-epoch); returns the backup's metadata file."""
     process = start(pretrain_command(args))
-    metadata = killed / "backup" / "training_metadata.json"
-    deadline = time.time() + 180
+    metadata = output_dir / "backup" / "training_metadata.json"
+    deadline = time.time() + timeout
     while time.time() < deadline and process.poll() is None:
         if metadata.exists() and json.loads(metadata.read_text())["epoch"] >= 2:
             break
@@ -202,6 +198,17 @@ def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(corpus, tmp_
     assert process.poll() is None, "the run ended before it could be killed"
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
+    return metadata
+
+
+@pytest.mark.parametrize("recipe, steps", [("bert", 60), ("electra", 40), ("spanbert", 40), ("xlnet", 40)])
+def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(corpus, tmp_path, recipe, steps):
+    every = 10
+    run_pretrain(recipe_args(corpus, tmp_path / "reference", steps, every, recipe))
+
+    killed = tmp_path / "killed"
+    args = recipe_args(corpus, killed, steps, every, recipe)
+    metadata = kill_after_two_epochs(args, killed)
     killed_at = json.loads(metadata.read_text())["epoch"]
     assert 2 <= killed_at < steps // every
     assert not (killed / "pretrainer.keras").exists()
@@ -295,16 +302,7 @@ def test_continued_pretraining_from_a_checkpoint_starts_from_it_learns_and_resum
     assert encoder.config.hidden_size == 384 and encoder.config.num_layers == 6
 
     killed = tmp_path / "killed"
-    process = start(pretrain_command(args(killed)))
-    metadata = killed / "backup" / "training_metadata.json"
-    deadline = time.time() + 240
-    while time.time() < deadline and process.poll() is None:
-        if metadata.exists() and json.loads(metadata.read_text())["epoch"] >= 2:
-            break
-        time.sleep(0.05)
-    assert process.poll() is None, "the run ended before it could be killed"
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
+    kill_after_two_epochs(args(killed), killed)
     assert "Resuming after step" in run_pretrain(args(killed)).stdout
     for resumed, uninterrupted in zip(final_weights(killed), final_weights(reference)):
         np.testing.assert_allclose(resumed, uninterrupted, atol=1e-5)
