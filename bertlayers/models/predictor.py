@@ -35,9 +35,19 @@ def compiled_predictor(model: keras.Model) -> Callable:
             outputs, _ = model.stateless_call(trainable, non_trainable, inputs, training=False)
             return outputs
 
+        # The trainable / non-trainable partition once, and again only when a variable's trainable
+        # flag changed (a layer frozen since): Keras walks every layer for each property read (~30 µs
+        # a call on a 2-core AMD EPYC, benchmarks/host_overhead.py). The values every call, so
+        # weights trained since are the ones used.
+        variables = model.variables
+        partition = {}
+
         def run(inputs):
-            trainable = [variable.value for variable in model.trainable_variables]
-            non_trainable = [variable.value for variable in model.non_trainable_variables]
+            flags = tuple(variable.trainable for variable in variables)
+            if partition.get("flags") != flags:
+                partition.update(flags=flags, trainable=model.trainable_variables, rest=model.non_trainable_variables)
+            trainable = [variable.value for variable in partition["trainable"]]
+            non_trainable = [variable.value for variable in partition["rest"]]
             return forward(trainable, non_trainable, inputs)
 
     elif backend == "tensorflow":
