@@ -380,5 +380,10 @@ def test_the_compiled_predictor_equals_predict_and_follows_training():
     model.compile(keras.optimizers.Adam(1e-1), {"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)})
     model.fit(data, {"logits": np.array([2])}, verbose=0)
     np.testing.assert_allclose(predict(data)["logits"], model.predict_on_batch(data)["logits"], atol=1e-5)
+    # Layers frozen after it was made: it follows the new trainable / non-trainable partition.
+    model.encoder.freeze_lower_layers(0)
+    model.compile(keras.optimizers.Adam(1e-1), {"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)})
+    model.fit(data, {"logits": np.array([0])}, verbose=0)
+    np.testing.assert_allclose(predict(data)["logits"], model.predict_on_batch(data)["logits"], atol=1e-5)
     with pytest.raises(TypeError, match="compiled_predictor needs a keras.Model, got Dense"):
         compiled_predictor(keras.layers.Dense(2))
