@@ -8,7 +8,7 @@ calls (microseconds), with the repeats' min-max.
 Inference, one request at a time (numpy ids in, numpy outputs out unless the row says otherwise):
   jax_jit_device      a bare `jax.jit` of the encoder's `stateless_call`, weights and inputs already
                       on the device: the floor
-  jax_jit             the same, numpy inputs in and numpy outputs out
+  jax_jit             the same, numpy inputs in and every output back as numpy
   compiled_predictor  `bertlayers.models.compiled_predictor(model)` (input checks included)
   predict_on_batch    Keras's `model.predict_on_batch` (bertlayers' model)
   keras_hub_predict   keras-hub's `BertBackbone.predict_on_batch` (the same sizes)
@@ -54,9 +54,9 @@ def ids(rows, length, seed=0):
     return {"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids), "padding_mask": np.ones_like(token_ids)}
 
 
-def timed(call, calls, repeats):
-    """(median, min, max) over `repeats` of the mean microseconds of `calls` calls."""
-    for _ in range(20):
+def timed(call, calls, repeats, warmup=20):
+    """(median, min, max) over `repeats` of the mean microseconds of `calls` calls, after `warmup`."""
+    for _ in range(warmup):
         call()
     means = []
     for _ in range(repeats):
@@ -100,7 +100,9 @@ def keras_row(row, calls, repeats):
                 calls,
                 repeats,
             )
-        return timed(lambda: np.asarray(forward(trainable, non_trainable, x)["sequence_output"]), calls, repeats)
+        return timed(
+            lambda: {k: np.asarray(v) for k, v in forward(trainable, non_trainable, x).items()}, calls, repeats
+        )
     if row == "compiled_predictor":
         predict = compiled_predictor(encoder)
         return timed(lambda: predict(x), calls, repeats)
@@ -120,13 +122,9 @@ def keras_row(row, calls, repeats):
             return batches[index]
 
     data = Batches()
-    model.fit(data, epochs=1, verbose=0)  # every shape compiles
-    means = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        model.fit(data, epochs=1, verbose=0)
-        means.append(1e6 * (time.perf_counter() - start) / len(batches))
-    return statistics.median(means), min(means), max(means)
+    # An epoch a call, the first compiling every shape; per step.
+    epoch = timed(lambda: model.fit(data, epochs=1, verbose=0), 1, repeats, warmup=1)
+    return tuple(value / len(batches) for value in epoch)
 
 
 def torch_row(row, calls, repeats):

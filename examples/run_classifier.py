@@ -16,6 +16,7 @@ import json
 import os
 
 import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: examples/usage/)
+import keras
 import numpy as np
 
 from bertlayers.metrics import accuracy, classification_metrics, pearson, spearman
@@ -136,7 +137,7 @@ def main():
         metrics = classification_metrics(y_eval, predicted, labels.labels)
         # The score of always answering the training data's most frequent label: what "learned" must beat.
         metrics["majority_class_accuracy"] = accuracy(y_eval, np.full_like(y_eval, np.bincount(y_train).argmax()))
-        probabilities = _softmax(logits)
+        probabilities = keras.ops.convert_to_numpy(keras.ops.softmax(logits, axis=-1))
         predictions = [
             {
                 **_texts(e),
@@ -164,11 +165,6 @@ def _texts(example):
     """A prediction's record of its example: where it is and its text(s)."""
     texts = {"id": example.where, "text": example.text_a}
     return {**texts, "text_b": example.text_b} if example.text_b is not None else texts
-
-
-def _softmax(logits):
-    shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    return shifted / shifted.sum(axis=-1, keepdims=True)
 
 
 if __name__ == "__main__":

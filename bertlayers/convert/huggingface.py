@@ -124,6 +124,14 @@ def bert_config_to_huggingface(config, pad_id=None):
     }
 
 
+def rotary_bert_config_to_huggingface(config, pad_id=None):
+    """BERT's keys of an encoder with rotary positions instead of a position table (GTE,
+    NomicBERT): no `position_embedding_type`, the base in `rope_parameters`."""
+    hf_config = bert_config_to_huggingface(config, pad_id)
+    del hf_config["position_embedding_type"]
+    return {**hf_config, "rope_parameters": {"rope_theta": float(config.rotary_theta), "rope_type": "default"}}
+
+
 def renamed_fields(hf_config, keys, required, source):
     """EncoderConfig fields from a `config.json` dict whose names `keys` maps (config key ->
     field), the `required` keys checked present, and the output projection's tie."""
@@ -154,16 +162,13 @@ def start_loading(path, model_type, prefix, encoder_class, dtype, name="encoder"
     Returns (config.json dict, tensors, encoder, weights)."""
     hf_config, config, tensors, weights_path = read_huggingface_folder(path, model_type)
     prefixes = (prefix,) if isinstance(prefix, str) else tuple(prefix)
-    if Probe.active is not None:
-        Probe.active.prefix = prefixes[0]
     foreign = sorted({p for name in tensors for p in BASE_MODEL_PREFIXES if name.startswith(p) and p not in prefixes})
     if foreign:
         raise ValueError(
             f"{weights_path}: config.json says model_type {hf_config.get('model_type', 'bert')!r}, but its tensors are "
             f"named {foreign[0]}* (another family's base model): the config does not belong to these weights."
         )
-    for own in prefixes:
-        tensors = without_prefix(tensors, own)
+    tensors = base_model_tensors(tensors, prefixes)
     encoder = encoder_class.from_encoder_config(config, dtype=dtype, name=name)
     return hf_config, tensors, encoder, WeightMap(tensors, weights_path)
 
@@ -366,10 +371,20 @@ def with_sequence_classifier(model, hf_config, weights, output, pooler=None):
     return classifier
 
 
+def base_model_tensors(tensors, prefixes):
+    """`tensors` with the base model's prefix (one of `prefixes`: "bert.", GTE's "gte." or
+    "new.") taken off their names; the first prefix is the one a saved model's base tensors get
+    (recorded for `save_huggingface` while a `Probe` is active)."""
+    prefixes = (prefixes,) if isinstance(prefixes, str) else tuple(prefixes)
+    if Probe.active is not None:
+        Probe.active.prefix = prefixes[0]
+    for prefix in prefixes:
+        tensors = without_prefix(tensors, prefix)
+    return tensors
+
+
 def without_prefix(tensors, prefix):
     """`tensors` with the base model's `prefix` ("bert.", "roberta.") taken off its names."""
-    if Probe.active is not None and Probe.active.prefix is None:
-        Probe.active.prefix = prefix
     return {key[len(prefix) :] if key.startswith(prefix) else key: value for key, value in tensors.items()}
 
 

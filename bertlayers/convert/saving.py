@@ -178,7 +178,7 @@ def save_huggingface(model: keras.Model, folder: str, model_type: str | None = N
         os.makedirs(staging)
         atomic_files.write_json(os.path.join(staging, "config.json"), hf_config, indent=2)
         _write_tokenizer(vocabulary, staging)
-        tensors = _checkpoint_tensors(model, family, kind, staging, num_labels)
+        tensors = _checkpoint_tensors(model, encoder, family, kind, staging, num_labels)
         from safetensors.numpy import save_file
 
         save_file(tensors, os.path.join(staging, "model.safetensors"), metadata={"format": "pt"})
@@ -212,11 +212,10 @@ def _write_tokenizer(vocabulary, folder):
     atomic_files.write_json(os.path.join(folder, "tokenizer_config.json"), settings, indent=2)
 
 
-def _checkpoint_tensors(model, family, kind, folder, num_labels):
+def _checkpoint_tensors(model, encoder, family, kind, folder, num_labels):
     """{checkpoint name: array} of `model`: the family's loader run over `folder` under a
     `Probe`, its map read backwards (see the module)."""
     markers = HEAD_MARKERS.get(kind, ()) + (POOLER_MARKERS if kind in ("base", "classifier") else ())
-    encoder = model if isinstance(model, EncoderBase) else model.encoder
     if kind == "mlm" and encoder.config.use_bias:
         markers += ("lm_head.bias",)  # EuroBERT's head has a bias where its projections do
     with Probe(_ProbeTensors(markers, num_labels)) as probe:
@@ -252,7 +251,7 @@ def _checkpoint_tensors(model, family, kind, folder, num_labels):
             array.reshape(-1)[np.asarray(positions).reshape(-1)] = value_of[id(variable)].reshape(-1)
         name = key if kind == "base" or key.split(".")[0] in HEAD_NAMES or not probe.prefix else probe.prefix + key
         tensors[name] = array
-    if not model_untied(model):
+    if encoder.config.tie_word_embeddings:
         return tensors
     # An untied LM head keeps its bias as the decoder's too (transformers reads that one).
     for head in ("lm_head", "cls.predictions", "predictions"):
@@ -261,34 +260,17 @@ def _checkpoint_tensors(model, family, kind, folder, num_labels):
     return tensors
 
 
-def model_untied(model):
-    encoder = model if isinstance(model, EncoderBase) else model.encoder
-    return not encoder.config.tie_word_embeddings
-
-
 def _checkpoint_shape(key, pairs):
-    """The shape of checkpoint tensor `key` (where the loader did not give it: transforms that
-    transpose, chunk or slice, never reshape) from which every (variable, transform) pair reads
-    its variable's shape: the first candidate (the variable's shape, its transpose, fused parts
-    stacked, a table with leading rows) that every transform turns into its variable's."""
-    variable = pairs[0][0]
-    shape = tuple(variable.shape)
-    candidates = [shape, shape[::-1], (int(np.prod(shape)),), (1, 1, int(np.prod(shape)))]
-    if len(shape) == 3:
-        a, b, c = shape
-        candidates += [(b * c, a), (c, a * b), (a * b, c)]
-    for parts in (2, 3):
-        for base in list(candidates):
-            if base:
-                candidates.append((parts * base[0], *base[1:]))
-    if len(shape) == 2:
-        candidates += [(shape[0] + extra, shape[1]) for extra in (1, 2, 3)]
+    """The shape of checkpoint tensor `key`, where the loader did not give it (`WeightMap.add(...,
+    shape=)` does wherever a transform reshapes): the variable's shape, its transpose, or a table
+    with leading rows the variable skips (RoBERTa's positions), whichever every transform turns
+    into its variable's shape."""
+    shape = tuple(pairs[0][0].shape)
+    candidates = [shape, shape[::-1]] + ([(shape[0] + extra, *shape[1:]) for extra in (1, 2, 3)] if shape else [])
     for candidate in candidates:
         index = np.arange(int(np.prod(candidate))).reshape(candidate)
         try:
-            if all(
-                tuple(np.shape(transform(index) if transform else index)) == tuple(v.shape) for v, transform in pairs
-            ):
+            if all(np.shape(transform(index) if transform else index) == tuple(v.shape) for v, transform in pairs):
                 return candidate
         except (ValueError, IndexError):
             continue

@@ -25,12 +25,12 @@ def export_tflite(saved_model: str, path: str, signature: str = "serving_default
         raise FileNotFoundError(f"No SavedModel at {saved_model}.")
     converter = tf.lite.TFLiteConverter.from_saved_model(saved_model, signature_keys=[signature])
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
-    converter.allow_custom_ops = True  # tensorflow-text's tokenizer kernels, registered by the app
+    converter.allowcustom_ops = True  # tensorflow-text's tokenizer kernels, registered by the app
     try:
         model = converter.convert()
     except Exception as error:  # the converter's errors name the ops it could not convert
         raise ValueError(f"{saved_model} does not convert to TFLite: {str(error).strip().splitlines()[-1]}") from None
-    unsupported = sorted(set(_custom_ops(model)) - TEXT_OPS)
+    unsupported = sorted(set(custom_ops(model)) - TEXT_OPS)
     if unsupported:
         raise ValueError(f"{saved_model} uses ops TFLite has no kernel for: {', '.join(unsupported)}.")
     with atomic_files.atomic_path(path) as temporary:
@@ -43,7 +43,8 @@ def export_tflite(saved_model: str, path: str, signature: str = "serving_default
 TEXT_OPS = {"FastBertNormalize", "FastWordpieceTokenizeWithOffsets"}
 
 
-def _custom_ops(model):
+def custom_ops(model: bytes) -> list:
+    """The custom ops (not TFLite builtins) a `.tflite` model's bytes call, by name."""
     from tensorflow.lite.python import schema_py_generated as schema
 
     parsed = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(model, 0))

@@ -54,9 +54,10 @@ class PretrainingDataConfig:
     seed: int = option(0, "seed of the data, the masks and the initial weights", Range(int))
     verbose: int = option(1, "0 silent, 1 progress bar, 2 one line per epoch", Range(int, 0, 2))
 
-    def check_files(self):
-        """A FileNotFoundError naming each given input file that does not exist (before a run writes anything)."""
-        given = [self.corpus, self.vocabulary, getattr(self, "eval_corpus", None), *(self.input_files or [])]
+    def check_files(self, *more):
+        """A FileNotFoundError naming each given input file (and each of `more` given) that does not
+        exist, before a run writes anything."""
+        given = [self.corpus, self.vocabulary, *(self.input_files or []), *more]
         missing = [path for path in given if path is not None and not os.path.isfile(path)]
         if missing:
             raise FileNotFoundError(f"No such file: {', '.join(map(str, missing))}.")

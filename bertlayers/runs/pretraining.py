@@ -96,7 +96,7 @@ class PretrainingConfig(PretrainingDataConfig):
     )
 
     def __post_init__(self):
-        self.check_files()
+        self.check_files(self.eval_corpus)
         check_options(self)
         if self.init is not None and not os.path.exists(self.init):
             raise FileNotFoundError(f"No checkpoint at {self.init} (--init).")

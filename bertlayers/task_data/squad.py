@@ -14,8 +14,9 @@ import unicodedata
 import numpy as np
 
 from bertlayers.startup import require_tensorflow
-from bertlayers.tokenizers.checkpoint_tokenizer import CheckpointTokenizer
+from bertlayers.tokenizers.checkpoint_tokenizer import CheckpointTokenizer, TokenizerFiles, text_tokenizer
 from bertlayers.tokenizers.input_layout import bert_layout
+from bertlayers.tokenizers.tokenizer import wordpiece_tokenizer
 from bertlayers.utils.text_files import read_text
 
 tf = require_tensorflow(__name__)
@@ -225,6 +226,15 @@ class SquadFeatures:
     word_edges: list  # per window: {position: (starts a word, ends a word)} of its context tokens
     max_context: list  # per window: {position: bool}, True where this window gives the token most context
     null_positions: np.ndarray = None  # [windows]: the summary token ([CLS]: 0; XLNet's <cls>: after the context)
+
+
+def squad_tokenizer(vocabulary):
+    """(tokenizer, lowercase) that `make_windows` reads a model's text with, for what the model
+    records: WordPiece for a WordPiece vocabulary (each piece placed in the text, lower-cased as
+    the vocabulary says), else the checkpoint's own tokenizer (its pieces span their whole word)."""
+    if isinstance(vocabulary, TokenizerFiles):
+        return text_tokenizer(vocabulary), True
+    return wordpiece_tokenizer(vocabulary), getattr(vocabulary, "lowercase", True)
 
 
 def make_windows(examples, tokenizer, sequence_length=384, doc_stride=128, max_query_length=64, lowercase=True):

@@ -20,9 +20,7 @@ from bertlayers.convert.loading import load_encoder, load_model_file
 from bertlayers.convert.model_files import record_vocabulary, recorded_vocabulary, save_model
 from bertlayers.export.saved_model import export_for_serving
 from bertlayers.models.span_predictor import SpanPredictor
-from bertlayers.task_data.squad import SquadExample, decode_answers, make_windows
-from bertlayers.tokenizers.checkpoint_tokenizer import TokenizerFiles, text_tokenizer
-from bertlayers.tokenizers.tokenizer import wordpiece_tokenizer
+from bertlayers.task_data.squad import SquadExample, decode_answers, make_windows, squad_tokenizer
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.training.optimization import create_optimizer
 
@@ -55,11 +53,7 @@ class TextAnswerer:
         self.windows = dict(sequence_length=sequence_length, doc_stride=doc_stride, max_query_length=max_query_length)
         self.max_answer_length = int(max_answer_length)
         self.allow_no_answer = bool(allow_no_answer)
-        # WordPiece places each piece in the text; other checkpoints' pieces span their whole word.
-        if isinstance(vocabulary, TokenizerFiles):
-            self.tokenizer, self.lowercase = text_tokenizer(vocabulary), True
-        else:
-            self.tokenizer, self.lowercase = wordpiece_tokenizer(vocabulary), vocabulary.lowercase
+        self.tokenizer, self.lowercase = squad_tokenizer(vocabulary)
 
     @classmethod
     def from_checkpoint(cls, source: str, **settings) -> "TextAnswerer":

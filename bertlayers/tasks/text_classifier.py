@@ -137,8 +137,7 @@ class TextClassifier:
     ) -> np.ndarray:
         """Class probabilities `[n, num_labels]`, in the order of `self.labels`."""
         logits = predict_by_length(self.model, self.inputs(texts, pairs), batch_size=batch_size, verbose=0)["logits"]
-        shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
-        return shifted / shifted.sum(axis=-1, keepdims=True)
+        return keras.ops.convert_to_numpy(keras.ops.softmax(logits, axis=-1))
 
     def predict(self, texts: Sequence[str], pairs: Optional[Sequence[str]] = None, batch_size: int = 32) -> list:
         """One {"label", "probabilities": {label: p}} a text."""

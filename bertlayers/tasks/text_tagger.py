@@ -22,6 +22,7 @@ from bertlayers.export.saved_model import export_for_serving
 from bertlayers.models.token_classifier import TokenClassifier
 from bertlayers.task_data.ner import decode_tags, encode_sentences, word_tags
 from bertlayers.tokenizers.checkpoint_tokenizer import text_tokenizer
+from bertlayers.training.length_batching import length_batches, per_token_outputs, predict_by_length
 from bertlayers.training.optimization import create_optimizer
 
 # A word: a run of letters and digits, or one other non-space character (punctuation).
@@ -114,9 +115,11 @@ class TextTagger:
         self.model.compile(optimizer=create_optimizer(learning_rate, steps, steps // 10, model=self.model))
         y = {"tags": labels} if crf else {"logits": labels}
         sample_weight = None if crf else {"logits": weights}
-        return self.model.fit(
-            x, y, sample_weight=sample_weight, batch_size=batch_size, epochs=epochs, shuffle=True, **fit_kwargs
+        # Random batches cut to their longest text, the per-token labels and weights with them.
+        data = length_batches(
+            x, y, sample_weight, batch_size=batch_size, token_outputs=per_token_outputs(self.model), shuffle=True
         )
+        return self.model.fit(data, epochs=epochs, shuffle=False, **fit_kwargs)
 
     def predict(self, texts: Sequence, batch_size: int = 32) -> list:
         """For each text, its [(word, tag), ...]."""
@@ -124,7 +127,7 @@ class TextTagger:
             raise TypeError("texts must be a list of texts (strings, or lists of words).")
         sentences = self._sentences(texts)
         x, _, _, starts = encode_sentences(sentences, self.tokenizer, self.sequence_length, self.tags, "predict")
-        outputs = self.model.predict(x, batch_size=batch_size, verbose=0)
+        outputs = predict_by_length(self.model, x, batch_size=batch_size, verbose=0)
         if self.model.crf is not None:
             predicted = word_tags(outputs["tags"], starts, self.tags)
         else:

@@ -5,6 +5,7 @@ from bertlayers.convert.huggingface import (
     IGNORED_TENSORS,
     add_lm_transform,
     add_output_projection,
+    base_model_tensors,
     bert_config_fields,
     bert_config_to_huggingface,
     config_from_fields,
@@ -14,7 +15,6 @@ from bertlayers.convert.huggingface import (
     register_huggingface_family,
     transposed,
     with_sequence_classifier,
-    without_prefix,
 )
 from bertlayers.convert.weight_map import WeightMap
 from bertlayers.families.electra.encoders import electra_embeddings, electra_encoder
@@ -50,7 +50,7 @@ def load_huggingface_electra(path, dtype=None):
       As `load_huggingface_bert`.
     """
     hf_config, config, tensors, weights_path = read_huggingface_folder(path, "electra")
-    tensors = without_prefix(tensors, "electra.")
+    tensors = base_model_tensors(tensors, "electra.")
     encoder = electra_encoder(config, electra_embeddings(config, dtype), dtype=dtype, name="encoder")
     weights = WeightMap(tensors, weights_path)
     map_encoder_weights(encoder, config, weights, pooler=False)

@@ -10,10 +10,10 @@ from bertlayers.convert.huggingface import (
     add_norm,
     add_output_projection,
     bert_config_fields,
-    bert_config_to_huggingface,
     config_from_fields,
     config_writer,
     register_huggingface_family,
+    rotary_bert_config_to_huggingface,
     rotary_theta,
     start_loading,
     with_sequence_classifier,
@@ -84,18 +84,11 @@ def load_huggingface_gte(path, dtype=None):
     return model
 
 
-def gte_config_to_huggingface(config, pad_id=None):
-    """BERT's keys (no absolute positions) and the rotary base."""
-    hf_config = bert_config_to_huggingface(config, pad_id)
-    del hf_config["position_embedding_type"]
-    return {**hf_config, "rope_parameters": {"rope_theta": float(config.rotary_theta), "rope_type": "default"}}
-
-
 register_huggingface_family(
     "gte",
     gte_config_from_huggingface,
     load_huggingface_gte,
-    config_writer(gte_config_to_huggingface),
+    config_writer(rotary_bert_config_to_huggingface),
     {"base": "GteModel", "mlm": "GteForMaskedLM", "classifier": "GteForSequenceClassification"},
 )
 register_checkpoint_tokenizer("gte", wordpiece_checkpoint_tokenizer, ["vocab.txt"], prefers_tokenizer_json=True)

@@ -11,11 +11,11 @@ from bertlayers.convert.huggingface import (
     add_norm,
     add_output_projection,
     bert_config_fields,
-    bert_config_to_huggingface,
     config_from_fields,
     config_writer,
     output_bias_key,
     register_huggingface_family,
+    rotary_bert_config_to_huggingface,
     rotary_theta,
     start_loading,
     with_sequence_classifier,
@@ -93,14 +93,8 @@ def load_huggingface_nomic_bert(path, dtype=None):
 
 
 def nomic_bert_config_to_huggingface(config, pad_id=None):
-    """BERT's keys (no absolute positions), the head width and the rotary base."""
-    hf_config = bert_config_to_huggingface(config, pad_id)
-    del hf_config["position_embedding_type"]
-    return {
-        **hf_config,
-        "head_dim": config.head_size,
-        "rope_parameters": {"rope_theta": float(config.rotary_theta), "rope_type": "default"},
-    }
+    """BERT's keys with rotary positions (as GTE's), and the head width."""
+    return {**rotary_bert_config_to_huggingface(config, pad_id), "head_dim": config.head_size}
 
 
 register_huggingface_family(

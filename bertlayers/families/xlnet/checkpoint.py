@@ -4,6 +4,7 @@ from bertlayers.convert.huggingface import (
     IGNORED_TENSORS,
     add_norms_and_feed_forward,
     add_output_projection,
+    base_model_tensors,
     config_from_fields,
     config_keys_of,
     read_huggingface_folder,
@@ -12,7 +13,6 @@ from bertlayers.convert.huggingface import (
     require_keys,
     transposed,
     with_sequence_classifier,
-    without_prefix,
 )
 from bertlayers.convert.weight_map import WeightMap
 from bertlayers.families.xlnet.encoder import XLNetEncoder
@@ -72,7 +72,7 @@ def load_huggingface_xlnet(path, dtype=None):
       As `load_huggingface_bert`.
     """
     hf_config, config, tensors, weights_path = read_huggingface_folder(path, "xlnet")
-    tensors = without_prefix(tensors, "transformer.")
+    tensors = base_model_tensors(tensors, "transformer.")
     encoder = XLNetEncoder.from_encoder_config(
         config,
         clamp_len=hf_config.get("clamp_len", -1),
