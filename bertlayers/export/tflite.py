@@ -25,7 +25,7 @@ def export_tflite(saved_model: str, path: str, signature: str = "serving_default
         raise FileNotFoundError(f"No SavedModel at {saved_model}.")
     converter = tf.lite.TFLiteConverter.from_saved_model(saved_model, signature_keys=[signature])
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
-    converter.allowcustom_ops = True  # tensorflow-text's tokenizer kernels, registered by the app
+    converter.allow_custom_ops = True  # tensorflow-text's tokenizer kernels, registered by the app
     try:
         model = converter.convert()
     except Exception as error:  # the converter's errors name the ops it could not convert
