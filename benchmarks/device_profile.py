@@ -56,6 +56,7 @@ sys.path.insert(0, REPO)
 NOMINAL_BF16 = {"H100": 989.0, "H200": 989.0, "A100": 312.0, "L4": 121.0}
 REPEATS = 5
 PARTS = ("infer", "finetune", "mlm", "peers")
+LIBRARIES = ["bertlayers", "keras_hub"]
 
 
 def spread(values):
@@ -109,9 +110,15 @@ def matmul_peak(quick):
 # --- the trace ---------------------------------------------------------------------------
 
 
+TRACE = {"on": True}
+
+
 def traced(function, steps):
     """Run `function` under `jax.profiler` and summarize the trace (per step: `steps`)."""
     import jax
+
+    if not TRACE["on"]:
+        return {"skipped": "--no_trace"}
 
     folder = tempfile.mkdtemp(prefix="trace-")
     start = time.perf_counter()
@@ -192,7 +199,7 @@ def infer(quick):
     rng = np.random.default_rng(0)
     batches = {1: random_batch(rng, 1, sequence), batch: random_batch(rng, batch, sequence)}
     results = {}
-    for library in ("bertlayers", "keras_hub"):
+    for library in LIBRARIES:
         model = keras_model(library, "infer", model_size, sequence)
         predictor = compiled_predictor(model)
         forward = jax.jit(lambda t, n, x, model=model: model.stateless_call(t, n, x, training=False)[0])
@@ -414,12 +421,16 @@ def main():
     parser.add_argument("--output", help="write the results (JSON) here, after every part")
     parser.add_argument("--quick", action="store_true", help="accelerator.py's tiny sizes: a smoke run (CPU)")
     parser.add_argument("--part", nargs="+", choices=PARTS, default=list(PARTS))
+    parser.add_argument("--no_trace", action="store_true", help="time the paths only (no profiler traces)")
+    parser.add_argument("--libraries", nargs="+", choices=LIBRARIES, default=LIBRARIES, help="the infer part's models")
     parser.add_argument("--table", metavar="RESULTS", help="print a results file's figures and stop")
     arguments = parser.parse_args()
     if arguments.table:
         with open(arguments.table) as file:
             return print(show(json.load(file)))
-    results = {"quick": arguments.quick, "versions": versions()}
+    TRACE["on"] = not arguments.no_trace
+    LIBRARIES[:] = arguments.libraries
+    results = {"quick": arguments.quick, "versions": versions(), "xla_flags": os.environ.get("XLA_FLAGS", "")}
     results["peak"] = matmul_peak(arguments.quick)
     print("peak", json.dumps(results["peak"]), flush=True)
 

@@ -200,12 +200,29 @@ def nonzero_indices(vector):
     return keras.ops.cast(keras.ops.nonzero(vector)[0], "int32")
 
 
-def fuses_attention(return_attention_scores, dropout_active):
+def fuses_attention(return_attention_scores, dropout_active, training=False, lengths=(None, None)):
     """Whether attention calls the backend's fused kernel (`ops.dot_product_attention`: cuDNN's
     flash attention on a GPU where JAX has it, one XLA fusion elsewhere). Under JAX only:
     TensorFlow's form is the same einsums, which its graph optimizer already fuses. Not when
-    the probabilities are asked for, nor under attention dropout, which the kernels do not apply."""
-    return name() == "jax" and not return_attention_scores and not dropout_active
+    the probabilities are asked for, nor under attention dropout, which the kernels do not apply,
+    nor in training with an odd query or key length (`lengths`): cuDNN's masked kernel has no
+    gradient there (a classifier's last layer computes the [CLS] query alone), and JAX would log
+    a traceback at every trace before falling back to the same XLA form as ours."""
+    if name() != "jax" or return_attention_scores or dropout_active:
+        return False
+    return not (training and any(length is not None and length % 2 for length in lengths))
+
+
+def fused_attention_mask(attention_mask, query, key):
+    """`attention_mask` (`[B, 1 or Q, K]`, nonzero where a query may attend) as the boolean
+    `[B, 1, Q, K]` that `ops.dot_product_attention` takes. Broadcast over the queries here: cuDNN's
+    fused kernel refuses a mask whose query axis is 1 ("Bias must have same seq length as QKV"),
+    and JAX then falls back to its XLA form, silently but for a logged traceback per trace."""
+    mask = keras.ops.expand_dims(keras.ops.not_equal(attention_mask, 0), 1)  # [B, 1, 1 or Q, K]
+    if mask.shape[2] == 1:
+        batch, queries, keys = keras.ops.shape(query)[0], keras.ops.shape(query)[1], keras.ops.shape(key)[1]
+        mask = keras.ops.broadcast_to(mask, (batch, 1, queries, keys))
+    return mask
 
 
 def graph_assertions():

@@ -392,6 +392,26 @@ def test_fused_attention_equals_the_plain_form(policy):
         )
 
 
+def test_fused_attention_gets_a_mask_cudnn_takes():
+    """cuDNN's fused kernel refuses a mask broadcast over the queries ([B, 1, 1, K]) and, in
+    training, odd query or key lengths (JAX logs a traceback and falls back): the mask reaches it
+    at [B, 1, Q, K], equal to the padding mask at every query, and odd lengths in training keep
+    the plain form (a classifier's last layer computes the [CLS] query alone)."""
+    from bertlayers import backend
+
+    query, key = np.zeros((BATCH, SEQ, HEADS, 4), "float32"), np.zeros((BATCH, SEQ, HEADS, 4), "float32")
+    mask = ops.convert_to_numpy(backend.fused_attention_mask(PADDING[:, None, :], query, key))
+    assert mask.shape == (BATCH, 1, SEQ, SEQ) and mask.dtype == bool
+    np.testing.assert_array_equal(mask, np.broadcast_to(PADDING[:, None, None, :] != 0, mask.shape))
+    full = np.tril(np.ones((SEQ, SEQ), "int32"))[None] * PADDING[:, None, :]
+    np.testing.assert_array_equal(ops.convert_to_numpy(backend.fused_attention_mask(full, query, key))[:, 0], full != 0)
+    jax = keras.backend.backend() == "jax"
+    assert backend.fuses_attention(False, False, training=True, lengths=(8, 8)) == jax
+    assert not backend.fuses_attention(False, False, training=True, lengths=(1, 8))
+    assert backend.fuses_attention(False, False, training=False, lengths=(1, 7)) == jax
+    assert not backend.fuses_attention(True, False) and not backend.fuses_attention(False, True)
+
+
 @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
 def test_attention_fully_masked_rows_stay_finite_in_half_precision(policy):
     attention = layers.MultiHeadAttention(num_heads=HEADS, key_dim=HIDDEN // HEADS, dtype=policy)

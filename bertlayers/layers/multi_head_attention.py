@@ -125,8 +125,8 @@ class MultiHeadAttention(keras.layers.Layer):
             key_mask = None if attention_mask is None else attention_mask[:, 0, :]  # [B, K]
             dropout = lambda p: self.dropout_layer(p, training=training)  # noqa: E731
             return self.output_dense(banded_attention(query, key, value, key_mask, attention_window, dropout))
-        if self._fused(return_attention_scores, training):
-            mask = None if attention_mask is None else ops.expand_dims(ops.not_equal(attention_mask, 0), 1)
+        if self._fused(return_attention_scores, training, query.shape[1], key.shape[1]):
+            mask = None if attention_mask is None else backend.fused_attention_mask(attention_mask, query, key)
             # [batch, query_len, N, D]; logits and softmax in float32 inside, as below.
             context = ops.dot_product_attention(query, key, value, mask=mask, scale=1.0)
             return self.output_dense(context)
@@ -190,9 +190,14 @@ class MultiHeadAttention(keras.layers.Layer):
         del query_positions, key_positions
         return query, key
 
-    def _fused(self, return_attention_scores, training):
+    def _fused(self, return_attention_scores, training, query_length=None, key_length=None):
         """Whether to call the backend's fused attention (`bertlayers.backend.fuses_attention`)."""
-        return backend.fuses_attention(return_attention_scores, dropout_active=bool(training and self.dropout > 0))
+        return backend.fuses_attention(
+            return_attention_scores,
+            dropout_active=bool(training and self.dropout > 0),
+            training=bool(training),
+            lengths=(query_length, key_length),
+        )
 
     def get_config(self):
         config = super().get_config()
