@@ -67,6 +67,7 @@ QUICK = {
     "infer": (TINY, 128, 8, 5),
 }
 REAL_EXAMPLES, REAL_LENGTH, LENGTH_MULTIPLE = 2048, 64, 16
+PASSES = 4  # real-length passes in one timed repeat
 TARGET = 1.3  # issue 34: bertlayers at least this much faster than the fastest peer, each work
 
 
@@ -124,8 +125,55 @@ def real_batches(quick, by_length):
     return batches, int(lengths.sum())
 
 
+REPEATS = 5  # every timed figure: the median of this many repeats, with their min-max beside it
+# Nominal dense bfloat16 peaks (TFLOP/s, without sparsity), from the vendors' data sheets.
+NOMINAL_BF16 = {"H100": 989.0, "H200": 989.0, "A100": 312.0, "L4": 121.0}
+
+
+def spread(values):
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
+
+
 def median_rate(times, items):
     return items / statistics.median(times)
+
+
+def rates(times, items):
+    """The rates of `items` in each of `times` (seconds) as {median, min, max, n}."""
+    return spread([items / t for t in times])
+
+
+def in_repeats(values, measure):
+    """`measure` of each of REPEATS consecutive chunks of `values`, as {median, min, max, n}."""
+    size = max(1, len(values) // REPEATS)
+    return spread([measure(values[i : i + size]) for i in range(0, size * REPEATS, size) if values[i : i + size]])
+
+
+def run_facts():
+    """The device, driver and library versions of this run (no framework imported: the parent
+    process must not take the device's memory from its workers)."""
+    from importlib import metadata
+
+    found = {"python": sys.version.split()[0]}
+    for name in ("jax", "jaxlib", "keras", "keras-hub", "torch", "transformers", "numpy"):
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    try:
+        found["gpu"] = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        found["gpu"] = None
+    return found
+
+
+def nominal_peak(device_name):
+    return next((value for name, value in NOMINAL_BF16.items() if name in (device_name or "")), None)
 
 
 # --- Keras (bertlayers and keras-hub), on the JAX backend -----------------------------------
@@ -199,10 +247,16 @@ def keras_worker(library, work, quick):
                     start = time.perf_counter()
                     predict(inputs)  # returns NumPy: the device has finished
                     times.append(time.perf_counter() - start)
+            p50, rate = (
+                in_repeats(latencies, statistics.median),
+                in_repeats(batch_times, lambda t: batch * len(t) / sum(t)),
+            )
             result.update(
                 {
-                    f"{path}p50_ms": 1000 * statistics.median(latencies),
-                    f"{path}seq_per_s": median_rate(batch_times, batch),
+                    f"{path}p50_ms": 1000 * p50["median"],
+                    f"{path}p50_ms_spread": {k: 1000 * v if k != "n" else v for k, v in p50.items()},
+                    f"{path}seq_per_s": rate["median"],
+                    f"{path}seq_per_s_spread": rate,
                 }
             )
     else:
@@ -217,11 +271,13 @@ def keras_worker(library, work, quick):
             batches, real_tokens = real_batches(quick, by_length=library == "bertlayers")
             dataset = keras_batches(batches)
             model.fit(dataset, epochs=1, verbose=0)  # compiles every length
-            start = time.perf_counter()
-            model.fit(dataset, epochs=1, verbose=0)
-            elapsed = time.perf_counter() - start
+            times = []
+            for _ in range(REPEATS):  # each repeat PASSES passes: long enough to time (a pass is ~0.3 s on a GPU)
+                start = time.perf_counter()
+                model.fit(dataset, epochs=PASSES, verbose=0)
+                times.append((time.perf_counter() - start) / PASSES)
             examples = sum(len(b[2]) for b in batches)
-            result.update(seq_per_s=examples / elapsed, real_tokens_per_s=real_tokens / elapsed)
+            result.update(real_results(times, examples, real_tokens))
         else:
             data = random_batch(rng, batch * steps, sequence, masked=MASKED if work == "mlm" else 0)
             targets = (
@@ -230,13 +286,22 @@ def keras_worker(library, work, quick):
             warm = {k: v[: batch * 2] for k, v in data.items()}
             model.fit(warm, {k: v[: batch * 2] for k, v in targets.items()}, batch_size=batch, verbose=0)
             times = []
-            for _ in range(3):
+            for _ in range(REPEATS):
                 start = time.perf_counter()
                 model.fit(data, targets, batch_size=batch, epochs=1, shuffle=False, verbose=0)
                 times.append((time.perf_counter() - start) / steps)
-            result.update(seq_per_s=median_rate(times, batch))
+            result.update(seq_per_s=median_rate(times, batch), seq_per_s_spread=rates(times, batch))
     result["peak_memory_mb"] = keras_device_peak_mb()
     return result
+
+
+def real_results(times, examples, real_tokens):
+    """A real-length pass's rates from each repeat's seconds a pass."""
+    return {
+        "seq_per_s": median_rate(times, examples),
+        "seq_per_s_spread": rates(times, examples),
+        "real_tokens_per_s": median_rate(times, real_tokens),
+    }
 
 
 def _jax_device():
@@ -303,7 +368,13 @@ def torch_worker(compiled, work, quick):
                 start = time.perf_counter()
                 call(inputs)
                 times.append(time.perf_counter() - start)
-        result.update(p50_ms=1000 * statistics.median(latencies), seq_per_s=median_rate(batch_times, batch))
+        p50, rate = in_repeats(latencies, statistics.median), in_repeats(batch_times, lambda t: batch * len(t) / sum(t))
+        result.update(
+            p50_ms=1000 * p50["median"],
+            p50_ms_spread={k: 1000 * v if k != "n" else v for k, v in p50.items()},
+            seq_per_s=rate["median"],
+            seq_per_s_spread=rate,
+        )
     else:
         model.train()
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01, fused=device == "cuda")
@@ -330,12 +401,15 @@ def torch_worker(compiled, work, quick):
             for inputs, labels in prepared:  # warm-up pass: every length (compiled: every shape)
                 step(inputs, labels)
             sync()
-            start = time.perf_counter()
-            for inputs, labels in prepared:
-                step(inputs, labels)
-            sync()
-            elapsed = time.perf_counter() - start
-            result.update(seq_per_s=sum(len(b[2]) for b in batches) / elapsed, real_tokens_per_s=real_tokens / elapsed)
+            times = []
+            for _ in range(REPEATS):
+                start = time.perf_counter()
+                for _ in range(PASSES):
+                    for inputs, labels in prepared:
+                        step(inputs, labels)
+                sync()
+                times.append((time.perf_counter() - start) / PASSES)
+            result.update(real_results(times, sum(len(b[2]) for b in batches), real_tokens))
         else:
             data = random_batch(rng, batch, sequence, masked=MASKED if work == "mlm" else 0)
             if work == "mlm":  # -100: not predicted
@@ -348,13 +422,13 @@ def torch_worker(compiled, work, quick):
                 step(data, labels)
             sync()
             times = []
-            for _ in range(3):
+            for _ in range(REPEATS):
                 start = time.perf_counter()
                 for _ in range(steps):
                     step(data, labels)
                 sync()
                 times.append((time.perf_counter() - start) / steps)
-            result.update(seq_per_s=median_rate(times, batch))
+            result.update(seq_per_s=median_rate(times, batch), seq_per_s_spread=rates(times, batch))
     result["peak_memory_mb"] = torch.cuda.max_memory_allocated() / 2**20 if device == "cuda" else peak_rss_mb()
     return result
 
@@ -376,20 +450,27 @@ def _torch_inputs(inputs, device):
 
 
 def matmul_peak(quick):
-    """bfloat16 matmul TFLOP/s on JAX's first device (n^3 products, the median of 10)."""
+    """bfloat16 matmul TFLOP/s on JAX's first device: n^3 products of random matrices (ones
+    run faster than real data), 30 timed after 3, as the median and the min-max; the device's
+    nominal dense bfloat16 peak beside it where the device is known."""
     import jax
-    import jax.numpy as jnp
+    import numpy as np
 
     n = 1024 if quick else 8192
-    a = jnp.ones((n, n), jnp.bfloat16)
-    product = jax.jit(lambda x: x @ x)
-    product(a).block_until_ready()
-    times = []
-    for _ in range(10):
+    rng = np.random.default_rng(0)
+    a, b = (jax.device_put(rng.standard_normal((n, n), "float32").astype("bfloat16")) for _ in range(2))
+    product = jax.jit(lambda x, y: x @ y)
+    for _ in range(3):
+        product(a, b).block_until_ready()
+    measured = []
+    for _ in range(30):
         start = time.perf_counter()
-        product(a).block_until_ready()
-        times.append(time.perf_counter() - start)
-    return {"tflops": 2 * n**3 / statistics.median(times) / 1e12, "device": jax.devices()[0].platform}
+        product(a, b).block_until_ready()
+        measured.append(2 * n**3 / (time.perf_counter() - start) / 1e12)
+    device = jax.devices()[0]
+    name = getattr(device, "device_kind", device.platform)
+    found = spread(measured)
+    return {"tflops": found["median"], "tflops_spread": found, "device": name, "nominal_tflops": nominal_peak(name)}
 
 
 def worker(library, work, quick):
@@ -414,14 +495,28 @@ def run_worker(library, work, arguments):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def shown(row, key, form):
+    """`row[key]` in `form`, with the repeats' min-max where the run recorded them."""
+    text = form.format(row[key])
+    extent = row.get(f"{key}_spread")
+    if extent:
+        text += " (" + form.format(extent["min"]) + "-" + form.format(extent["max"]) + ")"
+    return text
+
+
 def table(results):
-    peak = results.get("peak", {}).get("tflops")
-    lines = [
-        f"matmul peak (bfloat16, measured in the run): {peak:.3g} TFLOP/s on {results['peak']['device']}"
-        if peak
-        else "",
+    peak = results.get("peak", {})
+    measured, nominal = peak.get("tflops"), peak.get("nominal_tflops")
+    lines = [json.dumps(results["facts"]) if "facts" in results else ""]
+    if measured:
+        lines.append(
+            f"matmul peak (bfloat16, measured in the run): {shown(peak, 'tflops', '{:.3g}')} TFLOP/s on "
+            f"{peak['device']}" + (f"; nominal dense bfloat16 peak {nominal:.0f} TFLOP/s" if nominal else "")
+        )
+    lines += [
         "",
-        "| work | library | result | ratio: bertlayers / fastest peer | peak memory MB | MFU |",
+        "| work | library | result: median (min-max of the repeats) | ratio: bertlayers / fastest peer "
+        "| peak memory MB | MFU (measured peak / nominal) |",
         "|---|---|---|---|---|---|",
     ]
     for work in WORKS:
@@ -440,22 +535,23 @@ def table(results):
             if "error" in row:
                 lines.append(f"| {work} | {library} | failed: {row['error'][:80]} | | | |")
                 continue
-            shown = [f"{row['p50_ms']:.2f} ms batch 1"] if "p50_ms" in row else []
-            shown.append(f"{row['seq_per_s']:,.0f} seq/s")
+            cells = [shown(row, "p50_ms", "{:.2f}") + " ms batch 1"] if "p50_ms" in row else []
+            cells.append(shown(row, "seq_per_s", "{:,.0f}") + " seq/s")
             if "predict_on_batch_p50_ms" in row:
-                shown.append(
+                cells.append(
                     f"(predict_on_batch: {row['predict_on_batch_p50_ms']:.2f} ms, "
                     f"{row['predict_on_batch_seq_per_s']:,.0f} seq/s)"
                 )
             if "real_tokens_per_s" in row:
-                shown.append(f"{row['real_tokens_per_s']:,.0f} real tokens/s")
+                cells.append(f"{row['real_tokens_per_s']:,.0f} real tokens/s")
             ratio = " / ".join(f"{r:.2f}x" for r in ratios) if library == "bertlayers" and ratios else ""
             mfu = ""
-            if work == "mlm" and peak:
+            if work == "mlm" and measured:
                 model_size = sizes("mlm", results["quick"])[0]
-                mfu = f"{row['seq_per_s'] * mlm_flops_per_example(model_size) / (peak * 1e12):.2f}"
+                flops = row["seq_per_s"] * mlm_flops_per_example(model_size) / 1e12
+                mfu = f"{flops / measured:.2f}" + (f" / {flops / nominal:.2f}" if nominal else "")
             lines.append(
-                f"| {work} | {library} | {', '.join(shown)} | {ratio} | {row['peak_memory_mb']:,.0f} | {mfu} |"
+                f"| {work} | {library} | {', '.join(cells)} | {ratio} | {row['peak_memory_mb']:,.0f} | {mfu} |"
             )
     return "\n".join(lines)
 
@@ -515,7 +611,7 @@ def main():
         return prepare()
     if arguments.table:
         return print(table(merged(arguments.table)))
-    results = {"quick": arguments.quick, "works": {}}
+    results = {"quick": arguments.quick, "facts": run_facts(), "works": {}}
     print("matmul peak ...", flush=True)
     results["peak"] = run_worker("peak", "mlm", arguments)
     for work in arguments.work:

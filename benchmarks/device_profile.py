@@ -44,7 +44,6 @@ import sys
 import tempfile
 import time
 
-os.environ.setdefault("KERAS_BACKEND", "jax")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from accelerator import MASKED, REPO, keras_batches, keras_model, random_batch, real_batches, sizes  # noqa: E402
@@ -111,6 +110,7 @@ def matmul_peak(quick):
 
 
 TRACE = {"on": True}
+SAVE = {"hook": lambda: None}  # main's save: parts call it after each path, so a cut-off part keeps its figures
 
 
 def traced(function, steps):
@@ -322,6 +322,7 @@ def finetune(quick):
             times.append(steps / (time.perf_counter() - start))
         results[name] = {"steps_per_s": spread(times)}
         print(name, round(results[name]["steps_per_s"]["median"], 1), "steps/s", flush=True)
+        SAVE["hook"](finetune=results)
     results["trace_fit_batches_real"] = traced(paths["fit_batches_real"], steps)
     results["trace_fit_batches_fixed"] = traced(paths["fit_batches_fixed"], steps)
     step = bare_step(model, optimizer, loss, output)
@@ -334,6 +335,7 @@ def finetune(quick):
             times.append(steps / (time.perf_counter() - start))
         results[name] = {"steps_per_s": spread(times)}
         print(name, round(results[name]["steps_per_s"]["median"], 1), "steps/s", flush=True)
+        SAVE["hook"](finetune=results)
     results["trace_step_real"] = traced(lambda: step(as_inputs(real)), steps)
     return results
 
@@ -425,6 +427,7 @@ def main():
     parser.add_argument("--libraries", nargs="+", choices=LIBRARIES, default=LIBRARIES, help="the infer part's models")
     parser.add_argument("--table", metavar="RESULTS", help="print a results file's figures and stop")
     arguments = parser.parse_args()
+    os.environ.setdefault("KERAS_BACKEND", "jax")  # before the parts import Keras
     if arguments.table:
         with open(arguments.table) as file:
             return print(show(json.load(file)))
@@ -434,13 +437,15 @@ def main():
     results["peak"] = matmul_peak(arguments.quick)
     print("peak", json.dumps(results["peak"]), flush=True)
 
-    def save():
+    def save(**partial):
+        results.update(partial)
         if arguments.output:
             with open(arguments.output + ".tmp", "w") as file:
                 json.dump(results, file, indent=1)
             os.replace(arguments.output + ".tmp", arguments.output)
 
     save()
+    SAVE["hook"] = save
     for part in arguments.part:
         try:
             if part == "mlm":
