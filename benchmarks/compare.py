@@ -51,8 +51,6 @@ import sys
 import tempfile
 import time
 
-from bertlayers.utils import atomic_files
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 LIBRARIES = ("bertlayers", "keras_hub", "transformers")
@@ -659,6 +657,15 @@ def chart(report, path):
     print(f"Chart: {path}")
 
 
+def write_report(path, report):
+    """The report, written atomically (imported here: this module's shared pieces import nothing
+    beyond the standard library, so accelerator.py runs where bertlayers is not on the path)."""
+    sys.path.insert(0, REPO)
+    from bertlayers.utils import atomic_files
+
+    atomic_files.write_json(path, report, indent=1)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", nargs="+", default=list(WORKS), choices=WORKS)
@@ -732,13 +739,13 @@ def main():
                         result["real_tokens_per_s"] = result["examples_per_s"] * mean_real_tokens
                     result.update(work=work, precision=precision, library=library, label=label, round=number)
                     results.append(result)
-                    atomic_files.write_json(output, report, indent=1)
+                    write_report(output, report)
                     print(
                         f"{work:9s} {precision:9s} {label:30s} {json.dumps({k: v for k, v in result.items() if k not in ('work', 'precision', 'library', 'label')})} ({time.perf_counter() - started:.0f} s)",
                         flush=True,
                     )
     report["complete"] = True
-    atomic_files.write_json(output, report, indent=1)
+    write_report(output, report)
     print(f"\n{report['machine']}\n\n{table(results)}\n\nResults: {output}")
     if args.chart:
         chart(report, args.chart)
