@@ -37,7 +37,6 @@ import glob
 import gzip
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -46,64 +45,33 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from accelerator import MASKED, REPO, keras_batches, keras_model, random_batch, real_batches, sizes  # noqa: E402
+from accelerator import (  # noqa: E402
+    MASKED,
+    REPO,
+    keras_batches,
+    keras_model,
+    matmul_peak,
+    random_batch,
+    real_batches,
+    run_facts,
+    sizes,
+    spread,
+)
 from compare import mlm_flops_per_example  # noqa: E402
 
 sys.path.insert(0, REPO)
 
-# Nominal dense bfloat16 peaks (TFLOP/s, without sparsity), from the vendors' data sheets.
-NOMINAL_BF16 = {"H100": 989.0, "H200": 989.0, "A100": 312.0, "L4": 121.0}
 REPEATS = 5
 PARTS = ("infer", "finetune", "mlm", "peers")
 LIBRARIES = ["bertlayers", "keras_hub"]
 
 
-def spread(values):
-    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
-
-
 def versions():
+    """accelerator.py's facts of the run, and the device JAX sees (this process is the worker)."""
     import jax
-    import keras
 
-    found = {"python": platform.python_version(), "jax": jax.__version__, "keras": keras.__version__}
-    for name in ("jaxlib", "keras_hub", "numpy"):
-        try:
-            found[name] = __import__(name).__version__
-        except Exception:  # noqa: BLE001 - a version is information, not a requirement
-            pass
     device = jax.devices()[0]
-    found["device"] = getattr(device, "device_kind", str(device))
-    try:
-        found["driver"] = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        found["driver"] = None
-    return found
-
-
-def matmul_peak(quick):
-    import jax
-    import numpy as np
-
-    n = 1024 if quick else 8192
-    rng = np.random.default_rng(0)
-    a, b = (jax.device_put(rng.standard_normal((n, n), "float32").astype("bfloat16")) for _ in range(2))
-    product = jax.jit(lambda x, y: x @ y)
-    for _ in range(3):
-        product(a, b).block_until_ready()
-    rates = []
-    for _ in range(30):
-        start = time.perf_counter()
-        product(a, b).block_until_ready()
-        rates.append(2 * n**3 / (time.perf_counter() - start) / 1e12)
-    kind = versions()["device"]
-    nominal = next((value for name, value in NOMINAL_BF16.items() if name in kind), None)
-    return {"tflops": spread(rates), "nominal_tflops": nominal, "device": kind}
+    return dict(run_facts(), device=getattr(device, "device_kind", str(device)))
 
 
 # --- the trace ---------------------------------------------------------------------------
@@ -449,7 +417,7 @@ def main():
     for part in arguments.part:
         try:
             if part == "mlm":
-                results[part] = mlm(arguments.quick, results["peak"]["tflops"]["median"])
+                results[part] = mlm(arguments.quick, results["peak"]["tflops"])
             else:
                 results[part] = globals()[part](arguments.quick)
         except Exception as error:  # noqa: BLE001 - one part failing keeps the others' figures
