@@ -225,6 +225,20 @@ def fused_attention_mask(attention_mask, query, key):
     return mask
 
 
+def enable_cross_process_collectives():
+    """Let JAX's CPU devices take part in collectives across processes (gloo; without it a
+    multi-process run on CPUs fails at its first reduction). GPUs use NCCL regardless. Keras's
+    distribution API is JAX's: under another backend this raises, naming TensorFlow's strategies."""
+    if name() != "jax":
+        raise RuntimeError(
+            f"Keras's multi-process distribution runs under KERAS_BACKEND=jax (this is {name()!r}); under "
+            "TensorFlow use --strategy multi_worker (bertlayers.training.build_strategy)."
+        )
+    import jax
+
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+
+
 def graph_assertions():
     """TensorFlow, whose graphs take assertions on data (a bad id inside `tf.function` is an
     error naming it), else None (JAX's compiled steps cannot raise on values)."""

@@ -26,6 +26,14 @@ from keras import ops
 from bertlayers import backend
 from bertlayers.layers.initializers import bert_initializer, clone_initializer
 from bertlayers.layers.masking import mask_logits
+from bertlayers.networks.weight_layout import MODEL_AXIS, register_model_parallel_rule
+
+# Model parallelism: the projections are [hidden, heads, head_dim] (the output one too, used
+# transposed) and the biases and segment embeddings per head: each device keeps its heads.
+register_model_parallel_rule(
+    r".*/attention/(query|key|value|position|output|segment_embedding)", (None, MODEL_AXIS, None)
+)
+register_model_parallel_rule(r".*/attention/(content|position|segment)_bias", (MODEL_AXIS, None))
 
 
 def relative_shift(scores, key_length):

@@ -1,0 +1,200 @@
+"""Keras's distribution API on bertlayers' models under JAX (`bertlayers.training.sharding`), each
+case in child processes on host CPU devices (Keras picks its backend, and JAX its device count,
+once per process):
+  - model parallelism on a 2x2 `batch` x `model` mesh, for every encoder family: the attention
+    and feed-forward kernels are split over `model` as the rules say, and a classifier's outputs
+    and its weights after a training step equal one device's;
+  - data parallelism across two processes on 127.0.0.1 with 2 devices each: the weights after
+    training equal one process's over 4 devices and one device's.
+"""
+
+import json
+import socket
+
+import numpy as np
+import pytest
+from processes import environment, python, run, start
+
+from bertlayers.training.sharding import process_rows
+
+# Every family's encoder (presets cut to a tiny size), a classifier on it, on one device and on
+# the 2x2 mesh from the same weights; prints a JSON report.
+_MODEL_PARALLEL = """
+import json, re
+import jax, keras, numpy as np
+import bertlayers
+from bertlayers.models import SequenceClassifier
+from bertlayers.networks import build_encoder, get_preset
+from bertlayers.networks.weight_layout import model_parallel_axes
+from bertlayers.training import create_optimizer
+from bertlayers.training.sharding import check_model_parallel, model_parallel
+
+TINY = dict(vocabulary_size=64, num_layers=2, hidden_size=16, num_heads=4, intermediate_size=32,
+            max_sequence_length=16, dropout=0.0, attention_dropout=0.0)
+PRESETS = ("bert_tiny", "albert_base", "modernbert_base", "eurobert_210m", "gte_base_en_v1_5",
+           "nomic_embed_text_v1_5", "xlnet_base")
+rng = np.random.default_rng(0)
+B, S = 4, 12
+mask = np.ones((B, S), "int32"); mask[1, 7:] = 0
+inputs = {"token_ids": rng.integers(5, 64, (B, S)).astype("int32"), "segment_ids": np.zeros((B, S), "int32"),
+          "padding_mask": mask}
+labels = np.arange(B) % 3
+
+def classifier(name):
+    config = get_preset(name)
+    sizes = dict(TINY)
+    if config.layer_types:
+        sizes["layer_types"] = tuple(config.layer_types[: sizes["num_layers"]])
+    if config.embedding_size:
+        sizes["embedding_size"] = 8
+    model = SequenceClassifier(build_encoder(config.replace(**sizes)), 3, dropout=0.0)
+    model.compile(optimizer=create_optimizer(1e-2, 10, 0), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+report = {"devices": len(jax.devices())}
+for name in PRESETS:
+    keras.utils.set_random_seed(1)
+    one = classifier(name)
+    start = one.get_weights()
+    before = one.predict_on_batch(inputs)["logits"]
+    one.fit(inputs, labels, batch_size=B, epochs=1, shuffle=False, verbose=0)
+    keras.distribution.set_distribution(model_parallel(model_devices=2))
+    try:
+        mesh = classifier(name)
+        mesh.set_weights(start)
+        sharded = check_model_parallel(mesh, 2)
+        placed = {}
+        for variable in mesh.variables:
+            axes = model_parallel_axes(variable.path)
+            if axes is not None:
+                spec = tuple(variable.value.sharding.spec) + (None,) * (len(axes) - len(variable.value.sharding.spec))
+                placed[variable.path] = spec == axes
+        mesh_before = mesh.predict_on_batch(inputs)["logits"]
+        mesh.fit(inputs, labels, batch_size=B, epochs=1, shuffle=False, verbose=0)
+    finally:
+        keras.distribution.set_distribution(None)
+    report[name] = {
+        "sharded": len(sharded),
+        "blocks": len({v.path.split("/")[0] for v in mesh.variables if v.path.startswith("transformer_layer_")}),
+        "misplaced": sorted(path for path, ok in placed.items() if not ok),
+        "output_difference": float(np.abs(before - mesh_before).max()),
+        "step_difference": max(float(np.abs(a - np.asarray(b)).max()) for a, b in zip(one.get_weights(), mesh.get_weights())),
+        "step_largest_move": max(float(np.abs(a - b).max()) for a, b in zip(one.get_weights(), start)),
+    }
+print(json.dumps(report))
+"""
+
+
+@pytest.mark.slow
+def test_model_parallel_splits_every_family_and_equals_one_device():
+    env = environment(KERAS_BACKEND="jax", XLA_FLAGS="--xla_force_host_platform_device_count=4")
+    report = json.loads(run(python(_MODEL_PARALLEL), env=env, timeout=900).stdout.strip().splitlines()[-1])
+    assert report["devices"] == 4
+    for name, found in report.items():
+        if name == "devices":
+            continue
+        # Each block's query/key/value/output and two feed-forward kernels at least (ALBERT's
+        # blocks share one set; biases where a family has them).
+        assert found["sharded"] >= 6 * found["blocks"], (name, found)
+        assert found["misplaced"] == [], (name, found)
+        assert found["output_difference"] < 1e-5, (name, found)
+        assert found["step_largest_move"] > 1e-3, (name, found)  # the step moved the weights
+        assert found["step_difference"] < 1e-5, (name, found)
+
+
+# One process of a data-parallel run: argv = process id, processes, coordinator port, output file.
+_DATA_PARALLEL = """
+import sys
+import numpy as np
+process_id, processes, port, output = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+import keras
+from bertlayers.training.sharding import initialize_processes, process_rows
+if processes > 1:
+    initialize_processes(f"127.0.0.1:{port}", processes, process_id)
+import jax
+from bertlayers.models import SequenceClassifier
+from bertlayers.networks import BertEncoder
+from bertlayers.training import create_optimizer
+
+devices = int(sys.argv[5])
+if devices > 1:
+    keras.distribution.set_distribution(keras.distribution.DataParallel(auto_shard_dataset=False))
+keras.utils.set_random_seed(11)
+B, S, N = 8, 12, 32
+rng = np.random.default_rng(0)
+x = {"token_ids": rng.integers(5, 100, (N, S)).astype("int32"), "segment_ids": np.zeros((N, S), "int32"),
+     "padding_mask": np.ones((N, S), "int32")}
+y = np.arange(N) % 3
+rows = process_rows(N, B, processes, process_id)
+model = SequenceClassifier(BertEncoder(vocabulary_size=100, num_layers=1, hidden_size=16, num_heads=2,
+                                       intermediate_size=32, max_sequence_length=16), 3, dropout=0.0)
+model.compile(optimizer=create_optimizer(1e-2, 10, 0), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+start = [np.array(w) for w in model.get_weights()]
+model.fit({k: v[rows] for k, v in x.items()}, y[rows], batch_size=B // processes, epochs=2, shuffle=False, verbose=0)
+if process_id == 0:
+    np.savez(output, *start, *[np.array(w) for w in model.get_weights()])
+print("devices", jax.device_count(), "local", jax.local_device_count())
+"""
+
+
+def _free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_data_parallel_across_two_processes_equals_one_process(tmp_path):
+    def env(devices):
+        return environment(KERAS_BACKEND="jax", XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
+
+    single, four, multi = (str(tmp_path / f"{name}.npz") for name in ("single", "four", "multi"))
+    run(python(_DATA_PARALLEL) + ["0", "1", "0", single, "1"], env=env(1), timeout=300)
+    run(python(_DATA_PARALLEL) + ["0", "1", "0", four, "4"], env=env(4), timeout=300)
+    port = str(_free_port())
+    other = start(python(_DATA_PARALLEL) + ["1", "2", port, str(tmp_path / "unused.npz"), "2"], env=env(2), output=True)
+    try:
+        first = run(python(_DATA_PARALLEL) + ["0", "2", port, multi, "2"], env=env(2), timeout=300)
+        assert other.wait(timeout=120) == 0, other.communicate()[1][-2000:]
+    finally:
+        if other.poll() is None:
+            other.kill()
+    assert "devices 4 local 2" in first.stdout
+    runs = {name: np.load(path) for name, path in (("single", single), ("four", four), ("multi", multi))}
+    count = len(runs["single"].files) // 2
+    final = {name: [arrays[f"arr_{count + i}"] for i in range(count)] for name, arrays in runs.items()}
+    start_weights = [runs["single"][f"arr_{i}"] for i in range(count)]
+    assert max(float(np.abs(a - b).max()) for a, b in zip(final["single"], start_weights)) > 1e-3
+    for name in ("four", "multi"):
+        assert max(float(np.abs(a - b).max()) for a, b in zip(final["single"], final[name])) < 1e-5, name
+
+
+def test_process_rows_give_each_process_its_share_of_every_global_batch():
+    """Each process's rows of every global batch, contiguous and in process order; refusals."""
+    shares = [process_rows(10, 4, 2, process) for process in (0, 1)]
+    np.testing.assert_array_equal(shares[0], [0, 1, 4, 5])  # the last partial batch (8, 9) left out
+    np.testing.assert_array_equal(shares[1], [2, 3, 6, 7])
+    with pytest.raises(ValueError, match="not a multiple of 3 processes"):
+        process_rows(10, 4, 3, 0)
+
+
+def test_model_parallel_refuses_what_it_cannot_split():
+    """A model whose heads the model axis does not divide is named with its variable and shape;
+    a rule with an axis that is not the model axis is refused; the TensorFlow backend is pointed to
+    its strategies."""
+    import keras
+
+    from bertlayers import backend
+    from bertlayers.networks import BertEncoder
+    from bertlayers.networks.weight_layout import register_model_parallel_rule
+    from bertlayers.training.sharding import check_model_parallel
+
+    encoder = BertEncoder(vocabulary_size=50, num_layers=1, hidden_size=12, num_heads=3, intermediate_size=24)
+    with pytest.raises(ValueError, match=r"self_attention/query/kernel \(shape \(12, 3, 4\)\) cannot be split over 2"):
+        check_model_parallel(encoder, 2)
+    assert len(check_model_parallel(encoder, 3)) == 10  # q, k, v (kernels, biases), output, FFN in (2), out
+    with pytest.raises(ValueError, match="'model' or None"):
+        register_model_parallel_rule(r".*/mine", ("batch",))
+    if keras.backend.backend() != "jax":
+        with pytest.raises(RuntimeError, match="--strategy multi_worker"):
+            backend.enable_cross_process_collectives()
