@@ -16,6 +16,8 @@ The works are accelerator.py's (the same models, sizes and batches). For each it
                 fit_arrays_fixed     `fit` on NumPy arrays at the fixed length 64
                 fit_batches_fixed    `fit` on a `PyDataset` of the same batches
                 fit_batches_real     `fit` on a `PyDataset` of batches cut to their longest
+                fit_batches_real_sorted     the same batches in order of length (3 shape changes)
+                fit_batches_real_on_device  the same batches placed on the device beforehand
                 step_fixed, step_real  a bare jitted train step (stateless_call, grad, the same
                                      optimizer's stateless_apply; state donated) over the same
               and the trace of one `fit` pass of the real-length batches
@@ -260,6 +262,23 @@ def bare_step(model, optimizer, loss, output):
     return run
 
 
+def on_device(batches, output):
+    """`batches` ((inputs, labels) pairs) placed on the device once, as a `PyDataset`."""
+    import jax
+    import keras
+
+    placed = [(jax.device_put(inputs), {output: jax.device_put(labels)}) for inputs, labels in batches]
+
+    class Placed(keras.utils.PyDataset):
+        def __len__(self):
+            return len(placed)
+
+        def __getitem__(self, index):
+            return placed[index]
+
+    return Placed()
+
+
 def finetune(quick):
     import numpy as np
 
@@ -276,10 +295,16 @@ def finetune(quick):
     }
     labels = np.concatenate([b[2] for b in fixed])
     steps = len(fixed)
+    # Where real-length fit loses on a GPU: per shape change (the same batches sorted by length
+    # change shape 3 times a pass), or per host-to-device copy (the batches placed beforehand)?
+    by_width = sorted(real, key=lambda b: b[0].shape[1])
+    placed = on_device(as_inputs(real), output)
     paths = {
         "fit_arrays_fixed": lambda: model.fit(arrays, {output: labels}, batch_size=batch, shuffle=False, verbose=0),
         "fit_batches_fixed": lambda: model.fit(keras_batches(fixed), epochs=1, verbose=0),
         "fit_batches_real": lambda: model.fit(keras_batches(real), epochs=1, verbose=0),
+        "fit_batches_real_sorted": lambda: model.fit(keras_batches(by_width), epochs=1, verbose=0),
+        "fit_batches_real_on_device": lambda: model.fit(placed, epochs=1, verbose=0),
     }
     for name, run in paths.items():
         run()  # compiles every shape
