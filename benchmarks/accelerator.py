@@ -15,6 +15,10 @@ mixed precision (inference: bfloat16 weights), AdamW for training:
                  at batch 32: bertlayers and transformers in batches of like length cut to their
                  longest (rounded up to 16: few compiled shapes), keras-hub at its preprocessor's
                  fixed length 64. Tokenized beforehand (--prepare), for every library alike.
+  long_context   A ModernBERT-base-size encoder (22 layers, local attention in two of three) over one
+                 8,192-token sequence: inference latency (bfloat16) and a classifier's training step
+                 (AdamW); transformers' ModernBERT with flash attention where `flash_attn` is
+                 installed, else sdpa (keras-hub has no ModernBERT).
   infer          BERT-base classifier forward, sequence 128: batch-1 latency (p50) and batch-32
                  throughput, NumPy out. Keras models through `bertlayers.models.compiled_predictor`
                  (keras-hub's too: the ratio compares models, not call paths) and, shown beside,
@@ -49,9 +53,11 @@ from compare import MLM_PREDICTIONS as MASKED
 
 INPUTS = os.path.join(HERE, "accelerator_inputs.npz")
 LIBRARIES = ("bertlayers", "keras_hub", "transformers", "transformers_compile")
-WORKS = ("mlm", "finetune", "finetune_real", "infer")
+WORKS = ("mlm", "finetune", "finetune_real", "infer", "long_context")
+LONG_CONTEXT_LIBRARIES = ("bertlayers", "transformers", "transformers_compile")  # keras-hub has no ModernBERT
 BASE = dict(num_layers=12, hidden_size=768, num_heads=12, intermediate_size=3072)
 MINILM = dict(num_layers=6, hidden_size=384, num_heads=12, intermediate_size=1536)
+MODERNBERT_BASE = dict(num_layers=22, hidden_size=768, num_heads=12, intermediate_size=1152)
 TINY = dict(num_layers=2, hidden_size=64, num_heads=2, intermediate_size=128)
 # Per work: model size, sequence length, batch size, timed steps (the --quick sizes beside).
 FULL = {
@@ -59,12 +65,14 @@ FULL = {
     "finetune": (MINILM, 64, 32, 50),
     "finetune_real": (MINILM, None, 32, None),
     "infer": (BASE, 128, 32, 50),
+    "long_context": (MODERNBERT_BASE, 8192, 1, 10),
 }
 QUICK = {
     "mlm": (TINY, MLM_SEQUENCE, 8, 4),
     "finetune": (TINY, 64, 8, 4),
     "finetune_real": (TINY, None, 8, None),
     "infer": (TINY, 128, 8, 5),
+    "long_context": (TINY, 512, 1, 5),
 }
 REAL_EXAMPLES, REAL_LENGTH, LENGTH_MULTIPLE = 2048, 64, 16
 PASSES = 4  # real-length passes in one timed repeat
@@ -446,6 +454,151 @@ def _torch_inputs(inputs, device):
     }
 
 
+# --- long context: a ModernBERT-base-size encoder over one 8,192-token sequence --------------
+
+
+def long_context_sizes(quick):
+    """ModernBERT-base (22 layers, H768, local attention over 128 tokens in two layers of three) or,
+    quick, TINY with the same alternation; the sequence length, steps."""
+    model_size, sequence, _, steps = sizes("long_context", quick)
+    return model_size, sequence, steps
+
+
+def keras_long_context(quick):
+    """bertlayers' ModernBERT: inference latency (bfloat16) and a classifier's training step
+    (mixed bfloat16, AdamW) on one sequence of the full length."""
+    import keras
+    import numpy as np
+
+    from bertlayers.models import SequenceClassifier, compiled_predictor
+    from bertlayers.networks import build_encoder, get_preset
+    from bertlayers.training import create_optimizer
+
+    model_size, sequence, steps = long_context_sizes(quick)
+    preset = get_preset("modernbert_base")
+    layers = model_size["num_layers"]
+    config = preset.replace(
+        max_sequence_length=sequence,
+        layer_types=tuple(preset.layer_types[i % 3] for i in range(layers)),
+        **model_size,
+    )
+    rng = np.random.default_rng(0)
+    inputs = {
+        "token_ids": rng.integers(5, config.vocabulary_size, (1, sequence)).astype("int32"),
+        "segment_ids": np.zeros((1, sequence), "int32"),
+        "padding_mask": np.ones((1, sequence), "int32"),
+    }
+    keras.config.set_dtype_policy("bfloat16")
+    predict = compiled_predictor(build_encoder(config))
+    for _ in range(2):
+        predict(inputs)
+    latencies = []
+    for _ in range(REPEATS * steps):
+        start = time.perf_counter()
+        predict(inputs)
+        latencies.append(time.perf_counter() - start)
+    keras.config.set_dtype_policy("mixed_bfloat16")
+    model = SequenceClassifier(build_encoder(config), 2)
+    model.compile(
+        optimizer=create_optimizer(1e-4, 10_000, 100, weight_decay=0.01),
+        loss={"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)},
+    )
+    data = {k: np.repeat(v, steps, 0) for k, v in inputs.items()}
+    targets = {"logits": np.zeros(steps, "int32")}
+    model.fit({k: v[:2] for k, v in data.items()}, {"logits": targets["logits"][:2]}, batch_size=1, verbose=0)
+    times = []
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        model.fit(data, targets, batch_size=1, shuffle=False, verbose=0)
+        times.append((time.perf_counter() - start) / steps)
+    return long_context_result(latencies, times, keras_device_peak_mb(), "jax:" + _jax_device(), "bertlayers")
+
+
+def long_context_result(latencies, step_times, peak_mb, device, attention):
+    p50 = in_repeats(latencies, statistics.median)
+    step = spread(step_times)
+    return {
+        "device": device,
+        "attention": attention,
+        "p50_ms": 1000 * p50["median"],
+        "p50_ms_spread": {k: 1000 * v if k != "n" else v for k, v in p50.items()},
+        "train_step_ms": 1000 * step["median"],
+        "train_step_ms_spread": {k: 1000 * v if k != "n" else v for k, v in step.items()},
+        "peak_memory_mb": peak_mb,
+    }
+
+
+def torch_long_context(compiled, quick):
+    """transformers' ModernBERT of the same size: flash attention where `flash_attn` is installed,
+    else sdpa; the same two measures."""
+    import importlib.util
+
+    import numpy as np
+    import torch
+    import transformers
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model_size, sequence, steps = long_context_sizes(quick)
+    attention = "flash_attention_2" if device == "cuda" and importlib.util.find_spec("flash_attn") else "sdpa"
+    config = transformers.ModernBertConfig(
+        hidden_size=model_size["hidden_size"],
+        num_hidden_layers=model_size["num_layers"],
+        num_attention_heads=model_size["num_heads"],
+        intermediate_size=model_size["intermediate_size"],
+        max_position_embeddings=sequence,
+        num_labels=2,
+        attn_implementation=attention,
+    )
+    rng = np.random.default_rng(0)
+    ids = torch.from_numpy(rng.integers(5, config.vocab_size, (1, sequence))).long().to(device)
+    mask = torch.ones_like(ids)
+
+    def inference_latencies():  # its model freed on return, before the training model is built
+        encoder = transformers.ModernBertModel(config).to(device).to(torch.bfloat16).eval()
+        run = torch.compile(encoder) if compiled else encoder
+
+        def call():
+            with torch.inference_mode():
+                return run(input_ids=ids, attention_mask=mask).last_hidden_state.float().cpu()
+
+        for _ in range(2):
+            call()
+        latencies = []
+        for _ in range(REPEATS * steps):
+            start = time.perf_counter()
+            call()
+            latencies.append(time.perf_counter() - start)
+        return latencies
+
+    latencies = inference_latencies()
+    model = transformers.ModernBertForSequenceClassification(config).to(device).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01, fused=device == "cuda")
+    step_run = torch.compile(model) if compiled else model
+    labels = torch.zeros(1, dtype=torch.long, device=device)
+
+    def step():
+        with torch.autocast(device, dtype=torch.bfloat16):
+            loss = step_run(input_ids=ids, attention_mask=mask, labels=labels).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    for _ in range(2):
+        step()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    times = []
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        for _ in range(steps):
+            step()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        times.append((time.perf_counter() - start) / steps)
+    peak = torch.cuda.max_memory_allocated() / 2**20 if device == "cuda" else peak_rss_mb()
+    return long_context_result(latencies, times, peak, device, attention)
+
+
 # --- the matmul peak and the driver ----------------------------------------------------------
 
 
@@ -476,6 +629,10 @@ def matmul_peak(quick):
 def worker(library, work, quick):
     if library == "peak":
         return matmul_peak(quick)
+    if work == "long_context":
+        if library.startswith("transformers"):
+            return torch_long_context(library == "transformers_compile", quick)
+        return keras_long_context(quick)
     if library.startswith("transformers"):
         return torch_worker(library == "transformers_compile", work, quick)
     return keras_worker(library, work, quick)
@@ -521,13 +678,15 @@ def table(results):
     ]
     for work in WORKS:
         rows = results["works"].get(work, {})
-        measures = ("p50_ms", "seq_per_s") if work == "infer" else ("seq_per_s",)
+        measures = {"infer": ("p50_ms", "seq_per_s"), "long_context": ("p50_ms", "train_step_ms")}.get(
+            work, ("seq_per_s",)
+        )
         ratios = []
         for measure in measures:
             ours = rows.get("bertlayers", {}).get(measure)
             peers = [r[measure] for lib, r in rows.items() if lib != "bertlayers" and measure in r]
             if ours and peers:
-                ratios.append(min(peers) / ours if measure == "p50_ms" else ours / max(peers))
+                ratios.append(min(peers) / ours if measure.endswith("_ms") else ours / max(peers))
         for library in LIBRARIES:
             row = rows.get(library)
             if row is None:
@@ -536,7 +695,10 @@ def table(results):
                 lines.append(f"| {work} | {library} | failed: {row['error'][:80]} | | | |")
                 continue
             cells = [shown(row, "p50_ms", "{:.2f}") + " ms batch 1"] if "p50_ms" in row else []
-            cells.append(shown(row, "seq_per_s", "{:,.0f}") + " seq/s")
+            if "seq_per_s" in row:
+                cells.append(shown(row, "seq_per_s", "{:,.0f}") + " seq/s")
+            if "train_step_ms" in row:
+                cells.append(shown(row, "train_step_ms", "{:.1f}") + f" ms a training step ({row['attention']})")
             if "predict_on_batch_p50_ms" in row:
                 cells.append(
                     f"(predict_on_batch: {row['predict_on_batch_p50_ms']:.2f} ms, "
@@ -616,6 +778,8 @@ def main():
     results["peak"] = run_worker("peak", "mlm", arguments)
     for work in arguments.work:
         for library in arguments.library:
+            if work == "long_context" and library not in LONG_CONTEXT_LIBRARIES:
+                continue
             print(f"{work}: {library} ...", flush=True)
             results["works"].setdefault(work, {})[library] = run_worker(library, work, arguments)
             if arguments.output:  # after every run: a run cut short keeps what it measured
