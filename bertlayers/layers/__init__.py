@@ -8,6 +8,7 @@ from bertlayers.layers.bias_free_layer_norm import BiasFreeLayerNorm
 from bertlayers.layers.bidirectional_lstm import BidirectionalLSTM
 from bertlayers.layers.classification_head import ClassificationHead, NextSentenceHead
 from bertlayers.layers.crf import LinearChainCRF
+from bertlayers.layers.disentangled_attention import DisentangledAttention
 from bertlayers.layers.factorized_embedding import FactorizedEmbedding
 from bertlayers.layers.gated_feed_forward import GatedFeedForward
 from bertlayers.layers.masked_lm_head import MaskedLMHead
@@ -33,6 +34,7 @@ __all__ = [
     "GatedFeedForward",
     "LinearChainCRF",
     "MaskedLMHead",
+    "DisentangledAttention",
     "MultiHeadAttention",
     "NextSentenceHead",
     "PackedRows",
