@@ -83,3 +83,25 @@ def test_disentangled_attention_refuses_bad_settings_and_round_trips():
     clone = DisentangledAttention.from_config(attention.get_config())
     assert clone.get_config() == attention.get_config()
     assert keras.saving.get_registered_name(DisentangledAttention) == "bertlayers>DisentangledAttention"
+
+
+@pytest.mark.parametrize("share_att_key", [True, False])
+def test_disentangled_attention_passes_the_shared_layer_test(share_att_key):
+    from bertlayers.testing import run_layer_test
+
+    rng = np.random.default_rng(0)
+    mask = np.ones((2, 6, 6), "int32")
+    mask[1, :, 4:] = 0
+    table = rng.normal(size=(1, 8, 16)).astype("float32")
+    settings = {"max_relative_positions": 8, "position_buckets": 4, "share_att_key": share_att_key}
+    run_layer_test(
+        DisentangledAttention,
+        {"num_heads": 2, "key_dim": 8, **settings},
+        # The table is the encoder's, one for the batch: repeated here so `fit` sees one batch size.
+        {
+            "query": rng.normal(size=(2, 6, 16)).astype("float32"),
+            "attention_mask": mask,
+            "relative_embeddings": np.repeat(table, 2, axis=0),
+        },
+        (2, 6, 16),
+    )

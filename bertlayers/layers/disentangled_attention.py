@@ -61,7 +61,8 @@ class DisentangledAttention(MultiHeadAttention):
         (self-attention: the keys are the queries' rows).
       relative_embeddings: `[2 * span, hidden]`, the encoder's table of relative-position vectors
         (normalized there, shared by every layer); span is `position_buckets` or
-        `max_relative_positions`. Rows beyond `2 * span` are not read.
+        `max_relative_positions`. Rows beyond `2 * span` are not read. `[batch, 2 * span, hidden]`
+        is read as one table (its first row): a functional model's inputs are batch-first.
 
     Returns:
       `[batch, query_len, hidden]` (and the probabilities `[batch, N, query_len, key_len]`).
@@ -105,6 +106,8 @@ class DisentangledAttention(MultiHeadAttention):
     def call(self, query, attention_mask=None, relative_embeddings=None, return_attention_scores=False, training=None):
         if relative_embeddings is None and self.position_terms:
             raise ValueError("DisentangledAttention needs the encoder's relative_embeddings [2 * span, hidden].")
+        if relative_embeddings is not None and len(relative_embeddings.shape) == 3:
+            relative_embeddings = relative_embeddings[0]  # [batch, 2S, H]: the same table in every row
         length = ops.shape(query)[1]
         factor = 1 + len(self.position_terms)
         scale = ops.cast(1.0 / math.sqrt(self.key_dim * factor), self.compute_dtype)
