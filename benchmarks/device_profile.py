@@ -7,6 +7,7 @@ The works are accelerator.py's (the same models, sizes and batches). For each it
   peak        bfloat16 matmul TFLOP/s on random 8192^2 matrices (median and min-max of 30), beside
               the device's nominal dense bfloat16 peak where the device is known
   infer       per call path (batch 1 and 32; ms, median and min-max of 5 repeats of 20 calls):
+                predict_on_batch     Keras's own call (gathers and writes back the state each call)
                 compiled_predictor   bertlayers' predictor: NumPy in and out
                 jit_numpy_io         a bare `jax.jit` of `stateless_call`, weights read each call
                 jit_device_io        the same with inputs already on the device, outputs left there
@@ -193,11 +194,12 @@ def infer(quick):
         rows = {}
         for rows_in, inputs in batches.items():
             on_device = jax.device_put(inputs)
-            for path in (predictor, numpy_io, device_io, queued):
+            for path in (model.predict_on_batch, predictor, numpy_io, device_io, queued):
                 for _ in range(3):
                     path(on_device if path in (device_io, queued) else inputs)
             queued_ms = timed_calls(queued, on_device, 2)
             rows[rows_in] = {
+                "predict_on_batch": timed_calls(model.predict_on_batch, inputs, 20),
                 "compiled_predictor": timed_calls(predictor, inputs, 20),
                 "jit_numpy_io": timed_calls(numpy_io, inputs, 20),
                 "jit_device_io": timed_calls(device_io, on_device, 20),
@@ -222,9 +224,7 @@ def train_pieces(work, quick, attention_dropout=0.1):
 
     keras.config.set_dtype_policy("mixed_bfloat16")
     model_size, sequence, batch, steps = sizes(work, quick)
-    if attention_dropout != 0.1:
-        model_size = dict(model_size, attention_dropout=attention_dropout)
-    model = keras_model("bertlayers", work, model_size, sequence)
+    model = keras_model("bertlayers", work, dict(model_size, attention_dropout=attention_dropout), sequence)
     optimizer = create_optimizer(1e-4, 10_000, 100, weight_decay=0.01)
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     output = "mlm" if work == "mlm" else "logits"

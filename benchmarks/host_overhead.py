@@ -10,6 +10,7 @@ Inference, one request at a time (numpy ids in, numpy outputs out unless the row
                       on the device: the floor
   jax_jit             the same, numpy inputs in and every output back as numpy
   compiled_predictor  `bertlayers.models.compiled_predictor(model)` (input checks included)
+  input_checks        those checks alone (`model.check_inputs`: dtype, rank, shape, id ranges)
   predict_on_batch    Keras's `model.predict_on_batch` (bertlayers' model)
   keras_hub_predict   keras-hub's `BertBackbone.predict_on_batch` (the same sizes)
   torch_eager / torch_compiled   transformers' `BertModel` (with `--torch_python`)
@@ -34,11 +35,13 @@ import time
 import numpy as np
 
 SIZES = dict(vocabulary_size=1000, num_layers=1, hidden_size=32, num_heads=2, intermediate_size=64)
+MAX_LENGTH = 64  # the position table's length, every library's
 LENGTHS = (8, 16, 24, 32)
 KERAS_ROWS = (
     "jax_jit_device",
     "jax_jit",
     "compiled_predictor",
+    "input_checks",
     "predict_on_batch",
     "keras_hub_predict",
     "fit_fixed",
@@ -81,14 +84,14 @@ def keras_row(row, calls, repeats):
 
         backbone = keras_hub.models.BertBackbone(
             vocabulary_size=SIZES["vocabulary_size"],
-            num_layers=1,
-            num_heads=2,
-            hidden_dim=32,
-            intermediate_dim=64,
-            max_sequence_length=64,
+            num_layers=SIZES["num_layers"],
+            num_heads=SIZES["num_heads"],
+            hidden_dim=SIZES["hidden_size"],
+            intermediate_dim=SIZES["intermediate_size"],
+            max_sequence_length=MAX_LENGTH,
         )
         return timed(lambda: backbone.predict_on_batch(x), calls, repeats)
-    encoder = BertEncoder(**SIZES, max_sequence_length=64)
+    encoder = BertEncoder(**SIZES, max_sequence_length=MAX_LENGTH)
     if row in ("jax_jit_device", "jax_jit"):
         trainable = [v.value for v in encoder.trainable_variables]
         non_trainable = [v.value for v in encoder.non_trainable_variables]
@@ -106,6 +109,8 @@ def keras_row(row, calls, repeats):
     if row == "compiled_predictor":
         predict = compiled_predictor(encoder)
         return timed(lambda: predict(x), calls, repeats)
+    if row == "input_checks":  # what compiled_predictor checks on the host before each call
+        return timed(lambda: encoder.check_inputs(x), calls, repeats)
     if row == "predict_on_batch":
         return timed(lambda: encoder.predict_on_batch(x), calls, repeats)
     # fit: per step over one epoch of 32 steps, after a first epoch compiles every shape
@@ -134,11 +139,11 @@ def torch_row(row, calls, repeats):
     torch.manual_seed(0)
     config = transformers.BertConfig(
         vocab_size=SIZES["vocabulary_size"],
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=64,
+        hidden_size=SIZES["hidden_size"],
+        num_hidden_layers=SIZES["num_layers"],
+        num_attention_heads=SIZES["num_heads"],
+        intermediate_size=SIZES["intermediate_size"],
+        max_position_embeddings=MAX_LENGTH,
     )
     model = transformers.BertModel(config).eval()
     if row == "torch_compiled":

@@ -213,18 +213,6 @@ def fuses_attention(return_attention_scores, dropout_active, training=False, len
     return not (training and any(length is not None and length % 2 for length in lengths))
 
 
-def fused_attention_mask(attention_mask, query, key):
-    """`attention_mask` (`[B, 1 or Q, K]`, nonzero where a query may attend) as the boolean
-    `[B, 1, Q, K]` that `ops.dot_product_attention` takes. Broadcast over the queries here: cuDNN's
-    fused kernel refuses a mask whose query axis is 1 ("Bias must have same seq length as QKV"),
-    and JAX then falls back to its XLA form, silently but for a logged traceback per trace."""
-    mask = keras.ops.expand_dims(keras.ops.not_equal(attention_mask, 0), 1)  # [B, 1, 1 or Q, K]
-    if mask.shape[2] == 1:
-        batch, queries, keys = keras.ops.shape(query)[0], keras.ops.shape(query)[1], keras.ops.shape(key)[1]
-        mask = keras.ops.broadcast_to(mask, (batch, 1, queries, keys))
-    return mask
-
-
 def enable_cross_process_collectives():
     """Let JAX's CPU devices take part in collectives across processes (gloo; without it a
     multi-process run on CPUs fails at its first reduction). GPUs use NCCL regardless. Keras's

@@ -56,8 +56,8 @@ def test_relative_positions_equal_the_references(case):
 
 def test_log_buckets_follow_the_rule():
     """Within buckets/2 the distance itself; beyond, ceil(log(|d| / mid) / log((max - 1) / mid) *
-    (mid - 1)) + mid with the sign kept (mid = buckets / 2), so the table's rows stay within
-    [-buckets, buckets]."""
+    (mid - 1)) + mid with the sign kept (mid = buckets / 2): at |d| = max - 1 exactly buckets - 1,
+    the case where one bit of difference between the two logarithms tips the ceiling."""
     buckets, largest = 16, 64
     middle = buckets // 2
     distances = ops.convert_to_numpy(relative_positions(200, 1, buckets, largest))[:, 0]
@@ -71,7 +71,9 @@ def test_log_buckets_follow_the_rule():
             + middle
         )
         assert bucket == expected, (distance, bucket, expected)
-    assert distances.max() <= buckets + np.ceil(np.log(200 / middle) / np.log((largest - 1) / middle) * (middle - 1))
+    assert distances[largest - 1] == buckets - 1 and np.all(np.diff(distances) >= 0)
+    backwards = ops.convert_to_numpy(relative_positions(1, 200, buckets, largest))[0]
+    np.testing.assert_array_equal(backwards, -distances)  # the sign kept
 
 
 def test_disentangled_attention_refuses_bad_settings_and_round_trips():

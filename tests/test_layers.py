@@ -398,13 +398,13 @@ def test_fused_attention_gets_a_mask_cudnn_takes():
     at [B, 1, Q, K], equal to the padding mask at every query, and odd lengths in training keep
     the plain form (a classifier's last layer computes the [CLS] query alone)."""
     from bertlayers import backend
+    from bertlayers.layers.masking import per_query_attention_mask
 
-    query, key = np.zeros((BATCH, SEQ, HEADS, 4), "float32"), np.zeros((BATCH, SEQ, HEADS, 4), "float32")
-    mask = ops.convert_to_numpy(backend.fused_attention_mask(PADDING[:, None, :], query, key))
+    mask = ops.convert_to_numpy(per_query_attention_mask(PADDING[:, None, :], SEQ))
     assert mask.shape == (BATCH, 1, SEQ, SEQ) and mask.dtype == bool
     np.testing.assert_array_equal(mask, np.broadcast_to(PADDING[:, None, None, :] != 0, mask.shape))
     full = np.tril(np.ones((SEQ, SEQ), "int32"))[None] * PADDING[:, None, :]
-    np.testing.assert_array_equal(ops.convert_to_numpy(backend.fused_attention_mask(full, query, key))[:, 0], full != 0)
+    np.testing.assert_array_equal(ops.convert_to_numpy(per_query_attention_mask(full, SEQ))[:, 0], full != 0)
     jax = keras.backend.backend() == "jax"
     assert backend.fuses_attention(False, False, training=True, lengths=(8, 8)) == jax
     assert not backend.fuses_attention(False, False, training=True, lengths=(1, 8))

@@ -12,7 +12,6 @@ import math
 import keras
 from keras import ops
 
-from bertlayers.layers.masking import mask_logits
 from bertlayers.layers.multi_head_attention import MultiHeadAttention
 
 POSITION_TERMS = ("c2p", "p2c")
@@ -132,15 +131,7 @@ class DisentangledAttention(MultiHeadAttention):
                 gathered = ops.take_along_axis(by_distance, _broadcast_index(index, by_distance), axis=-1)
                 scores += ops.transpose(gathered, (0, 1, 3, 2))  # [B, N, Q, K]
 
-        scores = ops.cast(scores, "float32")
-        if attention_mask is not None:
-            scores = mask_logits(scores, ops.expand_dims(attention_mask, axis=1))
-        probabilities = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
-        dropped = self.dropout_layer(probabilities, training=training)
-        output = self.output_dense(ops.einsum("bnqk,bknd->bqnd", dropped, values))  # [B, Q, H]
-        if return_attention_scores:
-            return output, probabilities
-        return output
+        return self._softmax_attention(scores, values, attention_mask, return_attention_scores, training)
 
     def get_config(self):
         config = super().get_config()
@@ -157,7 +148,4 @@ class DisentangledAttention(MultiHeadAttention):
 
 def _broadcast_index(index, scores):
     """`index` `[rows, cols]` broadcast to `scores`' leading axes: `[B, N, rows, cols]`."""
-    shape = ops.shape(scores)
-    return ops.broadcast_to(
-        ops.expand_dims(ops.expand_dims(index, 0), 0), (shape[0], shape[1]) + tuple(ops.shape(index))
-    )
+    return ops.broadcast_to(index, tuple(ops.shape(scores)[:2]) + tuple(ops.shape(index)))

@@ -45,6 +45,17 @@ def merge_attention_masks(padding_mask: object | None = None, attention_mask: ob
     return mask
 
 
+def per_query_attention_mask(attention_mask: object, query_length: int) -> object:
+    """`attention_mask` (`[B, 1 or Q, K]`, nonzero where a query may attend) as the boolean
+    `[B, 1, Q, K]` that `ops.dot_product_attention` takes, spelled out for every query: cuDNN's
+    fused kernel refuses a mask broadcast over the queries ("Bias must have same seq length as
+    QKV"), and JAX then falls back to its XLA form with a logged traceback at every trace."""
+    mask = ops.expand_dims(ops.not_equal(attention_mask, 0), 1)  # [B, 1, 1 or Q, K]
+    if mask.shape[2] == 1:
+        mask = ops.broadcast_to(mask, (ops.shape(mask)[0], 1, query_length, ops.shape(mask)[3]))
+    return mask
+
+
 def causal_attention_mask(inputs: object) -> object:
     """Lower-triangular mask `[batch, seq, seq]` for left-to-right attention.
 

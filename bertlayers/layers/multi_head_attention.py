@@ -7,7 +7,7 @@ from keras import ops
 
 from bertlayers import backend
 from bertlayers.layers.initializers import bert_initializer, clone_initializer
-from bertlayers.layers.masking import mask_logits
+from bertlayers.layers.masking import mask_logits, per_query_attention_mask
 from bertlayers.layers.sliding_window import banded_attention
 
 
@@ -126,7 +126,7 @@ class MultiHeadAttention(keras.layers.Layer):
             dropout = lambda p: self.dropout_layer(p, training=training)  # noqa: E731
             return self.output_dense(banded_attention(query, key, value, key_mask, attention_window, dropout))
         if self._fused(return_attention_scores, training, query.shape[1], key.shape[1]):
-            mask = None if attention_mask is None else backend.fused_attention_mask(attention_mask, query, key)
+            mask = None if attention_mask is None else per_query_attention_mask(attention_mask, ops.shape(query)[1])
             # [batch, query_len, N, D]; logits and softmax in float32 inside, as below.
             context = ops.dot_product_attention(query, key, value, mask=mask, scale=1.0)
             return self.output_dense(context)
@@ -135,6 +135,12 @@ class MultiHeadAttention(keras.layers.Layer):
         if length is not None and length > self.query_chunk and not return_attention_scores and not dropout_active:
             return self.output_dense(self._in_query_chunks(query, key, value, attention_mask))
         scores = ops.einsum("bqnh,bknh->bnqk", query, key)
+        return self._softmax_attention(scores, value, attention_mask, return_attention_scores, training)
+
+    def _softmax_attention(self, scores, value, attention_mask, return_attention_scores, training):
+        """The masked softmax of `scores` `[B, N, Q, K]` over the keys, dropout, the weighted sum
+        of `value` `[B, K, N, D]` and the output projection: `[B, Q, hidden]` (and the
+        probabilities). Subclasses that score otherwise (relative positions) end here too."""
         # Softmax in float32: masked logits and exp() overflow or lose the small
         # probabilities in float16/bfloat16.
         scores = ops.cast(scores, "float32")

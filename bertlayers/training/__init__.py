@@ -1,5 +1,5 @@
-"""Training: optimizers, tf.distribute strategies, Keras's distribution under JAX, resumable backups and length-cut batches (the
-runs that use them are in `bertlayers.runs`)."""
+"""Training: optimizers, tf.distribute strategies, Keras's distribution under JAX (`sharding`),
+resumable backups and length-cut batches (the runs that use them are in `bertlayers.runs`)."""
 
 from bertlayers.startup import tensorflow_available
 from bertlayers.training.callbacks import JsonHistory, LearningRateLogger
