@@ -3,15 +3,15 @@ ALBERT, XLNet or XLM-R tokenizer files install offline), and the real sentences 
 
 Small vocabularies (1,000 to 2,000 pieces) laid out as the released checkpoints lay theirs:
 RoBERTa's vocab.json + merges.txt (byte-level BPE, `tokenizers`), ALBERT's and XLNet's
-spiece.model and XLM-R's sentencepiece.bpe.model (unigram, `sentencepiece`'s trainer) with
-each one's special pieces at its ids.
+spiece.model, XLM-R's sentencepiece.bpe.model and DeBERTa-v3's spm.model (unigram, `sentencepiece`'s
+trainer) with each one's special pieces at its ids.
 """
 
 import functools
 import json
 import os
 
-FAMILIES = ("roberta", "xlm-roberta", "albert", "xlnet")
+FAMILIES = ("roberta", "xlm-roberta", "albert", "xlnet", "deberta-v2")
 # Texts that trip tokenizers: runs of spaces, other whitespace, accents, CJK, emoji, quotes, contractions.
 EDGE_CASES = [
     "",
@@ -93,8 +93,19 @@ def write_tokenizer_folder(folder, family, vocab_size=1000):
                 control_symbols=["<cls>", "<sep>", "<pad>", "<mask>", "<eod>", "<eop>"],
             ),
             "xlm-roberta": dict(unk_id=0, bos_id=1, eos_id=2, pad_id=-1),
+            # DeBERTa-v3's: [PAD] [CLS] [SEP] [UNK] first; [MASK] is the tokenizer's, after the pieces.
+            "deberta-v2": dict(
+                pad_id=0,
+                pad_piece="[PAD]",
+                bos_id=1,
+                bos_piece="[CLS]",
+                eos_id=2,
+                eos_piece="[SEP]",
+                unk_id=3,
+                unk_piece="[UNK]",
+            ),
         }[family]
-        name = "sentencepiece.bpe" if family == "xlm-roberta" else "spiece"
+        name = {"xlm-roberta": "sentencepiece.bpe", "deberta-v2": "spm"}.get(family, "spiece")
         sentencepiece.SentencePieceTrainer.train(
             input=training_text,
             model_prefix=os.path.join(folder, name),
@@ -107,8 +118,13 @@ def write_tokenizer_folder(folder, family, vocab_size=1000):
         os.remove(os.path.join(folder, name + ".vocab"))
         size = vocab_size + (2 if family == "xlm-roberta" else 0)  # fairseq adds <pad> and <mask>
     os.remove(training_text)
+    config = {"model_type": family, "vocab_size": size}
+    if family == "deberta-v2":  # a folder as published: cased, [MASK] added after the pieces; segments kept
+        config.update(vocab_size=size + 1, type_vocab_size=2)
+        with open(os.path.join(folder, "tokenizer_config.json"), "w") as f:
+            json.dump({"tokenizer_class": "DebertaV2Tokenizer", "do_lower_case": False, "split_by_punct": False}, f)
     with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump({"model_type": family, "vocab_size": size}, f)
+        json.dump(config, f)
     return folder
 
 

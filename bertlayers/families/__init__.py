@@ -10,6 +10,7 @@ Importing a family registers it: its recipes (`bertlayers.families.recipes`), pr
 from bertlayers.families import (  # noqa: F401
     albert,
     bert,
+    deberta_v2,
     distilbert,
     electra,
     eurobert,

@@ -17,6 +17,8 @@ from bertlayers.layers.multi_head_attention import MultiHeadAttention
 from bertlayers.layers.packed_rows import PackedRows
 from bertlayers.layers.pooler import Pooler
 from bertlayers.layers.position_embedding import PositionEmbedding
+from bertlayers.layers.relative_position_table import RelativePositionTable
+from bertlayers.layers.residual_convolution import ResidualConvolution
 from bertlayers.layers.rotary_attention import RotaryAttention
 from bertlayers.layers.scalar_mix import ScalarMix
 from bertlayers.layers.sequence_pooling import SequencePooling
@@ -40,6 +42,8 @@ __all__ = [
     "PackedRows",
     "Pooler",
     "PositionEmbedding",
+    "RelativePositionTable",
+    "ResidualConvolution",
     "RotaryAttention",
     "ScalarMix",
     "SequencePooling",

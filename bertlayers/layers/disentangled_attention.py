@@ -56,8 +56,9 @@ class DisentangledAttention(MultiHeadAttention):
       position_terms: which of "c2p" and "p2c" are scored.
 
     Call args:
-      query, attention_mask, return_attention_scores, training: as `MultiHeadAttention`
-        (self-attention: the keys are the queries' rows).
+      query, value, attention_mask, return_attention_scores, training: as `MultiHeadAttention`
+        (self-attention: the keys are the queries' rows, `value` the same sequence as the block
+        passes it, or None for `query`).
       relative_embeddings: `[2 * span, hidden]`, the encoder's table of relative-position vectors
         (normalized there, shared by every layer); span is `position_buckets` or
         `max_relative_positions`. Rows beyond `2 * span` are not read. `[batch, 2 * span, hidden]`
@@ -91,7 +92,7 @@ class DisentangledAttention(MultiHeadAttention):
         # The table's half-width: the buckets when there are any, else the distances.
         self.span = self.position_buckets if self.position_buckets > 0 else self.max_relative_positions
 
-    def build(self, query_shape):
+    def build(self, query_shape, value_shape=None, attention_mask_shape=None):
         super().build(query_shape)
         heads = (None, self.num_heads, self.key_dim)
         if not self.share_att_key:
@@ -102,7 +103,21 @@ class DisentangledAttention(MultiHeadAttention):
                 self.position_query_dense = self._projection("btd,dnh->btnh", heads, "nh", "position_query")
                 self.position_query_dense.build(query_shape)
 
-    def call(self, query, attention_mask=None, relative_embeddings=None, return_attention_scores=False, training=None):
+    def call(
+        self,
+        query,
+        value=None,
+        attention_mask=None,
+        relative_embeddings=None,
+        return_attention_scores=False,
+        training=None,
+    ):
+        if value is not None and value is not query and query.shape[1] != value.shape[1]:
+            raise ValueError(
+                "DisentangledAttention is self-attention: the keys are the queries' rows (query and value of one "
+                f"length), got {query.shape[1]} queries and {value.shape[1]} keys."
+            )
+        value = query if value is None else value
         if relative_embeddings is None and self.position_terms:
             raise ValueError("DisentangledAttention needs the encoder's relative_embeddings [2 * span, hidden].")
         if relative_embeddings is not None and len(relative_embeddings.shape) == 3:
@@ -111,8 +126,8 @@ class DisentangledAttention(MultiHeadAttention):
         factor = 1 + len(self.position_terms)
         scale = ops.cast(1.0 / math.sqrt(self.key_dim * factor), self.compute_dtype)
         queries = self.query_dense(query)  # [B, Q, N, D]
-        keys = self.key_dense(query)  # [B, K, N, D]
-        values = self.value_dense(query)
+        keys = self.key_dense(value)  # [B, K, N, D]
+        values = self.value_dense(value)
         scores = ops.einsum("bqnd,bknd->bnqk", queries * scale, keys)  # [B, N, Q, K]
 
         if self.position_terms:

@@ -69,6 +69,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
       positions: int `[batch, seq]`, each token's position in its own sequence (packed rows,
         where positions restart in every sequence; `attention_mask` then keeps each sequence to
         itself); None: 0..seq-1.
+      attention_inputs: further keyword inputs of the attention layer, the same at every call
+        (DeBERTa's relative-position table: `{"relative_embeddings": [1, 2 * span, H]}`).
       output_positions: int `[batch, P]`: compute only the rows at these positions (the
         queries); keys and values still span the sequence, so the rows equal the full output's
         rows there. After the last layer a classifier reads only [CLS] and a masked LM only the
@@ -214,6 +216,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         output_positions=None,
         training=None,
         positions=None,
+        attention_inputs=None,
     ):
         # A window over full rows, without probabilities to return, is computed band by band by an
         # attention layer that takes it (linear in the length); else it is a dense mask.
@@ -271,6 +274,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
             return_attention_scores=return_attention_scores,
             training=training,
             **where,
+            **(attention_inputs or {}),
         )
         if return_attention_scores:
             attended, scores = attended

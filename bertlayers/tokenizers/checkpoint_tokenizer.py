@@ -144,6 +144,7 @@ TOKENIZER_FILES = (
     "vocab.json",
     "merges.txt",
     "spiece.model",
+    "spm.model",
     "sentencepiece.bpe.model",
     "tokenizer.json",
     "tokenizer_config.json",

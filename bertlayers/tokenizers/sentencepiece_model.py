@@ -10,6 +10,7 @@ import numpy as np
 from tensorflow_text.python.ops import sentencepiece_tokenizer as tf_text_sentencepiece
 
 from bertlayers.startup import require_tensorflow
+from bertlayers.tokenizers.byte_level_bpe import WHITESPACE
 
 tf = require_tensorflow(__name__)
 import tensorflow_text as tf_text  # noqa: E402  (after the check above, which names what is missing)
@@ -27,6 +28,24 @@ class _NamedModelResource(tf_text_sentencepiece._SentencepieceModelResource):
     def _create_resource(self):
         name = "bertlayers_sentencepiece_" + hashlib.sha256(self._model).hexdigest()[:24]
         return tf_text_sentencepiece.gen_sentencepiece_tokenizer.sentencepiece_op(model=self._model, shared_name=name)
+
+
+# How text is normalized: "model", by the model file's own rules (its NFKC character map: ALBERT,
+# XLNet, XLM-R as SentencePiece does); "nfc", as transformers' DeBERTa-v2 tokenizer does instead
+# (whitespace runs collapsed, NFC, no character map).
+NORMALIZATIONS = ("model", "nfc")
+
+
+def without_normalizer_rules(model):
+    """A SentencePiece model (bytes) whose normalizer is the identity: no character map, the dummy
+    prefix and whitespace clean-up kept."""
+    from sentencepiece import sentencepiece_model_pb2
+
+    proto = sentencepiece_model_pb2.ModelProto()
+    proto.ParseFromString(model)
+    proto.normalizer_spec.name = "identity"
+    proto.normalizer_spec.precompiled_charsmap = b""
+    return proto.SerializeToString()
 
 
 def read_sentencepiece_model(path):
@@ -56,11 +75,22 @@ class SentencePiece(tf.Module):
       replace_quotes: `` and '' become " first (ALBERT, XLNet: how their training text was cleaned).
       id_map: the model id of each SentencePiece id, where the checkpoint orders its vocabulary
         otherwise (XLM-R: fairseq's `<s> <pad> </s> <unk>` first); None keeps SentencePiece's.
+      normalization: "model", the model file's own rules (its NFKC map); "nfc", transformers'
+        DeBERTa-v2 tokenizer's in their place (whitespace runs and line breaks one space, NFC,
+        trailing whitespace dropped).
     """
 
-    def __init__(self, model, lowercase=False, strip_accents=False, replace_quotes=False, id_map=None):
+    def __init__(
+        self, model, lowercase=False, strip_accents=False, replace_quotes=False, id_map=None, normalization="model"
+    ):
         super().__init__()
         import sentencepiece
+
+        if normalization not in NORMALIZATIONS:
+            raise ValueError(f"SentencePiece normalization must be one of {NORMALIZATIONS}, got {normalization!r}.")
+        self.normalization = normalization
+        if normalization == "nfc":
+            model = without_normalizer_rules(model)
 
         processor = sentencepiece.SentencePieceProcessor(model_proto=model)
         self.pieces = [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
@@ -74,6 +104,11 @@ class SentencePiece(tf.Module):
         self._model._model_resource = _NamedModelResource(model, None)
 
     def _clean(self, texts):
+        if self.normalization == "nfc":
+            # transformers' DeBERTa-v2 tokenizer: runs of whitespace and any line break or tab become one
+            # space, NFC, trailing whitespace dropped (in place of the model's NFKC rules).
+            texts = tf.strings.regex_replace(texts, f"[{WHITESPACE}]{{2,}}|[\n\r\t]", " ")
+            texts = tf.strings.regex_replace(tf_text.normalize_utf8(texts, "NFC"), f"[{WHITESPACE}]+$", "")
         if self.replace_quotes:
             texts = tf.strings.regex_replace(texts, "``|''", '"')
         if self.strip_accents:
