@@ -185,3 +185,69 @@ def test_disentangled_attention_alone_names_its_encoder():
     sizes = dict(vocabulary_size=50, num_layers=1, hidden_size=8, num_heads=2, intermediate_size=8)
     with pytest.raises(ValueError, match="architecture 'deberta_v2'"):
         BertEncoder(**sizes, attention="disentangled")
+
+
+def deberta_folder(fixture, folder):
+    """A deberta-v2 checkpoint folder: the fixture's weights, and an spm.model with its
+    tokenizer_config.json as the published folders ship them (trained on the Wikipedia excerpt)."""
+    import shutil
+
+    from subword_files import write_tokenizer_folder
+
+    tokenizer = write_tokenizer_folder(folder + "_tokenizer", "deberta-v2")
+    shutil.copytree(_folder(fixture), folder)
+    for name in ("spm.model", "tokenizer_config.json"):
+        shutil.copy(os.path.join(tokenizer, name), folder)
+    return folder
+
+
+@pytest.mark.slow
+@pytest.mark.tensorflow_only
+def test_a_folder_fine_tunes_and_serves_text_and_ids_equal_to_keras(tmp_path):
+    """The v3 folder (spm.model inside) fine-tuned on real Rotten Tomatoes snippets, saved, loaded and
+    exported as text-in and ids-in SavedModels: their answers in a fresh process without Keras equal
+    the Keras model's, and the text model's graph holds only ops TF Serving links."""
+    import keras
+    from processes import python, run
+    from test_modern_checkpoints import SERVE_IDS_AND_TEXT
+
+    from bertlayers.convert import load_checkpoint, load_model_file, save_model
+    from bertlayers.export import export_for_serving
+    from bertlayers.models import SequenceClassifier
+    from bertlayers.utils.assets import rotten_tomatoes_snippets
+
+    snippets = rotten_tomatoes_snippets()
+    train, check = snippets[:32], [text for text, _ in snippets[1000:1008]]
+    checkpoint = load_checkpoint(deberta_folder("deberta_v3", str(tmp_path / "deberta")))
+    x = checkpoint.tokenizer.encode([text for text, _ in train], sequence_length=48)
+    y = np.array([label == "fresh" for _, label in train], "int32")
+    keras.utils.set_random_seed(0)
+    model = SequenceClassifier(checkpoint.encoder, 2, label_names=["rotten", "fresh"])
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    losses = model.fit(x, {"logits": y}, batch_size=16, epochs=4, verbose=0).history["loss"]
+    assert np.isfinite(losses).all() and losses[-1] < losses[0], losses
+    save_model(model, str(tmp_path / "deberta.keras"))
+    loaded = load_model_file(str(tmp_path / "deberta.keras"))
+    paths = export_for_serving(
+        loaded, "deberta", base_dir=str(tmp_path / "savedmodels"), sequence_length=48, truncate=True
+    )
+    packed = checkpoint.tokenizer.encode(check, sequence_length=48)
+    expected = loaded.predict(packed, verbose=0)["logits"]
+    ids = {"deberta": {key: np.asarray(value).tolist() for key, value in packed.items()}}
+    served = {"deberta": [paths["deberta_text"], paths["deberta"]]}
+    answers = json.loads(
+        run(python(SERVE_IDS_AND_TEXT) + [json.dumps(check), json.dumps(served), json.dumps(ids)]).stdout.splitlines()[
+            -1
+        ]
+    )
+    text_answer, ids_answer = answers["deberta"]
+    np.testing.assert_allclose(np.array(text_answer), expected, atol=1e-4)
+    np.testing.assert_allclose(np.array(ids_answer), expected, atol=1e-4)
+    # The text model's graph: only ops a stock TF Serving links (its tensorflow-text kernels included).
+    import tensorflow as tf
+    from test_export import FORBIDDEN, graph_ops
+    from test_subword_checkpoints import SERVING_TF_TEXT_OPS
+
+    graph = graph_ops(paths["deberta_text"])
+    assert not graph & FORBIDDEN
+    assert not graph - set(dir(tf.raw_ops)) - SERVING_TF_TEXT_OPS, sorted(graph - set(dir(tf.raw_ops)))
