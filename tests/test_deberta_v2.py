@@ -251,3 +251,201 @@ def test_a_folder_fine_tunes_and_serves_text_and_ids_equal_to_keras(tmp_path):
     graph = graph_ops(paths["deberta_text"])
     assert not graph & FORBIDDEN
     assert not graph - set(dir(tf.raw_ops)) - SERVING_TF_TEXT_OPS, sorted(graph - set(dir(tf.raw_ops)))
+
+
+# --- Pretraining: replaced-token detection with gradient-disentangled embedding sharing ---
+
+
+def _tiny_pretrainer(sharing):
+    from bertlayers.families.deberta_v2 import DebertaV3Pretrainer, deberta_v3_config, deberta_v3_encoders
+
+    config = deberta_v3_config(2, 16, 2, 32, vocabulary_size=60, max_sequence_length=16)
+    discriminator, generator = deberta_v3_encoders(config, 0.5, sharing, position_buckets=4, max_relative_positions=8)
+    return DebertaV3Pretrainer(discriminator, generator)
+
+
+def _pretrainer_inputs():
+    rng = np.random.default_rng(0)
+    return {
+        "token_ids": rng.integers(5, 60, (2, 10)).astype("int32"),
+        "segment_ids": np.zeros((2, 10), "int32"),
+        "padding_mask": np.array([[1] * 10, [1] * 7 + [0] * 3], "int32"),
+        "masked_positions": np.array([[1, 3], [2, 4]], "int32"),
+        "masked_lm_ids": np.array([[7, 8], [9, 10]], "int32"),
+        "masked_lm_weights": np.ones((2, 2), "float32"),
+        "sample_seed": np.array([[1, 2], [3, 4]], "int32"),
+    }
+
+
+def test_the_generator_is_as_wide_with_half_the_layers():
+    model = _tiny_pretrainer("disentangled")
+    assert model.generator.config.num_layers == 1 and model.encoder.config.num_layers == 2
+    assert model.generator.config.hidden_size == model.encoder.config.hidden_size == 16
+    # The discriminator's own table is the difference alone; the generator's is not its weight.
+    own = {id(w) for w in model.encoder.weights}
+    assert id(model.generator.token_embedding.embeddings) not in own
+
+
+@pytest.mark.tensorflow_only
+@pytest.mark.parametrize("sharing", ["disentangled", "shared"])
+def test_each_loss_reaches_the_table_the_sharing_says(sharing):
+    """GDES (He et al. 2023, eq. 5): E_D = sg(E_G) + E_Δ, so the RTD loss trains E_Δ and never E_G,
+    the MLM loss E_G and never E_Δ; plain sharing: the RTD loss reaches E_G too."""
+    import tensorflow as tf
+
+    model = _tiny_pretrainer(sharing)
+    x = _pretrainer_inputs()
+    with tf.GradientTape(persistent=True) as tape:
+        outputs = model(x, training=True)
+        model.discriminator_weight = 0.0
+        mlm_loss = model.compute_loss(x, None, outputs)
+        model.discriminator_weight = 1.0
+        rtd_loss = model.compute_loss(x, None, outputs) - mlm_loss
+
+    def reaches(loss, variable):
+        gradient = tape.gradient(loss, variable)
+        return gradient is not None and bool(np.any(np.asarray(tf.convert_to_tensor(gradient))))
+
+    generator_table = model.generator.token_embedding.embeddings
+    assert reaches(mlm_loss, generator_table)
+    if sharing == "disentangled":
+        difference = model.encoder.embeddings.token_embedding.difference
+        assert reaches(rtd_loss, difference) and not reaches(mlm_loss, difference)
+        assert not reaches(rtd_loss, generator_table)
+    else:
+        assert model.encoder.embeddings.token_embedding is model.generator.embeddings.token_embedding
+        assert reaches(rtd_loss, generator_table)
+
+
+def test_the_finished_encoder_holds_the_folded_table_and_computes_the_same(tmp_path):
+    import keras
+
+    from bertlayers.layers import BertEmbeddings
+
+    model = _tiny_pretrainer("disentangled")
+    difference = model.encoder.embeddings.token_embedding.difference
+    difference.assign(np.random.default_rng(2).normal(0, 0.5, difference.shape).astype("float32"))
+    x = _pretrainer_inputs()
+    inputs = {key: x[key] for key in ("token_ids", "segment_ids", "padding_mask")}
+    finished = model.finished_encoder()
+    assert type(finished.embeddings) is BertEmbeddings
+    np.testing.assert_allclose(
+        np.asarray(finished.token_embedding.embeddings),
+        np.asarray(model.generator.token_embedding.embeddings) + np.asarray(difference),
+        atol=1e-7,
+    )
+    expected = np.asarray(model.encoder(inputs)["sequence_output"])
+    np.testing.assert_allclose(np.asarray(finished(inputs)["sequence_output"]), expected, atol=1e-5)
+    # The pretrainer saves and loads whole (the discriminator reading the generator's table again).
+    model.save(str(tmp_path / "pretrainer.keras"))
+    loaded = keras.saving.load_model(str(tmp_path / "pretrainer.keras"), safe_mode=True)
+    assert loaded.encoder.embeddings.source is loaded.generator.embeddings
+    np.testing.assert_allclose(np.asarray(loaded(x)["rtd"]), np.asarray(model(x)["rtd"]), atol=1e-5)
+
+
+def test_a_discriminator_saved_without_its_generator_is_refused_by_name(tmp_path):
+    import keras
+
+    model = _tiny_pretrainer("disentangled")
+    model.encoder.save(str(tmp_path / "encoder.keras"))
+    with pytest.raises(Exception, match="finished_encoder"):
+        keras.saving.load_model(str(tmp_path / "encoder.keras"), safe_mode=True)
+
+
+def test_recipe_options_are_typed_and_checked():
+    from bertlayers.families.recipes import get_recipe
+
+    recipe = get_recipe("deberta_v3")
+    assert recipe.resolved_options({"embedding_sharing": " es "})["embedding_sharing"] == "es"
+    with pytest.raises(ValueError, match="embedding_sharing .* must be one of gdes, es, got 'nes'"):
+        recipe.resolved_options({"embedding_sharing": "nes"})
+    with pytest.raises(ValueError, match="generator_depth"):
+        recipe.resolved_options({"generator_depth": "0"})
+
+
+@pytest.fixture(scope="module")
+def deberta_run(corpus, tmp_path_factory):
+    from pretraining_fixtures import tiny_family_run
+
+    return tiny_family_run(corpus, tmp_path_factory, "deberta_v3")
+
+
+@pytest.mark.tensorflow_only
+def test_tiny_deberta_v3_learns_on_real_text_and_saves_the_folded_discriminator(deberta_run):
+    import keras
+
+    from bertlayers.convert import load_model_file
+    from bertlayers.families.deberta_v2 import DebertaV3Pretrainer
+
+    _, output, summary = deberta_run
+    assert summary["steps"] == 120
+    assert summary["last_epoch_mlm_loss"] < summary["initial_mlm_loss"] - 0.5, summary
+    initial = json.load(open(output / "initial_loss.json"))
+    assert summary["last_epoch_rtd_loss"] < initial["rtd_loss"] - 0.1, (initial, summary)
+    pretrainer = keras.saving.load_model(str(output / "pretrainer.keras"), safe_mode=True)
+    assert isinstance(pretrainer, DebertaV3Pretrainer)
+    assert pretrainer.encoder.embeddings.source is pretrainer.generator.embeddings
+    assert np.any(np.asarray(pretrainer.encoder.embeddings.token_embedding.difference))  # E_Δ trained
+    encoder = load_model_file(str(output / "encoder.keras"))
+    assert isinstance(encoder, DebertaV2Encoder)
+    batch = {
+        "token_ids": np.array([[2, 40, 41, 42, 3]], "int32"),
+        "segment_ids": np.zeros((1, 5), "int32"),
+        "padding_mask": np.ones((1, 5), "int32"),
+    }
+    np.testing.assert_allclose(
+        np.asarray(encoder(batch)["sequence_output"]),
+        np.asarray(pretrainer.encoder(batch)["sequence_output"]),
+        atol=1e-5,
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.tensorflow_only
+def test_the_discriminator_fine_tunes_on_real_reviews_and_serves(deberta_run, tmp_path):
+    from pretraining_fixtures import fine_tune_export_and_serve
+
+    corpus, output, _ = deberta_run
+    fine_tune_export_and_serve(str(output), corpus["vocabulary"], tmp_path)
+
+
+@pytest.mark.parametrize("name", MASKED_LM + ["deberta_v3_classifier"])
+def test_a_folder_saved_back_holds_what_transformers_wrote(name, tmp_path):
+    """`save_huggingface`: the same tensors under the same names and the same config values as
+    transformers' own folder (the `lm_predictions` head written in the legacy `cls.predictions`
+    layout, which the config then says), so transformers loads it as its own; loaded back here,
+    transformers' outputs."""
+    from safetensors.numpy import load_file
+
+    from bertlayers.convert import save_huggingface
+    from bertlayers.convert.model_files import _ATTRIBUTE
+    from bertlayers.tokenizers.checkpoint_tokenizer import TokenizerFiles
+
+    source = _folder(name)
+    with open(os.path.join(source, "config.json")) as f:
+        config = json.load(f)
+    model = HUGGINGFACE_FAMILIES["deberta-v2"].loader(source)
+    object.__setattr__(model, _ATTRIBUTE, TokenizerFiles("deberta-v2", (), 0))  # no tokenizer files here
+    saved = save_huggingface(model, str(tmp_path / name))
+    theirs, ours = (
+        load_file(os.path.join(source, "model.safetensors")),
+        load_file(os.path.join(saved, "model.safetensors")),
+    )
+    with open(os.path.join(saved, "config.json")) as f:
+        written = json.load(f)
+    if config.get("legacy", True):
+        assert sorted(ours) == sorted(theirs)
+        for key in theirs:
+            np.testing.assert_array_equal(ours[key], theirs[key], err_msg=key)
+    else:
+        assert written["legacy"] is True and "cls.predictions.transform.dense.weight" in ours
+    differs = {k: (config[k], v) for k, v in written.items() if k in config and config[k] != v and k != "legacy"}
+    assert differs == {} and written["architectures"] == config["architectures"]
+    reloaded = HUGGINGFACE_FAMILIES["deberta-v2"].loader(saved)
+    inputs = _inputs(name)
+    if name.endswith("classifier"):
+        np.testing.assert_allclose(reloaded(inputs)["logits"], REFERENCE[f"{name}.logits"], atol=ATOL, rtol=1e-5)
+    else:
+        positions = np.tile(np.arange(12, dtype="int32"), (3, 1))
+        logits = reloaded({**inputs, "masked_positions": positions})["mlm"]
+        _close_at_real_tokens(logits, REFERENCE[f"{name}.logits"], inputs["padding_mask"])

@@ -201,7 +201,9 @@ def kill_after_two_epochs(args, output_dir, timeout=240):
     return metadata
 
 
-@pytest.mark.parametrize("recipe, steps", [("bert", 60), ("electra", 40), ("spanbert", 40), ("xlnet", 40)])
+@pytest.mark.parametrize(
+    "recipe, steps", [("bert", 60), ("electra", 40), ("deberta_v3", 40), ("spanbert", 40), ("xlnet", 40)]
+)
 def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(corpus, tmp_path, recipe, steps):
     every = 10
     run_pretrain(recipe_args(corpus, tmp_path / "reference", steps, every, recipe))

@@ -38,7 +38,7 @@ class HuggingFaceFamily:
     """How one `model_type` of transformers' becomes ours: its `config.json` read into an
     `EncoderConfig` (`read_config(hf_config, source)`) and its folder loaded (`loader(path, dtype=)`)."""
 
-    def __init__(self, model_type, read_config, loader, write_config=None, architectures=None):
+    def __init__(self, model_type, read_config, loader, write_config=None, architectures=None, head_names=()):
         self.model_type = model_type
         self.read_config = read_config
         self.loader = loader
@@ -47,6 +47,9 @@ class HuggingFaceFamily:
         # transformers' class} the class a saved model is written as.
         self.write_config = write_config
         self.architectures = architectures or {}
+        # Names of this family's task-head tensors beyond the common ones (`saving.HEAD_NAMES`), written
+        # without the base model's prefix (DeBERTa's classifier keeps its `pooler` beside the head).
+        self.head_names = frozenset(head_names)
 
 
 # model_type -> HuggingFaceFamily; each family's module adds its own on import.
@@ -59,10 +62,14 @@ def register_huggingface_family(
     loader: Callable,
     write_config: Callable | None = None,
     architectures: dict | None = None,
+    head_names: tuple = (),
 ) -> Callable:
     """Make `load_encoder`, `read_huggingface_folder` and `encoder_config_from_huggingface` know a
-    model_type, and `save_huggingface` write it where `write_config` and `architectures` are given."""
-    HUGGINGFACE_FAMILIES[model_type] = HuggingFaceFamily(model_type, read_config, loader, write_config, architectures)
+    model_type, and `save_huggingface` write it where `write_config` and `architectures` are given
+    (`head_names`: the family's own task-head tensor names, written without the base model's prefix)."""
+    HUGGINGFACE_FAMILIES[model_type] = HuggingFaceFamily(
+        model_type, read_config, loader, write_config, architectures, head_names
+    )
     return loader
 
 

@@ -77,6 +77,7 @@ DEFAULT_MODEL_TYPES = {
     "modernbert": "modernbert",
     "gte": "gte",
     "eurobert": "eurobert",
+    "deberta_v2": "deberta-v2",
 }
 
 
@@ -236,9 +237,10 @@ def _checkpoint_tensors(model, encoder, family, kind, folder, num_labels):
         keys_of.setdefault(id(variable), set()).add(key)
     # A variable two names read (RoBERTa's pooler, which its classifier's `classifier.dense` fills
     # where the base model's `pooler.dense` is absent) is written under the head's name alone.
+    heads = HEAD_NAMES | family.head_names
     for key in list(by_key):
-        if key.split(".")[0] not in HEAD_NAMES and all(
-            any(k.split(".")[0] in HEAD_NAMES for k in keys_of[id(v)] - {key}) for v, _ in by_key[key]
+        if key.split(".")[0] not in heads and all(
+            any(k.split(".")[0] in heads for k in keys_of[id(v)] - {key}) for v, _ in by_key[key]
         ):
             del by_key[key]
     tensors = {}
@@ -249,7 +251,7 @@ def _checkpoint_tensors(model, encoder, family, kind, folder, num_labels):
         for variable, transform in pairs:
             positions = transform(index) if transform else index
             array.reshape(-1)[np.asarray(positions).reshape(-1)] = value_of[id(variable)].reshape(-1)
-        name = key if kind == "base" or key.split(".")[0] in HEAD_NAMES or not probe.prefix else probe.prefix + key
+        name = key if kind == "base" or key.split(".")[0] in heads or not probe.prefix else probe.prefix + key
         tensors[name] = array
     if encoder.config.tie_word_embeddings:
         return tensors

@@ -108,7 +108,8 @@ class BertEmbeddings(keras.layers.Layer):
 
     def build(self, token_ids_shape, segment_ids_shape=None):
         embedded_shape = tuple(token_ids_shape) + (self.embedding_size,)
-        self.token_embedding.build(token_ids_shape)
+        if not self.token_embedding.built:  # a table shared with another model's embeddings is built there
+            self.token_embedding.build(token_ids_shape)
         if self.segment_embedding is not None:
             self.segment_embedding.build(token_ids_shape)
         if self.position_embedding is not None:

@@ -81,6 +81,13 @@ class EncoderModel(GuardedModel, keras.Model):
             loss = loss + backend.additional_loss(self, extra)
         return loss
 
+    def finished_encoder(self):
+        """The encoder fine-tuning starts from, standing alone (what a pretraining run saves as
+        encoder.keras): `self.encoder`, unless its weights are defined through another part of
+        this model (DeBERTa-v3's discriminator, whose token table is the generator's plus a
+        difference)."""
+        return self.encoder
+
     def serving_model(self):
         """The model `export_for_serving` serves for this one: itself, unless the task is served
         through a part of it (a multiple-choice model's pair scorer, a dual encoder's embedder)."""

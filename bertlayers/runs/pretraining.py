@@ -346,7 +346,8 @@ def _run_pretraining(config, is_chief, suffix):
         # Weights, config and the run's vocabulary, without optimizer state (the backup keeps that).
         vocabulary = ModelVocabulary(tuple(vocab.tokens), data_config.lowercase)
         save_model(record_vocabulary(model, vocabulary), os.path.join(config.output_dir, "pretrainer.keras"))
-        save_model(record_vocabulary(model.encoder, vocabulary), os.path.join(config.output_dir, "encoder.keras"))
+        encoder = model.finished_encoder() if hasattr(model, "finished_encoder") else model.encoder
+        save_model(record_vocabulary(encoder, vocabulary), os.path.join(config.output_dir, "encoder.keras"))
         atomic_files.write_json(os.path.join(config.output_dir, "summary.json"), summary, indent=1)
     return summary
 

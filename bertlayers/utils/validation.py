@@ -49,6 +49,23 @@ class Range:
         return typed
 
 
+@dataclasses.dataclass(frozen=True)
+class Choice:
+    """The values a named setting accepts: one of a few strings (`Range`'s interface)."""
+
+    values: tuple
+    kind: type = str
+
+    def describe(self):
+        return "one of " + ", ".join(self.values)
+
+    def check(self, name, value):
+        """`value` if it is one of the values (surrounding spaces ignored), or a ValueError naming `name`."""
+        if not isinstance(value, str) or value.strip() not in self.values:
+            raise ValueError(f"{name} must be {self.describe()}, got {value!r}.")
+        return value.strip()
+
+
 POSITIVE_INT = Range(int, 1)
 NON_NEGATIVE_INT = Range(int, 0)
 POSITIVE_FLOAT = Range(float, 0, low_open=True)

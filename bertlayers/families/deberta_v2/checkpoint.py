@@ -12,6 +12,7 @@ from bertlayers.convert.huggingface import (
     add_norms_and_feed_forward,
     add_output_projection,
     config_from_fields,
+    config_keys_of,
     output_bias_key,
     register_huggingface_family,
     renamed_fields,
@@ -199,13 +200,34 @@ def _add_head_projection(weights, projection, config, key):
     weights.add(projection.bias, key + ".bias", lambda b: b.reshape(heads, head_size), shape=(heads * head_size,))
 
 
+def deberta_v2_config_to_huggingface(encoder, pad_id=None):
+    """DeBERTa-v2's `config.json` keys of a `DebertaV2Encoder` (its relative-position and convolution
+    settings are the encoder's, not the EncoderConfig's)."""
+    config = encoder.config
+    return {
+        **config_keys_of(config, BERT_CONFIG_KEYS),
+        "relative_attention": True,
+        "position_biased_input": config.learned_positions,
+        "max_relative_positions": encoder.max_relative_positions,
+        "position_buckets": encoder.position_buckets if encoder.position_buckets > 0 else -1,
+        "share_att_key": encoder.share_att_key,
+        "pos_att_type": list(encoder.position_terms),
+        "norm_rel_ebd": "layer_norm" if encoder.normalize_relative_embeddings else "none",
+        "conv_kernel_size": encoder.conv_kernel_size,
+        "conv_groups": encoder.conv_groups,
+        "conv_act": encoder.conv_activation,
+        "pooler_hidden_act": config.pooler_activation,
+        "pooler_hidden_size": config.hidden_size,
+        "legacy": True,  # the masked-LM head is written as `cls.predictions`
+        "pad_token_id": 0 if pad_id is None else pad_id,
+    }
+
+
 register_huggingface_family(
     "deberta-v2",
     deberta_v2_config_from_huggingface,
     load_huggingface_deberta_v2,
-    architectures={
-        "base": "DebertaV2Model",
-        "mlm": "DebertaV2ForMaskedLM",
-        "classifier": "DebertaV2ForSequenceClassification",
-    },
+    deberta_v2_config_to_huggingface,
+    {"base": "DebertaV2Model", "mlm": "DebertaV2ForMaskedLM", "classifier": "DebertaV2ForSequenceClassification"},
+    head_names=("pooler",),  # DebertaV2ForSequenceClassification's ContextPooler sits beside its classifier
 )

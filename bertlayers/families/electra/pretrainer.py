@@ -83,11 +83,7 @@ class ElectraPretrainer(EncoderModel):
     ):
         discriminator_weight = POSITIVE_FLOAT.check("discriminator_weight", discriminator_weight)
         temperature = POSITIVE_FLOAT.check("temperature", temperature)
-        if generator.embeddings is not encoder.embeddings:
-            raise ValueError(
-                "ElectraPretrainer: the generator must share the discriminator's embedding layer "
-                "(build both with electra_encoders, or pass embedding_layer=encoder.embeddings)."
-            )
+        self._check_sharing(encoder, generator)
         inputs = encoder_inputs()
         for input_name in PREDICTION_INPUTS:
             dtype = "float32" if input_name == "masked_lm_weights" else "int32"
@@ -137,6 +133,15 @@ class ElectraPretrainer(EncoderModel):
         # How well the discriminator ranks replaced tokens above original ones (0.5: chance),
         # which shows learning before any probability crosses 0.5.
         self.rtd_auc = keras.metrics.AUC(name="rtd_auc", from_logits=True)
+
+    @staticmethod
+    def _check_sharing(encoder, generator):
+        """A ValueError unless the two encoders share their embeddings as this pretrainer trains them."""
+        if generator.embeddings is not encoder.embeddings:
+            raise ValueError(
+                "ElectraPretrainer: the generator must share the discriminator's embedding layer "
+                "(build both with electra_encoders, or pass embedding_layer=encoder.embeddings)."
+            )
 
     def unused_layers(self):
         return [self.encoder.pooler, self.generator.pooler]
