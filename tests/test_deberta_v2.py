@@ -449,3 +449,38 @@ def test_a_folder_saved_back_holds_what_transformers_wrote(name, tmp_path):
         positions = np.tile(np.arange(12, dtype="int32"), (3, 1))
         logits = reloaded({**inputs, "masked_positions": positions})["mlm"]
         _close_at_real_tokens(logits, REFERENCE[f"{name}.logits"], inputs["padding_mask"])
+
+
+@pytest.mark.parametrize("task", ["classifier", "tagger", "spans", "multiple_choice"])
+def test_the_task_models_train_and_reload_over_the_encoder(task):
+    """DeBERTa's classification (over its context pooler, act(W · x[CLS])), tagging, spans and
+    multiple choice: the library's task models, each through the shared task-model test."""
+    from bertlayers.models import MultipleChoice, SequenceClassifier, SpanPredictor, TokenClassifier
+    from bertlayers.testing import encoder_batch, run_task_model_test
+
+    encoder = DebertaV2Encoder(**_tiny())
+    batch = encoder_batch(120)
+    if task == "classifier":
+        model, labels = SequenceClassifier(encoder, 3), np.array([0, 1, 2])
+        assert encoder.pooler.activation == "gelu"  # DeBERTa's ContextPooler
+    elif task == "tagger":
+        model, labels = TokenClassifier(encoder, 4), np.tile(np.arange(8) % 4, (3, 1))
+    elif task == "spans":
+        model = SpanPredictor(encoder)
+        batch = {**batch, "span_mask": batch["padding_mask"]}
+        labels = {"start_logits": np.array([1, 0, 1]), "end_logits": np.array([3, 2, 1])}
+    else:
+        model = MultipleChoice(encoder)
+        batch = {key: np.stack([value, value[::-1]], axis=1) for key, value in batch.items()}  # [B, 2, S]
+        labels = np.array([0, 1, 0])
+    run_task_model_test(model, batch, labels)
+
+
+@pytest.mark.tensorflow_only
+def test_a_classifier_serves_what_keras_computes():
+    from bertlayers.models import SequenceClassifier
+    from bertlayers.testing import check_served_equals_keras, encoder_batch
+
+    model = SequenceClassifier(DebertaV2Encoder(**_tiny()), 3, dropout=0.0)
+    served = check_served_equals_keras(model, encoder_batch(120), sequence_length=16)
+    assert served["logits"].shape == (3, 3)
