@@ -15,6 +15,8 @@ docs/papers.md took about 80 minutes.
     python examples/prepare_datasets.py                  # the Rotten Tomatoes splits
     python examples/ablation.py --output_dir runs/ablation
     python examples/ablation.py --output_dir runs/ablation --objectives bert roberta none --seeds 0 1 2
+    python examples/ablation.py --output_dir runs/deberta --objectives electra deberta_v3 deberta_v3_es \\
+        --tasks rotten_tomatoes --seeds 0 1 2        # DeBERTa-v3's GDES against ES and ELECTRA
 """
 
 import argparse
@@ -37,10 +39,16 @@ OBJECTIVES = {
     "spanbert": ("spanbert", "span masking + SBO, no NSP (SpanBERT)"),
     "xlnet": ("xlnet", "permutation LM (XLNet)"),
     "modernbert": ("modernbert", "ModernBERT's architecture, masked LM at 30%, no NSP"),
+    "deberta_v3": ("deberta_v3", "DeBERTa-v3: RTD, gradient-disentangled embedding sharing"),
+    "deberta_v3_es": ("deberta_v3", "DeBERTa-v3's RTD, plain embedding sharing (ES)"),
     "none": (None, "no pretraining (random weights)"),
 }
 # Pretraining flags a row needs beyond the shared ones: 30% of 128 tokens is 38 masked positions.
-PRETRAIN_FLAGS = {"modernbert": ["--max_predictions_per_seq", "38"]}
+PRETRAIN_FLAGS = {
+    "modernbert": ["--max_predictions_per_seq", "38"],
+    "deberta_v3_es": ["--option", "embedding_sharing=es"],
+}
+TASKS = ("rotten_tomatoes", "squad")
 
 
 class Help(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
@@ -63,6 +71,7 @@ def parse_args():
     parser.add_argument("--preset", default="bert_tiny", help="the encoder's sizes")
     parser.add_argument("--num_train_steps", type=int, default=600, help="pretraining steps of every row")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="fine-tuning seeds per row and task")
+    parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS, help="the fine-tuning tasks")
     parser.add_argument("--rt_dir", default="data/rotten_tomatoes", help="prepare_datasets.py's Rotten Tomatoes splits")
     # Fixed-length training batches (--pad_to_sequence_length), pinned: every row of the table was
     # fine-tuned so, and a later change of the default must not mix paths within one table.
@@ -169,8 +178,15 @@ def run_row(args, row, timings):
             "first_epoch": summary[f"first_epoch_{key}"],
             "last_epoch": summary[f"last_epoch_{key}"],
         }
+        if "last_epoch_rtd_accuracy" in summary:  # replaced-token detection: the discriminator's own task
+            result["replaced_token_detection"] = {
+                name: summary[f"last_epoch_rtd_{name}"] for name in ("accuracy", "baseline_accuracy", "auc")
+            }
+        result["encoder_parameters"] = summary.get("encoder_parameters")
     rt, squad = [], []
     for seed in args.seeds:
+        if "rotten_tomatoes" not in args.tasks:
+            break
         out = os.path.join(folder, f"rotten_tomatoes_seed{seed}")
         seconds = run_step(
             os.path.join(out, "metrics.json"),
@@ -192,6 +208,9 @@ def run_row(args, row, timings):
         )
         timings[f"{row}_rotten_tomatoes_seed{seed}"] = seconds
         rt.append(read_json(os.path.join(out, "metrics.json"))["accuracy"])
+    for seed in args.seeds:
+        if "squad" not in args.tasks:
+            break
         out = os.path.join(folder, f"squad_seed{seed}")
         seconds = run_step(
             os.path.join(out, "metrics.json"),
@@ -210,29 +229,52 @@ def run_row(args, row, timings):
         timings[f"{row}_squad_seed{seed}"] = seconds
         metrics = read_json(os.path.join(out, "metrics.json"))
         squad.append((metrics["exact_match"], metrics["f1"]))
-    result["rotten_tomatoes_accuracy"] = spread(rt)
-    result["squad_exact_match"] = spread([em for em, _ in squad])
-    result["squad_f1"] = spread([f1 for _, f1 in squad])
+    if rt:
+        result["rotten_tomatoes_accuracy"] = spread(rt)
+    if squad:
+        result["squad_exact_match"] = spread([em for em, _ in squad])
+        result["squad_f1"] = spread([f1 for _, f1 in squad])
     return result
 
 
+def _cell(result, key, scale=1):
+    if key not in result:
+        return "—"
+    r = result[key]
+    return f"{scale * r['mean']:.1f} [{scale * r['min']:.1f}, {scale * r['max']:.1f}]"
+
+
 def table(results, seeds):
-    lines = [
-        f"| objective | pretraining loss (first → last epoch) | Rotten Tomatoes accuracy, mean [min, max] of {len(seeds)} seeds "
-        "| SQuAD EM | SQuAD F1 |",
-        "|---|---|---|---|---|",
+    """The markdown table: a column per measure any row has (RTD and the encoder's size only where a
+    row has them, each task where it ran)."""
+    rows = list(results.values())
+    rtd = any("replaced_token_detection" in r for r in rows)
+    columns = ["objective"] + (["encoder weights"] if rtd else []) + ["pretraining loss (first → last epoch)"]
+    if rtd:
+        columns.append("RTD accuracy, last epoch (all-original baseline; AUC)")
+    tasks = [
+        (k, f"Rotten Tomatoes accuracy, mean [min, max] of {len(seeds)} seeds", 100)
+        for k in ("rotten_tomatoes_accuracy",)
     ]
-    for _row, r in results.items():
+    tasks += [(k, name, 1) for k, name in (("squad_exact_match", "SQuAD EM"), ("squad_f1", "SQuAD F1"))]
+    tasks = [task for task in tasks if any(task[0] in r for r in rows)]
+    columns += [name for _, name, _ in tasks]
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for r in rows:
         loss = r.get("pretraining_loss")
-        loss_text = f"{loss['name']} {loss['first_epoch']:.2f} → {loss['last_epoch']:.2f}" if loss else "—"
-        cells = [
-            f"{r[k]['mean']:.1f} [{r[k]['min']:.1f}, {r[k]['max']:.1f}]" for k in ("squad_exact_match", "squad_f1")
-        ]
-        accuracy = r["rotten_tomatoes_accuracy"]
-        lines.append(
-            f"| {r['objective']} | {loss_text} | {100 * accuracy['mean']:.1f} [{100 * accuracy['min']:.1f}, "
-            f"{100 * accuracy['max']:.1f}] | {cells[0]} | {cells[1]} |"
-        )
+        cells = [r["objective"]]
+        if rtd:
+            cells.append(f"{r['encoder_parameters'] / 1e6:.2f}M" if r.get("encoder_parameters") else "—")
+        cells.append(f"{loss['name']} {loss['first_epoch']:.2f} → {loss['last_epoch']:.2f}" if loss else "—")
+        if rtd:
+            detection = r.get("replaced_token_detection")
+            cells.append(
+                f"{100 * detection['accuracy']:.1f}% ({100 * detection['baseline_accuracy']:.1f}%; {detection['auc']:.3f})"
+                if detection
+                else "—"
+            )
+        cells += [_cell(r, key, scale) for key, _, scale in tasks]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -252,6 +294,8 @@ def chart(results, path):
         (axes[1], "squad_f1", "SQuAD F1 (bundled file)", 1),
     ):
         for y, row in enumerate(rows):
+            if key not in results[row]:
+                continue
             runs = np.asarray(results[row][key]["runs"]) * scale
             axis.plot([runs.min(), runs.max()], [y, y], color="0.6", linewidth=3)
             axis.plot(runs, [y] * len(runs), "o", color="tab:blue")

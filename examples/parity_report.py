@@ -5,7 +5,7 @@ untied LM heads) transformers wrote into tests/fixtures/.
 Compares `load_huggingface_bert(all-MiniLM-L6-v2)` against the outputs transformers' BertModel
 recorded in tests/fixtures/minilm_reference.npz (see tests/fixtures/record_minilm_reference.py),
 in float32 and, for information, under mixed_bfloat16; then the random-init checkpoints of every
-other family (tests/fixtures/subword_families/ and modern_families/): hidden states and LM or class
+other family (tests/fixtures/subword_families/, modern_families/ and deberta_v2/): hidden states and LM or class
 logits. Only real tokens are compared: at padding bertlayers outputs zeros where transformers
 computes states nobody reads.
 
@@ -64,6 +64,7 @@ def main():
     xlnet_report()
     families_report("subword_families")
     families_report("modern_families")
+    families_report("deberta_v2")
 
 
 def xlnet_report():

@@ -144,6 +144,28 @@ def test_the_ablation_hands_each_runner_an_empty_folder(tmp_path, monkeypatch):
         run_step(done, "run_classifier.py", "--output_dir", str(folder), "--epochs", "9")
 
 
+def test_the_ablation_table_shows_what_its_rows_measured():
+    """Replaced-token detection and the encoder's size appear where a row has them; a task that did
+    not run has no column; a row without RTD shows a dash there."""
+    table = runpy.run_path(os.path.join(REPO, "examples", "ablation.py"))["table"]
+    spread = {"mean": 0.75, "min": 0.7, "max": 0.8, "runs": [0.7, 0.75, 0.8]}
+    loss = {"name": "mlm_loss", "first_epoch": 8.0, "last_epoch": 6.5}
+    results = {
+        "deberta_v3": {
+            "objective": "GDES",
+            "pretraining_loss": loss,
+            "replaced_token_detection": {"accuracy": 0.9, "baseline_accuracy": 0.88, "auc": 0.712},
+            "encoder_parameters": 4_400_000,
+            "rotten_tomatoes_accuracy": spread,
+        },
+        "roberta": {"objective": "MLM", "pretraining_loss": loss, "rotten_tomatoes_accuracy": spread},
+    }
+    lines = table(results, [0, 1, 2]).splitlines()
+    assert "RTD accuracy" in lines[0] and "SQuAD" not in lines[0] and "of 3 seeds" in lines[0]
+    assert lines[2] == "| GDES | 4.40M | mlm_loss 8.00 → 6.50 | 90.0% (88.0%; 0.712) | 75.0 [70.0, 80.0] |"
+    assert lines[3] == "| MLM | — | mlm_loss 8.00 → 6.50 | — | 75.0 [70.0, 80.0] |"
+
+
 @pytest.mark.slow
 def test_the_parity_report_runs_through_every_family():
     """The command docs/checkpoints.md gives: every float32 figure it prints within 1e-4."""
@@ -153,7 +175,14 @@ def test_the_parity_report_runs_through_every_family():
     output = run_script("parity_report.py", timeout=600)
     rows = [line for line in output.splitlines() if line.startswith("float32")]
     figures = [float(x) for line in rows for x in re.findall(r"\d\.\d\de[-+]\d\d", line)]
-    for family in ("albert_classifier", "modernbert_classifier", "eurobert_untied", "nomic_bert", "xlnet"):
+    for family in (
+        "albert_classifier",
+        "modernbert_classifier",
+        "eurobert_untied",
+        "nomic_bert",
+        "xlnet",
+        "deberta_v2",
+    ):
         assert any(family in line for line in rows), family
     assert len(figures) >= 60 and max(figures) < 1e-4, output
 

@@ -412,6 +412,9 @@ def _summary(config, model, vocab, seconds, initial_path, suffix):
         "recipe": config.recipe,
         "loss_key": loss_key,
         "vocabulary_size": vocab.size,
+        # The encoder fine-tuning starts from, and everything pretraining trains (heads, a generator).
+        "encoder_parameters": int(model.encoder.count_params()),
+        "pretrainer_parameters": int(model.count_params()),
     }
     with open(os.path.join(config.output_dir, "history" + suffix + ".json"), encoding="utf-8") as f:
         history = json.load(f)
