@@ -57,6 +57,7 @@ class Choice:
     kind: type = str
 
     def describe(self):
+        """The values in words, for error messages and `--help` ("one of gdes, es")."""
         return "one of " + ", ".join(self.values)
 
     def check(self, name, value):
