@@ -484,3 +484,38 @@ def test_a_classifier_serves_what_keras_computes():
     model = SequenceClassifier(DebertaV2Encoder(**_tiny()), 3, dropout=0.0)
     served = check_served_equals_keras(model, encoder_batch(120), sequence_length=16)
     assert served["logits"].shape == (3, 3)
+
+
+@pytest.mark.slow
+@pytest.mark.tensorflow_only
+def test_run_classifier_fine_tunes_from_a_folder(tmp_path):
+    """`run_classifier.py --init FOLDER` on a v3 folder with its spm.model: the model it writes
+    records the folder's tokenizer files, which tokenize as the folder does."""
+    import csv
+
+    from processes import run_script
+
+    from bertlayers.convert import load_model_file
+    from bertlayers.convert.model_files import recorded_vocabulary
+    from bertlayers.tokenizers import checkpoint_tokenizer
+    from bertlayers.utils.assets import rotten_tomatoes_snippets
+
+    snippets = rotten_tomatoes_snippets()
+    for file, rows in (("train.csv", snippets[:32]), ("eval.csv", snippets[2000:2016])):
+        with open(tmp_path / file, "w", newline="", encoding="utf-8") as f:
+            csv.writer(f).writerows([("text", "label"), *rows])
+    folder = deberta_folder("deberta_v3", str(tmp_path / "deberta"))
+    out = tmp_path / "sentiment"
+    run_script(
+        "run_classifier.py",
+        *("--init", folder, "--train_file", tmp_path / "train.csv", "--eval_file", tmp_path / "eval.csv"),
+        *("--output_dir", out, "--epochs", 1, "--batch_size", 16, "--sequence_length", 40, "--verbose", 0),
+    )
+    assert json.load(open(out / "metrics.json"))["eval_examples"] == 16
+    recorded = recorded_vocabulary(load_model_file(str(out / "model.keras")))
+    assert recorded.model_type == "deberta-v2" and "spm.model" in dict(recorded.files)
+    texts = [text for text, _ in snippets[:8]]
+    ours, theirs = recorded.checkpoint_tokenizer(), checkpoint_tokenizer(folder)
+    np.testing.assert_array_equal(
+        ours.encode(texts, sequence_length=40)["token_ids"], theirs.encode(texts, sequence_length=40)["token_ids"]
+    )
