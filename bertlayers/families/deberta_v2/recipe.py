@@ -16,8 +16,9 @@ from bertlayers.families.deberta_v2.pretrainer import (
     deberta_v3_encoders,
 )
 from bertlayers.families.electra.recipe import OBJECTIVE
+from bertlayers.families.electra.recipe import RECIPE as ELECTRA
 from bertlayers.families.recipes import Option, Recipe, register_recipe
-from bertlayers.utils.validation import POSITIVE_FLOAT, Choice
+from bertlayers.utils.validation import Choice
 
 
 def deberta_v3_sized_like(config):
@@ -45,12 +46,8 @@ def build_pretrainer(encoder_config, dtype, options):
         EMBEDDING_SHARING[options["embedding_sharing"]],
         dtype=dtype,
     )
-    return DebertaV3Pretrainer(
-        discriminator,
-        generator,
-        discriminator_weight=options["discriminator_weight"],
-        temperature=options["temperature"],
-    )
+    loss = {name: options[name] for name in ("discriminator_weight", "temperature")}
+    return DebertaV3Pretrainer(discriminator, generator, **loss)
 
 
 RECIPE = register_recipe(
@@ -65,10 +62,10 @@ RECIPE = register_recipe(
             "embedding_sharing": Option(
                 "gdes", Choice(tuple(EMBEDDING_SHARING)), "gdes: the discriminator reads sg(E_G) + E_Δ; es: E_G"
             ),
-            "discriminator_weight": Option(50.0, POSITIVE_FLOAT, "the discriminator loss's weight (λ)"),
-            "temperature": Option(1.0, POSITIVE_FLOAT, "of the generator's sampling softmax"),
+            # ELECTRA's loss weight and sampling temperature, and its reported metrics.
+            **{name: ELECTRA.options[name] for name in ("discriminator_weight", "temperature")},
         },
-        report=("rtd_loss", "rtd_accuracy", "rtd_baseline_accuracy", "rtd_auc", "replaced_fraction"),
+        report=ELECTRA.report,
         continues_checkpoint=False,  # a generator and a discriminator
     )
 )
