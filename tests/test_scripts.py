@@ -68,6 +68,7 @@ def bad_inputs(tmp):
         "export_savedmodel.py": (["--model", tmp / "missing.keras", "--name", "m", "--base_dir", out], out),
         "parity_report.py": (["--no_such_option"], None),
         "prepare_datasets.py": (["--output_dir", out, "--seed", "x"], out),
+        "probe_layers.py": (["--train_file", tmp / "missing.conll", "--output_dir", out], out),
         "pretrain.py": (
             [
                 "--corpus",

@@ -1,0 +1,145 @@
+"""What each layer encodes: a linear probe on every hidden state of a frozen encoder.
+
+Which representations are better at predicting a token's tag (the lecture notes on ELMo: "different
+layers are expected to encode different information"; Tenney et al. 2019): for each hidden state
+j = 0 (the embeddings) .. L, the state at each word's first piece is a fixed feature, and a
+multinomial logistic regression trained on those features alone predicts the word's tag:
+
+    p(tag | word) = softmax(W_j · h_j(word) + b_j)      minimizing mean cross-entropy + λ · ‖W_j‖²
+
+The probe is linear on purpose: what it reads must already be in the state, not computed by the
+probe. The encoder never trains (inference mode: no dropout), so every layer's probe sees the same
+encoder.
+"""
+
+import logging
+
+import keras
+import numpy as np
+
+from bertlayers.metrics.entities import entity_scores
+from bertlayers.task_data.ner import encode_sentences
+from bertlayers.utils.validation import NON_NEGATIVE_FLOAT, POSITIVE_FLOAT, POSITIVE_INT
+
+__all__ = ["fit_probe", "probe_layers", "word_states"]
+
+logger = logging.getLogger(__name__)
+
+
+def word_states(encoder, inputs, word_starts, batch_size=64):
+    """Every hidden state at each word's first piece: L + 1 arrays `[words, H]` (the embeddings
+    first), words in sentence order; words cut by the sequence length (start -1) left out."""
+    rows = [(row, start) for row, starts in enumerate(word_starts) for start in starts if start >= 0]
+    row_index = np.array([row for row, _ in rows], "int64")
+    position = np.array([start for _, start in rows], "int64")
+    states = None
+    count = len(word_starts)
+    for first in range(0, count, batch_size):
+        batch = {name: np.asarray(value[first : first + batch_size]) for name, value in inputs.items()}
+        outputs = encoder(batch, training=False)
+        layers = [outputs["embedding_output"], *outputs["encoder_outputs"]]  # L + 1 x [b, S, H]
+        chosen = (row_index >= first) & (row_index < first + batch_size)
+        picked = [np.asarray(layer, "float32")[row_index[chosen] - first, position[chosen]] for layer in layers]
+        states = picked if states is None else [np.concatenate([a, b]) for a, b in zip(states, picked)]
+    return states
+
+
+def fit_probe(features, labels, num_classes, l2=1e-4, epochs=20, batch_size=256, learning_rate=1e-2, seed=0):
+    """A logistic regression `[words, H] -> [words, num_classes]` logits (a `keras.Sequential` of
+    one `Dense`), trained with Adam on mean cross-entropy + `l2` · ‖W‖² (the bias unpenalized).
+    `batch_size` None: the whole set at every step (full-batch descent)."""
+    l2 = NON_NEGATIVE_FLOAT.check("l2", l2)
+    epochs = POSITIVE_INT.check("epochs", epochs)
+    learning_rate = POSITIVE_FLOAT.check("learning_rate", learning_rate)
+    features, labels = np.asarray(features, "float32"), np.asarray(labels, "int32")
+    if features.ndim != 2 or labels.shape != features.shape[:1]:
+        raise ValueError(
+            f"fit_probe takes features [words, H] and labels [words], got {features.shape} and {labels.shape}."
+        )
+    if len(labels) and (labels.min() < 0 or labels.max() >= num_classes):
+        raise ValueError(f"fit_probe: labels must lie in [0, {num_classes}), got {labels.min()}..{labels.max()}.")
+    keras.utils.set_random_seed(seed)
+    probe = keras.Sequential(
+        [
+            keras.Input((features.shape[1],)),
+            keras.layers.Dense(num_classes, kernel_regularizer=keras.regularizers.L2(l2) if l2 else None),
+        ]
+    )
+    probe.compile(
+        optimizer=keras.optimizers.Adam(learning_rate),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
+    probe.fit(features, labels, batch_size=batch_size or len(labels), epochs=epochs, shuffle=True, verbose=0)
+    return probe
+
+
+def probe_layers(
+    encoder,
+    tokenizer,
+    train,
+    evaluation,
+    tags,
+    sequence_length=64,
+    l2=1e-4,
+    epochs=20,
+    batch_size=256,
+    learning_rate=1e-2,
+    seed=0,
+):
+    """A probe per hidden state of `encoder` on tagged sentences (CoNLL: [(word, tag), ...]).
+
+    Args:
+      tokenizer: the encoder's `CheckpointTokenizer`; tags: the tag list (index = class).
+      train, evaluation: the sentences the probes train and are scored on.
+
+    Returns:
+      One dict per hidden state j = 0..L: `layer`, `accuracy` (words), `entity_word_accuracy`
+      (words whose gold tag is not "O"), `entity_f1` (exact entity spans, conlleval's count), and
+      the majority-tag `baseline_accuracy`.
+    """
+    x_train, y_train, _, train_starts = encode_sentences(train, tokenizer, sequence_length, tags, "train")
+    x_eval, y_eval, _, eval_starts = encode_sentences(evaluation, tokenizer, sequence_length, tags, "evaluation")
+    train_labels = _word_labels(y_train, train_starts)
+    eval_labels = _word_labels(y_eval, eval_starts)
+    train_states = word_states(encoder, x_train, train_starts)
+    eval_states = word_states(encoder, x_eval, eval_starts)
+    majority = np.bincount(train_labels, minlength=len(tags)).argmax()
+    gold = [[tag for _, tag in sentence] for sentence in evaluation]
+    entity = eval_labels != tags.index("O") if "O" in tags else np.ones(len(eval_labels), bool)
+    results = []
+    for layer, (features, held_out) in enumerate(zip(train_states, eval_states)):
+        probe = fit_probe(features, train_labels, len(tags), l2, epochs, batch_size, learning_rate, seed)
+        predicted = np.asarray(probe.predict(held_out, batch_size=1024, verbose=0)).argmax(-1)
+        results.append(
+            {
+                "layer": layer,
+                "accuracy": float(np.mean(predicted == eval_labels)),
+                "entity_word_accuracy": float(np.mean(predicted[entity] == eval_labels[entity])),
+                "entity_f1": entity_scores(gold, _sentence_tags(predicted, eval_starts, tags))["f1"],
+                "baseline_accuracy": float(np.mean(eval_labels == majority)),
+            }
+        )
+        logger.info(f"layer {layer}: accuracy {results[-1]['accuracy']:.4f}, entity F1 {results[-1]['entity_f1']:.1f}")
+    return results
+
+
+def _word_labels(labels, word_starts):
+    """The tag id at each kept word's first piece, in word order."""
+    return np.array(
+        [labels[row, start] for row, starts in enumerate(word_starts) for start in starts if start >= 0], "int32"
+    )
+
+
+def _sentence_tags(predicted, word_starts, tags):
+    """Per-sentence tag lists from per-word predictions (words cut by the length: "O")."""
+    sentences, index = [], 0
+    for starts in word_starts:
+        sentence = []
+        for start in starts:
+            if start >= 0:
+                sentence.append(tags[predicted[index]])
+                index += 1
+            else:
+                sentence.append("O")
+        sentences.append(sentence)
+    return sentences
