@@ -10,6 +10,7 @@ Writes predictions.jsonl, metrics.json, model.keras and TensorBoard logs to --ou
     python examples/run_classifier.py ... --random_init  # the same encoder size, no pretraining
     python examples/run_classifier.py ... --feature_based  # frozen encoder, scalar mix + BiLSTM (ELMo style)
     python examples/run_classifier.py ... --restarts 3 --dev_file data/rotten_tomatoes/dev.csv  # the best of 3 seeds on dev
+    python examples/run_classifier.py ... --ensemble 3   # 3 seeds' mean probabilities, saved and served as one model
 """
 
 import json
@@ -22,6 +23,7 @@ import numpy as np
 from bertlayers.metrics import accuracy, classification_metrics, pearson, spearman
 from bertlayers.models import SequenceClassifier
 from bertlayers.runs.finetuning import (
+    add_ensemble_argument,
     add_feature_based_arguments,
     add_finetuning_arguments,
     add_pooling_argument,
@@ -66,8 +68,11 @@ def main():
     add_feature_based_arguments(parser)
     add_pooling_argument(parser)
     add_restart_arguments(parser)
+    add_ensemble_argument(parser)
     args = add_finetuning_arguments(parser, sequence_length=64, epochs=2).parse_args()
     check_restart_arguments(parser, args)
+    if args.ensemble > 1 and args.regression:
+        parser.error("--ensemble averages class probabilities; a regression has none (drop --ensemble)")
     config = finetuning_config(parser, args)
     strategy = start(config)
 
@@ -126,6 +131,7 @@ def main():
         dev_score,
         args.restarts,
         validation=validation,
+        ensemble=args.ensemble,
     )
     logits = predict_by_length(model, x_eval, batch_size=args.batch_size, verbose=args.verbose)["logits"]
     if args.regression:
@@ -137,6 +143,9 @@ def main():
         metrics = classification_metrics(y_eval, predicted, labels.labels)
         # The score of always answering the training data's most frequent label: what "learned" must beat.
         metrics["majority_class_accuracy"] = accuracy(y_eval, np.full_like(y_eval, np.bincount(y_train).argmax()))
+        for member in getattr(model, "members", []):  # an ensemble: each member alone, for comparison
+            alone = predict_by_length(member, x_eval, batch_size=args.batch_size, verbose=0)["logits"]
+            metrics.setdefault("member_accuracies", []).append(accuracy(y_eval, alone.argmax(-1)))
         probabilities = keras.ops.convert_to_numpy(keras.ops.softmax(logits, axis=-1))
         predictions = [
             {

@@ -17,6 +17,7 @@ The library's models get theirs by default (`default_outputs`); a model a user c
 """
 
 from bertlayers import backend
+from bertlayers.models.ensemble import ClassifierEnsemble
 from bertlayers.models.multi_task import MultiTask
 from bertlayers.models.sequence_classifier import SequenceClassifier
 from bertlayers.models.span_predictor import SpanPredictor
@@ -260,7 +261,7 @@ class SpanOutputs(ModelOutputs):
 
 def default_outputs(model, label_names=None, max_answer_length=30, max_query_length=64):
     """The outputs a library model serves by its class; `ModelOutputs` for any other model."""
-    if isinstance(model, SequenceClassifier) or (
+    if isinstance(model, (SequenceClassifier, ClassifierEnsemble)) or (
         label_names is not None and not isinstance(model, (EncoderBase, TokenClassifier, SpanPredictor, MultiTask))
     ):
         return ClassifierOutputs(label_names)

@@ -3,6 +3,7 @@
 from bertlayers.models.distiller import Distiller
 from bertlayers.models.dual_encoder import DualEncoder
 from bertlayers.models.encoder_model import EncoderModel
+from bertlayers.models.ensemble import ClassifierEnsemble
 from bertlayers.models.multi_task import MultiTask, Task
 from bertlayers.models.multiple_choice import MultipleChoice
 from bertlayers.models.predictor import compiled_predictor
@@ -13,6 +14,7 @@ from bertlayers.models.span_predictor import SpanPredictor
 from bertlayers.models.token_classifier import TokenClassifier
 
 __all__ = [
+    "ClassifierEnsemble",
     "BertPretrainer",
     "CausalLMPretrainer",
     "Distiller",

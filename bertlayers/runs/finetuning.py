@@ -11,7 +11,7 @@ from typing import Optional
 import keras
 
 from bertlayers.convert.loading import load_encoder, trained_pooling
-from bertlayers.convert.model_files import record_vocabulary, save_model, vocabulary_of
+from bertlayers.convert.model_files import record_vocabulary, recorded_vocabulary, save_model, vocabulary_of
 from bertlayers.models.logits_model import LogitsModel
 from bertlayers.networks import reinitialized
 from bertlayers.runs.output_folder import take_output_folder
@@ -444,10 +444,28 @@ def add_restart_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
     return parser
 
 
+def add_ensemble_argument(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """`--ensemble N`: fine-tune N models (seeds --seed, --seed + 1, ...) and answer with the mean of
+    their probabilities (`ClassifierEnsemble`), saved and served as one model."""
+    parser.add_argument(
+        "--ensemble",
+        type=int,
+        default=1,
+        help="fine-tune N models with seeds --seed, --seed + 1, ... and answer (and serve) the mean of their "
+        "probabilities",
+    )
+    return parser
+
+
 def check_restart_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """A run of several restarts names its dev file, and the dev file is not the evaluation file."""
     if args.restarts < 1:
         parser.error(f"--restarts must be at least 1, got {args.restarts}")
+    ensemble = getattr(args, "ensemble", 1)
+    if ensemble < 1:
+        parser.error(f"--ensemble must be at least 1, got {ensemble}")
+    if ensemble > 1 and args.restarts > 1:
+        parser.error("--ensemble keeps every model and --restarts the best one: give one of them")
     if args.restarts > 1 and not args.dev_file:
         parser.error("--restarts N > 1 keeps the best model on a dev set: give --dev_file")
     if args.dev_file and os.path.abspath(args.dev_file) == os.path.abspath(args.eval_file):
@@ -462,15 +480,20 @@ def finetune_restarts(
     dev_score: Callable,
     restarts: int,
     validation: tuple | None = None,
+    ensemble: int = 1,
 ) -> tuple[keras.Model, dict]:
     """`finetune` `restarts` times with seeds `config.seed`, `config.seed + 1`, ... (head, dropout
     and data order differ), and keep the model whose `dev_score(model)` is highest (BERT's random
     restarts). Restart k writes to `<output_dir>/restart_<k>/`; the best is saved again as
-    `<output_dir>/model.keras`.
+    `<output_dir>/model.keras`. With `ensemble` N > 1 instead: N models so trained (member k in
+    `<output_dir>/member_<k>/`), all kept, answering as one `ClassifierEnsemble` (`model.keras`).
 
     Returns:
-      The best model and {"dev_scores": one a restart, "best_restart", "best_seed"}.
+      The best model and {"dev_scores": one a restart, "best_restart", "best_seed"}; or the
+      ensemble and {"ensemble_seeds": one a member}.
     """
+    if ensemble > 1:
+        return _finetune_ensemble(strategy, config, build_model, train, validation, ensemble)
     if restarts == 1:
         return finetune(strategy, config, build_model, train, validation), {}
     best, scores = None, []
@@ -487,6 +510,22 @@ def finetune_restarts(
     chosen = int(max(range(restarts), key=scores.__getitem__))
     save_model(best, os.path.join(config.output_dir, "model.keras"))  # its vocabulary was recorded by finetune
     return best, {"dev_scores": scores, "best_restart": chosen, "best_seed": config.seed + chosen}
+
+
+def _finetune_ensemble(strategy, config, build_model, train, validation, size):
+    from bertlayers.models.ensemble import ClassifierEnsemble
+
+    members = []
+    for k in range(size):
+        seed = config.seed + k
+        keras.utils.set_random_seed(seed)
+        run = dataclasses.replace(config, seed=seed, output_dir=os.path.join(config.output_dir, f"member_{k}"))
+        members.append(finetune(strategy, run, build_model, train, validation))
+        logger.info(f"ensemble member {k} (seed {seed}) trained")
+    ensemble = ClassifierEnsemble(members)
+    record_vocabulary(ensemble, recorded_vocabulary(members[0]))  # what finetune recorded on each member
+    save_model(ensemble, os.path.join(config.output_dir, "model.keras"))
+    return ensemble, {"ensemble_seeds": [config.seed + k for k in range(size)]}
 
 
 def files_written(output_dir: str) -> str:

@@ -34,6 +34,7 @@ RUN_OUTPUTS = (
     "dual_encoder",
     "reranker",
     "restart_*",
+    "member_*",
 )
 FINISHED = ("model.keras", "metrics.json")
 

@@ -1,0 +1,130 @@
+"""Ensembles of fine-tuned classifiers: the mean of the members' probabilities (by hand), saved,
+served and run by `run_classifier.py --ensemble N`."""
+
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from bertlayers.layers import MeanProbabilities
+from bertlayers.models import ClassifierEnsemble, SequenceClassifier
+from bertlayers.networks import BertEncoder
+from bertlayers.testing import encoder_batch, run_layer_test
+
+TINY = dict(vocabulary_size=100, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32)
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def test_mean_probabilities_layer():
+    rng = np.random.default_rng(0)
+    run_layer_test(
+        MeanProbabilities,
+        {},
+        {"logits": [rng.normal(size=(4, 3)).astype("float32") for _ in range(3)]},
+        (4, 3),
+        mixed_output_dtype="float32",
+        trainable=False,
+    )
+
+
+def test_mean_probabilities_is_the_log_of_the_mean_of_the_softmaxes():
+    rng = np.random.default_rng(1)
+    logits = [rng.normal(0, 5, size=(6, 4)).astype("float32") for _ in range(3)]
+    out = np.asarray(MeanProbabilities()(logits))
+    np.testing.assert_allclose(np.exp(out), np.mean([_softmax(x) for x in logits], axis=0), atol=1e-6)
+    np.testing.assert_allclose(_softmax(out), np.exp(out), atol=1e-6)  # a softmax of it is the mean again
+
+
+def _members(count=3):
+    members = []
+    for seed in range(count):
+        keras.utils.set_random_seed(seed)
+        members.append(SequenceClassifier(BertEncoder(**TINY), 3, label_names=["a", "b", "c"]))
+    return members
+
+
+def test_the_ensemble_answers_the_members_mean_and_saves(tmp_path):
+    members = _members()
+    ensemble = ClassifierEnsemble(members)
+    batch = encoder_batch(100)
+    probabilities = _softmax(np.asarray(ensemble(batch)["logits"]))
+    mean = np.mean([_softmax(np.asarray(m(batch)["logits"])) for m in members], axis=0)
+    np.testing.assert_allclose(probabilities, mean, atol=1e-6)
+    assert ensemble.label_names == ["a", "b", "c"] and not ensemble.trainable_weights
+    ensemble.save(str(tmp_path / "ensemble.keras"))
+    loaded = keras.saving.load_model(str(tmp_path / "ensemble.keras"), safe_mode=True)
+    np.testing.assert_allclose(np.asarray(loaded(batch)["logits"]), np.asarray(ensemble(batch)["logits"]), atol=1e-6)
+
+
+def test_members_that_do_not_agree_are_refused_by_name():
+    keras.utils.set_random_seed(0)
+    other = SequenceClassifier(BertEncoder(**TINY), 2)
+    with pytest.raises(ValueError, match="same classes and the same label_names"):
+        ClassifierEnsemble([_members(1)[0], other])
+    with pytest.raises(ValueError, match="at least 2 members"):
+        ClassifierEnsemble(_members(1))
+
+
+@pytest.mark.tensorflow_only
+def test_the_ensemble_serves_what_keras_computes():
+    from bertlayers.testing import check_served_equals_keras
+
+    served = check_served_equals_keras(ClassifierEnsemble(_members(2)), encoder_batch(100), sequence_length=16)
+    assert served["logits"].shape == (3, 3) and "probabilities" in served and "label_name" in served
+
+
+@pytest.mark.slow
+@pytest.mark.tensorflow_only
+def test_run_classifier_ensemble_keeps_every_member_and_saves_one_model(tmp_path):
+    import csv
+    import json
+
+    from processes import run_script
+
+    from bertlayers.convert import load_model_file
+    from bertlayers.utils.assets import rotten_tomatoes_snippets
+
+    snippets = rotten_tomatoes_snippets()
+    for file, rows in (("train.csv", snippets[:48]), ("eval.csv", snippets[2000:2032])):
+        with open(tmp_path / file, "w", newline="", encoding="utf-8") as f:
+            csv.writer(f).writerows([("text", "label"), *rows])
+    out = tmp_path / "ensemble"
+    run_script(
+        "run_classifier.py",
+        *("--train_file", tmp_path / "train.csv", "--eval_file", tmp_path / "eval.csv", "--ensemble", 2),
+        *("--output_dir", out, "--epochs", 1, "--batch_size", 16, "--sequence_length", 32, "--verbose", 0),
+    )
+    metrics = json.load(open(out / "metrics.json"))
+    assert metrics["ensemble_seeds"] == [0, 1] and len(metrics["member_accuracies"]) == 2
+    assert os.path.isfile(out / "member_0" / "model.keras") and os.path.isfile(out / "member_1" / "model.keras")
+    model = load_model_file(str(out / "model.keras"))
+    assert isinstance(model, ClassifierEnsemble) and model.label_names == ["fresh", "rotten"]
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (("--ensemble", 2, "--restarts", 2, "--dev_file", "DEV"), "give one of them"),
+        (("--ensemble", 0), "--ensemble must be at least 1"),
+        (("--ensemble", 2, "--regression"), "a regression has none"),
+    ],
+)
+def test_bad_ensemble_flags_are_refused_by_name(tmp_path, flags, message):
+    from processes import run, script
+
+    for name in ("train.csv", "eval.csv", "dev.csv"):
+        (tmp_path / name).write_text("text,label\nfine,1\n")
+    result = run(
+        script(
+            "run_classifier.py",
+            *("--train_file", tmp_path / "train.csv", "--eval_file", tmp_path / "eval.csv"),
+            *("--output_dir", tmp_path / "out", *[tmp_path / "dev.csv" if flag == "DEV" else flag for flag in flags]),
+        ),
+        expect=2,
+    )
+    assert message in result.stderr and not (tmp_path / "out").exists()
