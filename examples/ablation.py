@@ -17,6 +17,8 @@ docs/papers.md took about 80 minutes.
     python examples/ablation.py --output_dir runs/ablation --objectives bert roberta none --seeds 0 1 2
     python examples/ablation.py --output_dir runs/deberta --objectives electra deberta_v3 deberta_v3_es \\
         --tasks rotten_tomatoes --seeds 0 1 2        # DeBERTa-v3's GDES against ES and ELECTRA
+    python examples/ablation.py --output_dir runs/masking --objectives roberta_10 roberta roberta_30 roberta_40 \\
+        --tasks rotten_tomatoes --seeds 0 1 2        # the masking rate (T5)
 """
 
 import argparse
@@ -39,6 +41,11 @@ OBJECTIVES = {
     "spanbert": ("spanbert", "span masking + SBO, no NSP (SpanBERT)"),
     "xlnet": ("xlnet", "permutation LM (XLNet)"),
     "modernbert": ("modernbert", "ModernBERT's architecture, masked LM at 30%, no NSP"),
+    # T5's finding ("exact percent of masking/corruptions strategy doesn't matter that much"): the
+    # RoBERTa-style row at other masking rates.
+    "roberta_10": ("roberta", "MLM only, 10% masked"),
+    "roberta_30": ("roberta", "MLM only, 30% masked"),
+    "roberta_40": ("roberta", "MLM only, 40% masked"),
     "deberta_v3": ("deberta_v3", "DeBERTa-v3: RTD, gradient-disentangled embedding sharing"),
     "deberta_v3_es": ("deberta_v3", "DeBERTa-v3's RTD, plain embedding sharing (ES)"),
     "none": (None, "no pretraining (random weights)"),
@@ -47,6 +54,10 @@ OBJECTIVES = {
 PRETRAIN_FLAGS = {
     "modernbert": ["--max_predictions_per_seq", "38"],
     "deberta_v3_es": ["--option", "embedding_sharing=es"],
+    # The masked positions a 128-token sequence may hold must not cap the rate: ⌈rate × 128⌉.
+    "roberta_10": ["--masked_lm_prob", "0.1"],
+    "roberta_30": ["--masked_lm_prob", "0.3", "--max_predictions_per_seq", "39"],
+    "roberta_40": ["--masked_lm_prob", "0.4", "--max_predictions_per_seq", "52"],
 }
 TASKS = ("rotten_tomatoes", "squad")
 
