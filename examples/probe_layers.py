@@ -4,7 +4,7 @@ WNUT-2016 entities by default). Writes probe.json, probe.md (the table) and, wit
 installed, probe.png to --output_dir.
 
     python examples/prepare_datasets.py          # the real WNUT-2016 data, fixed-seed splits
-    python examples/probe_layers.py --output_dir runs/probe                       # MiniLM
+    python examples/probe_layers.py --output_dir runs/probe --seeds 0 1 2          # MiniLM
     python examples/probe_layers.py --init runs/pretrain --output_dir runs/probe_mine
 """
 
@@ -38,7 +38,9 @@ def main():
     parser.add_argument("--batch_size", type=flag(POSITIVE_INT), default=256, help="words per probe step")
     parser.add_argument("--learning_rate", type=flag(POSITIVE_FLOAT), default=1e-2, help="the probes' Adam step")
     parser.add_argument("--l2", type=flag(NON_NEGATIVE_FLOAT), default=1e-4, help="λ of the probes' penalty λ·‖W‖²")
-    parser.add_argument("--seed", type=flag(NON_NEGATIVE_INT), default=0, help="the probes' seed")
+    parser.add_argument(
+        "--seeds", type=flag(NON_NEGATIVE_INT), nargs="+", default=[0], help="the probes' seeds (one probe each)"
+    )
     parser.add_argument("--overwrite", action="store_true", help="replace an earlier probe run in --output_dir")
     args = parser.parse_args()
     for path in (args.train_file, args.eval_file):
@@ -67,7 +69,7 @@ def main():
         epochs=args.epochs,
         batch_size=args.batch_size,
         learning_rate=args.learning_rate,
-        seed=args.seed,
+        seeds=args.seeds,
     )
     table = _table(results)
     atomic_files.write_json(
@@ -90,17 +92,25 @@ def _vocabulary(source):
 
 
 def _table(results):
+    seeds = len(results[0]["accuracy"]["runs"])
+    spread = f", mean [min, max] of {seeds} probe seeds" if seeds > 1 else ""
     lines = [
-        "| hidden state | word accuracy | accuracy on entity words | entity F1 |",
+        f"| hidden state | word accuracy{spread} | accuracy on entity words | entity F1 |",
         "|---|---|---|---|",
     ]
     for r in results:
         name = "embeddings" if r["layer"] == 0 else f"layer {r['layer']}"
-        lines.append(
-            f"| {name} | {100 * r['accuracy']:.2f} | {100 * r['entity_word_accuracy']:.1f} | {r['entity_f1']:.1f} |"
-        )
+        cells = [_cell(r["accuracy"], 100, 2), _cell(r["entity_word_accuracy"], 100, 1), _cell(r["entity_f1"], 1, 1)]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines.append(f"| (every word the majority tag) | {100 * results[0]['baseline_accuracy']:.2f} | 0.0 | 0.0 |")
     return "\n".join(lines)
+
+
+def _cell(measure, scale, digits):
+    mean = f"{scale * measure['mean']:.{digits}f}"
+    if len(measure["runs"]) == 1:
+        return mean
+    return f"{mean} [{scale * measure['min']:.{digits}f}, {scale * measure['max']:.{digits}f}]"
 
 
 def _chart(results, path):
@@ -114,8 +124,10 @@ def _chart(results, path):
         return
     layers = [r["layer"] for r in results]
     figure, axis = plt.subplots(figsize=(6, 3.5))
-    axis.plot(layers, [r["entity_f1"] for r in results], "o-", label="entity F1")
-    axis.plot(layers, [100 * r["entity_word_accuracy"] for r in results], "s--", label="accuracy on entity words")
+    axis.plot(layers, [r["entity_f1"]["mean"] for r in results], "o-", label="entity F1")
+    axis.plot(
+        layers, [100 * r["entity_word_accuracy"]["mean"] for r in results], "s--", label="accuracy on entity words"
+    )
     axis.set_xlabel("hidden state (0: embeddings)")
     axis.set_ylabel("%")
     axis.legend()

@@ -82,10 +82,12 @@ def test_probe_layers_scores_every_hidden_state_on_real_tweets():
     tags = tag_vocabulary(sentences[:260])
     tokenizer = text_tokenizer(ModelVocabulary.from_file(bert_uncased_vocabulary()))
     encoder = BertEncoder(**{**TINY, "vocabulary_size": 30522})
-    results = probe_layers(encoder, tokenizer, train, evaluation, tags, sequence_length=48, epochs=3)
+    results = probe_layers(encoder, tokenizer, train, evaluation, tags, sequence_length=48, epochs=3, seeds=(0, 1))
     assert [r["layer"] for r in results] == [0, 1, 2]
     for r in results:
-        assert 0.5 < r["accuracy"] <= 1 and 0 <= r["entity_word_accuracy"] <= 1 and 0 <= r["entity_f1"] <= 100
+        accuracy, entity, f1 = r["accuracy"], r["entity_word_accuracy"], r["entity_f1"]
+        assert 0.5 < accuracy["min"] <= accuracy["mean"] <= accuracy["max"] <= 1 and len(accuracy["runs"]) == 2
+        assert 0 <= entity["mean"] <= 1 and 0 <= f1["mean"] <= 100
         assert r["baseline_accuracy"] == results[0]["baseline_accuracy"] > 0.8  # "O" is most words
 
 
@@ -106,9 +108,10 @@ def test_the_runner_writes_a_row_per_hidden_state(tmp_path):
     run_script(
         "probe_layers.py",
         *("--train_file", tmp_path / "train.conll", "--eval_file", tmp_path / "eval.conll"),
-        *("--output_dir", out, "--epochs", 2, "--sequence_length", 48),
+        *("--output_dir", out, "--epochs", 2, "--sequence_length", 48, "--seeds", 0, 1),
     )
     layers = json.load(open(out / "probe.json"))["layers"]
     assert len(layers) == 7  # MiniLM: the embeddings and 6 layers
     table = (out / "probe.md").read_text().splitlines()
     assert table[2].startswith("| embeddings |") and table[8].startswith("| layer 6 |")
+    assert "of 2 probe seeds" in table[0] and table[2].count("[") == 3

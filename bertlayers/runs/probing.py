@@ -84,18 +84,20 @@ def probe_layers(
     epochs=20,
     batch_size=256,
     learning_rate=1e-2,
-    seed=0,
+    seeds=(0,),
 ):
-    """A probe per hidden state of `encoder` on tagged sentences (CoNLL: [(word, tag), ...]).
+    """Probes per hidden state of `encoder` on tagged sentences (CoNLL: [(word, tag), ...]), one for
+    each seed (the probe's initialization and batch order; the states are computed once).
 
     Args:
       tokenizer: the encoder's `CheckpointTokenizer`; tags: the tag list (index = class).
       train, evaluation: the sentences the probes train and are scored on.
 
     Returns:
-      One dict per hidden state j = 0..L: `layer`, `accuracy` (words), `entity_word_accuracy`
-      (words whose gold tag is not "O"), `entity_f1` (exact entity spans, conlleval's count), and
-      the majority-tag `baseline_accuracy`.
+      One dict per hidden state j = 0..L: `layer`, the majority-tag `baseline_accuracy`, and for
+      each measure its list over the seeds (`runs`) with `mean`, `min` and `max`: `accuracy`
+      (words), `entity_word_accuracy` (words whose gold tag is not "O"), `entity_f1` (exact entity
+      spans, conlleval's count).
     """
     x_train, y_train, _, train_starts = encode_sentences(train, tokenizer, sequence_length, tags, "train")
     x_eval, y_eval, _, eval_starts = encode_sentences(evaluation, tokenizer, sequence_length, tags, "evaluation")
@@ -108,18 +110,20 @@ def probe_layers(
     entity = eval_labels != tags.index("O") if "O" in tags else np.ones(len(eval_labels), bool)
     results = []
     for layer, (features, held_out) in enumerate(zip(train_states, eval_states)):
-        probe = fit_probe(features, train_labels, len(tags), l2, epochs, batch_size, learning_rate, seed)
-        predicted = np.asarray(probe.predict(held_out, batch_size=1024, verbose=0)).argmax(-1)
-        results.append(
-            {
-                "layer": layer,
-                "accuracy": float(np.mean(predicted == eval_labels)),
-                "entity_word_accuracy": float(np.mean(predicted[entity] == eval_labels[entity])),
-                "entity_f1": entity_scores(gold, _sentence_tags(predicted, eval_starts, tags))["f1"],
-                "baseline_accuracy": float(np.mean(eval_labels == majority)),
-            }
+        runs = {"accuracy": [], "entity_word_accuracy": [], "entity_f1": []}
+        for seed in seeds:
+            probe = fit_probe(features, train_labels, len(tags), l2, epochs, batch_size, learning_rate, seed)
+            predicted = np.asarray(probe.predict(held_out, batch_size=1024, verbose=0)).argmax(-1)
+            runs["accuracy"].append(float(np.mean(predicted == eval_labels)))
+            runs["entity_word_accuracy"].append(float(np.mean(predicted[entity] == eval_labels[entity])))
+            runs["entity_f1"].append(entity_scores(gold, _sentence_tags(predicted, eval_starts, tags))["f1"])
+        result = {"layer": layer, "baseline_accuracy": float(np.mean(eval_labels == majority))}
+        for name, values in runs.items():
+            result[name] = {"mean": float(np.mean(values)), "min": min(values), "max": max(values), "runs": values}
+        results.append(result)
+        logger.info(
+            f"layer {layer}: accuracy {result['accuracy']['mean']:.4f}, entity F1 {result['entity_f1']['mean']:.1f}"
         )
-        logger.info(f"layer {layer}: accuracy {results[-1]['accuracy']:.4f}, entity F1 {results[-1]['entity_f1']:.1f}")
     return results
 
 
