@@ -25,7 +25,9 @@ class ClassifierEnsemble(EncoderModel):
 
     uses_pooled_output = False
 
-    def __init__(self, members, name="classifier_ensemble", trainable=False, **kwargs):
+    def __init__(
+        self, members: list[keras.Model | dict], name: str = "classifier_ensemble", trainable: bool = False, **kwargs
+    ) -> None:
         members = [keras.saving.deserialize_keras_object(m) if isinstance(m, dict) else m for m in members]
         kwargs.pop("encoder", None)  # EncoderModel's config names the first member's; the members hold theirs
         if len(members) < 2:
