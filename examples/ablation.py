@@ -179,7 +179,7 @@ def run_row(args, row, timings):
         *PRETRAIN_FLAGS.get(row, []),
     )
     if seconds is not None:
-        timings[f"pretrain_{pretrain_recipe}"] = seconds
+        timings[f"pretrain_{row}"] = seconds  # by row: rows may share a recipe (the masking rates)
     result = {"objective": OBJECTIVES[row][1]}
     if recipe is not None:
         summary = read_json(os.path.join(init, "summary.json"))
