@@ -13,6 +13,7 @@ import os
 import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: examples/usage/)
 
 from bertlayers.convert import load_encoder
+from bertlayers.runs.finetuning import vocabulary_of_source
 from bertlayers.runs.output_folder import take_output_folder
 from bertlayers.runs.probing import probe_layers
 from bertlayers.task_data.ner import read_conll, tag_vocabulary
@@ -52,7 +53,7 @@ def main():
     take_output_folder(args.output_dir, "probe run", overwrite=args.overwrite)
     source = args.init or minilm_path()
     encoder = load_encoder(source)
-    tokenizer = text_tokenizer(_vocabulary(source))
+    tokenizer = text_tokenizer(vocabulary_of_source(source))
     tags = tag_vocabulary(train)
     print(
         f"Probing {encoder.config.num_layers + 1} hidden states of {source}: {len(train)} training and "
@@ -80,15 +81,6 @@ def main():
     atomic_files.write_text(os.path.join(args.output_dir, "probe.md"), table + "\n")
     print(table)
     _chart(results, os.path.join(args.output_dir, "probe.png"))
-
-
-def _vocabulary(source):
-    from bertlayers.convert.model_files import vocabulary_of
-    from bertlayers.tokenizers.tokenizer import ModelVocabulary
-    from bertlayers.utils.assets import bert_uncased_vocabulary
-
-    recorded = vocabulary_of(source)
-    return recorded if recorded is not None else ModelVocabulary.from_file(bert_uncased_vocabulary())
 
 
 def _table(results):

@@ -162,11 +162,12 @@ BASE_MODEL_PREFIXES = (
 )
 
 
-def start_loading(path, model_type, prefix, encoder_class, dtype, name="encoder"):
+def start_loading(path, model_type, prefix, encoder_class, dtype, name="encoder", encoder_settings=None):
     """What every loader begins with: the folder read and checked (`read_huggingface_folder`), the
     base model's `prefix` taken off the tensor names (a tuple: the names a family's folders use,
-    GTE's "gte." and "new."), the encoder built from the config, and an empty `WeightMap`.
-    Returns (config.json dict, tensors, encoder, weights)."""
+    GTE's "gte." and "new."), the encoder built from the config (and, where its class takes
+    arguments no `EncoderConfig` field holds, `encoder_settings(config.json dict, source)`'s), and
+    an empty `WeightMap`. Returns (config.json dict, tensors, encoder, weights)."""
     hf_config, config, tensors, weights_path = read_huggingface_folder(path, model_type)
     prefixes = (prefix,) if isinstance(prefix, str) else tuple(prefix)
     foreign = sorted({p for name in tensors for p in BASE_MODEL_PREFIXES if name.startswith(p) and p not in prefixes})
@@ -176,7 +177,8 @@ def start_loading(path, model_type, prefix, encoder_class, dtype, name="encoder"
             f"named {foreign[0]}* (another family's base model): the config does not belong to these weights."
         )
     tensors = base_model_tensors(tensors, prefixes)
-    encoder = encoder_class.from_encoder_config(config, dtype=dtype, name=name)
+    settings = encoder_settings(hf_config, os.path.join(path, "config.json")) if encoder_settings else {}
+    encoder = encoder_class.from_encoder_config(config, dtype=dtype, name=name, **settings)
     return hf_config, tensors, encoder, WeightMap(tensors, weights_path)
 
 

@@ -29,7 +29,6 @@ class ClassifierEnsemble(EncoderModel):
         self, members: list[keras.Model | dict], name: str = "classifier_ensemble", trainable: bool = False, **kwargs
     ) -> None:
         members = [keras.saving.deserialize_keras_object(m) if isinstance(m, dict) else m for m in members]
-        kwargs.pop("encoder", None)  # EncoderModel's config names the first member's; the members hold theirs
         if len(members) < 2:
             raise ValueError(f"ClassifierEnsemble averages at least 2 members, got {len(members)}.")
         names = {tuple(getattr(m, "label_names", None) or ()) for m in members}

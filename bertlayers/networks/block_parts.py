@@ -121,12 +121,14 @@ def block_arguments(config):
     )
 
 
-def plugged_parts(config, settings, kernel_initializer, dtype):
+def plugged_parts(config, settings, kernel_initializer, dtype, attention=True):
     """The block arguments `settings` changes from the block's defaults: {} for BERT's block, so a
-    block class of the user's that knows none of them still takes the default settings."""
-    attention = _chosen(ATTENTIONS, "attention", settings.attention)(
-        settings, config.num_heads, config.head_size, config.attention_dropout, kernel_initializer, dtype
-    )
+    block class of the user's that knows none of them still takes the default settings.
+    `attention` False: the caller brings the attention layer (none is built from the table)."""
+    if attention:
+        attention = _chosen(ATTENTIONS, "attention", settings.attention)(
+            settings, config.num_heads, config.head_size, config.attention_dropout, kernel_initializer, dtype
+        )
     feed_forward = _chosen(FEED_FORWARDS, "feed_forward", settings.feed_forward)(
         settings, config.intermediate_size, config.activation, kernel_initializer, dtype
     )
@@ -145,12 +147,15 @@ def plugged_parts(config, settings, kernel_initializer, dtype):
 
 def build_block(config, settings, dtype, name, block_class=None, block_config=None):
     """The block of one layer: `block_class` (default `TransformerEncoderBlock`) from the config's
-    sizes, the layer's `settings` and `block_config` (which wins)."""
+    sizes, the layer's `settings` and `block_config` (which wins: an `attention_layer` there is
+    the layer's attention, and the table's for `settings.attention` is not built)."""
+    block_config = block_config or {}
     # One initializer for the block (each made draws the global seed: one more per block would
     # change every later layer's initial weights).
     arguments = block_arguments(config)
-    arguments.update(
-        norm_first=settings.norm_first, **plugged_parts(config, settings, arguments["kernel_initializer"], dtype)
+    parts = plugged_parts(
+        config, settings, arguments["kernel_initializer"], dtype, attention="attention_layer" not in block_config
     )
-    arguments.update(block_config or {})
+    arguments.update(norm_first=settings.norm_first, **parts)
+    arguments.update(block_config)
     return (block_class or TransformerEncoderBlock)(**arguments, dtype=dtype, name=name)

@@ -38,6 +38,7 @@ __all__ = [
     "FEATURE_BASED_LEARNING_RATE",
     "BestEpoch",
     "FinetuningConfig",
+    "add_ensemble_argument",
     "add_feature_based_arguments",
     "add_finetuning_arguments",
     "add_pooling_argument",
@@ -54,6 +55,7 @@ __all__ = [
     "pooling_for",
     "start",
     "vocabulary_for",
+    "vocabulary_of_source",
     "write_json",
 ]
 
@@ -278,11 +280,16 @@ def vocabulary_for(config: object) -> object:
     """The `ModelVocabulary` (or a checkpoint's `TokenizerFiles`) a run tokenizes with: its
     `vocabulary` (lower-cased), else the one recorded with (or beside) the encoder it starts
     from, else bert-base-uncased's."""
-    from bertlayers.utils.assets import bert_uncased_vocabulary
-
     if config.vocabulary:
         return ModelVocabulary.from_file(config.vocabulary)
-    recorded = vocabulary_of(encoder_source(config))
+    return vocabulary_of_source(encoder_source(config))
+
+
+def vocabulary_of_source(source: str) -> object:
+    """The vocabulary recorded with (or beside) the encoder at `source`, else bert-base-uncased's."""
+    from bertlayers.utils.assets import bert_uncased_vocabulary
+
+    recorded = vocabulary_of(source)
     return recorded if recorded is not None else ModelVocabulary.from_file(bert_uncased_vocabulary())
 
 

@@ -18,7 +18,8 @@ import keras
 import numpy as np
 
 from bertlayers.metrics.entities import entity_scores
-from bertlayers.task_data.ner import encode_sentences
+from bertlayers.models.predictor import compiled_predictor
+from bertlayers.task_data.ner import encode_sentences, word_tags
 from bertlayers.utils.validation import NON_NEGATIVE_FLOAT, POSITIVE_FLOAT, POSITIVE_INT
 
 __all__ = ["fit_probe", "probe_layers", "word_states"]
@@ -28,20 +29,17 @@ logger = logging.getLogger(__name__)
 
 def word_states(encoder, inputs, word_starts, batch_size=64):
     """Every hidden state at each word's first piece: L + 1 arrays `[words, H]` (the embeddings
-    first), words in sentence order; words cut by the sequence length (start -1) left out."""
-    rows = [(row, start) for row, starts in enumerate(word_starts) for start in starts if start >= 0]
-    row_index = np.array([row for row, _ in rows], "int64")
-    position = np.array([start for _, start in rows], "int64")
-    states = None
-    count = len(word_starts)
-    for first in range(0, count, batch_size):
-        batch = {name: np.asarray(value[first : first + batch_size]) for name, value in inputs.items()}
-        outputs = encoder(batch, training=False)
+    first), words in sentence order; words cut by the sequence length (start -1) left out. The
+    encoder runs compiled (`compiled_predictor`), a batch at a time, and only the words' rows are kept."""
+    predict = compiled_predictor(encoder)
+    rows, positions = _word_positions(word_starts)
+    parts = []
+    for first in range(0, len(word_starts), batch_size):
+        outputs = predict({name: np.asarray(value[first : first + batch_size]) for name, value in inputs.items()})
         layers = [outputs["embedding_output"], *outputs["encoder_outputs"]]  # L + 1 x [b, S, H]
-        chosen = (row_index >= first) & (row_index < first + batch_size)
-        picked = [np.asarray(layer, "float32")[row_index[chosen] - first, position[chosen]] for layer in layers]
-        states = picked if states is None else [np.concatenate([a, b]) for a, b in zip(states, picked)]
-    return states
+        chosen = (rows >= first) & (rows < first + batch_size)
+        parts.append([np.asarray(layer, "float32")[rows[chosen] - first, positions[chosen]] for layer in layers])
+    return [np.concatenate(layer) for layer in zip(*parts)]
 
 
 def fit_probe(features, labels, num_classes, l2=1e-4, epochs=20, batch_size=256, learning_rate=1e-2, seed=0):
@@ -101,8 +99,9 @@ def probe_layers(
     """
     x_train, y_train, _, train_starts = encode_sentences(train, tokenizer, sequence_length, tags, "train")
     x_eval, y_eval, _, eval_starts = encode_sentences(evaluation, tokenizer, sequence_length, tags, "evaluation")
-    train_labels = _word_labels(y_train, train_starts)
-    eval_labels = _word_labels(y_eval, eval_starts)
+    train_labels = y_train[_word_positions(train_starts)]  # the tag id at each kept word's first piece
+    eval_rows, eval_positions = _word_positions(eval_starts)
+    eval_labels = y_eval[eval_rows, eval_positions]
     train_states = word_states(encoder, x_train, train_starts)
     eval_states = word_states(encoder, x_eval, eval_starts)
     majority = np.bincount(train_labels, minlength=len(tags)).argmax()
@@ -116,7 +115,9 @@ def probe_layers(
             predicted = np.asarray(probe.predict(held_out, batch_size=1024, verbose=0)).argmax(-1)
             runs["accuracy"].append(float(np.mean(predicted == eval_labels)))
             runs["entity_word_accuracy"].append(float(np.mean(predicted[entity] == eval_labels[entity])))
-            runs["entity_f1"].append(entity_scores(gold, _sentence_tags(predicted, eval_starts, tags))["f1"])
+            tag_ids = np.zeros_like(y_eval)
+            tag_ids[eval_rows, eval_positions] = predicted  # back at each word's first piece: task_data's decoding
+            runs["entity_f1"].append(entity_scores(gold, word_tags(tag_ids, eval_starts, tags))["f1"])
         result = {"layer": layer, "baseline_accuracy": float(np.mean(eval_labels == majority))}
         for name, values in runs.items():
             result[name] = {"mean": float(np.mean(values)), "min": min(values), "max": max(values), "runs": values}
@@ -127,23 +128,7 @@ def probe_layers(
     return results
 
 
-def _word_labels(labels, word_starts):
-    """The tag id at each kept word's first piece, in word order."""
-    return np.array(
-        [labels[row, start] for row, starts in enumerate(word_starts) for start in starts if start >= 0], "int32"
-    )
-
-
-def _sentence_tags(predicted, word_starts, tags):
-    """Per-sentence tag lists from per-word predictions (words cut by the length: "O")."""
-    sentences, index = [], 0
-    for starts in word_starts:
-        sentence = []
-        for start in starts:
-            if start >= 0:
-                sentence.append(tags[predicted[index]])
-                index += 1
-            else:
-                sentence.append("O")
-        sentences.append(sentence)
-    return sentences
+def _word_positions(word_starts):
+    """(rows, positions) int arrays of every kept word's first piece, in word order."""
+    kept = [(row, start) for row, starts in enumerate(word_starts) for start in starts if start >= 0]
+    return np.array([row for row, _ in kept], "int64"), np.array([start for _, start in kept], "int64")

@@ -33,14 +33,18 @@ def deberta_v2_config_from_huggingface(hf_config, source):
             f"{source}: relative_attention is {hf_config.get('relative_attention', False)!r}; bertlayers reads "
             "DeBERTa with its disentangled (relative) attention, as every published v2/v3 checkpoint has it."
         )
-    for key in ("attention_head_size", "pooler_hidden_size", "embedding_size"):
-        if key in hf_config and hf_config[key] != (
-            hf_config.get("hidden_size", 0) // max(hf_config.get("num_attention_heads", 1), 1)
-            if key == "attention_head_size"
-            else hf_config.get("hidden_size")
-        ):
-            raise ValueError(f"{source}: {key} {hf_config[key]!r} other than the hidden size's is not supported.")
     fields = renamed_fields(hf_config, BERT_CONFIG_KEYS, REQUIRED, source)
+    hidden = fields["hidden_size"]
+    expected = {
+        "attention_head_size": hidden // max(fields["num_heads"], 1),
+        "pooler_hidden_size": hidden,
+        "embedding_size": hidden,
+    }
+    for key, value in expected.items():  # widths transformers allows apart; no published v2/v3 folder sets them so
+        if hf_config.get(key, value) != value:
+            raise ValueError(
+                f"{source}: {key} {hf_config[key]!r} (other than {value}, the hidden size's) is not supported."
+            )
     fields.setdefault("type_vocab_size", 0)
     fields.setdefault("layer_norm_epsilon", 1e-7)
     position_biased_input = hf_config.get("position_biased_input", True)
@@ -82,17 +86,6 @@ def deberta_v2_encoder_settings(hf_config, source):
     return settings
 
 
-class _Encoder:
-    """`DebertaV2Encoder` built with the folder's own settings (`start_loading` builds from the
-    EncoderConfig alone)."""
-
-    def __init__(self, settings):
-        self.settings = settings
-
-    def from_encoder_config(self, config, **kwargs):
-        return DebertaV2Encoder.from_encoder_config(config, **self.settings, **kwargs)
-
-
 def load_huggingface_deberta_v2(path, dtype=None):
     """Build a DeBERTa-v2/v3 model from a Hugging Face checkpoint folder.
 
@@ -106,19 +99,14 @@ def load_huggingface_deberta_v2(path, dtype=None):
       context pooler, `pooler.dense`), else the `DebertaV2Encoder` (`sequence_output` ↔
       `last_hidden_state`).
     """
-    import json
-    import os
-
-    config_path = os.path.join(path, "config.json")
-    settings = {}
-    if os.path.isfile(config_path):
-        with open(config_path, encoding="utf-8") as f:
-            try:
-                settings = deberta_v2_encoder_settings(json.load(f), config_path)
-            except json.JSONDecodeError:
-                pass  # start_loading names the file and the error
     hf_config, tensors, encoder, weights = start_loading(
-        path, "deberta-v2", "deberta.", _Encoder(settings), dtype, name="deberta_v2_encoder"
+        path,
+        "deberta-v2",
+        "deberta.",
+        DebertaV2Encoder,
+        dtype,
+        name="deberta_v2_encoder",
+        encoder_settings=deberta_v2_encoder_settings,
     )
     add_embeddings(weights, encoder.embeddings)
     table = encoder.stack.table

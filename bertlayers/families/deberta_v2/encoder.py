@@ -13,8 +13,6 @@ No absolute position enters v3's input (`learned_positions=False`): positions ar
 distances, log-bucketed beyond `position_buckets / 2`, that the attention scores against P.
 """
 
-import dataclasses
-
 import keras
 from keras import ops
 
@@ -128,10 +126,9 @@ class DebertaV2Encoder(EncoderBase):
             dtype=dtype,
             name="self_attention",
         )
-        # The block's own settings with a "multi_head" attention, then DeBERTa's in its place.
         return build_block(
             config,
-            dataclasses.replace(settings, attention="multi_head"),
+            settings,
             dtype,
             f"transformer_layer_{index}",
             block_class=self._block_class,

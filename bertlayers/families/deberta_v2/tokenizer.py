@@ -31,7 +31,6 @@ def deberta_v2_checkpoint_tokenizer(folder, config, tokenizer_config):
     ids = {token: special_id(pieces.index, token, path) for token in SPECIAL_TOKENS if token != "[MASK]"}
     ids["[MASK]"] = pieces.index("[MASK]") if "[MASK]" in pieces else len(pieces)
     tokenizer = WithAddedTokens(sentencepiece, [{"content": token, "id": index} for token, index in ids.items()])
-    tokenizer.pieces = pieces
     segments = config.get("type_vocab_size", 0) > 0
     layout = bert_layout(ids["[CLS]"], ids["[SEP]"], ids["[PAD]"], segments=segments)
     size = max(len(pieces), ids["[MASK]"] + 1)
