@@ -184,11 +184,12 @@ def recipe_args(corpus, output_dir, steps, every, recipe):
     return args
 
 
-def kill_after_two_epochs(args, output_dir, timeout=240):
+def kill_after_two_epochs(args, output_dir, timeout=240, stage=""):
     """Start pretrain.py with `args`, SIGKILL it a moment after its second backup (between
-    backups, mid-epoch); returns the backup's metadata file."""
+    backups, mid-epoch; of the stage folder `stage` in a staged run); returns the backup's
+    metadata file."""
     process = start(pretrain_command(args))
-    metadata = output_dir / "backup" / "training_metadata.json"
+    metadata = output_dir / stage / "backup" / "training_metadata.json"
     deadline = time.time() + timeout
     while time.time() < deadline and process.poll() is None:
         if metadata.exists() and json.loads(metadata.read_text())["epoch"] >= 2:
@@ -222,6 +223,88 @@ def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(corpus, tmp_
     assert [e["epoch"] for e in history(killed)] == list(range(steps // every))
     for resumed, reference in zip(final_weights(killed), final_weights(tmp_path / "reference")):
         np.testing.assert_allclose(resumed, reference, atol=1e-5)
+
+
+def test_electra_two_stage_freezes_the_generator_and_resumes_across_stages(corpus, tmp_path):
+    """ELECTRA's two-stage training (section 3.2): the generator alone, then a copy of it as the
+    discriminator trained with the generator frozen; killed in the second stage, the run resumes
+    there and ends where an uninterrupted run does."""
+    steps, every = 80, 10
+    reference = tmp_path / "reference"
+    run_pretrain(recipe_args(corpus, reference, steps, every, "electra") + ["--option", "two_stage=true"])
+    summary = json.loads((reference / "summary.json").read_text())
+    assert summary["steps"] == steps and set(summary["stages"]) == {"generator", "discriminator"}
+    assert [summary["stages"][name]["steps"] for name in ("generator", "discriminator")] == [40, 40]
+    generator_stage = keras.saving.load_model(str(reference / "generator" / "pretrainer.keras"), safe_mode=True)
+    final = keras.saving.load_model(str(reference / "pretrainer.keras"), safe_mode=True)
+    # Frozen as stated: the generator and its head leave the second stage as the first left them,
+    # under AdamW's momentum and weight decay (its optimizer never holds them).
+    for before, after in zip(
+        generator_stage.encoder.weights + generator_stage.generator_head.weights,
+        final.generator.weights + final.generator_head.weights,
+        strict=True,
+    ):
+        np.testing.assert_array_equal(np.asarray(after), np.asarray(before), err_msg=after.path)
+    assert not final.generator.trainable_weights and final.generator.embeddings is not final.encoder.embeddings
+    # The discriminator started as that generator (the next test checks the copy) and trained on.
+    moved = [  # (the pooler is not trained)
+        np.abs(np.asarray(d) - np.asarray(g)).max()
+        for d, g in zip(final.encoder.weights, generator_stage.encoder.weights, strict=True)
+        if not d.path.startswith("pooler/")
+    ]
+    assert min(moved) > 0, moved
+    assert summary["last_epoch_rtd_loss"] < summary["first_epoch_rtd_loss"] - 0.05, summary
+    assert summary["initial_mlm_loss"] == summary["stages"]["generator"]["initial_mlm_loss"]
+    encoder = keras.saving.load_model(str(reference / "encoder.keras"), safe_mode=True)
+    for a, b in zip(encoder.weights, final.encoder.weights, strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+    killed = tmp_path / "killed"
+    args = recipe_args(corpus, killed, steps, every, "electra") + ["--option", "two_stage=true"]
+    metadata = kill_after_two_epochs(args, killed, stage="discriminator")
+    assert json.loads(metadata.read_text())["epoch"] >= 2 and (killed / "generator" / "summary.json").exists()
+    output = run_pretrain(args).stdout
+    assert "Resuming after step" in output
+    for resumed, uninterrupted in zip(final_weights(killed), final_weights(reference), strict=True):
+        np.testing.assert_allclose(resumed, uninterrupted, atol=1e-5)
+
+
+def test_electra_two_stage_parts():
+    from bertlayers.families.electra import (
+        ElectraGeneratorPretrainer,
+        ElectraPretrainer,
+        electra_embeddings,
+        electra_encoder,
+        electra_encoders,
+        two_stage_discriminator,
+    )
+    from bertlayers.networks import get_preset
+
+    encoder_config = get_preset("bert_tiny").replace(vocabulary_size=100)
+    generator = electra_encoder(encoder_config, electra_embeddings(encoder_config), name="generator")
+    stage_one = ElectraGeneratorPretrainer(generator)
+    unused = set(map(id, generator.pooler.weights))  # the pooler is not part of pretraining
+    assert {id(v) for v in stage_one.trainable_weights} == {id(v) for v in generator.weights} - unused | {
+        id(v) for v in stage_one.generator_head.trainable_weights
+    }
+    discriminator = two_stage_discriminator(generator)
+    for d, g in zip(discriminator.weights, generator.weights, strict=True):  # a copy, not a share
+        np.testing.assert_array_equal(np.asarray(d), np.asarray(g))
+        assert d is not g
+    stage_two = ElectraPretrainer(discriminator, generator, train_generator=False)
+    frozen = {id(v) for v in generator.weights + stage_two.generator_head.weights}
+    trained = {id(v) for v in stage_two.trainable_weights}
+    assert not frozen & trained
+    assert trained >= {id(v) for v in discriminator.trainable_weights} - set(map(id, discriminator.pooler.weights))
+    shared_discriminator, shared_generator = electra_encoders(encoder_config)
+    with pytest.raises(ValueError, match="shares its embedding layer, which would freeze with it"):
+        ElectraPretrainer(shared_discriminator, shared_generator, train_generator=False)
+    with pytest.raises(ValueError, match="Option two_stage of recipe 'electra' must be true or false, got 'maybe'"):
+        PretrainingConfig(recipe="electra", options={"two_stage": "maybe"})
+    with pytest.raises(ValueError, match="give no generator_fraction"):
+        PretrainingConfig(recipe="electra", options={"two_stage": "true", "generator_fraction": "0.5"})
+    with pytest.raises(ValueError, match=r"trains in 2 stages \(generator, discriminator\) .* multiple of 2 x"):
+        PretrainingConfig(recipe="electra", options={"two_stage": "yes"}, num_train_steps=300, checkpoint_every=100)
 
 
 def test_mixed_precision_reaches_every_layer_of_the_pretrainer():

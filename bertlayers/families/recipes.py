@@ -26,7 +26,27 @@ class Option:
         self.allowed.check("the default", self.default)
 
     def describe(self):
-        return f"{self.default} ({self.allowed.describe()}{'; ' + self.help if self.help else ''})"
+        default = str(self.default).lower() if isinstance(self.default, bool) else self.default
+        return f"{default} ({self.allowed.describe()}{'; ' + self.help if self.help else ''})"
+
+
+@dataclasses.dataclass(frozen=True)
+class Stage:
+    """One stage of a recipe trained in stages (ELECTRA's two-stage training): its own model,
+    optimizer and learning-rate schedule over an equal share of the run's steps, in a folder
+    of its own; the batches go on from where the stage before stopped.
+
+    Attributes:
+      name: the stage's folder under the run's.
+      build: `(encoder_config, dtype, options, previous) -> keras.Model`: the stage's model;
+        `previous` is the stage before's trained model (None for the first).
+      loss_key, report: as `Recipe`'s, for this stage's model.
+    """
+
+    name: str
+    build: Callable
+    loss_key: str = "mlm_loss"
+    report: tuple = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +69,8 @@ class Recipe:
       continues_checkpoint: whether the recipe can start from a checkpoint's encoder and MLM head
         (`--init`): its pretrainer is one encoder with a masked-LM head, of the checkpoint's
         architecture.
+      stages: `(options) -> tuple of Stage`, or None: under options that train in stages, the
+        stages (None, or an empty tuple: one stage, `build_pretrainer`).
     """
 
     name: str
@@ -60,6 +82,22 @@ class Recipe:
     options: dict = dataclasses.field(default_factory=dict)
     report: tuple = ()
     continues_checkpoint: bool = True
+    stages: Optional[Callable] = None
+
+    def stages_for(self, options):
+        """The stages the run trains under the resolved `options`: the recipe's own, or one
+        stage building `build_pretrainer`'s model."""
+        stages = self.stages(options) if self.stages is not None else ()
+        if stages:
+            return tuple(stages)
+        return (
+            Stage(
+                "pretraining",
+                lambda config, dtype, options, previous: self.build_pretrainer(config, dtype, options),
+                self.loss_key,
+                self.report,
+            ),
+        )
 
     def objective_for(self, options):
         """The data objective under the resolved `options`."""

@@ -114,6 +114,13 @@ class PretrainingConfig(PretrainingDataConfig):
                 f"num_train_steps ({self.num_train_steps}) must be a multiple of checkpoint_every "
                 f"({self.checkpoint_every}): training runs in epochs of checkpoint_every steps."
             )
+        stages = self.recipe_spec.stages_for(self.recipe_options)
+        if len(stages) > 1 and self.num_train_steps % (len(stages) * self.checkpoint_every):
+            raise ValueError(
+                f"Recipe {self.recipe!r} with these options trains in {len(stages)} stages "
+                f"({', '.join(stage.name for stage in stages)}) of equal steps: num_train_steps "
+                f"({self.num_train_steps}) must be a multiple of {len(stages)} x checkpoint_every ({self.checkpoint_every})."
+            )
         get_preset(self.preset)
 
 
@@ -159,9 +166,21 @@ def check_run_settings(config: object, trained: bool) -> None:
 def build_pretrainer(config: object, vocabulary_size: int, start: Optional["InitialWeights"] = None) -> keras.Model:
     """The recipe's pretrainer over the preset's architecture (random initialization), or over
     the architecture of `start` (a checkpoint's, `initial_weights`) with its weights."""
-    recipe = config.recipe_spec
+    first = config.recipe_spec.stages_for(config.recipe_options)[0]
+    return _stage_model(config, first, vocabulary_size, start)
+
+
+def _stage_model(config, stage, vocabulary_size, start=None, previous=None):
+    """`stage`'s model: over `start`'s encoder and weights (`--init`), or built by the stage
+    (the preset's architecture; `previous`, the stage before's trained model)."""
     if start is not None:
         return _pretrainer_from(config, start)
+    return stage.build(_encoder_config(config, vocabulary_size), config.precision, config.recipe_options, previous)
+
+
+def _encoder_config(config, vocabulary_size):
+    """The preset's architecture with the run's vocabulary, dropout and the recipe's changes."""
+    recipe = config.recipe_spec
     encoder_config = get_preset(config.preset).replace(vocabulary_size=vocabulary_size)
     if config.sequence_length > encoder_config.max_sequence_length:
         raise ValueError(
@@ -171,7 +190,7 @@ def build_pretrainer(config: object, vocabulary_size: int, start: Optional["Init
         encoder_config = encoder_config.replace(dropout=config.dropout, attention_dropout=config.dropout)
     if recipe.encoder_config is not None:
         encoder_config = recipe.encoder_config(encoder_config)
-    return recipe.build_pretrainer(encoder_config, config.precision, config.recipe_options)
+    return encoder_config
 
 
 @dataclasses.dataclass(frozen=True)
@@ -275,13 +294,15 @@ def _run_pretraining(config, is_chief, suffix):
     strategy = build_strategy(config.strategy, tpu=config.tpu, num_cpu_devices=config.num_cpu_devices)
     keras.utils.set_random_seed(config.seed)
     atomic_files.remove_orphaned_staging(config.output_dir)
-    backup_dir = os.path.join(config.output_dir, "backup" + suffix)
+    stages = config.recipe_spec.stages_for(config.recipe_options)
+    # One stage runs in the run's folder; each of several in a folder of its own.
+    folders = [config.output_dir] if len(stages) == 1 else [os.path.join(config.output_dir, s.name) for s in stages]
     start, data_config = None, config
     if config.init is not None:  # loaded and checked before the run writes anything
         start = initial_weights(config.init)
         check_start(config, start)
-    initial_epoch = ResumableBackup.restored_epoch(backup_dir)
-    check_run_settings(config, trained=initial_epoch > 0)
+    restored = [ResumableBackup.restored_epoch(os.path.join(folder, "backup" + suffix)) for folder in folders]
+    check_run_settings(config, trained=any(restored))
     if start is not None:
         # The checkpoint's vocabulary is the run's: written beside the run, it keys the cached data.
         vocabulary_path = os.path.join(config.output_dir, "vocab.txt")
@@ -289,25 +310,69 @@ def _run_pretraining(config, is_chief, suffix):
         data_config = dataclasses.replace(
             config, init=None, vocabulary=vocabulary_path, lowercase=start.vocabulary.lowercase
         )
+    steps = config.num_train_steps // len(stages)
+    summaries, previous = [], None
+    for index, (stage, folder) in enumerate(zip(stages, folders)):
+        if index:
+            # Seeded by stage: a stage builds the same model whether the one before ran in this process or not.
+            keras.utils.set_random_seed(config.seed + index)
+            previous = _load_stage_model(os.path.join(folders[index - 1], "pretrainer.keras"))
+            logger.info(f"Stage {index + 1} of {len(stages)}: {stage.name}, {steps} steps")
+        elif len(stages) > 1:
+            logger.info(f"Stage 1 of {len(stages)}: {stage.name}, {steps} steps")
+        # The last stage's models are the run's: saved in the run's folder too.
+        model_folders = (
+            (folder,) if folder == config.output_dir or index < len(stages) - 1 else (folder, config.output_dir)
+        )
+        run = _StageRun(config, stage, folder, steps, index * steps, suffix, model_folders)
+        summaries.append(_train_stage(run, strategy, data_config, restored[index], start, previous, is_chief))
+    if len(stages) == 1:
+        return summaries[0]
+    summary = _staged_summary(config, stages, summaries)
+    if is_chief:
+        atomic_files.write_json(os.path.join(config.output_dir, "summary.json"), summary, indent=1)
+    return summary
 
+
+@dataclasses.dataclass(frozen=True)
+class _StageRun:
+    """A stage of a run: its recipe stage, folder, steps, and where in the run's batches it starts."""
+
+    config: object
+    stage: object
+    folder: str
+    steps: int
+    first_step: int
+    suffix: str
+    model_folders: tuple
+
+    def path(self, name):
+        """`name` (suffixed per worker) in the stage's folder: history.json -> history-worker1.json."""
+        stem, extension = os.path.splitext(name)
+        return os.path.join(self.folder, stem + self.suffix + extension)
+
+
+def _train_stage(run, strategy, data_config, initial_epoch, start, previous, is_chief):
+    """Train (or resume, or find finished) one stage; save its models and summary; return the summary."""
+    config, stage = run.config, run.stage
     data = pretraining_inputs(
         data_config,
         config.output_dir,
         config.recipe_spec.objective_for(config.recipe_options),
         config.batch_size,
         config.num_train_steps,
-        skip_batches=initial_epoch * config.checkpoint_every,
+        skip_batches=run.first_step + initial_epoch * config.checkpoint_every,
     )
     dataset, vocab = data.dataset, data.vocab
-    epochs = config.num_train_steps // config.checkpoint_every
+    epochs = run.steps // config.checkpoint_every
     heldout = _heldout_batches(config, data_config, data.vocabulary)
 
     with strategy.scope():
-        model = build_pretrainer(config, vocab.size, start)
-        warmup = config.warmup_steps if config.warmup_steps is not None else config.num_train_steps // 10
+        model = _stage_model(config, stage, vocab.size, start, previous)
+        warmup = config.warmup_steps if config.warmup_steps is not None else run.steps // 10
         optimizer = create_optimizer(
             config.learning_rate,
-            config.num_train_steps,
+            run.steps,
             warmup,
             optimizer=config.optimizer,
             weight_decay=config.weight_decay,
@@ -319,14 +384,12 @@ def _run_pretraining(config, is_chief, suffix):
     # the other way round, the epoch would be missing from the history).
     callbacks = [
         LearningRateLogger(every=config.checkpoint_every),
-        JsonHistory(os.path.join(config.output_dir, "history" + suffix + ".json")),
-        keras.callbacks.TensorBoard(
-            os.path.join(config.output_dir, "logs" + suffix), update_freq=config.checkpoint_every
-        ),
-        ResumableBackup(backup_dir),
+        JsonHistory(run.path("history.json")),
+        keras.callbacks.TensorBoard(os.path.join(run.folder, "logs" + run.suffix), update_freq=config.checkpoint_every),
+        ResumableBackup(run.path("backup")),
     ]
-    initial_path = os.path.join(config.output_dir, "initial_loss" + suffix + ".json")
-    _say_where_training_starts(config, model, dataset, initial_epoch, epochs, initial_path, heldout)
+    initial_path = run.path("initial_loss.json")
+    _say_where_training_starts(run, model, dataset, initial_epoch, epochs, initial_path, heldout)
     started = time.time()
     model.fit(
         dataset,
@@ -337,18 +400,44 @@ def _run_pretraining(config, is_chief, suffix):
         verbose=config.verbose,
         shuffle=False,  # the dataset shuffles itself, per pass and resumably
     )
-    summary = _summary(config, model, vocab, time.time() - started, initial_path, suffix)
+    summary = _summary(run, model, vocab, time.time() - started, initial_path)
     if heldout is not None:
-        after = _heldout_loss(config, model, heldout)
-        summary["heldout_before_" + config.recipe_spec.loss_key] = _read_json(initial_path)["heldout"]
-        summary["heldout_after_" + config.recipe_spec.loss_key] = after
+        after = _heldout_loss(stage, model, heldout)
+        summary["heldout_before_" + stage.loss_key] = _read_json(initial_path)["heldout"]
+        summary["heldout_after_" + stage.loss_key] = after
     if is_chief:
         # Weights, config and the run's vocabulary, without optimizer state (the backup keeps that).
         vocabulary = ModelVocabulary(tuple(vocab.tokens), data_config.lowercase)
-        save_model(record_vocabulary(model, vocabulary), os.path.join(config.output_dir, "pretrainer.keras"))
         encoder = model.finished_encoder() if hasattr(model, "finished_encoder") else model.encoder
-        save_model(record_vocabulary(encoder, vocabulary), os.path.join(config.output_dir, "encoder.keras"))
-        atomic_files.write_json(os.path.join(config.output_dir, "summary.json"), summary, indent=1)
+        for folder in run.model_folders:
+            save_model(record_vocabulary(model, vocabulary), os.path.join(folder, "pretrainer.keras"))
+            save_model(record_vocabulary(encoder, vocabulary), os.path.join(folder, "encoder.keras"))
+        atomic_files.write_json(os.path.join(run.folder, "summary.json"), summary, indent=1)
+    return summary
+
+
+def _load_stage_model(path):
+    from bertlayers.convert.loading import load_model_file
+
+    return load_model_file(path)
+
+
+def _staged_summary(config, stages, summaries):
+    """The run's summary over its stages: the last stage's figures (its model is the run's), the
+    run's steps and time, the recipe's loss from before the first stage, and each stage's own."""
+    summary = dict(summaries[-1])
+    loss_key = config.recipe_spec.loss_key
+    summary.update(
+        steps=sum(s["steps"] for s in summaries),
+        seconds_this_run=round(sum(s["seconds_this_run"] for s in summaries), 1),
+        recipe=config.recipe,
+        loss_key=loss_key,
+        stages={stage.name: s for stage, s in zip(stages, summaries)},
+    )
+    for key in ("initial_", "first_epoch_", "heldout_before_"):  # from the stage that first reports it
+        first = next((s[key + loss_key] for s in summaries if key + loss_key in s), None)
+        if first is not None:
+            summary[key + loss_key] = first
     return summary
 
 
@@ -370,10 +459,10 @@ def _heldout_batches(config, data_config, vocabulary):
     return data.dataset, max(1, data.num_records // config.batch_size)
 
 
-def _heldout_loss(config, model, heldout):
+def _heldout_loss(stage, model, heldout):
     dataset, steps = heldout
     logs = model.evaluate(dataset, steps=steps, verbose=0, return_dict=True)
-    return _logged_metric(logs, config.recipe_spec.loss_key)
+    return _logged_metric(logs, stage.loss_key)
 
 
 def _read_json(path):
@@ -381,10 +470,11 @@ def _read_json(path):
         return json.load(f)
 
 
-def _say_where_training_starts(config, model, dataset, initial_epoch, epochs, initial_path, heldout=None):
-    """Log a finished, resumed or new run; a new one first records the untrained model's loss."""
+def _say_where_training_starts(run, model, dataset, initial_epoch, epochs, initial_path, heldout=None):
+    """Log a finished, resumed or new stage; a new one first records the untrained model's loss."""
+    config, loss_key = run.config, run.stage.loss_key
     if initial_epoch >= epochs:
-        logger.info(f"{config.output_dir} is complete ({config.num_train_steps} steps); nothing left to train.")
+        logger.info(f"{run.folder} is complete ({run.steps} steps); nothing left to train.")
     elif initial_epoch:
         logger.info(
             f"Resuming after step {initial_epoch * config.checkpoint_every} (epoch {initial_epoch} of {epochs})"
@@ -393,34 +483,33 @@ def _say_where_training_starts(config, model, dataset, initial_epoch, epochs, in
         # The untrained model's loss on the first batches: what training is measured against.
         initial = model.evaluate(dataset, steps=4, verbose=0, return_dict=True)
         record = {k: float(v) for k, v in initial.items()}
-        loss_key = config.recipe_spec.loss_key
         logger.info(f"Initial {loss_key}: {_logged_metric(initial, loss_key):.3f}")
         if heldout is not None:
-            record["heldout"] = _heldout_loss(config, model, heldout)
+            record["heldout"] = _heldout_loss(run.stage, model, heldout)
             logger.info(f"Initial {loss_key} on {config.eval_corpus}: {record['heldout']:.3f}")
         atomic_files.write_json(initial_path, record)
-        logger.info(f"Training {config.num_train_steps} steps of {config.batch_size} sequences")
+        logger.info(f"Training {run.steps} steps of {config.batch_size} sequences")
 
 
-def _summary(config, model, vocab, seconds, initial_path, suffix):
-    """The run's summary: steps, time, and the loss (and the recipe's reported metrics) before
+def _summary(run, model, vocab, seconds, initial_path):
+    """The stage's summary: steps, time, and the loss (and the stage's reported metrics) before
     training, over the first epoch and over the last."""
-    loss_key = config.recipe_spec.loss_key
+    loss_key = run.stage.loss_key
     summary = {
         "steps": int(keras.ops.convert_to_numpy(model.optimizer.iterations)),
         "seconds_this_run": round(seconds, 1),
-        "recipe": config.recipe,
+        "recipe": run.config.recipe,
         "loss_key": loss_key,
         "vocabulary_size": vocab.size,
         # The encoder fine-tuning starts from, and everything pretraining trains (heads, a generator).
         "encoder_parameters": int(model.encoder.count_params()),
         "pretrainer_parameters": int(model.count_params()),
     }
-    with open(os.path.join(config.output_dir, "history" + suffix + ".json"), encoding="utf-8") as f:
+    with open(run.path("history.json"), encoding="utf-8") as f:
         history = json.load(f)
     with open(initial_path, encoding="utf-8") as f:
         summary["initial_" + loss_key] = _logged_metric(json.load(f), loss_key)
-    for key in (loss_key, *config.recipe_spec.report):
+    for key in (loss_key, *run.stage.report):
         summary["first_epoch_" + key] = _logged_metric(history[0], key)
         summary["last_epoch_" + key] = _logged_metric(history[-1], key)
     return summary

@@ -67,6 +67,28 @@ class Choice:
         return value.strip()
 
 
+@dataclasses.dataclass(frozen=True)
+class Boolean:
+    """A yes/no setting (`Range`'s interface): a bool, or true/false, yes/no, 1/0 as text."""
+
+    kind: type = bool
+    TRUE = ("true", "yes", "1")
+    FALSE = ("false", "no", "0")
+
+    def describe(self):
+        return "true or false"
+
+    def check(self, name, value):
+        """`value` as a bool, or a ValueError naming `name`."""
+        if isinstance(value, bool):
+            return value
+        text = value.strip().lower() if isinstance(value, str) else None
+        if text in self.TRUE or text in self.FALSE:
+            return text in self.TRUE
+        raise ValueError(f"{name} must be {self.describe()}, got {value!r}.")
+
+
+BOOLEAN = Boolean()
 POSITIVE_INT = Range(int, 1)
 NON_NEGATIVE_INT = Range(int, 0)
 POSITIVE_FLOAT = Range(float, 0, low_open=True)

@@ -5,8 +5,19 @@ checkpoints, in one folder.
 Importing it registers the recipe "electra" and transformers' model_type "electra".
 """
 
-from bertlayers.families.electra.encoders import electra_embeddings, electra_encoder, electra_encoders, generator_config
-from bertlayers.families.electra.pretrainer import ElectraDiscriminator, ElectraGenerator, ElectraPretrainer
+from bertlayers.families.electra.encoders import (
+    electra_embeddings,
+    electra_encoder,
+    electra_encoders,
+    generator_config,
+    two_stage_discriminator,
+)
+from bertlayers.families.electra.pretrainer import (
+    ElectraDiscriminator,
+    ElectraGenerator,
+    ElectraGeneratorPretrainer,
+    ElectraPretrainer,
+)
 from bertlayers.families.electra.replaced_token_detection import GeneratorCorruption, ReplacedTokenDetectionHead
 from bertlayers.startup import tensorflow_available
 
@@ -17,6 +28,7 @@ if tensorflow_available():  # checkpoints with their tokenizer; tf.data objectiv
 __all__ = [
     "ElectraDiscriminator",
     "ElectraGenerator",
+    "ElectraGeneratorPretrainer",
     "ElectraPretrainer",
     "GeneratorCorruption",
     "OBJECTIVE",
@@ -28,4 +40,5 @@ __all__ = [
     "electra_encoders",
     "generator_config",
     "load_huggingface_electra",
+    "two_stage_discriminator",
 ]

@@ -39,3 +39,11 @@ def electra_encoders(config, generator_fraction=0.25, dtype=None):
         electra_encoder(config, embeddings, dtype, "encoder"),
         electra_encoder(generator_config(config, generator_fraction), embeddings, dtype, "generator"),
     )
+
+
+def two_stage_discriminator(generator, dtype=None):
+    """Two-stage training's discriminator: a `BertEncoder` of `generator`'s sizes with its own
+    embedding layer, starting as a copy of the trained `generator` (weights and embeddings)."""
+    discriminator = electra_encoder(generator.config, electra_embeddings(generator.config, dtype), dtype, "encoder")
+    discriminator.set_weights(generator.get_weights())
+    return discriminator
