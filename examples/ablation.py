@@ -17,6 +17,10 @@ docs/papers.md took about 80 minutes.
     python examples/ablation.py --output_dir runs/ablation --objectives bert roberta none --seeds 0 1 2
     python examples/ablation.py --output_dir runs/deberta --objectives electra deberta_v3 deberta_v3_es \\
         --tasks rotten_tomatoes --seeds 0 1 2        # DeBERTa-v3's GDES against ES and ELECTRA
+    python examples/ablation.py --output_dir runs/two_stage --objectives electra electra_two_stage \\
+        --tasks rotten_tomatoes --seeds 0 1 2        # ELECTRA's two-stage training against joint
+    python examples/ablation.py --output_dir runs/ernie --objectives bert_whole_word ernie_entity ernie_phrase \\
+        --tasks rotten_tomatoes --seeds 0 1 2        # ERNIE's entity and phrase masking
     python examples/ablation.py --output_dir runs/masking --objectives roberta_10 roberta roberta_30 roberta_40 \\
         --tasks rotten_tomatoes --seeds 0 1 2        # the masking rate (T5)
 """
@@ -38,6 +42,8 @@ OBJECTIVES = {
     "roberta": ("roberta", "MLM only, no NSP (RoBERTa-style)"),
     "ltr": ("ltr", "left-to-right LM, no NSP"),
     "electra": ("electra", "replaced-token detection (ELECTRA)"),
+    # ELECTRA's section 3.2: the generator alone, then a copy of it as the discriminator, generator frozen.
+    "electra_two_stage": ("electra", "ELECTRA trained in two stages (generator, then discriminator)"),
     "spanbert": ("spanbert", "span masking + SBO, no NSP (SpanBERT)"),
     "xlnet": ("xlnet", "permutation LM (XLNet)"),
     "modernbert": ("modernbert", "ModernBERT's architecture, masked LM at 30%, no NSP"),
@@ -46,6 +52,10 @@ OBJECTIVES = {
     "roberta_10": ("roberta", "MLM only, 10% masked"),
     "roberta_30": ("roberta", "MLM only, 30% masked"),
     "roberta_40": ("roberta", "MLM only, 40% masked"),
+    # ERNIE's knowledge masking: whole entities or phrases, against whole words (the other words' unit there).
+    "bert_whole_word": ("bert", "MLM + NSP, whole words masked"),
+    "ernie_entity": ("bert", "MLM + NSP, named entities masked whole (ERNIE)"),
+    "ernie_phrase": ("bert", "MLM + NSP, phrases masked whole (ERNIE)"),
     "deberta_v3": ("deberta_v3", "DeBERTa-v3: RTD, gradient-disentangled embedding sharing"),
     "deberta_v3_es": ("deberta_v3", "DeBERTa-v3's RTD, plain embedding sharing (ES)"),
     "none": (None, "no pretraining (random weights)"),
@@ -54,6 +64,10 @@ OBJECTIVES = {
 PRETRAIN_FLAGS = {
     "modernbert": ["--max_predictions_per_seq", "38"],
     "deberta_v3_es": ["--option", "embedding_sharing=es"],
+    "electra_two_stage": ["--option", "two_stage=true"],
+    "bert_whole_word": ["--masking", "whole_word"],
+    "ernie_entity": ["--masking", "entity"],
+    "ernie_phrase": ["--masking", "phrase"],
     # The masked positions a 128-token sequence may hold must not cap the rate: ⌈rate × 128⌉.
     "roberta_10": ["--masked_lm_prob", "0.1"],
     "roberta_30": ["--masked_lm_prob", "0.3", "--max_predictions_per_seq", "39"],

@@ -5,6 +5,8 @@ Three ways to choose what to mask, over the non-special tokens of an example:
   - "whole_word": all WordPieces of a word together (BERT's whole-word masking).
   - "span": SpanBERT's contiguous spans of whole words, span lengths in words drawn from
     Geometric(p) clipped at `max_span_length`.
+  - "entity", "phrase": ERNIE's named entities and phrases together, other words whole: the
+    units `masking_units` marks in the text (its `JoinedPiece`s), chosen as whole words are.
 Of the chosen tokens, `mask_token_rate` (80%) become [MASK], `random_token_rate` (10%) a
 random token, and the rest stay unchanged, drawn per token for every strategy: BERT's
 whole-word masking does so, and so does SpanBERT's code (its default `word_piece`
@@ -15,7 +17,9 @@ import dataclasses
 
 import numpy as np
 
-STRATEGIES = ("token", "whole_word", "span")
+from bertlayers.pretraining_data.masking_units import UNIT_STRATEGIES, JoinedPiece
+
+STRATEGIES = ("token", "whole_word", "span", *UNIT_STRATEGIES)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,13 +69,15 @@ def clipped_geometric_pmf(p, max_length):
 
 
 def word_groups(token_ids, vocab, by_word):
-    """Lists of positions to mask together; special tokens never appear."""
+    """Lists of positions to mask together (by word: a word's pieces, and an entity's or phrase's
+    `JoinedPiece`s with the piece before); special tokens never appear."""
     never = set(vocab.never_masked_ids)
     groups = []
     for position, token in enumerate(token_ids):
         if token in never:
             continue
-        continues = by_word and vocab.is_continuation[token] and groups and groups[-1][-1] == position - 1
+        joined = vocab.is_continuation[token] or isinstance(token, JoinedPiece)
+        continues = by_word and joined and groups and groups[-1][-1] == position - 1
         if continues:
             groups[-1].append(position)
         else:
@@ -161,4 +167,9 @@ def mask_example(token_ids, vocab, config, rng):
         elif draw < config.mask_token_rate + config.random_token_rate:
             output[position] = int(vocab.replacement_ids[rng.integers(len(vocab.replacement_ids))])
     positions = sorted(p for unit in units for p in unit)
-    return MaskedExample(token_ids=output, positions=positions, labels=[token_ids[p] for p in positions], spans=spans)
+    return MaskedExample(
+        token_ids=[int(t) for t in output],
+        positions=positions,
+        labels=[int(token_ids[p]) for p in positions],
+        spans=spans,
+    )

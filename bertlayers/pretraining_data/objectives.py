@@ -10,6 +10,7 @@ import keras
 import numpy as np
 
 from bertlayers.pretraining_data.examples import MODES, create_examples
+from bertlayers.pretraining_data.masking_units import UNIT_STRATEGIES, joined_pieces, phrase_model, sentence_units
 from bertlayers.pretraining_data.mlm_masking import MaskingConfig, mask_example
 from bertlayers.pretraining_data.tfrecords import parse_records, serialize_example
 from bertlayers.startup import require_tensorflow
@@ -90,21 +91,38 @@ class DataStats:
     files: list
 
 
-def tokenize_documents(documents, tokenizer):
-    """Documents of sentences → documents of WordPiece id lists (empty ones dropped)."""
-    sentences = [s for d in documents for s in d]
+def tokenize_documents(documents, tokenizer, units=None):
+    """Documents of sentences → documents of WordPiece id lists (empty ones dropped).
+
+    `units`: `(sentence) -> [(text, is_unit)]` (`masking_units.sentence_units`): each part is
+    tokenized apart, and a unit's pieces after its first are `JoinedPiece`s. None: whole sentences.
+    """
+    parts = [units(s) if units else [(s, False)] for d in documents for s in d]  # per sentence
+    texts = [text for sentence in parts for text, _ in sentence]
     ids = []
-    for start in range(0, len(sentences), 4096):
-        batch = tokenizer(tf.constant(sentences[start : start + 4096]))
+    for start in range(0, len(texts), 4096):
+        batch = tokenizer(tf.constant(texts[start : start + 4096]))
         # keras-hub returns python lists in eager mode and a RaggedTensor in a graph.
         ids.extend(batch.to_list() if hasattr(batch, "to_list") else batch)
+    sentences, offset = [], 0
+    for sentence in parts:
+        sentences.append(joined_pieces([(ids[offset + i], is_unit) for i, (_, is_unit) in enumerate(sentence)]))
+        offset += len(sentence)
     tokenized, offset = [], 0
     for document in documents:
-        sentences = [s for s in ids[offset : offset + len(document)] if s]
+        kept = [s for s in sentences[offset : offset + len(document)] if s]
         offset += len(document)
-        if sentences:
-            tokenized.append(sentences)
+        if kept:
+            tokenized.append(kept)
     return tokenized
+
+
+def masking_units(documents, masking):
+    """The `units` `tokenize_documents` takes for `masking`'s strategy (None: words are the units)."""
+    if masking is None or masking.strategy not in UNIT_STRATEGIES:
+        return None
+    phrases = phrase_model(documents) if masking.strategy == "phrase" else None
+    return lambda sentence: sentence_units(sentence, masking.strategy, phrases)
 
 
 @dataclasses.dataclass
@@ -169,7 +187,7 @@ def write_pretraining_data(
     rng = np.random.default_rng(seed)
     vocab = VocabularyInfo.from_file(vocabulary_path)
     tokenizer = wordpiece_tokenizer(vocabulary_path, lowercase=lowercase)
-    tokenized = tokenize_documents(documents, tokenizer)
+    tokenized = tokenize_documents(documents, tokenizer, masking_units(documents, masking))
     extra_features = objective.feature_lengths(sequence_length, max_predictions_per_seq) if objective else {}
     record_context = RecordContext(vocab, rng, max_predictions_per_seq)
 

@@ -109,6 +109,7 @@ class PretrainingConfig(PretrainingDataConfig):
             )
         self.recipe_spec = get_recipe(self.recipe)
         self.recipe_options = self.recipe_spec.resolved_options(self.options)
+        self._check_masking(self.recipe_spec.objective_for(self.recipe_options))
         if self.num_train_steps % self.checkpoint_every:
             raise ValueError(
                 f"num_train_steps ({self.num_train_steps}) must be a multiple of checkpoint_every "
@@ -122,6 +123,26 @@ class PretrainingConfig(PretrainingDataConfig):
                 f"({self.num_train_steps}) must be a multiple of {len(stages)} x checkpoint_every ({self.checkpoint_every})."
             )
         get_preset(self.preset)
+
+    def _check_masking(self, objective):
+        """A ValueError where `masking` would not be what the recipe's data does (never silently)."""
+        if self.masking == "token":
+            return
+        if objective.masking != "static":
+            how = "masks each batch as it is drawn, token by token" if objective.masking else "masks nothing"
+            static = [
+                n
+                for n in recipe_names()
+                if get_recipe(n).objective_for(get_recipe(n).resolved_options({})).masking == "static"
+            ]
+            raise ValueError(
+                f"--masking {self.masking}: recipe {self.recipe!r} {how}; the masking strategies apply to "
+                f"recipes whose records are masked when written: {', '.join(static)}."
+            )
+        if objective.masking_strategy not in (None, self.masking):
+            raise ValueError(
+                f"--masking {self.masking}: recipe {self.recipe!r} masks by {objective.masking_strategy}; give no --masking."
+            )
 
 
 # Settings that may change between a run and its resumption: they do not change what is trained.
