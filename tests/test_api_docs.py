@@ -19,6 +19,7 @@ PUBLIC = (
     "bertlayers.training",
     "bertlayers.metrics",
     "bertlayers.families.electra",
+    "bertlayers.families.elmo",
     "bertlayers.families.spanbert",
     "bertlayers.families.xlnet",
     "bertlayers.runs.pretraining",

@@ -13,6 +13,7 @@ from bertlayers.families import (  # noqa: F401
     deberta_v2,
     distilbert,
     electra,
+    elmo,
     eurobert,
     gte,
     modernbert,

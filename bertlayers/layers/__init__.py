@@ -6,11 +6,13 @@ The layers one family alone uses live in its folder (`bertlayers.families.xlnet`
 from bertlayers.layers.bert_embeddings import BertEmbeddings
 from bertlayers.layers.bias_free_layer_norm import BiasFreeLayerNorm
 from bertlayers.layers.bidirectional_lstm import BidirectionalLSTM
+from bertlayers.layers.character_cnn import CharacterCnn
 from bertlayers.layers.classification_head import ClassificationHead, NextSentenceHead
 from bertlayers.layers.crf import LinearChainCRF
 from bertlayers.layers.disentangled_attention import DisentangledAttention
 from bertlayers.layers.factorized_embedding import FactorizedEmbedding
 from bertlayers.layers.gated_feed_forward import GatedFeedForward
+from bertlayers.layers.highway import Highway
 from bertlayers.layers.masked_lm_head import MaskedLMHead
 from bertlayers.layers.masking import causal_attention_mask, merge_attention_masks
 from bertlayers.layers.mean_probabilities import MeanProbabilities
@@ -32,9 +34,11 @@ __all__ = [
     "BertEmbeddings",
     "BiasFreeLayerNorm",
     "BidirectionalLSTM",
+    "CharacterCnn",
     "ClassificationHead",
     "FactorizedEmbedding",
     "GatedFeedForward",
+    "Highway",
     "LinearChainCRF",
     "MaskedLMHead",
     "MeanProbabilities",

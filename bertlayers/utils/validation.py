@@ -76,6 +76,7 @@ class Boolean:
     FALSE = ("false", "no", "0")
 
     def describe(self):
+        """The values in words, for error messages and `--help`."""
         return "true or false"
 
     def check(self, name, value):
