@@ -73,10 +73,10 @@ def main():
         f"the last (a uniform guess over the vocabulary scores {chance_loss(summary['vocabulary_size']):.3f}).\n"
         f"Encoder saved to {os.path.join(config.output_dir, 'encoder.keras')}"
     )
-    if "heldout_after_" + loss in summary:
+    for key in sorted(k[len("heldout_after_") :] for k in summary if k.startswith("heldout_after_")):
         print(
-            f"{loss} on {config.eval_corpus}: {summary['heldout_before_' + loss]:.3f} before training, "
-            f"{summary['heldout_after_' + loss]:.3f} after"
+            f"{key} on {config.eval_corpus}: {summary['heldout_before_' + key]:.3f} before training, "
+            f"{summary['heldout_after_' + key]:.3f} after"
         )
     for key in sorted(k[len("last_epoch_") :] for k in summary if k.startswith("last_epoch_") and not k.endswith(loss)):
         print(

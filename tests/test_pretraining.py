@@ -269,6 +269,76 @@ def test_electra_two_stage_freezes_the_generator_and_resumes_across_stages(corpu
         np.testing.assert_allclose(resumed, uninterrupted, atol=1e-5)
 
 
+def test_elmo_recipe_trains_the_bilm_and_measures_held_out_perplexity(corpus, tmp_path):
+    from bertlayers.families.elmo import WordVocabulary
+
+    text = open(corpus["corpus"], encoding="utf-8").read().split("\n\n")
+    (tmp_path / "train.txt").write_text("\n\n".join(text[:-2]) + "\n")
+    (tmp_path / "heldout.txt").write_text("\n\n".join(text[-2:]) + "\n")
+    run_config = dict(
+        output_dir=str(tmp_path / "run"),
+        recipe="elmo",
+        corpus=str(tmp_path / "train.txt"),
+        corpus_format="bert",
+        eval_corpus=str(tmp_path / "heldout.txt"),
+        vocabulary_size=500,
+        sequence_length=24,
+        batch_size=16,
+        num_train_steps=60,
+        checkpoint_every=30,
+        learning_rate=5e-3,
+        options={"units": "64", "projection_units": "32"},
+        verbose=0,
+    )
+    summary = run_pretraining(PretrainingConfig(**run_config))
+    words = WordVocabulary.from_file(str(tmp_path / "run" / "words.txt"))
+    assert words.size == 500 and words.tokens[:4] == ("<pad>", "<S>", "</S>", "<UNK>") and "the" in words.tokens
+    for direction in ("forward", "backward"):
+        assert summary[f"last_epoch_{direction}_loss"] < summary[f"first_epoch_{direction}_loss"] - 0.5, summary
+    assert abs(summary["initial_forward_loss"] - np.log(500)) < 0.3  # untrained: about uniform
+    # Held-out perplexity (exp of the loss) falls with training.
+    for direction in ("forward", "backward"):
+        assert summary[f"heldout_after_{direction}_loss"] < summary[f"heldout_before_{direction}_loss"] - 0.5, summary
+    encoder = keras.saving.load_model(str(tmp_path / "run" / "encoder.keras"), safe_mode=True)
+    assert set(encoder.output) == {"layers"} and summary["encoder_parameters"] == encoder.count_params()
+    # Finished: started again, nothing trains, and the same steps are reported.
+    assert run_pretraining(PretrainingConfig(**run_config))["steps"] == 60
+    with pytest.raises(ValueError, match="reads a text corpus"):
+        run_pretraining(
+            PretrainingConfig(**{**run_config, "output_dir": str(tmp_path / "b"), "input_files": corpus["files"]})
+        )
+    bad = tmp_path / "words.txt"
+    bad.write_text("the\ncat\n")
+    with pytest.raises(ValueError, match=r"words.txt: a biLM word list starts with <pad>, <S>, </S>, <UNK>"):
+        run_pretraining(
+            PretrainingConfig(
+                **{**run_config, "output_dir": str(tmp_path / "c"), "vocabulary": str(bad), "vocabulary_size": None}
+            )
+        )
+
+
+def test_bilm_batches_are_the_sentences_words_and_characters():
+    from bertlayers.families.elmo import WordVocabulary, character_ids, word_batches, words_of
+
+    assert words_of("Rowling's state-of-the-art (1997) novel, in U.S.") == [
+        "Rowling's", "state-of-the-art", "(", "1997", ")", "novel", ",", "in", "U", ".", "S", ".",
+    ]  # fmt: skip
+    documents = [["The cat sat.", "A dog ran far away"], ["The cat ran."]]
+    vocabulary = WordVocabulary(("<pad>", "<S>", "</S>", "<UNK>", "The", "cat", "."))
+    data = word_batches(documents, vocabulary, "words.txt", 5, 6, 1, seed=0)
+    batch = next(iter(data.dataset))  # one pass: every sentence once
+    sentences = sorted(tuple(int(w) for w in row if w) for row in batch["word_ids"].numpy())
+    # <S> w1 w2 w3 </S>: sentences cut into pieces of 3 words; words outside the list are <UNK> (3).
+    expected = [(1, 4, 5, 3, 2), (1, 6, 2), (1, 3, 3, 3, 2), (1, 3, 3, 2), (1, 4, 5, 3, 2), (1, 6, 2)]
+    assert sentences == sorted(expected)
+    assert data.num_records == 6 and batch["character_ids"].shape[1:] == (5, 50)
+    for row in range(6):
+        length = int(batch["padding_mask"][row].numpy().sum())
+        assert list(batch["character_ids"][row, 0].numpy()) == character_ids("<S>")
+        assert list(batch["character_ids"][row, length - 1].numpy()) == character_ids("</S>")
+        assert not batch["character_ids"][row, length:].numpy().any()
+
+
 def test_electra_two_stage_parts():
     from bertlayers.families.electra import (
         ElectraGeneratorPretrainer,

@@ -94,6 +94,8 @@ def pretraining_inputs(config, work_dir, objective, batch_size, num_train_steps,
       batch_size, num_train_steps: how much the run consumes (sets how many distinct shuffled
         passes the stream holds before it repeats).
     """
+    if objective.inputs is not None:  # the recipe's own data path
+        return objective.inputs(config, work_dir, batch_size, num_train_steps, skip_batches)
     vocabulary = resolve_vocabulary(config, work_dir)
     vocab = VocabularyInfo.from_file(vocabulary)
     files = _records(config, work_dir, objective, vocabulary)

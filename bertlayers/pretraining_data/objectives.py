@@ -61,6 +61,10 @@ class DataObjective:
       record_extras: `(masked_example, token_ids, context) -> {name: values}`, their values
         when a record is written (`masked_example` is None for unmasked records; `context`
         a `RecordContext`).
+      inputs: `(config, work_dir, batch_size, num_train_steps, skip_batches) -> inputs` with
+        `dataset`, `vocabulary` (a path), `vocab` (`.size`, `.tokens`) and `num_records`: a data
+        path of the recipe's own instead of WordPiece records (ELMo's words and characters);
+        None for records.
     """
 
     examples: str
@@ -70,6 +74,7 @@ class DataObjective:
     masking_rates: dict = dataclasses.field(default_factory=dict)
     extra_features: Optional[Callable] = None
     record_extras: Optional[Callable] = None
+    inputs: Optional[Callable] = None
 
     def feature_lengths(self, sequence_length, max_predictions_per_seq):
         """The extra record features {name: length} (empty for google-research/bert's records)."""

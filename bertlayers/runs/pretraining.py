@@ -20,6 +20,7 @@ from bertlayers.networks import get_preset
 from bertlayers.networks.encoder_base import EncoderBase
 from bertlayers.pretraining_data.inputs import PretrainingDataConfig, pretraining_inputs
 from bertlayers.tokenizers.tokenizer import ModelVocabulary
+from bertlayers.tokenizers.vocabulary import VocabularyInfo
 from bertlayers.training.callbacks import JsonHistory, LearningRateLogger
 from bertlayers.training.checkpointing import ResumableBackup
 from bertlayers.training.distribute import STRATEGIES, build_strategy, compile_options, worker_info
@@ -423,18 +424,29 @@ def _train_stage(run, strategy, data_config, initial_epoch, start, previous, is_
     )
     summary = _summary(run, model, vocab, time.time() - started, initial_path)
     if heldout is not None:
-        after = _heldout_loss(stage, model, heldout)
-        summary["heldout_before_" + stage.loss_key] = _read_json(initial_path)["heldout"]
-        summary["heldout_after_" + stage.loss_key] = after
+        before = _read_json(initial_path)["heldout"]
+        if not isinstance(before, dict):  # recorded before the reported metrics were measured too
+            before = {stage.loss_key: before}
+        for key, value in _heldout_losses(stage, model, heldout).items():
+            if key in before:
+                summary["heldout_before_" + key], summary["heldout_after_" + key] = before[key], value
     if is_chief:
         # Weights, config and the run's vocabulary, without optimizer state (the backup keeps that).
-        vocabulary = ModelVocabulary(tuple(vocab.tokens), data_config.lowercase)
-        encoder = model.finished_encoder() if hasattr(model, "finished_encoder") else model.encoder
+        encoder = _finished_encoder(model)
+        if isinstance(vocab, VocabularyInfo):  # WordPiece: what fine-tuning tokenizes with
+            vocabulary = ModelVocabulary(tuple(vocab.tokens), data_config.lowercase)
+            model, encoder = record_vocabulary(model, vocabulary), record_vocabulary(encoder, vocabulary)
         for folder in run.model_folders:
-            save_model(record_vocabulary(model, vocabulary), os.path.join(folder, "pretrainer.keras"))
-            save_model(record_vocabulary(encoder, vocabulary), os.path.join(folder, "encoder.keras"))
+            save_model(model, os.path.join(folder, "pretrainer.keras"))
+            save_model(encoder, os.path.join(folder, "encoder.keras"))
         atomic_files.write_json(os.path.join(run.folder, "summary.json"), summary, indent=1)
     return summary
+
+
+def _finished_encoder(model):
+    """What a pretrainer leaves for fine-tuning: its `finished_encoder()` where it has one (DeBERTa-v3
+    folds its tables, the biLM drops its softmax), else its encoder."""
+    return model.finished_encoder() if hasattr(model, "finished_encoder") else model.encoder
 
 
 def _load_stage_model(path):
@@ -480,10 +492,12 @@ def _heldout_batches(config, data_config, vocabulary):
     return data.dataset, max(1, data.num_records // config.batch_size)
 
 
-def _heldout_loss(stage, model, heldout):
+def _heldout_losses(stage, model, heldout):
+    """{key: value on the held-out batches} for the stage's loss and each reported metric logged."""
     dataset, steps = heldout
     logs = model.evaluate(dataset, steps=steps, verbose=0, return_dict=True)
-    return _logged_metric(logs, stage.loss_key)
+    keys = [stage.loss_key] + [key for key in stage.report if key in logs or key.split("_", 1)[1] in logs]
+    return {key: _logged_metric(logs, key) for key in keys}
 
 
 def _read_json(path):
@@ -506,8 +520,8 @@ def _say_where_training_starts(run, model, dataset, initial_epoch, epochs, initi
         record = {k: float(v) for k, v in initial.items()}
         logger.info(f"Initial {loss_key}: {_logged_metric(initial, loss_key):.3f}")
         if heldout is not None:
-            record["heldout"] = _heldout_loss(run.stage, model, heldout)
-            logger.info(f"Initial {loss_key} on {config.eval_corpus}: {record['heldout']:.3f}")
+            record["heldout"] = _heldout_losses(run.stage, model, heldout)
+            logger.info(f"Initial {loss_key} on {config.eval_corpus}: {record['heldout'][loss_key]:.3f}")
         atomic_files.write_json(initial_path, record)
         logger.info(f"Training {run.steps} steps of {config.batch_size} sequences")
 
@@ -523,7 +537,7 @@ def _summary(run, model, vocab, seconds, initial_path):
         "loss_key": loss_key,
         "vocabulary_size": vocab.size,
         # The encoder fine-tuning starts from, and everything pretraining trains (heads, a generator).
-        "encoder_parameters": int(model.encoder.count_params()),
+        "encoder_parameters": int(_finished_encoder(model).count_params()),
         "pretrainer_parameters": int(model.count_params()),
     }
     with open(run.path("history.json"), encoding="utf-8") as f:

@@ -1,8 +1,8 @@
 """ELMo (Peters et al. 2018): the character CNN's words, the bidirectional LSTM language model,
 and its layers mixed into ELMo vectors (`bertlayers.layers.ScalarMix`).
 
-The library's own biLM, trained from scratch (`BidirectionalLanguageModel`); no published ELMo
-weights are read yet.
+The library's own biLM, trained from scratch (`BidirectionalLanguageModel`, `--recipe elmo`); no
+published ELMo weights are read yet. Importing it registers the recipe "elmo".
 """
 
 from bertlayers.families.elmo.bilm import (
@@ -12,12 +12,22 @@ from bertlayers.families.elmo.bilm import (
     reverse_within_lengths,
 )
 from bertlayers.families.elmo.characters import character_ids, sentence_character_ids
+from bertlayers.startup import tensorflow_available
+
+if tensorflow_available():  # the data path and the recipe are tf.data
+    from bertlayers.families.elmo.data import WordVocabulary, word_batches, words_of
+    from bertlayers.families.elmo.recipe import OBJECTIVE, RECIPE
 
 __all__ = [
     "BidirectionalLanguageModel",
     "LanguageModelLstm",
+    "OBJECTIVE",
+    "RECIPE",
+    "WordVocabulary",
     "ProjectedLstmCell",
     "character_ids",
     "reverse_within_lengths",
     "sentence_character_ids",
+    "word_batches",
+    "words_of",
 ]
