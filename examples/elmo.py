@@ -1,14 +1,19 @@
 """ELMo's biLM in miniature (Peters et al. 2018; notes 003): pretrain it on the Wikipedia excerpt
-(--recipe elmo of pretrain.py), measure each direction's perplexity on held-out articles, and
-set the biLM's nearest contexts of a word against word2vec's nearest words (the paper's "play"
-table; word2vec trained by gensim on the same training sentences). Writes elmo.json and elmo.md
-to --output_dir; the biLM run is in --output_dir/bilm (a killed run resumes, a finished one is
-reused).
+(--recipe elmo of pretrain.py), measure each direction's perplexity on held-out articles, set the
+biLM's nearest contexts of a word against word2vec's nearest words (the paper's "play" table;
+word2vec trained by gensim on the same training sentences), and compare frozen features on Rotten
+Tomatoes sentiment: word2vec, ELMo, both concatenated, and a BERT (bert_tiny) pretrained on the
+same text with examples/pretrain.py, its layers mixed the same way (run_classifier.py
+--feature_based). Each feature set feeds a scalar mix (ELMo's, BERT's) and a BiLSTM, over the same
+epochs and seeds. Writes elmo.json and elmo.md to --output_dir; the runs are in its subfolders (a
+killed run resumes, a finished one is reused).
 
+    python examples/prepare_datasets.py          # the Rotten Tomatoes splits
     python examples/elmo.py --output_dir runs/elmo
     python examples/elmo.py --output_dir runs/elmo --word play --sources "dictating play" "had a play"
 """
 
+import json
 import math
 import os
 
@@ -20,7 +25,7 @@ from bertlayers.pretraining_data.corpus import read_corpus, wikipedia_excerpt_pa
 from bertlayers.runs.pretraining import PretrainingConfig, run_pretraining
 from bertlayers.utils import atomic_files
 from bertlayers.utils.cli import argument_parser, run_script
-from bertlayers.utils.validation import POSITIVE_INT, flag
+from bertlayers.utils.validation import NON_NEGATIVE_INT, POSITIVE_INT, flag
 
 DEFAULT_SOURCES = ("dictating play", "had a play produced", "thought to play an important role")
 
@@ -35,12 +40,85 @@ def write_split(documents, folder, heldout):
     return paths, parts["train"]
 
 
-def static_neighbours(sentences, word, seed):
-    """word2vec (skip-gram, gensim) on the training sentences; `word`'s 8 nearest words."""
+def word2vec(sentences, seed):
+    """word2vec (skip-gram, gensim) on the training sentences."""
     from gensim.models import Word2Vec
 
-    model = Word2Vec(sentences, vector_size=128, window=5, min_count=3, sg=1, epochs=10, seed=seed, workers=1)
-    return [(w, round(float(s), 3)) for w, s in model.wv.most_similar(word, topn=8)]
+    return Word2Vec(sentences, vector_size=128, window=5, min_count=3, sg=1, epochs=10, seed=seed, workers=1).wv
+
+
+def sentiment_rows(args, encoder, vectors):
+    """Rotten Tomatoes test accuracy per feature set and seed: {row: [accuracy, ...]}."""
+    import keras
+    import numpy as np
+
+    from bertlayers.families.elmo.features import WordFeatureBatches, word_feature_classifier
+    from bertlayers.task_data.classification import read_text_examples
+
+    train = read_text_examples(os.path.join(args.rt_dir, "train.csv"))
+    test = read_text_examples(os.path.join(args.rt_dir, "test.csv"))
+    labels = sorted({e.label for e in train})
+    table = np.concatenate([np.zeros((1, vectors.vector_size), np.float32), vectors.vectors])  # row 0: unknown
+    index = {word: i + 1 for i, word in enumerate(vectors.index_to_key)}
+    rows = {"word2vec": (None, table), "ELMo": (encoder, None), "ELMo + word2vec": (encoder, table)}
+    results = {}
+    for name, (elmo, static) in rows.items():
+        results[name] = []
+        for seed in args.seeds:
+            record = os.path.join(args.output_dir, "sentiment", f"{name.replace(' + ', '_')}_seed{seed}.json")
+            if os.path.exists(record):
+                results[name].append(json.load(open(record, encoding="utf-8"))["accuracy"])
+                continue
+            keras.utils.set_random_seed(seed)
+            model = word_feature_classifier(len(labels), elmo, static)
+            model.compile(
+                optimizer=keras.optimizers.Adam(1e-3),
+                loss={"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)},
+                metrics={"logits": ["accuracy"]},
+            )
+            batches = WordFeatureBatches(
+                [e.text_a for e in train], [labels.index(e.label) for e in train], index, seed=seed
+            )
+            model.fit(batches, epochs=args.epochs, verbose=2)
+            evaluation = WordFeatureBatches([e.text_a for e in test], [labels.index(e.label) for e in test], index)
+            accuracy = float(model.evaluate(evaluation, verbose=0, return_dict=True)["accuracy"])
+            print(f"{name}, seed {seed}: {accuracy:.4f}")
+            atomic_files.make_folder(os.path.dirname(record))
+            atomic_files.write_json(record, {"accuracy": accuracy})
+            results[name].append(accuracy)
+    return results
+
+
+def bert_row(args, paths):
+    """bert_tiny pretrained on the same training articles, its frozen layers through
+    run_classifier.py --feature_based, per seed."""
+    import subprocess
+    import sys
+
+    bert = os.path.join(args.output_dir, "bert")
+    config = PretrainingConfig(
+        output_dir=bert, recipe="bert", corpus=paths["train"], corpus_format="bert", seed=args.seed, verbose=2
+    )
+    run_pretraining(config)
+    accuracies = []
+    for seed in args.seeds:
+        out = os.path.join(args.output_dir, "sentiment", f"bert_seed{seed}")
+        if not os.path.exists(os.path.join(out, "metrics.json")):
+            command = [
+                sys.executable,
+                os.path.join(os.path.dirname(os.path.abspath(__file__)), "run_classifier.py"),
+                *("--train_file", os.path.join(args.rt_dir, "train.csv")),
+                *("--eval_file", os.path.join(args.rt_dir, "test.csv")),
+                *("--init", bert, "--feature_based", "--epochs", str(args.epochs), "--sequence_length", "64"),
+                *("--seed", str(seed), "--output_dir", out, "--verbose", "2"),
+            ]
+            subprocess.run(command, check=True)
+        accuracies.append(json.load(open(os.path.join(out, "metrics.json"), encoding="utf-8"))["accuracy"])
+    return accuracies
+
+
+def spread(values):
+    return f"{100 * sum(values) / len(values):.1f} [{100 * min(values):.1f}, {100 * max(values):.1f}]"
 
 
 def main():
@@ -64,7 +142,13 @@ def main():
         "--sources", nargs="+", default=list(DEFAULT_SOURCES), help="source sentences, each found by a part of it"
     )
     parser.add_argument("--seed", type=flag(POSITIVE_INT), default=1, help="of the biLM's run and of word2vec")
+    parser.add_argument("--rt_dir", default="data/rotten_tomatoes", help="prepare_datasets.py's Rotten Tomatoes splits")
+    parser.add_argument("--epochs", type=flag(POSITIVE_INT), default=3, help="of every sentiment run")
+    parser.add_argument("--seeds", type=flag(NON_NEGATIVE_INT), nargs="+", default=[0, 1, 2], help="sentiment seeds")
     args = parser.parse_args()
+    for name in ("train.csv", "test.csv"):
+        if not os.path.isfile(os.path.join(args.rt_dir, name)):
+            raise SystemExit(f"No {name} in {args.rt_dir} (python examples/prepare_datasets.py writes them).")
 
     documents = read_corpus(wikipedia_excerpt_path(), "wikipedia")
     data_folder = os.path.join(args.output_dir, "data")
@@ -109,7 +193,10 @@ def main():
         table.append(
             {"source": texts[source], "nearest": texts[nearest], "cosine": round(float(similarity[source, nearest]), 3)}
         )
-    static = static_neighbours(sentences, args.word, args.seed)
+    vectors = word2vec(sentences, args.seed)
+    static = [(w, round(float(s), 3)) for w, s in vectors.most_similar(args.word, topn=8)]
+    sentiment = sentiment_rows(args, encoder, vectors)
+    sentiment["BERT (bert_tiny), same text"] = bert_row(args, paths)
 
     result = {
         "heldout_perplexity": perplexity,
@@ -117,6 +204,7 @@ def main():
         "word": args.word,
         "word2vec_nearest": static,
         "bilm_nearest_contexts": table,
+        "rotten_tomatoes_accuracy": sentiment,
         "bilm": {k: summary[k] for k in ("steps", "encoder_parameters", "pretrainer_parameters", "vocabulary_size")},
         "settings": vars(args),
     }
@@ -130,6 +218,10 @@ def main():
         "|---|---|",
         f"| word2vec | {', '.join(w for w, _ in static)} |",
         *(f"| biLM: {row['source']} | {row['nearest']} (cosine {row['cosine']}) |" for row in table),
+        "",
+        f"| frozen features | Rotten Tomatoes accuracy, mean [min, max] of {len(args.seeds)} seeds |",
+        "|---|---|",
+        *(f"| {name} | {spread(values)} |" for name, values in sentiment.items()),
     ]
     atomic_files.write_text(os.path.join(args.output_dir, "elmo.md"), "\n".join(lines) + "\n")
     print("\n".join(lines))

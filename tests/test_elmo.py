@@ -186,3 +186,30 @@ def test_bilm_trains_saves_and_mixes_into_elmo_vectors(tmp_path):
     mix = ScalarMix()
     mixed = keras.ops.convert_to_numpy(mix([layers[:, j] for j in range(layers.shape[1])]))
     np.testing.assert_allclose(mixed, layers.mean(axis=1), atol=1e-6)  # s equal, γ 1 at first
+
+
+def test_feature_classifier_trains_the_mix_and_the_task_network_only():
+    from bertlayers.families.elmo import WordFeatureBatches, word_feature_classifier
+
+    bilm = tiny_bilm()
+    encoder = bilm.finished_encoder()
+    vectors = np.random.default_rng(4).normal(size=(5, 3)).astype("float32")
+    index = {"good": 1, "bad": 2, "film": 3, "plot": 4}
+    texts = ["good film", "bad plot", "good plot", "bad film"] * 4
+    labels = [0, 1, 0, 1] * 4
+    model = word_feature_classifier(2, encoder, vectors, lstm_units=4, dropout=0.0)
+    frozen = [np.asarray(w).copy() for w in bilm.weights]
+    mix = model.get_layer("scalar_mix")
+    before = np.asarray(mix.layer_weights).copy()
+    model.compile(
+        optimizer=keras.optimizers.Adam(0.05),
+        loss={"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)},
+    )
+    history = model.fit(WordFeatureBatches(texts, labels, index, batch_size=8, seed=0), epochs=6, verbose=0).history
+    assert history["loss"][-1] < history["loss"][0]
+    for now, then in zip(bilm.weights, frozen, strict=True):  # the biLM does not move
+        np.testing.assert_array_equal(np.asarray(now), then)
+    np.testing.assert_array_equal(np.asarray(model.get_layer("word_vectors").embeddings), vectors)
+    assert np.abs(np.asarray(mix.layer_weights) - before).max() > 0  # the mix's s_j learn
+    with pytest.raises(ValueError, match="needs ELMo"):
+        word_feature_classifier(2)

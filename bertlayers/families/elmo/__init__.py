@@ -16,6 +16,7 @@ from bertlayers.startup import tensorflow_available
 
 if tensorflow_available():  # the data path and the recipe are tf.data
     from bertlayers.families.elmo.data import WordVocabulary, word_batches, words_of
+    from bertlayers.families.elmo.features import WordFeatureBatches, word_feature_classifier, word_feature_inputs
     from bertlayers.families.elmo.recipe import OBJECTIVE, RECIPE
 
 __all__ = [
@@ -23,11 +24,14 @@ __all__ = [
     "LanguageModelLstm",
     "OBJECTIVE",
     "RECIPE",
+    "WordFeatureBatches",
     "WordVocabulary",
     "ProjectedLstmCell",
     "character_ids",
     "reverse_within_lengths",
     "sentence_character_ids",
     "word_batches",
+    "word_feature_classifier",
+    "word_feature_inputs",
     "words_of",
 ]

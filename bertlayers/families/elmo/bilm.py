@@ -278,12 +278,15 @@ class BidirectionalLanguageModel(keras.Model):
         self.token_encoder, self.softmax = token_encoder, softmax
         self.forward_lstm, self.backward_lstm = directions["forward"], directions["backward"]
         self.trackers = {name: keras.metrics.Mean(name=name) for name in ("forward_loss", "backward_loss")}
-        self._encoder_graph = ({"character_ids": characters, "padding_mask": padding_mask}, outputs["layers"])
+        # A tuple, not a dict: Keras would track a dict attribute as its own type, and a functional
+        # model built on that type refuses plain dicts.
+        self._encoder_graph = (characters, padding_mask, outputs["layers"])
 
     def finished_encoder(self) -> keras.Model:
         """The biLM without its softmax: `character_ids` and `padding_mask` in, `layers`
         `[B, L + 1, S, 2P]` out (its layers and weights shared): what ELMo vectors are mixed from."""
-        inputs, layers = self._encoder_graph
+        characters, padding_mask, layers = self._encoder_graph
+        inputs = {"character_ids": characters, "padding_mask": padding_mask}
         return keras.Model(inputs=inputs, outputs={"layers": layers}, name="elmo_encoder")
 
     def language_model_losses(self, x, y_pred):
