@@ -11,6 +11,7 @@ killed run resumes, a finished one is reused).
     python examples/prepare_datasets.py          # the Rotten Tomatoes splits
     python examples/elmo.py --output_dir runs/elmo
     python examples/elmo.py --output_dir runs/elmo --word play --sources "dictating play" "had a play"
+    python examples/elmo.py --output_dir runs/elmo --export_dir savedmodels   # and serve ELMo vectors from text
 """
 
 import json
@@ -145,6 +146,9 @@ def main():
     parser.add_argument("--rt_dir", default="data/rotten_tomatoes", help="prepare_datasets.py's Rotten Tomatoes splits")
     parser.add_argument("--epochs", type=flag(POSITIVE_INT), default=3, help="of every sentiment run")
     parser.add_argument("--seeds", type=flag(NON_NEGATIVE_INT), nargs="+", default=[0, 1, 2], help="sentiment seeds")
+    parser.add_argument(
+        "--export_dir", default=None, help="also export the biLM here for TF Serving: text in, ELMo vectors out"
+    )
     args = parser.parse_args()
     for name in ("train.csv", "test.csv"):
         if not os.path.isfile(os.path.join(args.rt_dir, name)):
@@ -208,6 +212,11 @@ def main():
         "bilm": {k: summary[k] for k in ("steps", "encoder_parameters", "pretrainer_parameters", "vocabulary_size")},
         "settings": vars(args),
     }
+    if args.export_dir:
+        from bertlayers.families.elmo.serving import export_elmo
+
+        result["exported"] = export_elmo(encoder, args.export_dir, name="elmo")
+        print(f"Exported {result['exported']}: text in, ELMo vectors out")
     atomic_files.write_json(os.path.join(args.output_dir, "elmo.json"), result, indent=1)
     lines = [
         "| direction | held-out perplexity before training | after |",

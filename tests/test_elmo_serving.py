@@ -1,0 +1,46 @@
+"""ELMo vectors served from text (`elmo.serving.export_elmo`): in a process without Keras, the
+SavedModel's words are `words_of`'s and its layers the Keras biLM's on Python's character ids."""
+
+import numpy as np
+from test_export import run_fresh
+
+from bertlayers.families.elmo import BidirectionalLanguageModel, sentence_character_ids, words_of
+from bertlayers.families.elmo.serving import export_elmo
+
+TEXTS = [
+    "Actresses (Catalan: Actrius) is a 1997 Catalan language Spanish drama film by Ventura Pons.",
+    "In order to prepare herself, young actress (Mercè Pons) interviews them, 1935–1936.",
+    "Rowling's state-of-the-art novel wasn't sold in the U.S. until\u00a0later;\tnaïve cafe\u0301 🙂 東京",
+    "x" * 60 + " short",
+    "",
+]
+
+
+def python_inputs(texts):
+    sentences = [words_of(t) for t in texts]
+    length = max(len(s) for s in sentences) + 2
+    characters = np.zeros((len(texts), length, 50), np.int32)
+    mask = np.zeros((len(texts), length), np.int32)
+    for row, words in enumerate(sentences):
+        characters[row, : len(words) + 2] = sentence_character_ids(words)
+        mask[row, : len(words) + 2] = 1
+    return sentences, {"character_ids": characters, "padding_mask": mask}
+
+
+def test_served_text_gives_the_keras_bilms_layers(tmp_path):
+    bilm = BidirectionalLanguageModel(
+        40, filters=((1, 4), (2, 4)), character_embedding=4, units=8, projection_units=5, dropout=0.0
+    )
+    encoder = bilm.finished_encoder()
+    final = export_elmo(encoder, str(tmp_path / "models"), name="elmo")
+    assert final.endswith("elmo/1") and (tmp_path / "models" / "models.config").exists()
+    served = run_fresh(final, "serving_default", {"text": np.array([t.encode() for t in TEXTS])}, tmp_path, text=False)
+    sentences, inputs = python_inputs(TEXTS)
+    expected = np.asarray(encoder(inputs)["layers"])
+    for row, words in enumerate(sentences):
+        n = len(words) + 2
+        assert [w.decode() for w in served["words"][row][:n]] == ["<S>", *words, "</S>"], row
+        assert served["padding_mask"][row].sum() == n
+        np.testing.assert_allclose(served["layers"][row, :, :n], expected[row, :, :n], atol=1e-5)
+        np.testing.assert_allclose(served["elmo"][row, :n], expected[row, :, :n].mean(0), atol=1e-5)
+    assert export_elmo(encoder, str(tmp_path / "models"), name="elmo").endswith("elmo/2")  # never replaced
