@@ -213,3 +213,13 @@ def test_feature_classifier_trains_the_mix_and_the_task_network_only():
     assert np.abs(np.asarray(mix.layer_weights) - before).max() > 0  # the mix's s_j learn
     with pytest.raises(ValueError, match="needs ELMo"):
         word_feature_classifier(2)
+
+
+def test_scalar_mix_can_normalize_each_layer_first():
+    rng = np.random.default_rng(5)
+    layers = [rng.normal(loc=3.0 * j, scale=1.0 + j, size=(2, 4, 6)).astype("float32") for j in range(3)]
+    mix = ScalarMix(layer_norm=True)
+    out = keras.ops.convert_to_numpy(mix(layers))
+    normalized = [(h - h.mean(-1, keepdims=True)) / np.sqrt(h.var(-1, keepdims=True) + 1e-6) for h in layers]
+    np.testing.assert_allclose(out, np.mean(normalized, axis=0), atol=1e-5)  # s equal, γ 1 at first
+    assert ScalarMix.from_config(mix.get_config()).layer_norm

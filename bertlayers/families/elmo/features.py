@@ -40,12 +40,14 @@ def word_feature_classifier(
     word_vectors: np.ndarray | None = None,
     lstm_units: int = 64,
     dropout: float = 0.3,
+    layer_norm: bool = False,
 ) -> keras.Model:
     """A text classifier over ELMo vectors (`elmo_encoder`, a biLM's `finished_encoder()`), static
     word vectors (`word_vectors` `[W, D]`, row 0 for unknown words and padding), or both.
 
     Inputs: `character_ids` `[B, S, 50]`, `padding_mask` `[B, S]`, `word_ids` `[B, S]` (rows of
-    `word_vectors`). Output: `logits` `[B, num_classes]`."""
+    `word_vectors`). Output: `logits` `[B, num_classes]`. `layer_norm`: the biLM's layers are
+    normalized before the mix (`ScalarMix(layer_norm=True)`, ELMo's section 3.2)."""
     if elmo_encoder is None and word_vectors is None:
         raise ValueError("word_feature_classifier needs ELMo (elmo_encoder), static word vectors, or both.")
     characters = keras.Input(shape=(None, None), dtype="int32", name="character_ids")
@@ -54,7 +56,7 @@ def word_feature_classifier(
     features = []
     if elmo_encoder is not None:
         layers = FrozenBilmLayers(elmo_encoder, name="frozen_bilm")(characters, padding_mask)
-        features.append(ScalarMix(name="scalar_mix")(layers))  # [B, S, 2P]
+        features.append(ScalarMix(layer_norm=layer_norm, name="scalar_mix")(layers))  # [B, S, 2P]
     if word_vectors is not None:
         table = keras.layers.Embedding(
             word_vectors.shape[0],
