@@ -9,6 +9,7 @@ import pytest
 from bertlayers.families.elmo import (
     BidirectionalLanguageModel,
     ProjectedLstmCell,
+    batch_character_ids,
     character_ids,
     reverse_within_lengths,
     sentence_character_ids,
@@ -108,12 +109,8 @@ def tiny_bilm():
 
 
 def batch(sentences, length):
-    characters = np.zeros((len(sentences), length, 50), "int32")
-    mask = np.zeros((len(sentences), length), "int32")
-    for row, words in enumerate(sentences):
-        ids = sentence_character_ids(words)
-        characters[row, : len(ids)] = ids
-        mask[row, : len(ids)] = 1
+    inputs = batch_character_ids(sentences + [["w"] * (length - 2)])  # a filler row sets the length
+    characters, mask = inputs["character_ids"][:-1], inputs["padding_mask"][:-1]
     words = np.random.default_rng(3).integers(1, 30, size=mask.shape).astype("int32") * mask
     return {"character_ids": characters, "padding_mask": mask, "word_ids": words}
 

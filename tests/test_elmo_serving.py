@@ -4,7 +4,7 @@ SavedModel's words are `words_of`'s and its layers the Keras biLM's on Python's 
 import numpy as np
 from test_export import run_fresh
 
-from bertlayers.families.elmo import BidirectionalLanguageModel, sentence_character_ids, words_of
+from bertlayers.families.elmo import BidirectionalLanguageModel, batch_character_ids, words_of
 from bertlayers.families.elmo.serving import export_elmo
 
 TEXTS = [
@@ -18,13 +18,7 @@ TEXTS = [
 
 def python_inputs(texts):
     sentences = [words_of(t) for t in texts]
-    length = max(len(s) for s in sentences) + 2
-    characters = np.zeros((len(texts), length, 50), np.int32)
-    mask = np.zeros((len(texts), length), np.int32)
-    for row, words in enumerate(sentences):
-        characters[row, : len(words) + 2] = sentence_character_ids(words)
-        mask[row, : len(words) + 2] = 1
-    return sentences, {"character_ids": characters, "padding_mask": mask}
+    return sentences, batch_character_ids(sentences)
 
 
 def test_served_text_gives_the_keras_bilms_layers(tmp_path):

@@ -11,7 +11,7 @@ from bertlayers.families.elmo.bilm import (
     ProjectedLstmCell,
     reverse_within_lengths,
 )
-from bertlayers.families.elmo.characters import character_ids, sentence_character_ids
+from bertlayers.families.elmo.characters import batch_character_ids, character_ids, sentence_character_ids
 from bertlayers.startup import tensorflow_available
 
 if tensorflow_available():  # the data path and the recipe are tf.data
@@ -25,6 +25,7 @@ __all__ = [
     "LanguageModelLstm",
     "OBJECTIVE",
     "RECIPE",
+    "batch_character_ids",
     "WordFeatureBatches",
     "WordVocabulary",
     "ProjectedLstmCell",

@@ -36,3 +36,16 @@ def character_ids(word: str, max_characters: int = MAX_CHARACTERS) -> list:
 def sentence_character_ids(words: list, max_characters: int = MAX_CHARACTERS) -> np.ndarray:
     """int32 `[len(words) + 2, max_characters]`: <S>, the words, </S>."""
     return np.array([character_ids(w, max_characters) for w in (SENTENCE_START, *words, SENTENCE_END)], dtype=np.int32)
+
+
+def batch_character_ids(sentences: list, max_characters: int = MAX_CHARACTERS) -> dict:
+    """The biLM's inputs for `sentences` (lists of words): `character_ids` int32 `[B, S, C]`, each
+    sentence between <S> and </S> and padded with all-zero words to the longest, and `padding_mask`
+    `[B, S]`."""
+    length = max(len(s) for s in sentences) + 2
+    characters = np.zeros((len(sentences), length, max_characters), np.int32)
+    mask = np.zeros((len(sentences), length), np.int32)
+    for row, words in enumerate(sentences):
+        characters[row, : len(words) + 2] = sentence_character_ids(words, max_characters)
+        mask[row, : len(words) + 2] = 1
+    return {"character_ids": characters, "padding_mask": mask}

@@ -12,7 +12,7 @@ of the comparison.
 import keras
 import numpy as np
 
-from bertlayers.families.elmo.characters import sentence_character_ids
+from bertlayers.families.elmo.characters import batch_character_ids
 from bertlayers.families.elmo.data import words_of
 from bertlayers.layers.bidirectional_lstm import BidirectionalLSTM
 from bertlayers.layers.scalar_mix import ScalarMix
@@ -78,15 +78,11 @@ def word_feature_inputs(texts: list, word_index: dict, max_words: int = 64) -> d
     """The classifier's inputs for `texts`: each text's words (`words_of`, cut to `max_words`)
     between <S> and </S>, padded to the longest; `word_ids` from `word_index` (0 when unknown)."""
     sentences = [words_of(text)[:max_words] for text in texts]
-    length = max(len(s) for s in sentences) + 2
-    characters = np.zeros((len(texts), length, 50), np.int32)
-    mask = np.zeros((len(texts), length), np.int32)
-    ids = np.zeros((len(texts), length), np.int32)
+    inputs = batch_character_ids(sentences)
+    ids = np.zeros(inputs["padding_mask"].shape, np.int32)
     for row, words in enumerate(sentences):
-        characters[row, : len(words) + 2] = sentence_character_ids(words)
-        mask[row, : len(words) + 2] = 1
         ids[row, 1 : len(words) + 1] = [word_index.get(w, 0) for w in words]
-    return {"character_ids": characters, "padding_mask": mask, "word_ids": ids}
+    return {**inputs, "word_ids": ids}
 
 
 class WordFeatureBatches(keras.utils.PyDataset):

@@ -8,7 +8,7 @@ sentences is one of the same sense ("a spectacular play" in a game, "a play" on 
 
 import numpy as np
 
-from bertlayers.families.elmo.characters import sentence_character_ids
+from bertlayers.families.elmo.characters import batch_character_ids
 
 
 def bilm_layers(encoder, sentences: list, batch_size: int = 32) -> list:
@@ -17,13 +17,7 @@ def bilm_layers(encoder, sentences: list, batch_size: int = 32) -> list:
     out = []
     for start in range(0, len(sentences), batch_size):
         chunk = sentences[start : start + batch_size]
-        length = max(len(s) for s in chunk) + 2
-        characters = np.zeros((len(chunk), length, 50), np.int32)
-        mask = np.zeros((len(chunk), length), np.int32)
-        for row, words in enumerate(chunk):
-            characters[row, : len(words) + 2] = sentence_character_ids(words)
-            mask[row, : len(words) + 2] = 1
-        layers = np.asarray(encoder({"character_ids": characters, "padding_mask": mask})["layers"])
+        layers = np.asarray(encoder(batch_character_ids(chunk))["layers"])
         out.extend(layers[row, :, : len(words) + 2] for row, words in enumerate(chunk))
     return out
 
