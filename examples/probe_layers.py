@@ -6,6 +6,7 @@ installed, probe.png to --output_dir.
     python examples/prepare_datasets.py          # the real WNUT-2016 data, fixed-seed splits
     python examples/probe_layers.py --output_dir runs/probe --seeds 0 1 2          # MiniLM
     python examples/probe_layers.py --init runs/pretrain --output_dir runs/probe_mine
+    python examples/probe_layers.py --bilm runs/elmo/bilm --output_dir runs/probe_bilm   # ELMo's biLM
 """
 
 import os
@@ -13,6 +14,7 @@ import os
 import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: examples/usage/)
 
 from bertlayers.convert import load_encoder
+from bertlayers.families.elmo.probing import probe_bilm_layers
 from bertlayers.runs.finetuning import vocabulary_of_source
 from bertlayers.runs.output_folder import take_output_folder
 from bertlayers.runs.probing import probe_layers
@@ -28,6 +30,11 @@ def main():
     parser = argument_parser(__doc__)
     parser.add_argument(
         "--init", default=None, help="the encoder: a checkpoint folder, .keras file or run (default: MiniLM)"
+    )
+    parser.add_argument(
+        "--bilm",
+        default=None,
+        help="probe a biLM instead (examples/pretrain.py --recipe elmo's folder or encoder.keras)",
     )
     parser.add_argument("--train_file", default="data/wnut16/train.conll", help="CoNLL sentences the probes train on")
     parser.add_argument(
@@ -51,27 +58,32 @@ def main():
             )
     train, evaluation = read_conll(args.train_file), read_conll(args.eval_file)
     take_output_folder(args.output_dir, "probe run", overwrite=args.overwrite)
-    source = args.init or minilm_path()
-    encoder = load_encoder(source)
-    tokenizer = text_tokenizer(vocabulary_of_source(source))
     tags = tag_vocabulary(train)
-    print(
-        f"Probing {encoder.config.num_layers + 1} hidden states of {source}: {len(train)} training and "
-        f"{len(evaluation)} evaluation sentences, {len(tags)} tags"
+    settings = dict(
+        l2=args.l2, epochs=args.epochs, batch_size=args.batch_size, learning_rate=args.learning_rate, seeds=args.seeds
     )
-    results = probe_layers(
-        encoder,
-        tokenizer,
-        train,
-        evaluation,
-        tags,
-        sequence_length=args.sequence_length,
-        l2=args.l2,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        learning_rate=args.learning_rate,
-        seeds=args.seeds,
-    )
+    if args.bilm:
+        if args.init:
+            parser.error("give --init (a WordPiece encoder) or --bilm, not both")
+        source = os.path.join(args.bilm, "encoder.keras") if os.path.isdir(args.bilm) else args.bilm
+        if not os.path.isfile(source):
+            raise FileNotFoundError(f"No biLM at {source} (examples/pretrain.py --recipe elmo writes encoder.keras).")
+        import keras
+
+        encoder = keras.saving.load_model(source, safe_mode=True)
+        print(f"Probing the biLM {source}: {len(train)} training and {len(evaluation)} evaluation sentences")
+        results = probe_bilm_layers(encoder, train, evaluation, tags, **settings)
+    else:
+        source = args.init or minilm_path()
+        encoder = load_encoder(source)
+        tokenizer = text_tokenizer(vocabulary_of_source(source))
+        print(
+            f"Probing {encoder.config.num_layers + 1} hidden states of {source}: {len(train)} training and "
+            f"{len(evaluation)} evaluation sentences, {len(tags)} tags"
+        )
+        results = probe_layers(
+            encoder, tokenizer, train, evaluation, tags, sequence_length=args.sequence_length, **settings
+        )
     table = _table(results)
     atomic_files.write_json(
         os.path.join(args.output_dir, "probe.json"),

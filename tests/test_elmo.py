@@ -220,3 +220,18 @@ def test_scalar_mix_can_normalize_each_layer_first():
     normalized = [(h - h.mean(-1, keepdims=True)) / np.sqrt(h.var(-1, keepdims=True) + 1e-6) for h in layers]
     np.testing.assert_allclose(out, np.mean(normalized, axis=0), atol=1e-5)  # s equal, γ 1 at first
     assert ScalarMix.from_config(mix.get_config()).layer_norm
+
+
+def test_bilm_layers_are_probed_per_word():
+    from bertlayers.families.elmo.probing import bilm_word_states, probe_bilm_layers
+
+    model = tiny_bilm()
+    encoder = model.finished_encoder()
+    sentences = [[("Paris", "B-loc"), ("is", "O")], [("big", "O"), ("Rome", "B-loc"), ("too", "O")]] * 4
+    states = bilm_word_states(encoder, [[w for w, _ in s] for s in sentences[:2]])
+    layers = outputs(model, batch([["Paris", "is"], ["big", "Rome", "too"]], 5))["layers"]
+    assert len(states) == 3 and states[0].shape == (5, 10)
+    np.testing.assert_allclose(states[2][3], layers[1, 2, 2], atol=1e-5)  # "Rome": word 2 of sentence 2
+    results = probe_bilm_layers(encoder, sentences, sentences, ["O", "B-loc"], epochs=30, learning_rate=0.1)
+    assert [r["layer"] for r in results] == [0, 1, 2]
+    assert results[0]["accuracy"]["mean"] >= results[0]["baseline_accuracy"]

@@ -22,7 +22,7 @@ from bertlayers.models.predictor import compiled_predictor
 from bertlayers.task_data.ner import encode_sentences, word_tags
 from bertlayers.utils.validation import NON_NEGATIVE_FLOAT, POSITIVE_FLOAT, POSITIVE_INT
 
-__all__ = ["fit_probe", "probe_layers", "word_states"]
+__all__ = ["fit_probe", "probe_layers", "probe_word_states", "word_states"]
 
 logger = logging.getLogger(__name__)
 
@@ -101,11 +101,47 @@ def probe_layers(
     x_eval, y_eval, _, eval_starts = encode_sentences(evaluation, tokenizer, sequence_length, tags, "evaluation")
     train_labels = y_train[_word_positions(train_starts)]  # the tag id at each kept word's first piece
     eval_rows, eval_positions = _word_positions(eval_starts)
-    eval_labels = y_eval[eval_rows, eval_positions]
-    train_states = word_states(encoder, x_train, train_starts)
-    eval_states = word_states(encoder, x_eval, eval_starts)
+
+    def sentence_tags(predicted):
+        tag_ids = np.zeros_like(y_eval)
+        tag_ids[eval_rows, eval_positions] = predicted  # back at each word's first piece: task_data's decoding
+        return word_tags(tag_ids, eval_starts, tags)
+
+    return probe_word_states(
+        word_states(encoder, x_train, train_starts),
+        train_labels,
+        word_states(encoder, x_eval, eval_starts),
+        y_eval[eval_rows, eval_positions],
+        sentence_tags,
+        [[tag for _, tag in sentence] for sentence in evaluation],
+        tags,
+        l2=l2,
+        epochs=epochs,
+        batch_size=batch_size,
+        learning_rate=learning_rate,
+        seeds=seeds,
+    )
+
+
+def probe_word_states(
+    train_states,
+    train_labels,
+    eval_states,
+    eval_labels,
+    sentence_tags,
+    gold,
+    tags,
+    l2=1e-4,
+    epochs=20,
+    batch_size=256,
+    learning_rate=1e-2,
+    seeds=(0,),
+):
+    """`probe_layers`'s probes over states computed any way (a WordPiece encoder's first pieces, a
+    biLM's words): `train_states`, `eval_states` one `[words, H]` array per hidden state,
+    `train_labels`, `eval_labels` the words' tag ids, `sentence_tags(predicted ids) -> [[tag, ...]]`
+    the evaluation sentences' predicted tags (for entity F1 against `gold`, their tags)."""
     majority = np.bincount(train_labels, minlength=len(tags)).argmax()
-    gold = [[tag for _, tag in sentence] for sentence in evaluation]
     entity = eval_labels != tags.index("O") if "O" in tags else np.ones(len(eval_labels), bool)
     results = []
     for layer, (features, held_out) in enumerate(zip(train_states, eval_states)):
@@ -115,9 +151,7 @@ def probe_layers(
             predicted = np.asarray(probe.predict(held_out, batch_size=1024, verbose=0)).argmax(-1)
             runs["accuracy"].append(float(np.mean(predicted == eval_labels)))
             runs["entity_word_accuracy"].append(float(np.mean(predicted[entity] == eval_labels[entity])))
-            tag_ids = np.zeros_like(y_eval)
-            tag_ids[eval_rows, eval_positions] = predicted  # back at each word's first piece: task_data's decoding
-            runs["entity_f1"].append(entity_scores(gold, word_tags(tag_ids, eval_starts, tags))["f1"])
+            runs["entity_f1"].append(entity_scores(gold, sentence_tags(predicted))["f1"])
         result = {"layer": layer, "baseline_accuracy": float(np.mean(eval_labels == majority))}
         for name, values in runs.items():
             result[name] = {"mean": float(np.mean(values)), "min": min(values), "max": max(values), "runs": values}
