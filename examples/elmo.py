@@ -152,7 +152,7 @@ def main():
     args = parser.parse_args()
     for name in ("train.csv", "test.csv"):
         if not os.path.isfile(os.path.join(args.rt_dir, name)):
-            raise SystemExit(f"No {name} in {args.rt_dir} (python examples/prepare_datasets.py writes them).")
+            raise FileNotFoundError(f"No {name} in {args.rt_dir} (python examples/prepare_datasets.py writes them).")
 
     documents = read_corpus(wikipedia_excerpt_path(), "wikipedia")
     data_folder = os.path.join(args.output_dir, "data")
@@ -191,7 +191,7 @@ def main():
     for part in args.sources:
         matches = [k for k, text in enumerate(texts) if " ".join(words_of(part)) in text]
         if not matches:
-            raise SystemExit(f"No training sentence holding {args.word!r} contains {part!r} (--sources).")
+            raise ValueError(f"No training sentence holding {args.word!r} contains {part!r} (--sources).")
         source = matches[0]
         nearest = int(similarity[source].argmax())
         table.append(

@@ -64,6 +64,7 @@ def bad_inputs(tmp):
         "ablation.py": (["--output_dir", out, "--objectives", "no_such_objective"], out),
         "demo.py": (["--workdir", out, "--pretrain_steps", "many"], out),
         "distill.py": (["--teacher", tmp / "missing.keras", "--output_dir", out], out),
+        "elmo.py": (["--output_dir", out, "--rt_dir", tmp / "no_such_folder"], out),
         "encode.py": (["--sequence-length", "1"], None),
         "export_savedmodel.py": (["--model", tmp / "missing.keras", "--name", "m", "--base_dir", out], out),
         "parity_report.py": (["--no_such_option"], None),
