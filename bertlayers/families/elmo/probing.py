@@ -25,10 +25,18 @@ def probe_bilm_layers(encoder, train: list, evaluation: list, tags: list, **sett
     def sentence_tags(predicted):
         return [[tags[i] for i in part] for part in np.split(np.asarray(predicted), lengths)]
 
+    train_states = bilm_word_states(encoder, words(train))
+    eval_states = bilm_word_states(encoder, words(evaluation))
+    # Standardized with the training words' statistics: the biLM's layers are not normalized (the
+    # character CNN's projection and the clipped LSTM outputs differ in scale by layer), and a probe
+    # trained by one learning rate for every layer should not depend on that.
+    scales = [(x.mean(0), x.std(0) + 1e-6) for x in train_states]
+    train_states = [(x - m) / s for x, (m, s) in zip(train_states, scales)]
+    eval_states = [(x - m) / s for x, (m, s) in zip(eval_states, scales)]
     return probe_word_states(
-        bilm_word_states(encoder, words(train)),
+        train_states,
         labels(train),
-        bilm_word_states(encoder, words(evaluation)),
+        eval_states,
         labels(evaluation),
         sentence_tags,
         [[t for _, t in s] for s in evaluation],
