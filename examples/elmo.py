@@ -213,7 +213,7 @@ def main():
         "settings": vars(args),
     }
     if args.export_dir:
-        from bertlayers.families.elmo.serving import export_elmo
+        from bertlayers.export.elmo_vectors import export_elmo
 
         result["exported"] = export_elmo(encoder, args.export_dir, name="elmo")
         print(f"Exported {result['exported']}: text in, ELMo vectors out")

@@ -14,10 +14,9 @@ import os
 import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: examples/usage/)
 
 from bertlayers.convert import load_encoder
-from bertlayers.families.elmo.probing import probe_bilm_layers
 from bertlayers.runs.finetuning import vocabulary_of_source
 from bertlayers.runs.output_folder import take_output_folder
-from bertlayers.runs.probing import probe_layers
+from bertlayers.runs.probing import probe_bilm_layers, probe_layers
 from bertlayers.task_data.ner import read_conll, tag_vocabulary
 from bertlayers.tokenizers.checkpoint_tokenizer import text_tokenizer
 from bertlayers.utils import atomic_files

@@ -223,7 +223,7 @@ def test_scalar_mix_can_normalize_each_layer_first():
 
 
 def test_bilm_layers_are_probed_per_word():
-    from bertlayers.families.elmo.probing import bilm_word_states, probe_bilm_layers
+    from bertlayers.runs.probing import bilm_word_states, probe_bilm_layers
 
     model = tiny_bilm()
     encoder = model.finished_encoder()

@@ -18,7 +18,6 @@ if tensorflow_available():  # the data path and the recipe are tf.data
     from bertlayers.families.elmo.data import WordVocabulary, word_batches, words_of
     from bertlayers.families.elmo.features import WordFeatureBatches, word_feature_classifier, word_feature_inputs
     from bertlayers.families.elmo.recipe import OBJECTIVE, RECIPE
-    from bertlayers.families.elmo.serving import export_elmo
 
 __all__ = [
     "BidirectionalLanguageModel",
@@ -30,7 +29,6 @@ __all__ = [
     "WordVocabulary",
     "ProjectedLstmCell",
     "character_ids",
-    "export_elmo",
     "reverse_within_lengths",
     "sentence_character_ids",
     "word_batches",

@@ -46,10 +46,13 @@ class WordVocabulary:
 
     @property
     def size(self) -> int:
+        """How many words the softmax has."""
         return len(self.tokens)
 
     @classmethod
     def from_file(cls, path: str) -> "WordVocabulary":
+        """The word list of `path` (a word a line), or a ValueError naming the file when it does not
+        start with `SPECIAL_WORDS`."""
         with open(path, encoding="utf-8") as f:
             tokens = tuple(line.rstrip("\n") for line in f if line.rstrip("\n"))
         if tokens[: len(SPECIAL_WORDS)] != SPECIAL_WORDS:

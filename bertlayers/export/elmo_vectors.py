@@ -6,6 +6,8 @@ into words, turns each word into ELMo's character ids and runs the biLM (core Te
     outputs: layers, elmo (their mean: ScalarMix before a task trains it), padding_mask, words
 
     export_elmo(bilm.finished_encoder(), "savedmodels", name="elmo")   # savedmodels/elmo/1/
+
+(`bertlayers.families.elmo` builds the biLM; this module is the export tier's, above the families.)
 """
 
 import os
