@@ -9,6 +9,7 @@ TensorBoard logs to --output_dir.
         --output_dir runs/ner
     python examples/run_ner.py ... --feature_based     # frozen encoder, scalar mix + BiLSTM (ELMo style)
     python examples/run_ner.py ... --crf               # a linear-chain CRF over the tags, Viterbi decoding
+    python examples/run_ner.py ... --ensemble 3        # 3 seeds' mean per-token probabilities, saved and served as one
 
 With --crf every real piece is on the CRF's chain and labelled (a word's later pieces continue its
 entity, the special tokens are "O"); words are still scored by their first piece's tag.
@@ -21,6 +22,7 @@ import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: exa
 from bertlayers.metrics import entity_scores
 from bertlayers.models import TokenClassifier
 from bertlayers.runs.finetuning import (
+    add_ensemble_argument,
     add_feature_based_arguments,
     add_finetuning_arguments,
     add_restart_arguments,
@@ -63,10 +65,13 @@ def main():
     )
     add_feature_based_arguments(parser)
     add_restart_arguments(parser)
+    add_ensemble_argument(parser)
     args = add_finetuning_arguments(
         parser, sequence_length=48, epochs=4, batch_size=16, learning_rate=5e-4
     ).parse_args()
     check_restart_arguments(parser, args)
+    if args.ensemble > 1 and args.crf:
+        parser.error("--ensemble averages per-token probabilities; a CRF answers with its best tag path (drop --crf)")
     config = finetuning_config(parser, args)
     strategy = start(config)
 
@@ -110,6 +115,7 @@ def main():
         dev_score,
         args.restarts,
         validation=eval_data,
+        ensemble=args.ensemble,
     )
     predicted = predicted_tags(model, x_eval, starts)
     gold = [[tag for _, tag in sentence] for sentence in evaluation]

@@ -1,5 +1,5 @@
-"""Ensembles of fine-tuned classifiers: the mean of the members' probabilities (by hand), saved,
-served and run by `run_classifier.py --ensemble N`."""
+"""Ensembles of fine-tuned classifiers and taggers: the mean of the members' probabilities (by
+hand), saved, served and run by `run_classifier.py --ensemble N` and `run_ner.py --ensemble N`."""
 
 import os
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bertlayers.layers import MeanProbabilities
-from bertlayers.models import ClassifierEnsemble, SequenceClassifier
+from bertlayers.models import ClassifierEnsemble, SequenceClassifier, TokenClassifier
 from bertlayers.networks import BertEncoder
 from bertlayers.testing import encoder_batch, run_layer_test
 
@@ -128,3 +128,70 @@ def test_bad_ensemble_flags_are_refused_by_name(tmp_path, flags, message):
         expect=2,
     )
     assert message in result.stderr and not (tmp_path / "out").exists()
+
+
+def _taggers(count=2, **settings):
+    keras.utils.set_random_seed(3)
+    return [TokenClassifier(BertEncoder(**TINY), 4, name=f"tagger_{k}", **settings) for k in range(count)]
+
+
+def test_an_ensemble_of_taggers_averages_each_tokens_probabilities():
+    members = _taggers()
+    ensemble = ClassifierEnsemble(members)
+    batch = encoder_batch(100)
+    probabilities = _softmax(np.asarray(ensemble(batch)["logits"]))  # [B, S, 4]
+    mean = np.mean([_softmax(np.asarray(m(batch)["logits"])) for m in members], axis=0)
+    np.testing.assert_allclose(probabilities, mean, atol=1e-6)
+    with pytest.raises(ValueError, match="a CRF tagger answers with its best tag path"):
+        ClassifierEnsemble(_taggers(crf=True))
+
+
+@pytest.mark.tensorflow_only
+def test_an_ensemble_of_taggers_serves_tags():
+    from bertlayers.testing import check_served_equals_keras
+
+    ensemble = ClassifierEnsemble(_taggers())
+    served = check_served_equals_keras(ensemble, encoder_batch(100), sequence_length=16)
+    np.testing.assert_array_equal(served["tags"], served["logits"].argmax(-1))
+    assert "probabilities" not in served
+
+
+def test_run_ner_refuses_an_ensemble_of_crf_taggers(tmp_path):
+    from processes import run, script
+
+    (tmp_path / "s.conll").write_text("Paris B-loc\nis O\n")
+    result = run(
+        script(
+            "run_ner.py",
+            *("--train_file", tmp_path / "s.conll", "--eval_file", tmp_path / "s.conll"),
+            *("--output_dir", tmp_path / "out", "--ensemble", 2, "--crf"),
+        ),
+        expect=2,
+    )
+    assert "a CRF answers with its best tag path" in result.stderr and not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.tensorflow_only
+def test_run_ner_ensemble_tags_with_the_members_mean(tmp_path):
+    import json
+
+    from processes import run_script
+
+    from bertlayers.convert import load_model_file
+    from bertlayers.task_data.ner import read_conll, write_conll
+    from bertlayers.utils.assets import asset_path
+
+    sentences = read_conll(asset_path("wnut16"))
+    write_conll(str(tmp_path / "train.conll"), sentences[:48])
+    write_conll(str(tmp_path / "eval.conll"), sentences[:32])  # tags the training sentences know
+    out = tmp_path / "ensemble"
+    run_script(
+        "run_ner.py",
+        *("--train_file", tmp_path / "train.conll", "--eval_file", tmp_path / "eval.conll", "--ensemble", 2),
+        *("--output_dir", out, "--epochs", 1, "--batch_size", 16, "--sequence_length", 32, "--verbose", 0),
+    )
+    metrics = json.load(open(out / "metrics.json"))
+    assert metrics["ensemble_seeds"] == [0, 1] and "f1" in metrics
+    model = load_model_file(str(out / "model.keras"))
+    assert isinstance(model, ClassifierEnsemble) and all(isinstance(m, TokenClassifier) for m in model.members)

@@ -261,6 +261,8 @@ class SpanOutputs(ModelOutputs):
 
 def default_outputs(model, label_names=None, max_answer_length=30, max_query_length=64):
     """The outputs a library model serves by its class; `ModelOutputs` for any other model."""
+    if isinstance(model, ClassifierEnsemble) and isinstance(model.members[0], TokenClassifier):
+        return TaggerOutputs()  # an ensemble of taggers tags
     if isinstance(model, (SequenceClassifier, ClassifierEnsemble)) or (
         label_names is not None and not isinstance(model, (EncoderBase, TokenClassifier, SpanPredictor, MultiTask))
     ):

@@ -14,11 +14,13 @@ from bertlayers.models.encoder_model import EncoderModel, encoder_inputs
 
 @keras.saving.register_keras_serializable(package="bertlayers")
 class ClassifierEnsemble(EncoderModel):
-    """N `SequenceClassifier`s (or any models with a `logits` output of one shape over the encoder's
-    inputs) answering by their mean probabilities (`MeanProbabilities`).
+    """N `SequenceClassifier`s, or N softmax `TokenClassifier`s (or any models with a `logits` output
+    of one shape over the encoder's inputs), answering by their mean probabilities
+    (`MeanProbabilities`, over the last axis: per token for taggers).
 
-    Inputs: the encoder's three. Output: `logits` float32 `[B, C]`, the log of the mean
-    probabilities (served as a classifier: `probabilities` are the mean, `label` its argmax).
+    Inputs: the encoder's three. Output: `logits` float32 `[B, C]` (`[B, S, C]` for taggers), the
+    log of the mean probabilities (served as a classifier: `probabilities` are the mean, `label` its
+    argmax; or as a tagger: `tags` each token's argmax).
     The members are trained before (`finetune_restarts(..., ensemble=N)`); the ensemble itself is
     not trainable. `label_names` are the members' (which must agree).
     """
@@ -31,6 +33,11 @@ class ClassifierEnsemble(EncoderModel):
         members = [keras.saving.deserialize_keras_object(m) if isinstance(m, dict) else m for m in members]
         if len(members) < 2:
             raise ValueError(f"ClassifierEnsemble averages at least 2 members, got {len(members)}.")
+        if any(getattr(m, "crf", None) is not None for m in members):
+            raise ValueError(
+                "ClassifierEnsemble: a CRF tagger answers with its best tag path, not per-token probabilities; "
+                "their mean would not be any member's answer (ensemble softmax taggers)."
+            )
         names = {tuple(getattr(m, "label_names", None) or ()) for m in members}
         classes = {m.output["logits"].shape[-1] if isinstance(m.output, dict) else None for m in members}
         if len(names) > 1 or len(classes) > 1 or None in classes:
