@@ -20,7 +20,7 @@ import os
 
 import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: examples/usage/)
 
-from bertlayers.families.elmo.data import corpus_sentences, words_of
+from bertlayers.families.elmo.data import bilm_words, corpus_sentences
 from bertlayers.families.elmo.neighbours import nearest_contexts
 from bertlayers.pretraining_data.corpus import read_corpus, wikipedia_excerpt_path
 from bertlayers.runs.pretraining import PretrainingConfig, run_pretraining
@@ -189,7 +189,7 @@ def main():
     texts = [" ".join(sentences[i]) for i, _ in contexts]
     table = []
     for part in args.sources:
-        matches = [k for k, text in enumerate(texts) if " ".join(words_of(part)) in text]
+        matches = [k for k, text in enumerate(texts) if " ".join(bilm_words(part)) in text]
         if not matches:
             raise ValueError(f"No training sentence holding {args.word!r} contains {part!r} (--sources).")
         source = matches[0]

@@ -1,11 +1,11 @@
 """ELMo vectors served from text (`bertlayers.export.elmo_vectors.export_elmo`): in a process without Keras, the
-SavedModel's words are `words_of`'s and its layers the Keras biLM's on Python's character ids."""
+SavedModel's words are `bilm_words`'s and its layers the Keras biLM's on Python's character ids."""
 
 import numpy as np
 from test_export import run_fresh
 
 from bertlayers.export.elmo_vectors import export_elmo
-from bertlayers.families.elmo import BidirectionalLanguageModel, batch_character_ids, words_of
+from bertlayers.families.elmo import BidirectionalLanguageModel, batch_character_ids, bilm_words
 
 TEXTS = [
     "Actresses (Catalan: Actrius) is a 1997 Catalan language Spanish drama film by Ventura Pons.",
@@ -17,7 +17,7 @@ TEXTS = [
 
 
 def python_inputs(texts):
-    sentences = [words_of(t) for t in texts]
+    sentences = [bilm_words(t) for t in texts]
     return sentences, batch_character_ids(sentences)
 
 

@@ -12,7 +12,7 @@ from bertlayers.pretraining_data.masking_units import (
     phrase_model,
     phrase_runs,
     sentence_units,
-    words_of,
+    word_spans,
 )
 from bertlayers.pretraining_data.mlm_masking import MaskingConfig, mask_example
 from bertlayers.pretraining_data.objectives import masking_units, tokenize_documents, write_pretraining_data
@@ -21,7 +21,7 @@ from bertlayers.tokenizers.vocabulary import VocabularyInfo
 
 
 def run_texts(sentence, runs):
-    words = words_of(sentence)
+    words = word_spans(sentence)
     return [" ".join(core for _, _, core in words[first : last + 1]) for first, last in runs]
 
 

@@ -318,9 +318,9 @@ def test_elmo_recipe_trains_the_bilm_and_measures_held_out_perplexity(corpus, tm
 
 
 def test_bilm_batches_are_the_sentences_words_and_characters():
-    from bertlayers.families.elmo import WordVocabulary, character_ids, word_batches, words_of
+    from bertlayers.families.elmo import WordVocabulary, bilm_words, character_ids, word_batches
 
-    assert words_of("Rowling's state-of-the-art (1997) novel, in U.S.") == [
+    assert bilm_words("Rowling's state-of-the-art (1997) novel, in U.S.") == [
         "Rowling's", "state-of-the-art", "(", "1997", ")", "novel", ",", "in", "U", ".", "S", ".",
     ]  # fmt: skip
     documents = [["The cat sat.", "A dog ran far away"], ["The cat ran."]]

@@ -1,7 +1,7 @@
 """ELMo vectors served from text: a SavedModel in TF Serving's layout whose graph splits the text
 into words, turns each word into ELMo's character ids and runs the biLM (core TensorFlow ops only).
 
-    text [B] --words (elmo.data.words_of's rule, RE2)--> <S> w_1 .. w_n </S>     [B, S] strings
+    text [B] --words (elmo.data.bilm_words's rule, RE2)--> <S> w_1 .. w_n </S>     [B, S] strings
          --bytes, markers--> character ids [B, S, 50] --biLM--> layers [B, L + 1, S, 2P]
     outputs: layers, elmo (their mean: ScalarMix before a task trains it), padding_mask, words
 
@@ -35,7 +35,7 @@ _WORD = rf"({_WORD_CHARACTER}+(?:['’-]{_WORD_CHARACTER}+)*|[^\pL\pN_\s\pZ])"
 
 
 def text_words(text):
-    """Ragged `[B, (n)]` words of `text` `[B]` (`elmo.data.words_of`)."""
+    """Ragged `[B, (n)]` words of `text` `[B]` (`elmo.data.bilm_words`)."""
     spaced = tf.strings.regex_replace(text, r"[\s\pZ]+", " ")
     spaced = tf.strings.regex_replace(spaced, _WORD, r" \1 ")
     return tf.strings.split(tf.strings.strip(spaced), sep=None)

@@ -261,9 +261,9 @@ class SpanOutputs(ModelOutputs):
 
 def default_outputs(model, label_names=None, max_answer_length=30, max_query_length=64):
     """The outputs a library model serves by its class; `ModelOutputs` for any other model."""
-    if isinstance(model, ClassifierEnsemble) and isinstance(model.members[0], TokenClassifier):
-        return TaggerOutputs()  # an ensemble of taggers tags
-    if isinstance(model, (SequenceClassifier, ClassifierEnsemble)) or (
+    if isinstance(model, ClassifierEnsemble):  # it answers as its members do: classifies or tags
+        return default_outputs(model.members[0], label_names, max_answer_length, max_query_length)
+    if isinstance(model, SequenceClassifier) or (
         label_names is not None and not isinstance(model, (EncoderBase, TokenClassifier, SpanPredictor, MultiTask))
     ):
         return ClassifierOutputs(label_names)

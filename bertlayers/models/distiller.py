@@ -11,6 +11,7 @@ soft targets of a large teacher, through `model.fit`.
 import keras
 from keras import ops
 
+from bertlayers.layers.weighted_mean import weighted_mean
 from bertlayers.networks.guarded_model import GuardedModel
 
 SOFT_LOSSES = ("kl", "mse")
@@ -153,8 +154,7 @@ def _weighted_mean(values, sample_weight):
         return ops.mean(values)
     if isinstance(sample_weight, dict):
         sample_weight = sample_weight["logits"]
-    weight = ops.cast(sample_weight, values.dtype)
-    return ops.sum(values * weight) / ops.maximum(ops.sum(weight), 1e-9)
+    return weighted_mean(values, sample_weight)
 
 
 def _check_compatible(student, teacher):

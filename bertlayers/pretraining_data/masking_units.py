@@ -47,7 +47,7 @@ class JoinedPiece(int):
         return f"JoinedPiece({int(self)})"
 
 
-def words_of(sentence):
+def word_spans(sentence):
     """[(start, end, core)]: each whitespace chunk's character span without its leading and
     trailing punctuation, and that text; chunks of punctuation only are left out."""
     words = []
@@ -101,7 +101,7 @@ def _word_runs(sentence, words, inside, connector=lambda word: False):
 
 def entity_runs(sentence, words=None):
     """[(first, last)] word indices of `sentence`'s capitalized runs (module docstring)."""
-    words = words_of(sentence) if words is None else words
+    words = word_spans(sentence) if words is None else words
 
     def capitalized(index, word):
         core = word[2]
@@ -118,7 +118,7 @@ def phrase_model(documents, min_count=5, threshold=10.0):
         from gensim.models.phrases import ENGLISH_CONNECTOR_WORDS, Phrases
     except ImportError as error:
         raise ValueError("Phrase masking learns its phrases with gensim: pip install gensim.") from error
-    sentences = ([core.lower() for _, _, core in words_of(s)] for document in documents for s in document)
+    sentences = ([core.lower() for _, _, core in word_spans(s)] for document in documents for s in document)
     model = Phrases(
         sentences,
         min_count=min_count,
@@ -131,7 +131,7 @@ def phrase_model(documents, min_count=5, threshold=10.0):
 
 def phrase_runs(sentence, phrases, words=None):
     """[(first, last)] word indices of the phrases `phrases` finds in `sentence`, cut at punctuation."""
-    words = words_of(sentence) if words is None else words
+    words = word_spans(sentence) if words is None else words
     merged = phrases[[core.lower() for _, _, core in words]]
     runs, index = [], 0
     for token in merged:
@@ -168,7 +168,7 @@ def unit_segments(sentence, runs, words):
 
 def sentence_units(sentence, strategy, phrases=None):
     """[(text, is_unit)] of `sentence` under `strategy` ("entity" or "phrase")."""
-    words = words_of(sentence)
+    words = word_spans(sentence)
     runs = entity_runs(sentence, words) if strategy == "entity" else phrase_runs(sentence, phrases, words)
     return unit_segments(sentence, runs, words)
 

@@ -28,6 +28,7 @@ from keras import ops
 from bertlayers import backend
 from bertlayers.families.electra.replaced_token_detection import GeneratorCorruption, ReplacedTokenDetectionHead
 from bertlayers.layers.initializers import bert_initializer
+from bertlayers.layers.weighted_mean import weighted_mean
 from bertlayers.models.encoder_model import EncoderModel, encoder_inputs
 from bertlayers.models.pretrainer import masked_lm_head
 from bertlayers.networks.encoder_base import INPUT_NAMES
@@ -43,11 +44,6 @@ def _discriminator_head(encoder, name):
         dtype=encoder.layer_dtype_policy,
         name=name,
     )
-
-
-def _weighted_mean(values, weights):
-    weights = ops.cast(weights, "float32")
-    return ops.sum(ops.cast(values, "float32") * weights) / ops.maximum(ops.sum(weights), 1e-6)
 
 
 def _prediction_inputs(inputs):
@@ -75,8 +71,8 @@ def _mlm_values(x, mlm_logits):
     mlm_losses = keras.losses.sparse_categorical_crossentropy(labels, mlm_logits, from_logits=True)  # [B, P]
     predicted = ops.cast(ops.argmax(mlm_logits, -1), "int32")
     return {
-        "mlm_loss": _weighted_mean(mlm_losses, prediction_weights),
-        "mlm_accuracy": _weighted_mean(ops.equal(predicted, ops.cast(labels, "int32")), prediction_weights),
+        "mlm_loss": weighted_mean(mlm_losses, prediction_weights),
+        "mlm_accuracy": weighted_mean(ops.equal(predicted, ops.cast(labels, "int32")), prediction_weights),
     }
 
 
@@ -203,14 +199,14 @@ class ElectraPretrainer(EncoderModel):
         replaced, logits = y_pred["replaced"], y_pred["rtd"]
         # Sigmoid cross-entropy from logits, stable for large |logit|.
         rtd_losses = ops.maximum(logits, 0.0) - logits * replaced + ops.log1p(ops.exp(-ops.abs(logits)))  # [B, S]
-        rtd_loss = _weighted_mean(rtd_losses, token_weights)
+        rtd_loss = weighted_mean(rtd_losses, token_weights)
 
         predicted = ops.cast(logits > 0, "float32")
         values = {
             **_mlm_values(x, y_pred["mlm"]),
             "rtd_loss": rtd_loss,
-            "rtd_accuracy": _weighted_mean(ops.equal(predicted, replaced), token_weights),
-            "rtd_baseline_accuracy": _weighted_mean(1.0 - replaced, token_weights),
+            "rtd_accuracy": weighted_mean(ops.equal(predicted, replaced), token_weights),
+            "rtd_baseline_accuracy": weighted_mean(1.0 - replaced, token_weights),
             "replaced_fraction": ops.sum(replaced)
             / ops.maximum(ops.sum(ops.cast(prediction_weights, "float32")), 1e-6),
         }

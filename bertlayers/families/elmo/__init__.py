@@ -15,7 +15,7 @@ from bertlayers.families.elmo.characters import batch_character_ids, character_i
 from bertlayers.startup import tensorflow_available
 
 if tensorflow_available():  # the data path and the recipe are tf.data
-    from bertlayers.families.elmo.data import WordVocabulary, word_batches, words_of
+    from bertlayers.families.elmo.data import WordVocabulary, bilm_words, word_batches
     from bertlayers.families.elmo.features import WordFeatureBatches, word_feature_classifier, word_feature_inputs
     from bertlayers.families.elmo.recipe import OBJECTIVE, RECIPE
 
@@ -34,5 +34,5 @@ __all__ = [
     "word_batches",
     "word_feature_classifier",
     "word_feature_inputs",
-    "words_of",
+    "bilm_words",
 ]

@@ -22,6 +22,7 @@ from keras import ops
 
 from bertlayers import backend
 from bertlayers.layers.character_cnn import CharacterCnn
+from bertlayers.layers.weighted_mean import weighted_mean
 from bertlayers.utils.validation import POSITIVE_INT
 
 
@@ -186,11 +187,6 @@ class LanguageModelLstm(keras.layers.Layer):
         }
 
 
-def _token_mean(losses, weights):
-    weights = ops.cast(weights, "float32")
-    return ops.sum(ops.cast(losses, "float32") * weights) / ops.maximum(ops.sum(weights), 1.0)
-
-
 @keras.saving.register_keras_serializable(package="bertlayers")
 class BidirectionalLanguageModel(keras.Model):
     """ELMo's biLM (module docstring) as a functional model.
@@ -302,8 +298,8 @@ class BidirectionalLanguageModel(keras.Model):
             words[:, :-1], y_pred["backward_logits"][:, 1:], from_logits=True
         )  # [B, S-1]
         return {
-            "forward_loss": _token_mean(forward, targets_exist),
-            "backward_loss": _token_mean(backward, targets_exist),
+            "forward_loss": weighted_mean(forward, targets_exist),
+            "backward_loss": weighted_mean(backward, targets_exist),
         }
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):

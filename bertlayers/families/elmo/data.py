@@ -33,8 +33,10 @@ DEFAULT_VOCABULARY_SIZE = 10_000
 _WORD = re.compile(r"\w+(?:['’-]\w+)*|[^\w\s]")
 
 
-def words_of(sentence: str) -> list:
-    """`sentence`'s words, case kept ("Rowling's", "state-of-the-art" are one word; "," another)."""
+def bilm_words(sentence: str) -> list:
+    """`sentence`'s words as the biLM reads them, case kept: `tasks.words_of`'s rule (letters and
+    digits, each other character alone) except that apostrophes and hyphens inside a word keep it
+    whole ("Rowling's", "state-of-the-art"), so that a word's characters reach the character CNN."""
     return _WORD.findall(sentence)
 
 
@@ -74,7 +76,7 @@ def corpus_sentences(documents: list, sequence_length: int) -> list:
     sentences = []
     for document in documents:
         for sentence in document:
-            words = words_of(sentence)
+            words = bilm_words(sentence)
             sentences.extend(words[start : start + room] for start in range(0, len(words), room))
     return sentences
 

@@ -13,7 +13,7 @@ import keras
 import numpy as np
 
 from bertlayers.families.elmo.characters import batch_character_ids
-from bertlayers.families.elmo.data import words_of
+from bertlayers.families.elmo.data import bilm_words
 from bertlayers.layers.bidirectional_lstm import BidirectionalLSTM
 from bertlayers.layers.scalar_mix import ScalarMix
 
@@ -75,9 +75,9 @@ def word_feature_classifier(
 
 
 def word_feature_inputs(texts: list, word_index: dict, max_words: int = 64) -> dict:
-    """The classifier's inputs for `texts`: each text's words (`words_of`, cut to `max_words`)
+    """The classifier's inputs for `texts`: each text's words (`bilm_words`, cut to `max_words`)
     between <S> and </S>, padded to the longest; `word_ids` from `word_index` (0 when unknown)."""
-    sentences = [words_of(text)[:max_words] for text in texts]
+    sentences = [bilm_words(text)[:max_words] for text in texts]
     inputs = batch_character_ids(sentences)
     ids = np.zeros(inputs["padding_mask"].shape, np.int32)
     for row, words in enumerate(sentences):
