@@ -10,7 +10,8 @@ the tasks' examples, per-task loss weights, and each task's metrics on its own e
 Classification files are CSV or JSON lines with `text` and `label` columns (run_classifier.py's);
 tagging files are CoNLL (run_ner.py's). Reports accuracy (and macro F1) per classification task and
 entity-level F1 per tagging task. Writes metrics.json, model.keras and TensorBoard logs to
---output_dir; examples/export_savedmodel.py serves every head from one SavedModel.
+--output_dir; examples/export_savedmodel.py serves every head from one SavedModel. `--ensemble N`
+trains N such models (seeds --seed, ...) and answers each task with their mean probabilities.
 """
 
 import argparse
@@ -21,10 +22,11 @@ import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: exa
 from bertlayers.metrics import classification_metrics, entity_scores
 from bertlayers.models import MultiTask, Task
 from bertlayers.runs.finetuning import (
+    add_ensemble_argument,
     add_finetuning_arguments,
     encoder_source,
     files_written,
-    finetune,
+    finetune_restarts,
     finetuning_config,
     packer_for,
     start,
@@ -87,6 +89,7 @@ def main():
     parser.add_argument(
         "--max_train_examples", type=flag(POSITIVE_INT), default=None, help="train on each task's first N examples"
     )
+    add_ensemble_argument(parser)
     args = add_finetuning_arguments(
         parser, sequence_length=64, epochs=2, batch_size=32, learning_rate=5e-5
     ).parse_args()
@@ -121,23 +124,33 @@ def main():
     counts = [f"{len(y)} {name}" for name, (_, y, _) in train.items()]
     print(", ".join(counts[:-1]) + (" and " if len(counts) > 1 else "") + counts[-1] + " training examples")
 
-    model = finetune(strategy, config, lambda encoder: MultiTask(encoder, tasks), mix_tasks(train))
-    results = {}
-    for name, spec in tasks.items():
-        logits = predict_by_length(model, evaluation[name][0], batch_size=args.batch_size, verbose=args.verbose)[name]
-        if spec.kind == "classification":
-            scores = classification_metrics(evaluation[name][1], logits.argmax(-1), list(spec.label_names))
-        else:
-            _, sentences, starts = evaluation[name]
-            gold = [[tag for _, tag in sentence] for sentence in sentences]
-            scores = entity_scores(gold, decode_tags(logits, starts, list(spec.label_names)))
-        results[name] = {k: v for k, v in scores.items() if k not in ("per_class_f1", "per_type")}
+    model, ensemble = finetune_restarts(
+        strategy, config, lambda encoder: MultiTask(encoder, tasks), mix_tasks(train), None, 1, ensemble=args.ensemble
+    )
+
+    def task_results(model, verbose):
+        results = {}
+        for name, spec in tasks.items():
+            logits = predict_by_length(model, evaluation[name][0], batch_size=args.batch_size, verbose=verbose)[name]
+            if spec.kind == "classification":
+                scores = classification_metrics(evaluation[name][1], logits.argmax(-1), list(spec.label_names))
+            else:
+                _, sentences, starts = evaluation[name]
+                gold = [[tag for _, tag in sentence] for sentence in sentences]
+                scores = entity_scores(gold, decode_tags(logits, starts, list(spec.label_names)))
+            results[name] = {k: v for k, v in scores.items() if k not in ("per_class_f1", "per_type")}
+        return results
+
+    results = task_results(model, args.verbose)
+    members = [task_results(member, 0) for member in getattr(model, "members", [])]  # each alone, for comparison
     write_json(
         os.path.join(args.output_dir, "metrics.json"),
         {
             "tasks": results,
             "loss_weights": {n: s.loss_weight for n, s in tasks.items()},
             "init": "random" if args.random_init else encoder_source(config),
+            **ensemble,
+            **({"member_tasks": members} if members else {}),
         },
     )
     for name, scores in results.items():

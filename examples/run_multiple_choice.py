@@ -4,12 +4,15 @@ over the choices (SWAG-style). Files are JSON lines of {"context", "choices", "l
     python examples/prepare_datasets.py      # data/wiki_next_sentence: the Wikipedia excerpt's next-sentence choices
     python examples/run_multiple_choice.py --train_file data/wiki_next_sentence/train.jsonl \\
         --eval_file data/wiki_next_sentence/dev.jsonl --output_dir runs/choice
+    python examples/run_multiple_choice.py ... --ensemble 3   # 3 seeds' mean choice probabilities
 
 Reports accuracy beside chance (1 / choices) and beside the starting encoder untuned: the choice
 whose mean-pooled embedding is nearest (cosine) the context's, what a sentence-embedding model
 such as all-MiniLM-L6-v2 answers without any training. Batches are fixed-length here (a
 [batch, choices, seq] batch is not cut to its longest row). Writes metrics.json, model.keras and
-TensorBoard logs to --output_dir; examples/export_savedmodel.py serves the model as its pair scorer.
+TensorBoard logs to --output_dir; examples/export_savedmodel.py serves the model as its pair scorer
+(an ensemble as each member's pair score, `member_scores`: the client averages the members'
+softmaxes over a question's choices).
 """
 
 import os
@@ -20,11 +23,12 @@ import numpy as np
 from bertlayers.metrics import accuracy
 from bertlayers.models import MultipleChoice, SentenceEmbedder
 from bertlayers.runs.finetuning import (
+    add_ensemble_argument,
     add_finetuning_arguments,
     add_pooling_argument,
     encoder_source,
     files_written,
-    finetune,
+    finetune_restarts,
     fixed_length_config,
     packer_for,
     pooling_for,
@@ -66,6 +70,7 @@ def main():
         "--max_eval_examples", type=flag(POSITIVE_INT), default=None, help="evaluate on the file's first N examples"
     )
     add_pooling_argument(parser)
+    add_ensemble_argument(parser)
     args = add_finetuning_arguments(parser, sequence_length=96, epochs=1, batch_size=8, learning_rate=3e-5).parse_args()
     config = fixed_length_config(
         parser, args, "multiple-choice batches are fixed-length ([batch, choices, seq] is not cut)."
@@ -84,11 +89,14 @@ def main():
     print(f"{len(train)} training and {len(evaluation)} evaluation examples, {choices} choices each")
     untuned = untuned_accuracy(config, packer, evaluation, 4 * args.batch_size)
 
-    model = finetune(
+    model, ensemble = finetune_restarts(
         strategy,
         config,
         lambda encoder: MultipleChoice(encoder, pooling=pooling_for(config, args.pooling)),
         (x_train, {"logits": y_train}, None),
+        None,
+        1,
+        ensemble=args.ensemble,
     )
     logits = model.predict(x_eval, batch_size=args.batch_size, verbose=args.verbose)["logits"]
     metrics = {
@@ -97,7 +105,11 @@ def main():
         "untuned_cosine_accuracy": untuned,
         "eval_examples": len(evaluation),
         "init": "random" if args.random_init else encoder_source(config),
+        **ensemble,
     }
+    for member in getattr(model, "members", []):  # an ensemble: each member alone, for comparison
+        alone = member.predict(x_eval, batch_size=args.batch_size, verbose=0)["logits"]
+        metrics.setdefault("member_accuracies", []).append(accuracy(y_eval, alone.argmax(-1)))
     write_json(os.path.join(args.output_dir, "metrics.json"), metrics)
     print({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items()})
 

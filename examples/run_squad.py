@@ -8,6 +8,7 @@ Writes predictions.json, nbest_predictions.json, metrics.json, model.keras and T
 
     python examples/run_squad.py --output_dir runs/squad                      # the bundled file, v1.1
     python examples/run_squad.py --output_dir runs/squad2 --version_2_with_negative
+    python examples/run_squad.py --output_dir runs/squad3 --ensemble 3   # 3 seeds' mean start/end probabilities
 """
 
 import os
@@ -17,10 +18,11 @@ import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: exa
 from bertlayers.metrics import squad_scores
 from bertlayers.models import SpanPredictor
 from bertlayers.runs.finetuning import (
+    add_ensemble_argument,
     add_finetuning_arguments,
     encoder_source,
     files_written,
-    finetune,
+    finetune_restarts,
     finetuning_config,
     start,
     vocabulary_for,
@@ -71,6 +73,7 @@ def main():
         default=None,
         help="vocab.txt (default: the one recorded with the encoder, else bert-base-uncased)",
     )
+    add_ensemble_argument(parser)
     args = add_finetuning_arguments(
         parser, sequence_length=192, epochs=30, batch_size=8, learning_rate=2e-4
     ).parse_args()
@@ -111,21 +114,32 @@ def main():
     )
 
     targets = {"start_logits": train_features.start_positions, "end_logits": train_features.end_positions}
-    model = finetune(strategy, config, SpanPredictor, (train_features.inputs, targets, None))
-    outputs = predict_by_length(model, eval_features.inputs, batch_size=args.batch_size, verbose=args.verbose)
-    predictions, nbest = decode_answers(
-        evaluation,
-        eval_features,
-        outputs["start_logits"],
-        outputs["end_logits"],
-        n_best_size=args.n_best_size,
-        max_answer_length=args.max_answer_length,
-        version_2=args.version_2_with_negative,
-        null_score_diff_threshold=args.null_score_diff_threshold,
+    model, ensemble = finetune_restarts(
+        strategy, config, SpanPredictor, (train_features.inputs, targets, None), None, 1, ensemble=args.ensemble
     )
     gold = {e.qid: [text for text, _ in e.answers] for e in evaluation}
-    metrics = squad_scores(predictions, gold)
+
+    def answers(model, verbose):
+        outputs = predict_by_length(model, eval_features.inputs, batch_size=args.batch_size, verbose=verbose)
+        predictions, nbest = decode_answers(
+            evaluation,
+            eval_features,
+            outputs["start_logits"],
+            outputs["end_logits"],
+            n_best_size=args.n_best_size,
+            max_answer_length=args.max_answer_length,
+            version_2=args.version_2_with_negative,
+            null_score_diff_threshold=args.null_score_diff_threshold,
+        )
+        return predictions, nbest, squad_scores(predictions, gold)
+
+    predictions, nbest, metrics = answers(model, args.verbose)
+    for member in getattr(model, "members", []):  # an ensemble: each member alone, for comparison
+        alone = answers(member, 0)[2]
+        for name in ("exact_match", "f1"):
+            metrics.setdefault(f"member_{name}", []).append(alone[name])
     metrics["init"] = "random" if args.random_init else encoder_source(config)
+    metrics.update(ensemble)
     write_json(os.path.join(args.output_dir, "predictions.json"), predictions)
     write_json(os.path.join(args.output_dir, "nbest_predictions.json"), nbest)
     write_json(os.path.join(args.output_dir, "metrics.json"), metrics)

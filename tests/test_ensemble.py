@@ -64,7 +64,7 @@ def test_the_ensemble_answers_the_members_mean_and_saves(tmp_path):
 def test_members_that_do_not_agree_are_refused_by_name():
     keras.utils.set_random_seed(0)
     other = SequenceClassifier(BertEncoder(**TINY), 2)
-    with pytest.raises(ValueError, match="same classes and the same label_names"):
+    with pytest.raises(ValueError, match="must take the same named inputs"):
         ClassifierEnsemble([_members(1)[0], other])
     with pytest.raises(ValueError, match="at least 2 members"):
         ClassifierEnsemble(_members(1))
@@ -110,7 +110,7 @@ def test_run_classifier_ensemble_keeps_every_member_and_saves_one_model(tmp_path
     "flags, message",
     [
         (("--ensemble", 2, "--restarts", 2, "--dev_file", "DEV"), "give one of them"),
-        (("--ensemble", 0), "--ensemble must be at least 1"),
+        (("--ensemble", 0), "argument --ensemble: must be an int with 1 <= value"),
         (("--ensemble", 2, "--regression"), "a regression has none"),
     ],
 )
@@ -195,3 +195,144 @@ def test_run_ner_ensemble_tags_with_the_members_mean(tmp_path):
     assert metrics["ensemble_seeds"] == [0, 1] and "f1" in metrics
     model = load_model_file(str(out / "model.keras"))
     assert isinstance(model, ClassifierEnsemble) and all(isinstance(m, TokenClassifier) for m in model.members)
+
+
+def _span_batch():
+    """[CLS] q q [SEP] c c c [SEP] [PAD]: answers in the context (positions 4-6) or at [CLS]."""
+    token_ids = np.array([[2, 11, 12, 3, 21, 22, 23, 3, 0], [2, 13, 3, 24, 25, 26, 27, 3, 0]], dtype="int32")
+    segment_ids = np.array([[0, 0, 0, 0, 1, 1, 1, 1, 0], [0, 0, 0, 1, 1, 1, 1, 1, 0]], dtype="int32")
+    span_mask = np.array([[1, 0, 0, 0, 1, 1, 1, 0, 0], [1, 0, 0, 1, 1, 1, 1, 0, 0]], dtype="int32")
+    return {
+        "token_ids": token_ids,
+        "segment_ids": segment_ids,
+        "padding_mask": (token_ids != 0).astype("int32"),
+    }, span_mask
+
+
+def _span_predictors(count=2):
+    from bertlayers.models import SpanPredictor
+
+    members = []
+    for seed in range(count):
+        keras.utils.set_random_seed(seed)
+        members.append(SpanPredictor(BertEncoder(**TINY)))
+    return members
+
+
+def test_an_ensemble_of_span_predictors_averages_start_and_end_probabilities():
+    members = _span_predictors()
+    ensemble = ClassifierEnsemble(members)
+    ids, span_mask = _span_batch()
+    batch = {**ids, "span_mask": span_mask}
+    answered = {name: np.asarray(value) for name, value in ensemble(batch).items()}
+    assert sorted(answered) == ["end_logits", "start_logits"]
+    for name in ("start_logits", "end_logits"):  # a softmax over the positions, each apart
+        mean = np.mean([_softmax(np.asarray(m(batch)[name], dtype="float64")) for m in members], axis=0)
+        np.testing.assert_allclose(np.exp(answered[name]), mean, atol=1e-6)
+        assert np.exp(answered[name])[span_mask == 0].max() < 1e-9  # no answer outside the span mask
+
+
+@pytest.mark.tensorflow_only
+def test_an_ensemble_of_span_predictors_serves_what_keras_computes(tmp_path):
+    import tensorflow as tf
+
+    from bertlayers.export import export_for_serving
+
+    ensemble = ClassifierEnsemble(_span_predictors())
+    ids, span_mask = _span_batch()  # the ids signature derives the span mask from the second segment
+    paths = export_for_serving(ensemble, "squad", base_dir=str(tmp_path), text=False, sequence_length=16)
+    served = tf.saved_model.load(paths["squad"]).signatures["serving_default"](
+        **{name: tf.constant(value) for name, value in ids.items()}
+    )
+    computed = ensemble.predict({**ids, "span_mask": span_mask}, verbose=0)
+    for name in ("start_logits", "end_logits"):
+        real = span_mask == 1
+        np.testing.assert_allclose(served[name].numpy()[real], computed[name][real], atol=1e-5)
+
+
+def _choice_models(count=2):
+    from bertlayers.models import MultipleChoice
+
+    members = []
+    for seed in range(count):
+        keras.utils.set_random_seed(seed)
+        members.append(MultipleChoice(BertEncoder(**TINY)))
+    return members
+
+
+def _choice_batch():
+    pairs = encoder_batch(100)  # 3 pairs a question: [B, C, S] = [2, 3, S]
+    return pairs, {name: np.stack([value, value[::-1]]) for name, value in pairs.items()}
+
+
+def test_an_ensemble_of_multiple_choice_models_averages_over_the_choices_and_serves_member_scores():
+    members = _choice_models()
+    ensemble = ClassifierEnsemble(members)
+    _, questions = _choice_batch()
+    probabilities = _softmax(np.asarray(ensemble(questions)["logits"]))  # [2, 3]
+    mean = np.mean([_softmax(np.asarray(m(questions)["logits"])) for m in members], axis=0)
+    np.testing.assert_allclose(probabilities, mean, atol=1e-6)
+    # Served a pair a row: each member's score; the members' softmaxes over a question's choices,
+    # averaged, are the ensemble's probabilities.
+    pairs = {name: value.reshape(-1, value.shape[-1]) for name, value in questions.items()}  # [6, S]
+    scores = np.asarray(ensemble.serving_model()(pairs)["member_scores"])  # [6, 2]
+    by_question = scores.reshape(2, 3, 2)
+    np.testing.assert_allclose(_softmax(by_question.transpose(0, 2, 1)).mean(1), probabilities, atol=1e-6)
+
+
+@pytest.mark.tensorflow_only
+def test_a_multiple_choice_ensemble_serves_each_members_pair_score():
+    from bertlayers.testing import check_served_equals_keras
+
+    ensemble = ClassifierEnsemble(_choice_models())
+    pairs, _ = _choice_batch()
+    served = check_served_equals_keras(ensemble.serving_model(), pairs, sequence_length=16)
+    assert served["member_scores"].shape == (3, 2)
+
+
+def test_members_of_different_tasks_are_refused_by_name():
+    with pytest.raises(ValueError, match="must take the same named inputs"):
+        ClassifierEnsemble([_span_predictors(1)[0], _members(1)[0]])
+
+
+@pytest.mark.tensorflow_only
+def test_an_ensemble_of_multi_task_models_averages_and_serves_every_head(tmp_path):
+    import tensorflow as tf
+
+    from bertlayers.export import export_for_serving
+    from bertlayers.models import MultiTask, Task
+
+    tasks = {"sentiment": Task("classification", 2, label_names=["rotten", "fresh"]), "places": Task("tagging", 3)}
+    members = []
+    for seed in range(2):
+        keras.utils.set_random_seed(seed)
+        members.append(MultiTask(BertEncoder(**TINY), tasks))
+    ensemble = ClassifierEnsemble(members)
+    batch = encoder_batch(100)
+    answered = ensemble.predict_on_batch(batch)
+    for task in tasks:  # per example for the classifier, per token for the tagger
+        mean = np.mean([_softmax(np.asarray(m.predict_on_batch(batch)[task], dtype="float64")) for m in members], 0)
+        np.testing.assert_allclose(np.exp(answered[task]), mean, atol=1e-6)
+    paths = export_for_serving(ensemble, "multi", base_dir=str(tmp_path), text=False, sequence_length=16)
+    served = tf.saved_model.load(paths["multi"]).signatures["serving_default"](
+        **{name: tf.constant(value) for name, value in batch.items()}
+    )
+    np.testing.assert_allclose(served["sentiment_probabilities"].numpy(), np.exp(answered["sentiment"]), atol=1e-5)
+    assert [n.decode() for n in served["sentiment_label_name"].numpy()] == [
+        ["rotten", "fresh"][i] for i in answered["sentiment"].argmax(-1)
+    ]
+    np.testing.assert_array_equal(served["places_tags"].numpy(), answered["places"].argmax(-1))
+
+
+@pytest.mark.parametrize("runner", ["run_squad.py", "run_multiple_choice.py", "run_multi_task.py"])
+def test_every_runner_refuses_an_ensemble_of_no_models(tmp_path, runner):
+    from processes import run, script
+
+    needed = {
+        "run_squad.py": (),
+        "run_multiple_choice.py": ("--train_file", tmp_path / "c.jsonl", "--eval_file", tmp_path / "c.jsonl"),
+        "run_multi_task.py": ("--classification", f"a={tmp_path / 'a.csv'},{tmp_path / 'a.csv'}"),
+    }[runner]
+    result = run(script(runner, *needed, "--output_dir", tmp_path / "out", "--ensemble", 0), expect=2)
+    assert "argument --ensemble: must be an int with 1 <= value, got 0" in result.stderr
+    assert not (tmp_path / "out").exists()

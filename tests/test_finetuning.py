@@ -573,9 +573,15 @@ def test_run_squad_end_to_end(tmp_path, tiny_encoder):
         "0",
         "--version_2_with_negative",
         "--group_by_length",
+        "--ensemble",
+        "2",
     )  # answer positions stay whole while the windows are cut
     metrics = json.load(open(out / "metrics.json"))
     assert metrics["total"] == 12 and "no_answer_exact_match" in metrics
+    # An ensemble of two span predictors (seeds 0 and 1), each member also scored alone.
+    assert metrics["ensemble_seeds"] == [0, 1] and len(metrics["member_f1"]) == len(metrics["member_exact_match"]) == 2
+    model = keras.saving.load_model(str(out / "model.keras"))
+    assert [type(member).__name__ for member in model.members] == ["SpanPredictor"] * 2
     assert len(json.load(open(out / "predictions.json"))) == 12
     assert "training questions" in output
 

@@ -202,10 +202,16 @@ def test_run_multi_task_end_to_end(tmp_path):
         "8",
         "--verbose",
         "0",
+        "--ensemble",
+        "2",
     )
     metrics = json.load(open(out / "metrics.json"))
     assert set(metrics["tasks"]) == {"sentiment", "topic", "places"}
     assert 0 <= metrics["tasks"]["sentiment"]["accuracy"] <= 1 and "f1" in metrics["tasks"]["places"]
-    loaded = keras.saving.load_model(str(out / "model.keras"))
+    assert (
+        metrics["ensemble_seeds"] == [0, 1] and [set(m) for m in metrics["member_tasks"]] == [set(metrics["tasks"])] * 2
+    )
+    loaded = keras.saving.load_model(str(out / "model.keras"))  # the ensemble, its tasks its members'
+    assert [type(member).__name__ for member in loaded.members] == ["MultiTask"] * 2
     assert loaded.tasks["topic"].loss_weight == 0.5 and loaded.tasks["places"].label_names == ("O", "B-loc")
     assert "12 sentiment, 12 topic and 8 places training examples" in output

@@ -131,8 +131,12 @@ def test_run_multiple_choice_end_to_end(tmp_path):
         "4",
         "--verbose",
         "0",
+        "--ensemble",
+        "2",
     )
     metrics = json.load(open(out / "metrics.json"))
     assert metrics["chance"] == 0.25 and metrics["eval_examples"] == 9 and 0 <= metrics["untuned_cosine_accuracy"] <= 1
-    assert keras.saving.load_model(str(out / "model.keras")).scorer is not None
+    assert metrics["ensemble_seeds"] == [0, 1] and len(metrics["member_accuracies"]) == 2
+    members = keras.saving.load_model(str(out / "model.keras")).members
+    assert [member.scorer is not None for member in members] == [True, True]
     assert "9 training and 9 evaluation examples, 4 choices each" in output

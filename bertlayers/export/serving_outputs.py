@@ -206,9 +206,10 @@ class MultiTaskOutputs(ModelOutputs):
     and `<task>_tags`; the model runs once for them all."""
 
     def bind(self, model):
-        if not isinstance(model, MultiTask):
+        if not isinstance(model, MultiTask) and not isinstance(getattr(model, "tasks", None), dict):
             raise ValueError(
-                f"MultiTaskOutputs serves a MultiTask model's heads; {model.name!r} is a {type(model).__name__}."
+                f"MultiTaskOutputs serves a MultiTask model's heads (or an ensemble's of them); {model.name!r} is a "
+                f"{type(model).__name__}."
             )
         self.readers = {
             task: ClassifierOutputs(spec.label_names, output=task).bind(model)

@@ -88,6 +88,12 @@ class EncoderModel(GuardedModel, keras.Model):
         difference)."""
         return self.encoder
 
+    def logits_outputs(self) -> list[str]:
+        """The outputs that are logits over their last axis (classes, tags, answer positions or
+        choices), what an ensemble averages as probabilities: `logits` and every `*_logits`."""
+        outputs = self.output if isinstance(self.output, dict) else {}
+        return [name for name in outputs if name == "logits" or name.endswith("_logits")]
+
     def serving_model(self):
         """The model `export_for_serving` serves for this one: itself, unless the task is served
         through a part of it (a multiple-choice model's pair scorer, a dual encoder's embedder)."""

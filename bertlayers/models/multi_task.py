@@ -121,6 +121,9 @@ class MultiTask(EncoderModel):
     def _constructor_args(self):
         return {"tasks": {task: dataclasses.asdict(spec) for task, spec in self.tasks.items()}, "dropout": self.dropout}
 
+    def logits_outputs(self):
+        return list(self.tasks)  # every task's output: classes, or each token's tags
+
     def default_losses(self):
         return {task: keras.losses.SparseCategoricalCrossentropy(from_logits=True) for task in self.tasks}
 

@@ -32,6 +32,7 @@ from bertlayers.utils.validation import (
     POSITIVE_INT,
     PROBABILITY,
     Range,
+    flag,
 )
 
 __all__ = [
@@ -456,7 +457,7 @@ def add_ensemble_argument(parser: argparse.ArgumentParser) -> argparse.ArgumentP
     their probabilities (`ClassifierEnsemble`), saved and served as one model."""
     parser.add_argument(
         "--ensemble",
-        type=int,
+        type=flag(POSITIVE_INT),
         default=1,
         help="fine-tune N models with seeds --seed, --seed + 1, ... and answer (and serve) the mean of their "
         "probabilities",
@@ -468,10 +469,7 @@ def check_restart_arguments(parser: argparse.ArgumentParser, args: argparse.Name
     """A run of several restarts names its dev file, and the dev file is not the evaluation file."""
     if args.restarts < 1:
         parser.error(f"--restarts must be at least 1, got {args.restarts}")
-    ensemble = getattr(args, "ensemble", 1)
-    if ensemble < 1:
-        parser.error(f"--ensemble must be at least 1, got {ensemble}")
-    if ensemble > 1 and args.restarts > 1:
+    if getattr(args, "ensemble", 1) > 1 and args.restarts > 1:
         parser.error("--ensemble keeps every model and --restarts the best one: give one of them")
     if args.restarts > 1 and not args.dev_file:
         parser.error("--restarts N > 1 keeps the best model on a dev set: give --dev_file")
