@@ -111,6 +111,12 @@ KERAS_INTERNALS = (
         "the state a JAX loop holds (set while it runs; tests/test_refused_calls.py exercises it)",
     ),
     (
+        "keras.src.backend.jax.distribution_lib",
+        "distribute_data_input",
+        "training/sharding.py",
+        "patched: a batch the devices do not divide is placed whole on each (a run's last partial batch)",
+    ),
+    (
         "keras.src.losses.loss",
         "scale_loss_for_distribution",
         "families/electra/pretrainer.py",
@@ -170,6 +176,11 @@ def tensorflow_trainer_module():
     return _resolve("keras.src.backend.tensorflow.trainer")
 
 
+def jax_distribution_module():
+    """Keras's JAX distribution module (patched by `bertlayers.training.sharding`)."""
+    return _resolve("keras.src.backend.jax.distribution_lib")
+
+
 # --- Capabilities ---
 
 
@@ -225,6 +236,22 @@ def enable_cross_process_collectives():
     import jax
 
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
+
+
+def split_host_devices(count):
+    """Let JAX see the host CPU as `count` devices (data parallelism tried without accelerators,
+    as TensorFlow's logical CPUs are); before JAX starts its backends, or a RuntimeError."""
+    if name() != "jax":
+        raise RuntimeError(f"split_host_devices splits JAX's host CPU; the backend is {name()!r}.")
+    import jax
+
+    try:
+        jax.config.update("jax_num_cpu_devices", int(count))
+    except RuntimeError as error:
+        raise RuntimeError(
+            f"Cannot split the CPU into {count} JAX devices: JAX has already started ({error}). Set the "
+            "distribution before any model is built or op runs."
+        ) from None
 
 
 def graph_assertions():

@@ -13,7 +13,7 @@ import socket
 
 import numpy as np
 import pytest
-from processes import environment, python, run, start
+from processes import environment, python, run, script, start
 
 from bertlayers.training.sharding import process_rows
 
@@ -198,3 +198,76 @@ def test_model_parallel_refuses_what_it_cannot_split():
     if keras.backend.backend() != "jax":
         with pytest.raises(RuntimeError, match="--strategy multi_worker"):
             backend.enable_cross_process_collectives()
+
+
+@pytest.mark.slow
+@pytest.mark.tensorflow_only  # it starts the JAX runs itself
+def test_a_runner_under_jax_with_strategy_mirrored_trains_on_every_device_to_one_devices_weights(tmp_path):
+    """`run_classifier.py --strategy mirrored --num_cpu_devices 2` under JAX splits its batches over
+    two devices (the last batch of 3 rows, which two do not divide, placed whole on each) and
+    ends with the weights of the one-device run; TensorFlow's other strategies are refused there."""
+    import csv
+
+    import keras
+
+    import bertlayers.models  # noqa: F401 (registers the classes the saved models name)
+    from bertlayers.networks import BertEncoder
+    from bertlayers.utils.assets import rotten_tomatoes_snippets
+
+    snippets = rotten_tomatoes_snippets()
+    for file, rows in (("train.csv", snippets[:63]), ("eval.csv", snippets[2000:2021])):
+        with open(tmp_path / file, "w", newline="", encoding="utf-8") as f:
+            csv.writer(f).writerows([("text", "label"), *rows])
+    BertEncoder(vocabulary_size=30522, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32).save(
+        str(tmp_path / "encoder.keras")
+    )
+    common = [
+        *("--train_file", tmp_path / "train.csv", "--eval_file", tmp_path / "eval.csv"),
+        *("--init", tmp_path / "encoder.keras", "--epochs", 1, "--batch_size", 10, "--sequence_length", 32),
+        *("--learning_rate", "1e-3", "--verbose", 0),
+    ]
+    jax = environment(KERAS_BACKEND="jax")
+    split = run(
+        script(
+            "run_classifier.py",
+            *common,
+            "--strategy",
+            "mirrored",
+            "--num_cpu_devices",
+            2,
+            "--output_dir",
+            tmp_path / "two",
+        ),
+        env=jax,
+    )
+    assert "data parallel over 2 JAX devices" in split.stdout + split.stderr
+    run(script("run_classifier.py", *common, "--output_dir", tmp_path / "one"), env=jax)
+    two, one = (keras.saving.load_model(str(tmp_path / name / "model.keras")) for name in ("two", "one"))
+    start = keras.saving.load_model(str(tmp_path / "encoder.keras")).get_weights()
+    assert max(float(np.abs(a - b).max()) for a, b in zip(one.encoder.get_weights(), start)) > 1e-4  # it trained
+    assert max(float(np.abs(a - b).max()) for a, b in zip(two.get_weights(), one.get_weights())) < 1e-5
+    refused = run(
+        script("run_classifier.py", *common, "--strategy", "multi_worker", "--output_dir", tmp_path / "refused"),
+        env=jax,
+        expect=2,
+    )
+    assert "--strategy multi_worker is TensorFlow's; under KERAS_BACKEND=jax" in refused.stderr
+    assert not (tmp_path / "refused").exists()
+
+
+_LOCAL_DATA_PARALLEL = """
+import numpy as np
+from bertlayers import backend
+from bertlayers.training.sharding import local_data_parallel
+
+distribution = local_data_parallel(num_cpu_devices=2)
+place = backend.jax_distribution_module().distribute_data_input
+for rows in (4, 3):
+    batch = place(np.zeros((rows, 5), "int32"), distribution.get_data_layout((rows, 5)), "batch")
+    print(rows, sorted(shard.data.shape[0] for shard in batch.addressable_shards))
+"""
+
+
+def test_local_data_parallel_splits_even_batches_and_places_uneven_ones_whole():
+    shown = run(python(_LOCAL_DATA_PARALLEL), env=environment(KERAS_BACKEND="jax")).stdout.splitlines()
+    assert shown[-2:] == ["4 [2, 2]", "3 [3, 3]"]  # two rows a device; three rows on each

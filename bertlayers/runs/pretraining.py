@@ -81,7 +81,11 @@ class PretrainingConfig(PretrainingDataConfig):
     precision: str = option("float32", "compute dtype policy (variables stay float32)", choices=PRECISIONS)
     jit_compile: bool = option(False, "compile the train step with XLA")
     steps_per_execution: int = option(1, "steps per call into the compiled loop", POSITIVE_INT)
-    strategy: str = option("default", "tf.distribute strategy", choices=STRATEGIES)
+    strategy: str = option(
+        "default",
+        "tf.distribute strategy (under KERAS_BACKEND=jax: mirrored is Keras's data parallelism)",
+        choices=STRATEGIES,
+    )
     tpu: Optional[str] = option(None, "TPU name or address, for --strategy tpu")
     num_cpu_devices: Optional[int] = option(
         None, "split the CPU into this many logical devices (to try mirrored training)", POSITIVE_INT

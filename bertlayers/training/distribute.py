@@ -8,6 +8,7 @@ Checked on keras 3.15.1 / tensorflow 2.21 (../shared/STACK.md):
 """
 
 import json
+import logging
 import os
 
 import keras
@@ -16,6 +17,8 @@ from bertlayers import backend
 from bertlayers.startup import require_tensorflow
 
 tf = require_tensorflow(__name__)
+
+logger = logging.getLogger(__name__)
 
 STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
 _PATCHED_KERAS = "3.15."
@@ -30,9 +33,16 @@ def build_strategy(name: str = "default", tpu: str | None = None, num_cpu_device
       tpu: the TPU name or address for `TPUClusterResolver` (name "tpu" only).
       num_cpu_devices: split the CPU into this many logical devices (mirrored training without
         GPUs, as tests do). Must run before TensorFlow executes any op.
+
+    Under KERAS_BACKEND=jax, JAX runs the steps and TensorFlow's strategies would place nothing:
+    "mirrored" sets Keras's data parallelism over this process's devices instead
+    (`sharding.local_data_parallel`: every GPU or TPU core, or `num_cpu_devices` host devices)
+    and the default strategy is returned; "multi_worker" and "tpu" are refused, naming what to use.
     """
     if name not in STRATEGIES:
         raise ValueError(f"Unknown strategy {name!r}; choose from {', '.join(STRATEGIES)}.")
+    if backend.name() == "jax":
+        return _jax_strategy(name, num_cpu_devices)
     if num_cpu_devices and num_cpu_devices > 1:
         cpu = tf.config.list_physical_devices("CPU")[0]
         try:
@@ -60,6 +70,22 @@ def build_strategy(name: str = "default", tpu: str | None = None, num_cpu_device
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
     return tf.distribute.TPUStrategy(resolver)
+
+
+def _jax_strategy(name, num_cpu_devices):
+    if name in ("multi_worker", "tpu"):
+        raise ValueError(
+            f"--strategy {name} is TensorFlow's; under KERAS_BACKEND=jax the runners take --strategy mirrored "
+            "(every device of this process: its GPUs, its TPU cores, or --num_cpu_devices host devices). Across "
+            "processes, JAX joins them with bertlayers.training.sharding.initialize_processes (docs/distributed.md)."
+        )
+    if name == "mirrored":
+        from bertlayers.training.sharding import local_data_parallel
+
+        distribution = local_data_parallel(num_cpu_devices)
+        keras.distribution.set_distribution(distribution)
+        logger.info(f"data parallel over {distribution.device_mesh.devices.size} JAX devices")
+    return tf.distribute.get_strategy()
 
 
 def is_distributed(strategy):

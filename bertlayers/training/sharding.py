@@ -63,6 +63,47 @@ def check_model_parallel(model: keras.Model, model_devices: int) -> list:
     return sharded
 
 
+def local_data_parallel(num_cpu_devices: int | None = None) -> "keras.distribution.DataParallel":
+    """Keras's `DataParallel` over this process's devices (its GPUs or TPU cores; or, without
+    them, the host CPU split into `num_cpu_devices`): what the runners' `--strategy mirrored`
+    is under JAX. Every batch is split over the devices; one they do not divide (a run's last,
+    partial batch) is placed whole on each device, which all compute it in full: the same
+    result, where Keras alone would fail on it."""
+    if num_cpu_devices and num_cpu_devices > 1:
+        backend.split_host_devices(num_cpu_devices)
+    _place_uneven_batches_whole()
+    return keras.distribution.DataParallel(devices=keras.distribution.list_devices())
+
+
+def _place_uneven_batches_whole():
+    """Patch Keras's placement of input batches (once per process): a batch whose rows the
+    batch axis's devices do not divide is replicated instead of split (one process only: across
+    processes each holds only its own rows)."""
+    import jax
+
+    module = backend.jax_distribution_module()
+    original = module.distribute_data_input
+    if getattr(original, "places_uneven_batches_whole", False):
+        return
+
+    def distribute_data_input(per_process_batch, layout, batch_dim_name):
+        sharding = getattr(layout, "backend_layout", layout)
+        mesh = getattr(sharding, "mesh", None)
+        shape = getattr(per_process_batch, "shape", ())
+        if (
+            jax.process_count() == 1
+            and mesh is not None
+            and batch_dim_name in mesh.shape
+            and len(shape)
+            and shape[0] % mesh.shape[batch_dim_name]
+        ):
+            sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+        return original(per_process_batch, sharding, batch_dim_name)
+
+    distribute_data_input.places_uneven_batches_whole = True
+    module.distribute_data_input = distribute_data_input
+
+
 def initialize_processes(coordinator_address: str, num_processes: int, process_id: int) -> None:
     """Join this process to the others (`keras.distribution.initialize`), before any JAX work:
     `coordinator_address` ("host:port", process 0's), the count and this process's index."""
