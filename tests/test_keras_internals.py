@@ -34,6 +34,8 @@ def test_each_listed_internal_is_there(owner, name, where, why):
         inputs = {"ids": keras.Input((None,), name="ids")}
         target = keras.Model(inputs, keras.layers.Dense(2)(inputs["ids"][..., None]))
         assert backend.input_structure(target) == inputs
+    elif kind == "variable":
+        target = keras.Variable(np.zeros(2, "float32"))
     elif kind == "instance":
         target = target(learning_rate=1e-3)
         target.build([keras.Variable(np.zeros(2, "float32"))])

@@ -309,7 +309,46 @@ def test_the_compiled_predictor_checks_a_batch_before_compiling_it():
     for batch, message in (
         (dict(x, token_ids=x["token_ids"].astype("float32")), "must be an integer"),
         (dict(x, token_ids=-x["token_ids"]), "outside"),
-    ):
+        (dict(x, padding_mask=x["padding_mask"] * 2), "padding_mask holds 2"),
+        (
+            dict(x, padding_mask=np.concatenate([x["padding_mask"][:, :1] * 0, x["padding_mask"][:, 1:]], 1)),
+            "row 0 starts",
+        ),
+        (dict(x, padding_mask=x["padding_mask"] * (np.arange(len(x["token_ids"]))[:, None] != 1)), "row 1 has no real"),
+    ):  # the same shapes as the batch that compiled: values are checked at every call
         with pytest.raises((TypeError, ValueError), match=message):
             predict(batch)
     np.testing.assert_allclose(predict(x)["logits"], expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("real_first", [True, False])
+def test_the_compiled_value_check_accepts_what_the_host_check_accepts(real_first):
+    """`values_within` (a compiled predictor's check) is True exactly where `check_encoder_values`
+    (the host's) raises nothing, for good inputs and each kind of bad value."""
+    from bertlayers.layers.input_checks import EncoderInputLimits, check_encoder_values, values_within
+
+    limits = EncoderInputLimits(50, 2, 16, real_first)
+    good = {
+        "token_ids": np.array([[2, 7, 9, 0], [2, 49, 0, 0]], "int32"),
+        "segment_ids": np.array([[0, 0, 1, 0], [0, 1, 0, 0]], "int32"),
+        "padding_mask": np.array([[1, 1, 1, 0], [1, 1, 0, 0]], "int32"),
+    }
+    cases = [good]
+    for name, row, column, value in (
+        ("token_ids", 1, 1, 50),
+        ("token_ids", 0, 2, -1),
+        ("segment_ids", 0, 2, 2),
+        ("padding_mask", 0, 3, 2),
+        ("padding_mask", 1, 0, 0),  # left padding: refused only where the summary is read first
+    ):
+        bad = {key: value_.copy() for key, value_ in good.items()}
+        bad[name][row, column] = value
+        cases.append(bad)
+    cases.append(dict(good, padding_mask=np.array([[1, 1, 1, 0], [0, 0, 0, 0]], "int32")))  # an empty row
+    for case in cases:
+        try:
+            check_encoder_values(case, *limits)
+            accepted = True
+        except ValueError:
+            accepted = False
+        assert bool(keras.ops.convert_to_numpy(values_within(case, [limits]))) == accepted, case

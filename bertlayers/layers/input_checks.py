@@ -7,6 +7,8 @@ which would rewrite every step: there only shapes are checked, and an id past th
 as NaN (JAX's gathers fill out-of-range rows), so call the model once eagerly on suspect data.
 """
 
+from typing import NamedTuple
+
 import keras
 import numpy as np
 
@@ -36,8 +38,11 @@ def check_same_shape(tensors):
         return tensors
     first_name, first = named[0]
     checked = dict(tensors)
+    first_shape = tuple(first.shape)
     for name, tensor in named[1:]:
-        shape, first_shape = tuple(tensor.shape), tuple(first.shape)
+        shape = tuple(tensor.shape)
+        if shape == first_shape and None not in shape:
+            continue  # the common case, checked without more work (every predictor call takes this path)
         message = f"{name} and {first_name} must have the same shape [batch, seq]"
         if len(shape) != len(first_shape) or any(
             a is not None and b is not None and a != b for a, b in zip(shape, first_shape)
@@ -70,9 +75,10 @@ def check_id_range(ids, limit, name, what):
         return ids
     values = backend.known_values(ids)
     if values is not None:
-        if values.size and (values.min() < 0 or values.max() >= limit):
-            bad = values.min() if values.min() < 0 else values.max()
-            raise ValueError(f"{name} holds {bad}, outside [0, {limit}) ({what}).")
+        if values.size:
+            low, high = values.min(), values.max()
+            if low < 0 or high >= limit:
+                raise ValueError(f"{name} holds {low if low < 0 else high}, outside [0, {limit}) ({what}).")
         return ids
     tf = backend.graph_assertions()
     if tf is None:
@@ -138,18 +144,21 @@ def check_padding_mask(mask, name="padding_mask", real_first=False):
         raise ValueError(f"{name} has sequence length 0: every sequence needs at least one token.")
     values = backend.known_values(mask)
     if values is not None:
-        if values.dtype != bool and values.size:
+        # Reductions first, the offending value or row looked for only when there is one: these
+        # run before every predictor call, at a few microseconds each.
+        if values.dtype != bool and values.size and (values.min() < 0 or values.max() > 1):
             other = (values != 0) & (values != 1)
-            if other.any():
-                raise ValueError(f"{name} holds {values[other].flat[0]}: it must be 1 at real tokens and 0 at padding.")
+            raise ValueError(f"{name} holds {values[other].flat[0]}: it must be 1 at real tokens and 0 at padding.")
         if values.ndim >= 2 and values.size:
-            rows = values.reshape(-1, values.shape[-1]) != 0
-            empty = np.flatnonzero(~rows.any(axis=1))
-            if empty.size:
-                raise ValueError(f"{name} row {empty[0]} has no real token (all 0): every sequence needs at least one.")
-            left = np.flatnonzero(~rows[:, 0])
-            if real_first and left.size:
-                raise ValueError(_LEFT_PADDING.format(name=name, row=left[0]))
+            rows = values.reshape(-1, values.shape[-1])
+            # 0/1 values: a first column of 1s (`real_first`) also means every row has a real token.
+            if not (rows[:, 0].all() if real_first else rows.any(axis=1).all()):
+                empty = np.flatnonzero(~rows.any(axis=1))
+                if empty.size:
+                    raise ValueError(
+                        f"{name} row {empty[0]} has no real token (all 0): every sequence needs at least one."
+                    )
+                raise ValueError(_LEFT_PADDING.format(name=name, row=np.flatnonzero(rows[:, 0] == 0)[0]))
         return mask
     tf = backend.graph_assertions()
     if tf is None:
@@ -182,6 +191,40 @@ def check_padding_mask(mask, name="padding_mask", real_first=False):
         )
     with tf.control_dependencies(checks):
         return tf.identity(mask)
+
+
+class EncoderInputLimits(NamedTuple):
+    """What the inputs an encoder reads (named `prefix + token_ids`, `segment_ids`, `padding_mask`)
+    may hold: ids below `vocabulary_size`, segments below `type_vocab_size` (None: unread), at
+    most `max_sequence_length` positions, a 0/1 mask with a real token in every row (at position
+    0 with `real_first`)."""
+
+    vocabulary_size: int
+    type_vocab_size: int | None
+    max_sequence_length: int
+    real_first: bool
+    prefix: str = ""
+
+
+def values_within(inputs, limits):
+    """Whether `inputs` ({name: tensor}, inside a compiled function) hold only values that
+    `check_encoder_values` accepts under each of `limits` (`EncoderInputLimits`): a scalar bool
+    tensor, for a compiled predictor to return beside its outputs so that the host looks at the
+    values (to name what is wrong) only when it is False. Shapes are not looked at (a compiled
+    function's are static: checked once on the host per shape); an empty input passes."""
+    ok = keras.ops.convert_to_tensor(True)
+    for limit in limits:
+        for name, high in (("token_ids", limit.vocabulary_size), ("segment_ids", limit.type_vocab_size)):
+            ids = inputs.get(limit.prefix + name)
+            if ids is not None and high and 0 not in ids.shape:
+                ok = ok & (keras.ops.min(ids) >= 0) & (keras.ops.max(ids) < high)
+        mask = inputs.get(limit.prefix + "padding_mask")
+        if mask is not None and 0 not in mask.shape:
+            mask = keras.ops.cast(mask, "int32")
+            # 0/1 values; a real token in every row (a first column of 1s, with `real_first`).
+            real = keras.ops.min(mask[..., 0] if limit.real_first else keras.ops.max(mask, axis=-1)) >= 1
+            ok = ok & (keras.ops.min(mask) >= 0) & (keras.ops.max(mask) <= 1) & real
+    return ok
 
 
 def check_encoder_values(inputs, vocabulary_size, type_vocab_size, max_sequence_length, real_first, prefix=""):

@@ -87,8 +87,8 @@ class Distiller(GuardedModel, keras.Model):
     def _input_specs(self):  # the student's inputs are the distiller's
         return self.student._input_specs()
 
-    def check_input_values(self, inputs):
-        self.student.check_input_values(inputs)
+    def input_value_limits(self):
+        return self.student.input_value_limits()
 
     def soft_targets(self, x, batch_size=32, verbose="auto"):
         """The teacher's logits for `x`, computed once: pass them as `y["teacher_logits"]`."""

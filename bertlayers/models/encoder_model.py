@@ -69,9 +69,12 @@ class EncoderModel(GuardedModel, keras.Model):
         """{prefix: encoder}: the encoder that reads the inputs named `prefix + token_ids` etc."""
         return {"": self.encoder}
 
-    def check_input_values(self, inputs):
-        for prefix, encoder in self.encoders_by_input_prefix().items():
-            encoder.check_input_values(inputs, prefix=prefix)
+    def input_value_limits(self):
+        return [
+            limit._replace(prefix=prefix)
+            for prefix, encoder in self.encoders_by_input_prefix().items()
+            for limit in encoder.input_value_limits()
+        ]
 
     def reduced_loss(self, per_example):
         """The training loss of float32 `[B]` per-example losses a model computes itself (in its

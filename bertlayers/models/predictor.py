@@ -14,6 +14,8 @@ from collections.abc import Callable
 import keras
 import numpy as np
 
+from bertlayers import backend as keras_backend
+from bertlayers.layers.input_checks import values_within
 from bertlayers.networks.guarded_model import GuardedModel, check_input_structure, input_specs
 from bertlayers.startup import backend_name
 
@@ -23,17 +25,26 @@ def compiled_predictor(model: keras.Model) -> Callable:
 
     `inputs` is what the model takes (a dict of `[batch, seq]` int arrays for our encoders); each new
     shape compiles once, so batches of a few fixed lengths (`bertlayers.tokenizers.padding`) keep it fast.
+    Inputs are checked as `predict_on_batch` checks them: names, dtypes and shapes on the host the
+    first time a shape is seen, values at every call (under JAX inside the compiled function, the
+    host naming the problem only when there is one).
     """
     if not isinstance(model, keras.Model):
         raise TypeError(f"compiled_predictor needs a keras.Model, got {type(model).__name__}")
+    guarded = isinstance(model, GuardedModel)
     backend = backend_name()
     if backend == "jax":
         import jax
 
+        # A model whose value checks are its limits (not checks of its own) has them computed in
+        # the compiled function: a few fused reductions there, where the host's NumPy checks cost
+        # more than the rest of a small model's call (benchmarks/host_overhead.py).
+        limits = model.input_value_limits() if guarded and _checks_by_limits(model) else None
+
         @jax.jit
         def forward(trainable, non_trainable, inputs):
             outputs, _ = model.stateless_call(trainable, non_trainable, inputs, training=False)
-            return outputs
+            return outputs, (values_within(inputs, limits) if limits and isinstance(inputs, dict) else None)
 
         # The trainable / non-trainable partition once, and again only when a variable's trainable
         # flag changed (a layer frozen since): Keras walks every layer for each property read (~30 µs
@@ -46,24 +57,64 @@ def compiled_predictor(model: keras.Model) -> Callable:
             flags = tuple(variable.trainable for variable in variables)
             if partition.get("flags") != flags:
                 partition.update(flags=flags, trainable=model.trainable_variables, rest=model.non_trainable_variables)
-            trainable = [variable.value for variable in partition["trainable"]]
-            non_trainable = [variable.value for variable in partition["rest"]]
+            trainable = keras_backend.variable_values(partition["trainable"])
+            non_trainable = keras_backend.variable_values(partition["rest"])
             return forward(trainable, non_trainable, inputs)
 
     elif backend == "tensorflow":
         import tensorflow as tf
 
-        run = tf.function(lambda inputs: model(inputs, training=False), reduce_retracing=True)
+        limits = None
+        call = tf.function(lambda inputs: model(inputs, training=False), reduce_retracing=True)
+
+        def run(inputs):
+            return call(inputs), None
+
     else:
         return model.predict_on_batch
 
+    # Input names, shapes and dtypes that passed the host's checks: the structure checks depend on
+    # nothing else, so a shape seen before is not checked again.
+    checked_structures = set()
+
     def predict(inputs):
-        # Checked on the host first: inside the compiled function values cannot be (an id of -1
-        # would read the last embedding row there), and a bad shape would compile a new function.
-        if isinstance(model, GuardedModel):
-            model.check_inputs(inputs)
-        elif isinstance(inputs, dict):
-            check_input_structure(input_specs(model), inputs)
-        return keras.tree.map_structure(np.asarray, run(inputs))
+        # Checked before the compiled function runs or compiles: a bad shape would compile a new
+        # function, and inside it a bad value cannot raise (an id of -1 would read the last
+        # embedding row).
+        structure = _structure(inputs)
+        seen = structure is not None and structure in checked_structures
+        if not seen:
+            if guarded:
+                model.check_inputs(inputs)  # names, dtypes, shapes and values
+            elif isinstance(inputs, dict):
+                check_input_structure(input_specs(model), inputs)
+            if structure is not None:
+                if len(checked_structures) > 256:  # a bound on memory for callers of ever-new shapes
+                    checked_structures.clear()
+                checked_structures.add(structure)
+        elif guarded and not limits:
+            model.check_known_values(inputs)
+        outputs, within = run(inputs)
+        if seen and within is not None and not np.asarray(within):
+            model.check_known_values(inputs)  # raises, naming the input and the value
+            raise ValueError("The inputs hold values outside the model's limits (its compiled check says so).")
+        if isinstance(outputs, dict):
+            return {name: np.asarray(value) for name, value in outputs.items()}
+        return keras.tree.map_structure(np.asarray, outputs)
 
     return predict
+
+
+def _checks_by_limits(model):
+    """Whether `model` checks its values by its `input_value_limits` alone (no checks of its own)."""
+    return type(model).check_input_values is GuardedModel.check_input_values
+
+
+def _structure(inputs):
+    """A dict of arrays' names, shapes and dtypes (hashable), or None for anything else."""
+    if not isinstance(inputs, dict):
+        return None
+    try:
+        return tuple((name, tuple(value.shape), value.dtype) for name, value in inputs.items())
+    except (AttributeError, TypeError):
+        return None

@@ -19,7 +19,7 @@ from bertlayers.layers.bert_embeddings import BertEmbeddings
 from bertlayers.layers.factorized_embedding import FactorizedEmbedding
 from bertlayers.layers.initializers import bert_initializer
 from bertlayers.layers.input_checks import (
-    check_encoder_values,
+    EncoderInputLimits,
     check_integer_ids,
     check_padding_mask,
     check_rank,
@@ -307,18 +307,14 @@ class EncoderBase(GuardedModel, keras.Model):
         """Whether the summary is read at position 0 ([CLS]): such an encoder refuses left padding."""
         return self.pooler.position == "first"
 
-    def check_input_values(self, inputs, prefix=""):
-        """Ids, segments, length and padding mask of concrete inputs ({prefix + name: NumPy array})
-        within this encoder's limits (see `GuardedModel`)."""
+    def input_value_limits(self):
+        """Its ids, segments, length and padding mask (see `GuardedModel`)."""
         config = self.config
-        check_encoder_values(
-            inputs,
-            config.vocabulary_size,
-            config.type_vocab_size,
-            config.max_sequence_length,
-            real_first=self.reads_first_token,
-            prefix=prefix,
-        )
+        return [
+            EncoderInputLimits(
+                config.vocabulary_size, config.type_vocab_size, config.max_sequence_length, self.reads_first_token
+            )
+        ]
 
     def freeze_lower_layers(self, num_layers):
         """Freeze the embeddings and the first `num_layers` layers; the layers above, the pooler

@@ -22,6 +22,7 @@ import keras
 import numpy as np
 
 from bertlayers import backend
+from bertlayers.layers.input_checks import check_encoder_values
 from bertlayers.utils.atomic_files import save_model
 from bertlayers.utils.cli import plain_progress
 
@@ -54,14 +55,22 @@ class GuardedModel:
     `save` atomic. (Not itself a `keras.Model`: Keras rewrites the bases of a functional model's
     classes to `Functional`, which would turn a subclassed model on the same base functional too.)
 
-    Subclasses check the values they know the limits of in `check_input_values` (called with a
-    dict of NumPy arrays); the dtype, rank and fixed dimensions of every `keras.Input` are
-    checked here for all.
+    Subclasses name the limits of the values they take in `input_value_limits` (checked on a
+    dict of NumPy arrays by `check_input_values`); the dtype, rank and fixed dimensions of every
+    `keras.Input` are checked here for all.
     """
+
+    def input_value_limits(self) -> list:
+        """The `EncoderInputLimits` of the encoders this model feeds its inputs to, which
+        `check_input_values` checks (and a compiled predictor checks inside its function). None
+        by default."""
+        return []
 
     def check_input_values(self, inputs):
         """Raise a ValueError naming the input and value if `inputs` ({name: NumPy array}, as
-        fed) holds a value this model cannot take. Nothing by default."""
+        fed) holds a value this model cannot take: outside its `input_value_limits`."""
+        for limit in self.input_value_limits():
+            check_encoder_values(inputs, *limit)
 
     def check_inputs(self, data):
         """Check what `fit`, `evaluate` or `predict` was given (a dict of arrays, or a
@@ -71,7 +80,7 @@ class GuardedModel:
             return
         self.check_input_structure(features)
         if not _is_dataset(data):
-            self._check_known_values(features)
+            self.check_known_values(features)
 
     def check_input_structure(self, features):
         """Each fed input of `features` against its `keras.Input` (see `check_input_structure`)."""
@@ -80,7 +89,7 @@ class GuardedModel:
     def _input_specs(self):
         return input_specs(self)
 
-    def _check_known_values(self, features):
+    def check_known_values(self, features):
         """`check_input_values` on the inputs whose values are at hand (NumPy, eager tensors)."""
         specs = self._input_specs()
         values = {name: backend.known_values(value) for name, value in features.items() if name in specs}
@@ -91,7 +100,7 @@ class GuardedModel:
             # An eager call checks values too: its layers may not be the ones whose calls check them
             # (XLNet's pretrainer runs its encoder's streams itself).
             self.check_input_structure(inputs)
-            self._check_known_values(inputs)
+            self.check_known_values(inputs)
         return super().call(inputs, *args, **kwargs)
 
     # --- Keras's entry points, each checked and kept whole ---
@@ -176,12 +185,16 @@ def check_input_structure(specs, features):
                 f"{name} must be an integer tensor ({keras.backend.standardize_dtype(spec.dtype)}), "
                 f"got dtype {keras.backend.standardize_dtype(value.dtype)}."
             )
-        layout = "[batch, " + ", ".join("?" if d is None else str(d) for d in spec.shape[1:]) + "]"
         if len(shape) != len(spec.shape):
-            raise ValueError(f"{name} must have rank {len(spec.shape)} ({layout}), got shape {shape}.")
+            raise ValueError(f"{name} must have rank {len(spec.shape)} ({_layout(spec)}), got shape {shape}.")
         for axis, (want, got) in enumerate(zip(spec.shape, shape)):
             if axis and want is not None and got is not None and want != got:
-                raise ValueError(f"{name} must be {layout}, got shape {shape}.")
+                raise ValueError(f"{name} must be {_layout(spec)}, got shape {shape}.")
+
+
+def _layout(spec):
+    """An input's shape as an error names it: `[batch, ?, 4]`."""
+    return "[batch, " + ", ".join("?" if d is None else str(d) for d in spec.shape[1:]) + "]"
 
 
 # Model -> [(variable, value)]: what Keras's JAX loop last cleared from the model's variables.
