@@ -125,7 +125,7 @@ def main():
     print(", ".join(counts[:-1]) + (" and " if len(counts) > 1 else "") + counts[-1] + " training examples")
 
     model, ensemble = finetune_restarts(
-        strategy, config, lambda encoder: MultiTask(encoder, tasks), mix_tasks(train), None, 1, ensemble=args.ensemble
+        strategy, config, lambda encoder: MultiTask(encoder, tasks), mix_tasks(train), ensemble=args.ensemble
     )
 
     def task_results(model, verbose):

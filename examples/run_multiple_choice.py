@@ -94,8 +94,6 @@ def main():
         config,
         lambda encoder: MultipleChoice(encoder, pooling=pooling_for(config, args.pooling)),
         (x_train, {"logits": y_train}, None),
-        None,
-        1,
         ensemble=args.ensemble,
     )
     logits = model.predict(x_eval, batch_size=args.batch_size, verbose=args.verbose)["logits"]

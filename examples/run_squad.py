@@ -115,7 +115,7 @@ def main():
 
     targets = {"start_logits": train_features.start_positions, "end_logits": train_features.end_positions}
     model, ensemble = finetune_restarts(
-        strategy, config, SpanPredictor, (train_features.inputs, targets, None), None, 1, ensemble=args.ensemble
+        strategy, config, SpanPredictor, (train_features.inputs, targets, None), ensemble=args.ensemble
     )
     gold = {e.qid: [text for text, _ in e.answers] for e in evaluation}
 

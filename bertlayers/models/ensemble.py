@@ -79,7 +79,7 @@ class ClassifierEnsemble(EncoderModel):
         need all its choices at once, which a served row does not see: the client takes, for each
         member, the softmax of its scores over the question's choices, and averages them (what the
         Keras ensemble answers)."""
-        parts = [member.serving_model() if isinstance(member, EncoderModel) else member for member in self.members]
+        parts = [member.serving_model() for member in self.members]
         if all(part is member for part, member in zip(parts, self.members)):
             return self
         parts = [_renamed(part, f"member_{k}_{part.name}") for k, part in enumerate(parts)]

@@ -486,8 +486,8 @@ def finetune_restarts(
     config: object,
     build_model: Callable,
     train: tuple,
-    dev_score: Callable,
-    restarts: int,
+    dev_score: Callable | None = None,
+    restarts: int = 1,
     validation: tuple | None = None,
     ensemble: int = 1,
 ) -> tuple[keras.Model, dict]:
