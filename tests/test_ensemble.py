@@ -15,6 +15,14 @@ from bertlayers.testing import encoder_batch, run_layer_test
 TINY = dict(vocabulary_size=100, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32)
 
 
+def _tiny_encoder_file(folder):
+    """A tiny encoder over bert-base-uncased's vocabulary (what a runner falls back to), saved: the
+    runners' ensembles are checked for their mechanics, not their accuracy."""
+    path = str(folder / "tiny_encoder.keras")
+    BertEncoder(**{**TINY, "vocabulary_size": 30522}).save(path)
+    return path
+
+
 def _softmax(x):
     e = np.exp(x - x.max(-1, keepdims=True))
     return e / e.sum(-1, keepdims=True)
@@ -97,6 +105,7 @@ def test_run_classifier_ensemble_keeps_every_member_and_saves_one_model(tmp_path
     run_script(
         "run_classifier.py",
         *("--train_file", tmp_path / "train.csv", "--eval_file", tmp_path / "eval.csv", "--ensemble", 2),
+        *("--init", _tiny_encoder_file(tmp_path)),
         *("--output_dir", out, "--epochs", 1, "--batch_size", 16, "--sequence_length", 32, "--verbose", 0),
     )
     metrics = json.load(open(out / "metrics.json"))
@@ -189,6 +198,7 @@ def test_run_ner_ensemble_tags_with_the_members_mean(tmp_path):
     run_script(
         "run_ner.py",
         *("--train_file", tmp_path / "train.conll", "--eval_file", tmp_path / "eval.conll", "--ensemble", 2),
+        *("--init", _tiny_encoder_file(tmp_path)),
         *("--output_dir", out, "--epochs", 1, "--batch_size", 16, "--sequence_length", 32, "--verbose", 0),
     )
     metrics = json.load(open(out / "metrics.json"))
