@@ -1,6 +1,6 @@
 """The checks the library's own tests run, for your layers, encoders and task models too (after
 keras-hub's `TestCase`): `run_layer_test`, `run_encoder_test`, `run_task_model_test` and
-`check_served_equals_keras`. Each raises an AssertionError saying what does not hold.
+`check_served_equals_keras` (over `served_outputs`). Each raises an AssertionError saying what does not hold.
 
 `run_layer_test` checks, for one layer class and one set of inputs:
   1. the config round trip: `from_config(get_config())` gives the same config, and the config
@@ -261,20 +261,28 @@ def run_task_model_test(model, batch, labels, loss=None, atol=1e-5):
     return trained
 
 
-def check_served_equals_keras(model, batch, atol=1e-4, **export_settings):
-    """Export `model`'s ids SavedModel (TensorFlow), load it, and check that its `serving_default`
-    answers `batch` as the Keras model does, for every served output the model computes itself.
-    Returns the served outputs."""
+def served_outputs(model, batch, **export_settings):
+    """Export `model`'s ids SavedModel (TensorFlow), load it, and answer `batch` (the inputs its
+    `serving_default` takes, by name) with it: {served output: NumPy array}."""
     import tensorflow as tf
 
     from bertlayers.export import export_for_serving
 
     with tempfile.TemporaryDirectory() as directory:
         paths = export_for_serving(model, "checked", base_dir=directory, text=False, **export_settings)
-        loaded = tf.saved_model.load(paths["checked"])
-        signature = loaded.signatures["serving_default"]
+        signature = tf.saved_model.load(paths["checked"]).signatures["serving_default"]
         names = list(signature.structured_input_signature[1])
-        served = {key: value.numpy() for key, value in signature(**{n: tf.constant(batch[n]) for n in names}).items()}
+        return {key: value.numpy() for key, value in signature(**{n: tf.constant(batch[n]) for n in names}).items()}
+
+
+def check_served_equals_keras(model, batch, atol=1e-4, **export_settings):
+    """Export `model`'s ids SavedModel (TensorFlow), load it, and check that its `serving_default`
+    answers `batch` as the Keras model does, for every served output the model computes itself.
+    Returns the served outputs."""
+    from bertlayers.export.serving_outputs import ID_INPUTS, model_input_names
+
+    served = served_outputs(model, batch, **export_settings)
+    names = [name for name in model_input_names(model) if name in ID_INPUTS]  # what the signature feeds it
     computed = model({n: batch[n] for n in names}, training=False)
     computed = computed if isinstance(computed, dict) else {"output": computed}
     shared = sorted(set(served) & set(computed))

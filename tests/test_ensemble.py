@@ -1,5 +1,6 @@
-"""Ensembles of fine-tuned classifiers and taggers: the mean of the members' probabilities (by
-hand), saved, served and run by `run_classifier.py --ensemble N` and `run_ner.py --ensemble N`."""
+"""Ensembles of fine-tuned models (classifiers, taggers, span predictors, multiple-choice and
+multi-task models): the mean of the members' probabilities (by hand), saved, served, and run by
+each fine-tuning runner's `--ensemble N`."""
 
 import os
 
@@ -48,12 +49,17 @@ def test_mean_probabilities_is_the_log_of_the_mean_of_the_softmaxes():
     np.testing.assert_allclose(_softmax(out), np.exp(out), atol=1e-6)  # a softmax of it is the mean again
 
 
-def _members(count=3):
+def _seeded(build, count=2):
+    """`count` models `build(encoder)` over tiny encoders, model k built with seed k."""
     members = []
     for seed in range(count):
         keras.utils.set_random_seed(seed)
-        members.append(SequenceClassifier(BertEncoder(**TINY), 3, label_names=["a", "b", "c"]))
+        members.append(build(BertEncoder(**TINY)))
     return members
+
+
+def _members(count=3):
+    return _seeded(lambda encoder: SequenceClassifier(encoder, 3, label_names=["a", "b", "c"]), count)
 
 
 def test_the_ensemble_answers_the_members_mean_and_saves(tmp_path):
@@ -222,11 +228,7 @@ def _span_batch():
 def _span_predictors(count=2):
     from bertlayers.models import SpanPredictor
 
-    members = []
-    for seed in range(count):
-        keras.utils.set_random_seed(seed)
-        members.append(SpanPredictor(BertEncoder(**TINY)))
-    return members
+    return _seeded(SpanPredictor, count)
 
 
 def test_an_ensemble_of_span_predictors_averages_start_and_end_probabilities():
@@ -243,31 +245,22 @@ def test_an_ensemble_of_span_predictors_averages_start_and_end_probabilities():
 
 
 @pytest.mark.tensorflow_only
-def test_an_ensemble_of_span_predictors_serves_what_keras_computes(tmp_path):
-    import tensorflow as tf
-
-    from bertlayers.export import export_for_serving
+def test_an_ensemble_of_span_predictors_serves_what_keras_computes():
+    from bertlayers.testing import served_outputs
 
     ensemble = ClassifierEnsemble(_span_predictors())
     ids, span_mask = _span_batch()  # the ids signature derives the span mask from the second segment
-    paths = export_for_serving(ensemble, "squad", base_dir=str(tmp_path), text=False, sequence_length=16)
-    served = tf.saved_model.load(paths["squad"]).signatures["serving_default"](
-        **{name: tf.constant(value) for name, value in ids.items()}
-    )
+    served = served_outputs(ensemble, ids, sequence_length=16)
     computed = ensemble.predict({**ids, "span_mask": span_mask}, verbose=0)
     for name in ("start_logits", "end_logits"):
         real = span_mask == 1
-        np.testing.assert_allclose(served[name].numpy()[real], computed[name][real], atol=1e-5)
+        np.testing.assert_allclose(served[name][real], computed[name][real], atol=1e-5)
 
 
 def _choice_models(count=2):
     from bertlayers.models import MultipleChoice
 
-    members = []
-    for seed in range(count):
-        keras.utils.set_random_seed(seed)
-        members.append(MultipleChoice(BertEncoder(**TINY)))
-    return members
+    return _seeded(MultipleChoice, count)
 
 
 def _choice_batch():
@@ -275,29 +268,27 @@ def _choice_batch():
     return pairs, {name: np.stack([value, value[::-1]]) for name, value in pairs.items()}
 
 
-def test_an_ensemble_of_multiple_choice_models_averages_over_the_choices_and_serves_member_scores():
+def test_an_ensemble_of_multiple_choice_models_averages_over_the_choices():
     members = _choice_models()
     ensemble = ClassifierEnsemble(members)
     _, questions = _choice_batch()
     probabilities = _softmax(np.asarray(ensemble(questions)["logits"]))  # [2, 3]
     mean = np.mean([_softmax(np.asarray(m(questions)["logits"])) for m in members], axis=0)
     np.testing.assert_allclose(probabilities, mean, atol=1e-6)
-    # Served a pair a row: each member's score; the members' softmaxes over a question's choices,
-    # averaged, are the ensemble's probabilities.
-    pairs = {name: value.reshape(-1, value.shape[-1]) for name, value in questions.items()}  # [6, S]
-    scores = np.asarray(ensemble.serving_model()(pairs)["member_scores"])  # [6, 2]
-    by_question = scores.reshape(2, 3, 2)
-    np.testing.assert_allclose(_softmax(by_question.transpose(0, 2, 1)).mean(1), probabilities, atol=1e-6)
 
 
 @pytest.mark.tensorflow_only
-def test_a_multiple_choice_ensemble_serves_each_members_pair_score():
-    from bertlayers.testing import check_served_equals_keras
+def test_a_multiple_choice_ensemble_serves_member_scores_the_client_averages_to_its_answer():
+    from bertlayers.testing import served_outputs
 
     ensemble = ClassifierEnsemble(_choice_models())
-    pairs, _ = _choice_batch()
-    served = check_served_equals_keras(ensemble.serving_model(), pairs, sequence_length=16)
-    assert served["member_scores"].shape == (3, 2)
+    _, questions = _choice_batch()  # [2, 3, S]
+    pairs = {name: value.reshape(-1, value.shape[-1]) for name, value in questions.items()}  # a pair a row
+    scores = served_outputs(ensemble, pairs, sequence_length=16)["member_scores"]  # [6 pairs, 2 members]
+    # The client: each member's softmax over a question's choices, averaged over the members.
+    by_member = scores.reshape(2, 3, 2).transpose(0, 2, 1)  # [questions, members, choices]
+    expected = _softmax(np.asarray(ensemble(questions)["logits"]))
+    np.testing.assert_allclose(_softmax(by_member).mean(1), expected, atol=1e-5)
 
 
 def test_members_of_different_tasks_are_refused_by_name():
@@ -306,32 +297,24 @@ def test_members_of_different_tasks_are_refused_by_name():
 
 
 @pytest.mark.tensorflow_only
-def test_an_ensemble_of_multi_task_models_averages_and_serves_every_head(tmp_path):
-    import tensorflow as tf
-
-    from bertlayers.export import export_for_serving
+def test_an_ensemble_of_multi_task_models_averages_and_serves_every_head():
     from bertlayers.models import MultiTask, Task
+    from bertlayers.testing import served_outputs
 
     tasks = {"sentiment": Task("classification", 2, label_names=["rotten", "fresh"]), "places": Task("tagging", 3)}
-    members = []
-    for seed in range(2):
-        keras.utils.set_random_seed(seed)
-        members.append(MultiTask(BertEncoder(**TINY), tasks))
+    members = _seeded(lambda encoder: MultiTask(encoder, tasks))
     ensemble = ClassifierEnsemble(members)
     batch = encoder_batch(100)
     answered = ensemble.predict_on_batch(batch)
     for task in tasks:  # per example for the classifier, per token for the tagger
         mean = np.mean([_softmax(np.asarray(m.predict_on_batch(batch)[task], dtype="float64")) for m in members], 0)
         np.testing.assert_allclose(np.exp(answered[task]), mean, atol=1e-6)
-    paths = export_for_serving(ensemble, "multi", base_dir=str(tmp_path), text=False, sequence_length=16)
-    served = tf.saved_model.load(paths["multi"]).signatures["serving_default"](
-        **{name: tf.constant(value) for name, value in batch.items()}
-    )
-    np.testing.assert_allclose(served["sentiment_probabilities"].numpy(), np.exp(answered["sentiment"]), atol=1e-5)
-    assert [n.decode() for n in served["sentiment_label_name"].numpy()] == [
+    served = served_outputs(ensemble, batch, sequence_length=16)
+    np.testing.assert_allclose(served["sentiment_probabilities"], np.exp(answered["sentiment"]), atol=1e-5)
+    assert [n.decode() for n in served["sentiment_label_name"]] == [
         ["rotten", "fresh"][i] for i in answered["sentiment"].argmax(-1)
     ]
-    np.testing.assert_array_equal(served["places_tags"].numpy(), answered["places"].argmax(-1))
+    np.testing.assert_array_equal(served["places_tags"], answered["places"].argmax(-1))
 
 
 @pytest.mark.parametrize("runner", ["run_squad.py", "run_multiple_choice.py", "run_multi_task.py"])

@@ -203,13 +203,14 @@ class TaggerOutputs(ModelOutputs):
 class MultiTaskOutputs(ModelOutputs):
     """Every head of a `MultiTask` model, each under its task's name: a classification task's
     `<task>_logits`, `_probabilities`, `_label` (and `_label_name`), a tagging task's `<task>_logits`
-    and `<task>_tags`; the model runs once for them all."""
+    and `<task>_tags`; the model runs once for them all. It reads the model's `tasks` (a
+    `MultiTask`'s, or the ones an ensemble of them carries)."""
 
     def bind(self, model):
-        if not isinstance(model, MultiTask) and not isinstance(getattr(model, "tasks", None), dict):
+        if not isinstance(getattr(model, "tasks", None), dict):
             raise ValueError(
-                f"MultiTaskOutputs serves a MultiTask model's heads (or an ensemble's of them); {model.name!r} is a "
-                f"{type(model).__name__}."
+                f"MultiTaskOutputs serves the heads of a model with tasks (a MultiTask, or an ensemble of them); "
+                f"{model.name!r} is a {type(model).__name__}."
             )
         self.readers = {
             task: ClassifierOutputs(spec.label_names, output=task).bind(model)

@@ -109,17 +109,16 @@ def _check_alike(members):
     """A ValueError unless every member takes the same inputs and has the same logits outputs,
     classes and label names."""
 
-    def signature(member):
-        inputs = member.input if isinstance(member.input, dict) else {}
-        averaged = member.logits_outputs()
+    def signature(member):  # every EncoderModel takes and gives dicts
         return (
-            tuple(sorted((name, tuple(tensor.shape[1:])) for name, tensor in inputs.items())),
-            tuple((name, member.output[name].shape[-1]) for name in averaged),
+            tuple(sorted((name, tuple(tensor.shape[1:])) for name, tensor in member.input.items())),
+            tuple((name, member.output[name].shape[-1]) for name in member.logits_outputs()),
             tuple(getattr(member, "label_names", None) or ()),
         )
 
     signatures = {signature(member) for member in members}
-    if len(signatures) > 1 or not next(iter(signatures))[1] or not next(iter(signatures))[0]:
+    _, averaged, _ = signature(members[0])
+    if len(signatures) > 1 or not averaged:
         raise ValueError(
             "ClassifierEnsemble: every member must take the same named inputs and have the same `logits` (or "
             "`*_logits`) outputs, classes and label_names; got (inputs, logits outputs and classes, label names) "

@@ -62,7 +62,7 @@ class GuardedModel:
 
     def input_value_limits(self) -> list:
         """The `EncoderInputLimits` of the encoders this model feeds its inputs to, which
-        `check_input_values` checks (and a compiled predictor checks inside its function). None
+        `check_input_values` checks (and a compiled predictor checks inside its function); none
         by default."""
         return []
 

@@ -15,6 +15,7 @@ import keras
 
 from bertlayers import backend
 from bertlayers.startup import require_tensorflow
+from bertlayers.training.sharding import local_data_parallel
 
 tf = require_tensorflow(__name__)
 
@@ -80,8 +81,6 @@ def _jax_strategy(name, num_cpu_devices):
             "processes, JAX joins them with bertlayers.training.sharding.initialize_processes (docs/distributed.md)."
         )
     if name == "mirrored":
-        from bertlayers.training.sharding import local_data_parallel
-
         distribution = local_data_parallel(num_cpu_devices)
         keras.distribution.set_distribution(distribution)
         logger.info(f"data parallel over {distribution.device_mesh.devices.size} JAX devices")

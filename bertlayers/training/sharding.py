@@ -64,9 +64,9 @@ def check_model_parallel(model: keras.Model, model_devices: int) -> list:
 
 
 def local_data_parallel(num_cpu_devices: int | None = None) -> "keras.distribution.DataParallel":
-    """Keras's `DataParallel` over this process's devices (its GPUs or TPU cores; or, without
+    """Keras's `DataParallel` over the devices of one process (its GPUs or TPU cores; or, without
     them, the host CPU split into `num_cpu_devices`): what the runners' `--strategy mirrored`
-    is under JAX. Every batch is split over the devices; one they do not divide (a run's last,
+    is under JAX (across processes: `initialize_processes`, then `DataParallel` and `process_rows`). Every batch is split over the devices; one they do not divide (a run's last,
     partial batch) is placed whole on each device, which all compute it in full: the same
     result, where Keras alone would fail on it."""
     if num_cpu_devices and num_cpu_devices > 1:
