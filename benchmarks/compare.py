@@ -769,6 +769,9 @@ def real_tokens_per_example(data):
 
 
 if __name__ == "__main__":
-    from bertlayers.utils.cli import run_script
+    if "--worker" in sys.argv:
+        main()  # a worker may run in a Python without TensorFlow (the torch peer's), so no bertlayers here
+    else:
+        from bertlayers.utils.cli import run_script
 
-    run_script(main)
+        run_script(main)
