@@ -1,18 +1,33 @@
-"""Time float32 against bfloat16 matrix products on this machine's CPU.
+"""Time float32 against bfloat16 matrix products on this machine's CPU, and (with
+`--torch_python`) TensorFlow's kernels beside torch's on the same products.
 
 Whether `--precision mixed_bfloat16` speeds training up depends on the CPU: with AMX or
 AVX512-BF16, bfloat16 products are several times faster; without them they are emulated and
 slower. Run this before choosing a precision.
 
+Two kinds of product: square ones (the CPU's peak), and the MiniLM classifier's feed-forward
+network at a served request's or a training batch's row count (`--rows`: 27 is a batch-1
+review snippet, 896 a fine-tuning batch of 32 x 28): `[rows, 384] x [384, 1536]`, ReLU,
+`x [1536, 384]`, six times in a row, as one compiled function (TensorFlow: `tf.function`,
+oneDNN's kernels where TensorFlow's rewrites are on; torch: eager, in inference mode), the
+median of 7 repeats of 100 calls. Both libraries use every core the process is given.
+
     python benchmarks/matmul_dtypes.py
+    python benchmarks/matmul_dtypes.py --torch_python <torch venv>/bin/python --rows 27 128 896
 """
 
+import argparse
+import json
 import os
+import statistics
+import subprocess
+import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import tensorflow as tf  # noqa: E402
+HIDDEN, INTERMEDIATE, LAYERS = 384, 1536, 6
+REPEATS, CALLS = 7, 100
 
 
 def cpu_flags():
@@ -25,7 +40,9 @@ def cpu_flags():
     return ", ".join(f"{flag}={'yes' if flag in flags else 'no'}" for flag in wanted)
 
 
-def milliseconds(size, dtype, repeats=10):
+def square_ms(size, dtype, repeats=10):
+    import tensorflow as tf
+
     a = tf.cast(tf.random.normal((size, size)), dtype)
     matmul = tf.function(lambda x: tf.matmul(x, x))
     matmul(a)
@@ -35,16 +52,118 @@ def milliseconds(size, dtype, repeats=10):
     return (time.perf_counter() - start) / repeats * 1000
 
 
+def median_ms(call):
+    """The median over `REPEATS` of the milliseconds a call of `call` takes (`CALLS` calls each)."""
+    for _ in range(20):
+        call()
+    times = []
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        for _ in range(CALLS):
+            call()
+        times.append((time.perf_counter() - start) / CALLS * 1000)
+    return statistics.median(times)
+
+
+def feed_forward_gflops(rows):
+    return 2 * 2 * LAYERS * rows * HIDDEN * INTERMEDIATE / 1e9
+
+
+def tensorflow_chain_ms(rows, dtype_name):
+    import numpy as np
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+    dtype = tf.as_dtype(dtype_name)
+    weights = [
+        (
+            tf.Variable(tf.cast(rng.normal(size=(HIDDEN, INTERMEDIATE)) * 0.02, dtype)),
+            tf.Variable(tf.cast(rng.normal(size=(INTERMEDIATE, HIDDEN)) * 0.02, dtype)),
+        )
+        for _ in range(LAYERS)
+    ]
+    x = tf.cast(tf.constant(rng.normal(size=(rows, HIDDEN))), dtype)
+
+    @tf.function
+    def chain(x):
+        for up, down in weights:
+            x = tf.matmul(tf.nn.relu(tf.matmul(x, up)), down)
+        return x
+
+    return median_ms(lambda: chain(x).numpy())
+
+
+def torch_chain_ms(rows, dtype_name):
+    import torch
+
+    generator = torch.Generator().manual_seed(0)
+    dtype = getattr(torch, dtype_name)
+    weights = [
+        (
+            torch.randn(HIDDEN, INTERMEDIATE, generator=generator).to(dtype) * 0.02,
+            torch.randn(INTERMEDIATE, HIDDEN, generator=generator).to(dtype) * 0.02,
+        )
+        for _ in range(LAYERS)
+    ]
+    x = torch.randn(rows, HIDDEN, generator=generator).to(dtype)
+
+    def chain():
+        with torch.inference_mode():
+            y = x
+            for up, down in weights:
+                y = torch.relu(y @ up) @ down
+            return y.float().numpy()
+
+    return median_ms(chain)
+
+
+def torch_times(python, rows):
+    """{(rows, dtype): ms} from `python` (a Python with torch) running this file's torch side."""
+    done = subprocess.run(
+        [python, os.path.abspath(__file__), "--torch_worker", "--rows", *map(str, rows)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode:
+        raise SystemExit(f"{python} could not time torch's products: {done.stderr.strip().splitlines()[-1:]}")
+    return {(row, dtype): ms for row, dtype, ms in json.loads(done.stdout.strip().splitlines()[-1])}
+
+
 def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, nargs="*", default=[], help="feed-forward products at these row counts")
+    parser.add_argument("--torch_python", help="a Python with torch: its kernels on the same products")
+    parser.add_argument("--torch_worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    dtypes = ("float32", "bfloat16")
+    if args.torch_worker:
+        print(json.dumps([(rows, dtype, torch_chain_ms(rows, dtype)) for rows in args.rows for dtype in dtypes]))
+        return
+    import tensorflow as tf
+
     print(f"CPU flags: {cpu_flags()}")
     for size in (1024, 2048):
-        f32, bf16 = milliseconds(size, tf.float32), milliseconds(size, tf.bfloat16)
+        f32, bf16 = square_ms(size, tf.float32), square_ms(size, tf.bfloat16)
         gflops = 2 * size**3 / 1e9
         print(
             f"{size}x{size} matmul: float32 {f32:.1f} ms ({gflops / f32 * 1000:.0f} GFLOP/s), "
             f"bfloat16 {bf16:.1f} ms ({gflops / bf16 * 1000:.0f} GFLOP/s)"
         )
+    if not args.rows:
+        return
+    peer = torch_times(args.torch_python, args.rows) if args.torch_python else {}
+    print(f"\nThe feed-forward network's products, {LAYERS} layers: ms a call (GFLOP/s)")
+    print("| rows | dtype | TensorFlow | torch | TensorFlow over torch (speed) |")
+    print("|---|---|---|---|---|")
+    for rows in args.rows:
+        gflops = feed_forward_gflops(rows)
+        for dtype in dtypes:
+            ours = tensorflow_chain_ms(rows, dtype)
+            theirs = peer.get((rows, dtype))
+            torch_cell = f"{theirs:.2f} ({gflops / theirs * 1000:.0f})" if theirs else "not run"
+            ratio = f"{theirs / ours:.2f}x" if theirs else ""
+            print(f"| {rows} | {dtype} | {ours:.2f} ({gflops / ours * 1000:.0f}) | {torch_cell} | {ratio} |")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -101,9 +101,9 @@ def serve_call(args, folder):
     if path is None:
         from bertlayers.export import export_for_serving
 
-        path = export_for_serving(classifier(), "profiled", base_dir=folder, sequence_length=128, text=False)[
-            "profiled"
-        ]
+        path = export_for_serving(
+            classifier(), "profiled", base_dir=folder, sequence_length=128, text=False, precision=args.precision
+        )["profiled"]
     signature = tf.saved_model.load(path).signatures["serving_default"]
     x = {k: tf.constant(v) for k, v in inputs(args.batch_size, args.length, args.shortest).items()}
 
@@ -171,7 +171,7 @@ def main():
         "--precision",
         choices=("float32", "bfloat16"),
         default="float32",
-        help="finetune and MLM: the model's policy (bfloat16: mixed_bfloat16)",
+        help="finetune and MLM: the model's policy (bfloat16: mixed_bfloat16); serve: the export's precision",
     )
     parser.add_argument(
         "--shortest",
