@@ -210,6 +210,13 @@ def tensorflow():
     return sys.modules.get("tensorflow") if name() == "tensorflow" else None
 
 
+def length_multiple():
+    """What a batch's length is rounded up to where batches are cut to their longest.
+    TensorFlow traces a step once for any length: 1, the exact longest. JAX compiles a step for
+    every shape it meets: multiples of 16 bound the shapes (4 up to 64 tokens, 8 up to 128)."""
+    return 16 if name() == "jax" else 1
+
+
 def skips_padding_rows():
     """Whether the position-wise half of a block may run on the real tokens' rows alone:
     TensorFlow's graphs take dynamic shapes (a gather of the real rows, a scatter back); JAX's
@@ -254,6 +261,16 @@ def enable_cross_process_collectives():
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
 
 
+def process_index_and_count():
+    """(this process's index, the processes) of a multi-process JAX run; (0, 1) otherwise (under
+    TensorFlow, tf.distribute shards the data itself)."""
+    if name() != "jax":
+        return 0, 1
+    import jax
+
+    return jax.process_index(), jax.process_count()
+
+
 def split_host_devices(count):
     """Let JAX see the host CPU as `count` devices (data parallelism tried without accelerators,
     as TensorFlow's logical CPUs are); before JAX starts its backends, or a RuntimeError."""
@@ -295,7 +312,8 @@ def symbolic_sizes_share_symbols():
 
 
 def known_values(tensor):
-    """`tensor` as a NumPy array if its values are known now, else None (symbolic, or traced)."""
+    """`tensor` as a NumPy array if its values are known now, else None (symbolic, or traced).
+    A JAX batch that spans several processes' devices gives this process's rows: what it fed."""
     import numpy as np
 
     if isinstance(tensor, keras.KerasTensor):
@@ -307,8 +325,24 @@ def known_values(tensor):
     if name() == "jax":
         import jax
 
-        return None if isinstance(tensor, jax.core.Tracer) else np.asarray(tensor)
+        if isinstance(tensor, jax.core.Tracer):
+            return None
+        if isinstance(tensor, jax.Array) and not tensor.is_fully_addressable:
+            return _process_rows(tensor)
+        return np.asarray(tensor)
     return keras.ops.convert_to_numpy(tensor)
+
+
+def _process_rows(array):
+    """The rows of a JAX `array` split over the batch axis across processes that this process's
+    devices hold, in order (a row block held by several local devices taken once)."""
+    import numpy as np
+
+    blocks = {}
+    for shard in array.addressable_shards:
+        rows = shard.index[0] if shard.index else slice(None)
+        blocks.setdefault((rows.start or 0, rows.stop), shard.data)
+    return np.concatenate([np.asarray(blocks[key]) for key in sorted(blocks, key=lambda k: k[0])], axis=0)
 
 
 def categorical(logits, seed):

@@ -13,6 +13,8 @@ from its last backup.
         --eval_corpus my_heldout.txt --output_dir runs/domain    # continued pretraining
     python examples/pretrain.py --recipe electra --option generator_fraction=0.25 --output_dir runs/electra
     python examples/pretrain.py --strategy mirrored --num_cpu_devices 2 ...
+    KERAS_BACKEND=jax KERAS_DISTRIBUTION_JOB_ADDRESSES=10.0.0.1:1234 KERAS_DISTRIBUTION_NUM_PROCESSES=2 \
+        KERAS_DISTRIBUTION_PROCESS_ID=0 python examples/pretrain.py --strategy multi_worker ...  # and ID=1 on the other
     python examples/pretrain.py --input_files data/*.tfrecord ...    # records made for google-research/bert
 """
 
@@ -23,6 +25,7 @@ import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: exa
 
 from bertlayers.families.recipes import get_recipe, recipe_names
 from bertlayers.runs.pretraining import PretrainingConfig, chance_loss, run_pretraining
+from bertlayers.training.distribute import worker_info
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.options import add_flags, help_of
 
@@ -70,9 +73,13 @@ def main():
     print(
         f"\nDone: {summary['steps']} steps. {loss}: {summary['initial_' + loss]:.3f} before training, "
         f"{summary['first_epoch_' + loss]:.3f} over the first epoch, {summary['last_epoch_' + loss]:.3f} over "
-        f"the last (a uniform guess over the vocabulary scores {chance_loss(summary['vocabulary_size']):.3f}).\n"
-        f"Encoder saved to {os.path.join(config.output_dir, 'encoder.keras')}"
+        f"the last (a uniform guess over the vocabulary scores {chance_loss(summary['vocabulary_size']):.3f})."
     )
+    _, index, is_chief = worker_info()
+    if is_chief:
+        print(f"Encoder saved to {os.path.join(config.output_dir, 'encoder.keras')}")
+    else:
+        print(f"Worker {index} done; the chief (worker 0) saves the encoder.")
     for key in sorted(k[len("heldout_after_") :] for k in summary if k.startswith("heldout_after_")):
         print(
             f"{key} on {config.eval_corpus}: {summary['heldout_before_' + key]:.3f} before training, "

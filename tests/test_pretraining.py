@@ -164,6 +164,46 @@ def test_two_process_multi_worker_training_agrees(corpus, tmp_path):
         assert abs(a["loss"] - b["loss"]) <= 1e-4, (a["loss"], b["loss"])
 
 
+@pytest.mark.slow
+def test_two_jax_processes_pretrain_as_one_process(corpus, tmp_path):
+    """`--strategy multi_worker` under JAX: two processes of 2 host devices each, joined by Keras's
+    KERAS_DISTRIBUTION_* variables and each feeding its half of every batch, log the losses of
+    one process training alone on one device; only the chief saves the models."""
+    (port,) = free_ports(1)
+    args = common_args(corpus, tmp_path / "two", 12, 4, "--strategy", "multi_worker", "--num_cpu_devices", "2")
+    workers = [
+        start(
+            pretrain_command(args),
+            env=environment(
+                KERAS_BACKEND="jax",
+                KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
+                KERAS_DISTRIBUTION_NUM_PROCESSES="2",
+                KERAS_DISTRIBUTION_PROCESS_ID=str(i),
+            ),
+            output=True,
+        )
+        for i in range(2)
+    ]
+    try:
+        outputs = ["".join(w.communicate(timeout=300)) for w in workers]
+    finally:
+        for w in workers:
+            w.kill()
+    for worker, output in zip(workers, outputs):
+        assert worker.returncode == 0, output[-3000:]
+    assert "data parallel over 4 JAX devices in 2 processes (this is process 0)" in outputs[0]
+    assert "Encoder saved to" in outputs[0] and "Worker 1 done" in outputs[1]
+    assert sorted(p.name for p in (tmp_path / "two").glob("*.keras")) == ["encoder.keras", "pretrainer.keras"]
+    chief, other = history(tmp_path / "two"), history(tmp_path / "two", "history-worker1.json")
+    run_pretrain(common_args(corpus, tmp_path / "one", 12, 4), KERAS_BACKEND="jax")
+    alone = history(tmp_path / "one")
+    assert len(chief) == len(other) == len(alone) == 3
+    assert alone[-1]["loss"] < alone[0]["loss"]  # it trained
+    for a, b, c in zip(alone, chief, other):
+        for key in ("loss", "mlm_loss", "nsp_loss"):
+            assert abs(a[key] - b[key]) <= 1e-5 and abs(b[key] - c[key]) <= 1e-6, (key, a[key], b[key], c[key])
+
+
 def final_weights(output_dir):
     model = keras.saving.load_model(os.path.join(output_dir, "pretrainer.keras"), safe_mode=True)
     return [np.asarray(w) for w in model.weights]

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from processes import environment, python, run, script, start
 
-from bertlayers.training.sharding import process_rows
+from bertlayers.training.sharding import process_rows, processes_from_environment
 
 # Every family's encoder (presets cut to a tiny size), a classifier on it, on one device and on
 # the 2x2 mesh from the same weights; prints a JSON report.
@@ -259,16 +259,41 @@ for rows in (4, 3):
     batch = place(np.zeros((rows, 5), "int32"), distribution.get_data_layout((rows, 5)), "batch")
     print(rows, sorted(shard.data.shape[0] for shard in batch.addressable_shards))
 from bertlayers.training import build_strategy
-try:
-    build_strategy("multi_worker")
-except ValueError as error:
-    print(error)
+for shares_batches in (False, True):  # a fine-tuning runner; pretraining without KERAS_DISTRIBUTION_*
+    try:
+        build_strategy("multi_worker", shares_batches=shares_batches)
+    except ValueError as error:
+        print(error)
 """
 
 
 def test_local_data_parallel_splits_even_batches_and_places_uneven_ones_whole():
     """Under JAX: a batch the two devices divide is split, one they do not is placed whole on each;
-    TensorFlow's multi-worker strategy is refused, naming what to use."""
+    `multi_worker` is refused where the caller does not share out the batches, and where Keras's
+    variables naming the processes are not set, naming what to use."""
     shown = run(python(_LOCAL_DATA_PARALLEL), env=environment(KERAS_BACKEND="jax")).stdout.splitlines()
-    assert shown[-3:-1] == ["4 [2, 2]", "3 [3, 3]"]  # two rows a device; three rows on each
-    assert shown[-1].startswith("--strategy multi_worker is TensorFlow's; under KERAS_BACKEND=jax")
+    assert shown[-4:-2] == ["4 [2, 2]", "3 [3, 3]"]  # two rows a device; three rows on each
+    assert shown[-2].startswith(
+        "--strategy multi_worker under KERAS_BACKEND=jax trains across processes in pretrain.py"
+    )
+    assert "--strategy mirrored" in shown[-2]
+    assert shown[-1].startswith(
+        "Training across processes under KERAS_BACKEND=jax needs KERAS_DISTRIBUTION_JOB_ADDRESSES"
+    )
+
+
+def test_the_processes_are_read_from_keras_variables_and_bad_values_named():
+    """Keras's KERAS_DISTRIBUTION_* variables give (coordinator, processes, this process); none set
+    is one process; a missing or malformed one is named."""
+    names = ("KERAS_DISTRIBUTION_JOB_ADDRESSES", "KERAS_DISTRIBUTION_NUM_PROCESSES", "KERAS_DISTRIBUTION_PROCESS_ID")
+    given = dict(zip(names, ("10.0.0.1:1234,10.0.0.2:1234", "2", "1")))
+    assert processes_from_environment(given) == ("10.0.0.1:1234", 2, 1)
+    assert processes_from_environment({}) is None
+    with pytest.raises(ValueError, match="KERAS_DISTRIBUTION_PROCESS_ID is not set"):
+        processes_from_environment({**given, names[2]: ""})
+    with pytest.raises(ValueError, match="KERAS_DISTRIBUTION_NUM_PROCESSES='two' is not a whole number"):
+        processes_from_environment({**given, names[1]: "two"})
+    with pytest.raises(ValueError, match=r"KERAS_DISTRIBUTION_PROCESS_ID=2 is outside \[0, 2\)"):
+        processes_from_environment({**given, names[2]: "2"})
+    with pytest.raises(ValueError, match="process 0's host:port"):
+        processes_from_environment({**given, names[0]: "10.0.0.1"})

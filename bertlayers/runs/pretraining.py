@@ -25,6 +25,7 @@ from bertlayers.training.callbacks import JsonHistory, LearningRateLogger
 from bertlayers.training.checkpointing import ResumableBackup
 from bertlayers.training.distribute import STRATEGIES, build_strategy, compile_options, worker_info
 from bertlayers.training.optimization import OPTIMIZERS, create_optimizer
+from bertlayers.training.sharding import process_share
 from bertlayers.utils import atomic_files
 from bertlayers.utils.options import check_options, option
 from bertlayers.utils.validation import DROPOUT, NON_NEGATIVE_FLOAT, NON_NEGATIVE_INT, POSITIVE_FLOAT, POSITIVE_INT
@@ -79,11 +80,12 @@ class PretrainingConfig(PretrainingDataConfig):
     optimizer: str = option("adamw", "adamw, or lamb (large batches)", choices=OPTIMIZERS)
     weight_decay: float = option(0.01, "decoupled weight decay (not on LayerNorm or biases)", NON_NEGATIVE_FLOAT)
     precision: str = option("float32", "compute dtype policy (variables stay float32)", choices=PRECISIONS)
-    jit_compile: bool = option(False, "compile the train step with XLA")
+    jit_compile: bool = option(False, "compile the train step with XLA (under KERAS_BACKEND=jax: always)")
     steps_per_execution: int = option(1, "steps per call into the compiled loop", POSITIVE_INT)
     strategy: str = option(
         "default",
-        "tf.distribute strategy (under KERAS_BACKEND=jax: mirrored is Keras's data parallelism)",
+        "tf.distribute strategy (under KERAS_BACKEND=jax: mirrored is Keras's data parallelism over this "
+        "process's devices, multi_worker over those of the processes Keras's KERAS_DISTRIBUTION_* variables name)",
         choices=STRATEGIES,
     )
     tpu: Optional[str] = option(None, "TPU name or address, for --strategy tpu")
@@ -317,7 +319,10 @@ def run_pretraining(config: object) -> dict:
 
 
 def _run_pretraining(config, is_chief, suffix):
-    strategy = build_strategy(config.strategy, tpu=config.tpu, num_cpu_devices=config.num_cpu_devices)
+    # Each JAX process feeds its share of every batch (`_train_stage`).
+    strategy = build_strategy(
+        config.strategy, tpu=config.tpu, num_cpu_devices=config.num_cpu_devices, shares_batches=True
+    )
     keras.utils.set_random_seed(config.seed)
     atomic_files.remove_orphaned_staging(config.output_dir)
     stages = config.recipe_spec.stages_for(config.recipe_options)
@@ -389,7 +394,7 @@ def _train_stage(run, strategy, data_config, initial_epoch, start, previous, is_
         config.num_train_steps,
         skip_batches=run.first_step + initial_epoch * config.checkpoint_every,
     )
-    dataset, vocab = data.dataset, data.vocab
+    dataset, vocab = process_share(data.dataset, config.batch_size), data.vocab
     epochs = run.steps // config.checkpoint_every
     heldout = _heldout_batches(config, data_config, data.vocabulary)
 
@@ -493,7 +498,7 @@ def _heldout_batches(config, data_config, vocabulary):
         config.batch_size,
         config.batch_size,
     )
-    return data.dataset, max(1, data.num_records // config.batch_size)
+    return process_share(data.dataset, config.batch_size), max(1, data.num_records // config.batch_size)
 
 
 def _heldout_losses(stage, model, heldout):

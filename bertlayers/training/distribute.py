@@ -15,7 +15,7 @@ import keras
 
 from bertlayers import backend
 from bertlayers.startup import require_tensorflow
-from bertlayers.training.sharding import local_data_parallel
+from bertlayers.training.sharding import local_data_parallel, multi_process_data_parallel, processes_from_environment
 
 tf = require_tensorflow(__name__)
 
@@ -25,7 +25,12 @@ STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
 _PATCHED_KERAS = "3.15."
 
 
-def build_strategy(name: str = "default", tpu: str | None = None, num_cpu_devices: int | None = None) -> object:
+def build_strategy(
+    name: str = "default",
+    tpu: str | None = None,
+    num_cpu_devices: int | None = None,
+    shares_batches: bool = False,
+) -> object:
     """The tf.distribute strategy named `name`.
 
     Args:
@@ -34,16 +39,20 @@ def build_strategy(name: str = "default", tpu: str | None = None, num_cpu_device
       tpu: the TPU name or address for `TPUClusterResolver` (name "tpu" only).
       num_cpu_devices: split the CPU into this many logical devices (mirrored training without
         GPUs, as tests do). Must run before TensorFlow executes any op.
+      shares_batches: whether the caller feeds each JAX process its share of every batch
+        (`sharding.process_share` or `process_rows`); without it "multi_worker" is refused under JAX.
 
     Under KERAS_BACKEND=jax, JAX runs the steps and TensorFlow's strategies would place nothing:
     "mirrored" sets Keras's data parallelism over this process's devices instead
-    (`sharding.local_data_parallel`: every GPU or TPU core, or `num_cpu_devices` host devices)
-    and the default strategy is returned; "multi_worker" and "tpu" are refused, naming what to use.
+    (`sharding.local_data_parallel`: every GPU or TPU core, or `num_cpu_devices` host devices),
+    "multi_worker" joins the processes Keras's KERAS_DISTRIBUTION_* variables name and sets data
+    parallelism over all their devices (`sharding.multi_process_data_parallel`), and the default
+    strategy is returned; "tpu" is refused, naming what to use.
     """
     if name not in STRATEGIES:
         raise ValueError(f"Unknown strategy {name!r}; choose from {', '.join(STRATEGIES)}.")
     if backend.name() == "jax":
-        return _jax_strategy(name, num_cpu_devices)
+        return _jax_strategy(name, num_cpu_devices, shares_batches)
     if num_cpu_devices and num_cpu_devices > 1:
         cpu = tf.config.list_physical_devices("CPU")[0]
         try:
@@ -73,17 +82,28 @@ def build_strategy(name: str = "default", tpu: str | None = None, num_cpu_device
     return tf.distribute.TPUStrategy(resolver)
 
 
-def _jax_strategy(name, num_cpu_devices):
-    if name in ("multi_worker", "tpu"):
+def _jax_strategy(name, num_cpu_devices, shares_batches):
+    if name == "tpu":
         raise ValueError(
-            f"--strategy {name} is TensorFlow's; under KERAS_BACKEND=jax the runners take --strategy mirrored "
-            "(every device of this process: its GPUs, its TPU cores, or --num_cpu_devices host devices). Across "
-            "processes, JAX joins them with bertlayers.training.sharding.initialize_processes (docs/distributed.md)."
+            "--strategy tpu is TensorFlow's; under KERAS_BACKEND=jax JAX sees a TPU's cores as its devices: "
+            "--strategy mirrored uses every device of this process (docs/distributed.md)."
+        )
+    if name == "multi_worker" and not shares_batches:
+        raise ValueError(
+            "--strategy multi_worker under KERAS_BACKEND=jax trains across processes in pretrain.py (whose "
+            "processes each feed their share of every batch); this run trains on the devices of one process: --strategy mirrored (its GPUs, its TPU cores, or "
+            "--num_cpu_devices host devices)."
         )
     if name == "mirrored":
         distribution = local_data_parallel(num_cpu_devices)
-        keras.distribution.set_distribution(distribution)
-        logger.info(f"data parallel over {distribution.device_mesh.devices.size} JAX devices")
+    elif name == "multi_worker":
+        distribution = multi_process_data_parallel(num_cpu_devices)
+    else:
+        return tf.distribute.get_strategy()
+    keras.distribution.set_distribution(distribution)
+    index, count = backend.process_index_and_count()
+    across = f" in {count} processes (this is process {index})" if count > 1 else ""
+    logger.info(f"data parallel over {distribution.device_mesh.devices.size} JAX devices{across}")
     return tf.distribute.get_strategy()
 
 
@@ -95,7 +115,13 @@ def is_distributed(strategy):
 
 
 def compile_options(strategy: object, jit_compile: bool = False, steps_per_execution: int = 1) -> dict:
-    """`jit_compile` / `steps_per_execution` for `model.compile`, refusing what breaks under `strategy`."""
+    """`jit_compile` / `steps_per_execution` for `model.compile`, refusing what breaks under `strategy`.
+
+    Under KERAS_BACKEND=jax the step is always compiled (`jax.jit`, whatever `jit_compile` says):
+    JAX has no graph mode short of XLA, and Keras without it runs the step op by op from Python
+    (a tiny BERT's pretraining step 10x slower on CPU); the tf.distribute refusals do not apply."""
+    if backend.name() == "jax":
+        return {"jit_compile": True, "steps_per_execution": int(steps_per_execution)}
     if is_distributed(strategy) and not isinstance(strategy, tf.distribute.TPUStrategy):
         if jit_compile:
             raise ValueError(
@@ -107,8 +133,13 @@ def compile_options(strategy: object, jit_compile: bool = False, steps_per_execu
     return {"jit_compile": bool(jit_compile), "steps_per_execution": int(steps_per_execution)}
 
 
-def worker_info() -> tuple[int, int, bool]:
-    """(task type, index, is_chief) of this process, from TF_CONFIG (chief when absent)."""
+def worker_info() -> tuple[str, int, bool]:
+    """(task type, index, is_chief) of this process: from TF_CONFIG, or under KERAS_BACKEND=jax
+    from Keras's KERAS_DISTRIBUTION_* variables (process 0 is the chief); chief when absent."""
+    if backend.name() == "jax":
+        processes = processes_from_environment()
+        index = 0 if processes is None else processes[2]
+        return "worker", index, index == 0
     config = json.loads(os.environ.get("TF_CONFIG", "{}"))
     task = config.get("task", {})
     task_type, index = task.get("type", "worker"), int(task.get("index", 0))

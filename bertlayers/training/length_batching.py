@@ -4,7 +4,8 @@ Real text is short: Rotten Tomatoes snippets average about 30 WordPiece tokens, 
 to a fixed 64 spends half its attention and feed-forward work on padding. Here every batch is
 trimmed to its longest example (the `tf.function` that Keras traces with `reduce_retracing`
 settles on one `[batch, None]` signature, so new lengths do not retrace; rounding lengths up to
-multiples of 8 only added work: benchmarks/README.md).
+multiples of 8 only added work: benchmarks/README.md). Under JAX, which compiles a step for every
+shape, lengths are rounded up to multiples of 16 (`backend.length_multiple`): a few shapes.
 
 Training batches are random, as fixed-length batches are, and each is cut to its longest: what
 Hugging Face's padding collator gives by default. Grouping them by length is optional, the way
@@ -21,6 +22,7 @@ import math
 import keras
 import numpy as np
 
+from bertlayers import backend
 from bertlayers.startup import require_tensorflow
 from bertlayers.tokenizers.padding import padded_length
 from bertlayers.utils.cli import plain_progress
@@ -50,7 +52,7 @@ def _trim_batch(x, y, sample_weight, token_outputs):
     real = tf.reduce_any(tf.not_equal(x["padding_mask"], 0), axis=0)  # [S]
     first = tf.argmax(tf.cast(real, tf.int32), output_type=tf.int32)
     end = full - tf.argmax(tf.cast(real[::-1], tf.int32), output_type=tf.int32)
-    length = padded_length(end - first, full)
+    length = padded_length(end - first, full, backend.length_multiple())
     first = tf.minimum(first, full - length)
 
     def cut(t):
@@ -144,7 +146,7 @@ def predict_by_length(model: keras.Model, x: object, batch_size: int = 32, verbo
         # The columns holding any real token (right or left padding).
         columns = np.flatnonzero(batch["padding_mask"].any(axis=0))
         first, end = (int(columns[0]), int(columns[-1]) + 1) if len(columns) else (0, 1)
-        length = int(padded_length(end - first, full))
+        length = int(padded_length(end - first, full, backend.length_multiple()))
         first = min(first, full - length)
         batch = {
             name: value[:, first : first + length] if value.ndim >= 2 and value.shape[1] == full else value

@@ -3,7 +3,9 @@ and model parallelism by a layout of the attention and feed-forward kernels.
 
 - Several processes (machines, or several per machine): `initialize_processes` joins them, then
   `keras.distribution.DataParallel(auto_shard_dataset=False)` (or `model_parallel`) spans every
-  process's devices, and each process feeds its share of every global batch (`process_rows`).
+  process's devices, and each process feeds its share of every global batch (`process_rows`
+  for arrays, `process_share` for a batched dataset). `multi_process_data_parallel` does the
+  joining from Keras's KERAS_DISTRIBUTION_* variables (the runners' `--strategy multi_worker`).
 - Model parallelism: `model_parallel(model_devices)` lays the devices out as a `batch` x `model`
   mesh and shards each block's query/key/value and output projections over the heads and the
   feed-forward kernels over their inner width (`bertlayers.networks.weight_layout`); everything
@@ -12,6 +14,8 @@ and model parallelism by a layout of the attention and feed-forward kernels.
 Set the distribution before the model is built: Keras places each variable when it is created.
 TensorFlow's strategies (`--strategy mirrored|multi_worker|tpu`) are `bertlayers.training.distribute`.
 """
+
+import os
 
 import keras
 import numpy as np
@@ -102,6 +106,77 @@ def _place_uneven_batches_whole():
 
     distribute_data_input.places_uneven_batches_whole = True
     module.distribute_data_input = distribute_data_input
+
+
+# Keras's variables for joining processes (`keras.distribution.initialize` reads them too).
+PROCESS_VARIABLES = (
+    "KERAS_DISTRIBUTION_JOB_ADDRESSES",
+    "KERAS_DISTRIBUTION_NUM_PROCESSES",
+    "KERAS_DISTRIBUTION_PROCESS_ID",
+)
+
+
+def processes_from_environment(environ: dict | None = None) -> tuple[str, int, int] | None:
+    """(coordinator address, processes, this process's id) from Keras's variables
+    `KERAS_DISTRIBUTION_JOB_ADDRESSES` (comma-separated "host:port"s, process 0's first: the
+    coordinator), `KERAS_DISTRIBUTION_NUM_PROCESSES` and `KERAS_DISTRIBUTION_PROCESS_ID`; None
+    where none is set; a ValueError naming the variable that is missing or malformed."""
+    environ = os.environ if environ is None else environ
+    values = {name: environ.get(name, "").strip() for name in PROCESS_VARIABLES}
+    if not any(values.values()):
+        return None
+    missing = [name for name, value in values.items() if not value]
+    if missing:
+        raise ValueError(f"Joining processes needs {', '.join(PROCESS_VARIABLES)}; {', '.join(missing)} is not set.")
+    numbers = {}
+    for name in PROCESS_VARIABLES[1:]:
+        try:
+            numbers[name] = int(values[name])
+        except ValueError:
+            raise ValueError(f"{name}={values[name]!r} is not a whole number.") from None
+    coordinator = values[PROCESS_VARIABLES[0]].split(",")[0].strip()
+    count, index = numbers[PROCESS_VARIABLES[1]], numbers[PROCESS_VARIABLES[2]]
+    if count < 1 or not 0 <= index < count:
+        raise ValueError(f"KERAS_DISTRIBUTION_PROCESS_ID={index} is outside [0, {count}) processes.")
+    if ":" not in coordinator:
+        raise ValueError(f"KERAS_DISTRIBUTION_JOB_ADDRESSES starts with {coordinator!r}; process 0's host:port.")
+    return coordinator, count, index
+
+
+def multi_process_data_parallel(num_cpu_devices: int | None = None) -> "keras.distribution.DataParallel":
+    """Join the processes Keras's variables name (`processes_from_environment`) and return the
+    `DataParallel` distribution over every process's devices (each process's host CPU split
+    into `num_cpu_devices` where it has no accelerator), for data each process shares out
+    itself (`process_share`, `process_rows`). A ValueError where the variables are not set."""
+    processes = processes_from_environment()
+    if processes is None:
+        raise ValueError(
+            f"Training across processes under KERAS_BACKEND=jax needs {', '.join(PROCESS_VARIABLES)} in every "
+            "process's environment (process 0's host:port first; docs/distributed.md)."
+        )
+    if num_cpu_devices and num_cpu_devices > 1:
+        backend.split_host_devices(num_cpu_devices)
+    initialize_processes(*processes)
+    return keras.distribution.DataParallel(devices=keras.distribution.list_devices(), auto_shard_dataset=False)
+
+
+def process_share(dataset: object, global_batch_size: int) -> object:
+    """This process's rows of every batch of the `tf.data.Dataset` `dataset` (of `global_batch_size` rows):
+    with P processes, process p's `global_batch_size / P` contiguous rows of each, so that the
+    processes together train on the batches one process would. `dataset` itself in a single
+    process. Every process runs the whole input pipeline and keeps its share (deterministic,
+    and resumable as the single process's is). A ValueError where the processes, or all their
+    devices, do not divide the batch."""
+    index, count = backend.process_index_and_count()
+    if count == 1:
+        return dataset
+    devices = len(keras.distribution.list_devices())
+    if global_batch_size % devices:
+        raise ValueError(
+            f"The batch size {global_batch_size} is not a multiple of the {devices} devices of the {count} "
+            "processes: every device takes an equal share of every batch."
+        )
+    return dataset.rebatch(global_batch_size // count, drop_remainder=True).shard(count, index)
 
 
 def initialize_processes(coordinator_address: str, num_processes: int, process_id: int) -> None:
