@@ -258,6 +258,14 @@ place = backend.jax_distribution_module().distribute_data_input
 for rows in (4, 3):
     batch = place(np.zeros((rows, 5), "int32"), distribution.get_data_layout((rows, 5)), "batch")
     print(rows, sorted(shard.data.shape[0] for shard in batch.addressable_shards))
+from bertlayers.training.distribute import compile_options
+from bertlayers.training.length_batching import length_batches
+print("compiled", compile_options(None)["jit_compile"])
+mask = np.zeros((4, 40), "int32")
+for row, real in enumerate((5, 20, 3, 33)):
+    mask[row, :real] = 1
+x = {"token_ids": mask * 7, "segment_ids": 0 * mask, "padding_mask": mask}
+print("lengths", [int(b["padding_mask"].shape[1]) for b in length_batches(x, batch_size=2)])
 from bertlayers.training import build_strategy
 for shares_batches in (False, True):  # a fine-tuning runner; pretraining without KERAS_DISTRIBUTION_*
     try:
@@ -269,10 +277,13 @@ for shares_batches in (False, True):  # a fine-tuning runner; pretraining withou
 
 def test_local_data_parallel_splits_even_batches_and_places_uneven_ones_whole():
     """Under JAX: a batch the two devices divide is split, one they do not is placed whole on each;
+    the runners' steps are compiled and their batches' lengths rounded up to multiples of 16;
     `multi_worker` is refused where the caller does not share out the batches, and where Keras's
     variables naming the processes are not set, naming what to use."""
     shown = run(python(_LOCAL_DATA_PARALLEL), env=environment(KERAS_BACKEND="jax")).stdout.splitlines()
-    assert shown[-4:-2] == ["4 [2, 2]", "3 [3, 3]"]  # two rows a device; three rows on each
+    assert shown[-6:-4] == ["4 [2, 2]", "3 [3, 3]"]  # two rows a device; three rows on each
+    assert shown[-4] == "compiled True"  # a runner's step runs under jax.jit, not op by op
+    assert shown[-3] == "lengths [16, 40]"  # sorted: (3, 5) to 16; (20, 33) to 48, capped at the arrays' 40
     assert shown[-2].startswith(
         "--strategy multi_worker under KERAS_BACKEND=jax trains across processes in pretrain.py"
     )
