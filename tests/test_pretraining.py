@@ -136,25 +136,31 @@ def free_ports(count):
     return ports
 
 
-def test_two_process_multi_worker_training_agrees(corpus, tmp_path):
-    ports = free_ports(2)
-    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
-    args = common_args(corpus, tmp_path / "mw", 12, 4, "--strategy", "multi_worker")
-    workers = [
-        start(
-            pretrain_command(args),
-            env=environment(TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}})),
-            output=True,
-        )
-        for i in range(2)
-    ]
+def run_together(command, environments, timeout=300):
+    """Run `command` once per environment, all at once (the workers of one run), to a successful
+    end; their outputs (stdout and stderr), in order."""
+    workers = [start(command, env=env, output=True) for env in environments]
     try:
-        outputs = ["".join(w.communicate(timeout=240)) for w in workers]
+        outputs = ["".join(w.communicate(timeout=timeout)) for w in workers]
     finally:
         for w in workers:
             w.kill()
     for worker, output in zip(workers, outputs):
         assert worker.returncode == 0, output[-3000:]
+    return outputs
+
+
+def test_two_process_multi_worker_training_agrees(corpus, tmp_path):
+    ports = free_ports(2)
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
+    args = common_args(corpus, tmp_path / "mw", 12, 4, "--strategy", "multi_worker")
+    run_together(
+        pretrain_command(args),
+        [
+            environment(TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}}))
+            for i in range(2)
+        ],
+    )
     chief, other = history(tmp_path / "mw"), history(tmp_path / "mw", "history-worker1.json")
     assert len(chief) == len(other) == 3
     for a, b in zip(chief, other):
@@ -171,26 +177,18 @@ def test_two_jax_processes_pretrain_as_one_process(corpus, tmp_path):
     one process training alone on one device; only the chief saves the models."""
     (port,) = free_ports(1)
     args = common_args(corpus, tmp_path / "two", 12, 4, "--strategy", "multi_worker", "--num_cpu_devices", "2")
-    workers = [
-        start(
-            pretrain_command(args),
-            env=environment(
+    outputs = run_together(
+        pretrain_command(args),
+        [
+            environment(
                 KERAS_BACKEND="jax",
                 KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
                 KERAS_DISTRIBUTION_NUM_PROCESSES="2",
                 KERAS_DISTRIBUTION_PROCESS_ID=str(i),
-            ),
-            output=True,
-        )
-        for i in range(2)
-    ]
-    try:
-        outputs = ["".join(w.communicate(timeout=300)) for w in workers]
-    finally:
-        for w in workers:
-            w.kill()
-    for worker, output in zip(workers, outputs):
-        assert worker.returncode == 0, output[-3000:]
+            )
+            for i in range(2)
+        ],
+    )
     assert "data parallel over 4 JAX devices in 2 processes (this is process 0)" in outputs[0]
     assert "Encoder saved to" in outputs[0] and "Worker 1 done" in outputs[1]
     assert sorted(p.name for p in (tmp_path / "two").glob("*.keras")) == ["encoder.keras", "pretrainer.keras"]
