@@ -171,15 +171,15 @@ def test_two_process_multi_worker_training_agrees(corpus, tmp_path):
 
 
 @pytest.mark.slow
-def test_two_jax_processes_pretrain_as_one_process(corpus, tmp_path):
+def test_two_jax_processes_pretrain_as_one_process_and_resume_after_a_kill(corpus, tmp_path):
     """`--strategy multi_worker` under JAX: two processes of 2 host devices each, joined by Keras's
-    KERAS_DISTRIBUTION_* variables and each feeding its half of every batch, log the losses of
-    one process training alone on one device; only the chief saves the models."""
-    (port,) = free_ports(1)
-    args = common_args(corpus, tmp_path / "two", 12, 4, "--strategy", "multi_worker", "--num_cpu_devices", "2")
-    outputs = run_together(
-        pretrain_command(args),
-        [
+    KERAS_DISTRIBUTION_* variables and each feeding its half of every batch, killed after their
+    second backup and started again, log the losses of one process training alone on one device
+    without a break; only the chief saves the models."""
+    args = common_args(corpus, tmp_path / "two", 24, 4, "--strategy", "multi_worker", "--num_cpu_devices", "2")
+
+    def processes(port):
+        return [
             environment(
                 KERAS_BACKEND="jax",
                 KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
@@ -187,15 +187,27 @@ def test_two_jax_processes_pretrain_as_one_process(corpus, tmp_path):
                 KERAS_DISTRIBUTION_PROCESS_ID=str(i),
             )
             for i in range(2)
-        ],
-    )
+        ]
+
+    first_port, second_port = free_ports(2)
+    killed = [start(pretrain_command(args), env=env) for env in processes(first_port)]
+    metadata = tmp_path / "two" / "backup" / "training_metadata.json"
+    deadline = time.time() + 240
+    while time.time() < deadline and not (metadata.exists() and json.loads(metadata.read_text())["epoch"] >= 2):
+        time.sleep(0.05)
+    assert all(p.poll() is None for p in killed), "the run ended before it could be killed"
+    for p in killed:
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+    outputs = run_together(pretrain_command(args), processes(second_port))
     assert "data parallel over 4 JAX devices in 2 processes (this is process 0)" in outputs[0]
+    assert "Resuming after step 8" in outputs[0] and "Resuming after step 8" in outputs[1]
     assert "Encoder saved to" in outputs[0] and "Worker 1 done" in outputs[1]
     assert sorted(p.name for p in (tmp_path / "two").glob("*.keras")) == ["encoder.keras", "pretrainer.keras"]
     chief, other = history(tmp_path / "two"), history(tmp_path / "two", "history-worker1.json")
-    run_pretrain(common_args(corpus, tmp_path / "one", 12, 4), KERAS_BACKEND="jax")
+    run_pretrain(common_args(corpus, tmp_path / "one", 24, 4), KERAS_BACKEND="jax")
     alone = history(tmp_path / "one")
-    assert len(chief) == len(other) == len(alone) == 3
+    assert len(chief) == len(other) == len(alone) == 6
     assert alone[-1]["loss"] < alone[0]["loss"]  # it trained
     for a, b, c in zip(alone, chief, other):
         for key in ("loss", "mlm_loss", "nsp_loss"):
