@@ -13,7 +13,7 @@ from its last backup.
         --eval_corpus my_heldout.txt --output_dir runs/domain    # continued pretraining
     python examples/pretrain.py --recipe electra --option generator_fraction=0.25 --output_dir runs/electra
     python examples/pretrain.py --strategy mirrored --num_cpu_devices 2 ...
-    KERAS_BACKEND=jax KERAS_DISTRIBUTION_JOB_ADDRESSES=10.0.0.1:1234 KERAS_DISTRIBUTION_NUM_PROCESSES=2 \
+    KERAS_BACKEND=jax KERAS_DISTRIBUTION_JOB_ADDRESSES=10.0.0.1:1234 KERAS_DISTRIBUTION_NUM_PROCESSES=2 \\
         KERAS_DISTRIBUTION_PROCESS_ID=0 python examples/pretrain.py --strategy multi_worker ...  # and ID=1 on the other
     python examples/pretrain.py --input_files data/*.tfrecord ...    # records made for google-research/bert
 """
