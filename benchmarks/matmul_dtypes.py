@@ -19,12 +19,13 @@ median of 7 repeats of 100 calls. Both libraries use every core the process is g
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from host_overhead import timed  # noqa: E402 (the benchmarks' one timing loop: stdlib and NumPy)
 
 HIDDEN, INTERMEDIATE, LAYERS = 384, 1536, 6
 REPEATS, CALLS = 7, 100
@@ -54,15 +55,7 @@ def square_ms(size, dtype, repeats=10):
 
 def median_ms(call):
     """The median over `REPEATS` of the milliseconds a call of `call` takes (`CALLS` calls each)."""
-    for _ in range(20):
-        call()
-    times = []
-    for _ in range(REPEATS):
-        start = time.perf_counter()
-        for _ in range(CALLS):
-            call()
-        times.append((time.perf_counter() - start) / CALLS * 1000)
-    return statistics.median(times)
+    return timed(call, CALLS, REPEATS)[0] / 1000
 
 
 def feed_forward_gflops(rows):

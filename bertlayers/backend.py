@@ -328,12 +328,12 @@ def known_values(tensor):
         if isinstance(tensor, jax.core.Tracer):
             return None
         if isinstance(tensor, jax.Array) and not tensor.is_fully_addressable:
-            return _process_rows(tensor)
+            return _local_rows(tensor)
         return np.asarray(tensor)
     return keras.ops.convert_to_numpy(tensor)
 
 
-def _process_rows(array):
+def _local_rows(array):
     """The rows of a JAX `array` split over the batch axis across processes that this process's
     devices hold, in order (a row block held by several local devices taken once)."""
     import numpy as np

@@ -190,15 +190,7 @@ def test_two_jax_processes_pretrain_as_one_process_and_resume_after_a_kill(corpu
         ]
 
     first_port, second_port = free_ports(2)
-    killed = [start(pretrain_command(args), env=env) for env in processes(first_port)]
-    metadata = tmp_path / "two" / "backup" / "training_metadata.json"
-    deadline = time.time() + 240
-    while time.time() < deadline and not (metadata.exists() and json.loads(metadata.read_text())["epoch"] >= 2):
-        time.sleep(0.05)
-    assert all(p.poll() is None for p in killed), "the run ended before it could be killed"
-    for p in killed:
-        os.kill(p.pid, signal.SIGKILL)
-        p.wait()
+    kill_after_two_epochs(args, tmp_path / "two", environments=processes(first_port))
     outputs = run_together(pretrain_command(args), processes(second_port))
     assert "data parallel over 4 JAX devices in 2 processes (this is process 0)" in outputs[0]
     assert "Resuming after step 8" in outputs[0] and "Resuming after step 8" in outputs[1]
@@ -234,21 +226,22 @@ def recipe_args(corpus, output_dir, steps, every, recipe):
     return args
 
 
-def kill_after_two_epochs(args, output_dir, timeout=240, stage=""):
-    """Start pretrain.py with `args`, SIGKILL it a moment after its second backup (between
-    backups, mid-epoch; of the stage folder `stage` in a staged run); returns the backup's
-    metadata file."""
-    process = start(pretrain_command(args))
+def kill_after_two_epochs(args, output_dir, timeout=240, stage="", environments=(None,)):
+    """Start pretrain.py with `args` (one process per environment: the workers of one run),
+    SIGKILL them a moment after the run's second backup (between backups, mid-epoch; of the stage
+    folder `stage` in a staged run); returns the backup's metadata file."""
+    processes = [start(pretrain_command(args), env=env) for env in environments]
     metadata = output_dir / stage / "backup" / "training_metadata.json"
     deadline = time.time() + timeout
-    while time.time() < deadline and process.poll() is None:
+    while time.time() < deadline and all(p.poll() is None for p in processes):
         if metadata.exists() and json.loads(metadata.read_text())["epoch"] >= 2:
             break
         time.sleep(0.05)
     time.sleep(0.3)  # into the next epoch, between backups
-    assert process.poll() is None, "the run ended before it could be killed"
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
+    assert all(p.poll() is None for p in processes), "the run ended before it could be killed"
+    for process in processes:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
     return metadata
 
 

@@ -275,7 +275,7 @@ for shares_batches in (False, True):  # a fine-tuning runner; pretraining withou
 """
 
 
-def test_local_data_parallel_splits_even_batches_and_places_uneven_ones_whole():
+def test_under_jax_the_runners_split_batches_compile_steps_round_lengths_and_refuse_multi_worker():
     """Under JAX: a batch the two devices divide is split, one they do not is placed whole on each;
     the runners' steps are compiled and their batches' lengths rounded up to multiples of 16;
     `multi_worker` is refused where the caller does not share out the batches, and where Keras's
