@@ -333,6 +333,39 @@ def known_values(tensor):
     return keras.ops.convert_to_numpy(tensor)
 
 
+def global_batch(data):
+    """Under a Keras distribution over several JAX processes' devices, this process's rows of a
+    batch (a structure of NumPy arrays) placed, as Keras's trainer places them, in the global
+    arrays that every process's rows make (split over the batch axis); `data` itself otherwise."""
+    distribution = keras.distribution.distribution() if name() == "jax" else None
+    if distribution is None or process_index_and_count()[1] == 1:
+        return data
+    module = jax_distribution_module()
+    return keras.tree.map_structure(
+        lambda value: module.distribute_data_input(
+            value, distribution.get_data_layout(value.shape), distribution.batch_dim_name
+        ),
+        data,
+    )
+
+
+def host_array(value):
+    """`value` as a NumPy array: all of it, where it is a JAX array spread over several processes'
+    devices (gathered from every process: each calls this for the same array)."""
+    import numpy as np
+
+    if name() == "jax":
+        import jax
+
+        if isinstance(value, jax.Array) and not value.is_fully_addressable:
+            if value.is_fully_replicated:
+                return np.asarray(value.addressable_data(0))
+            from jax.experimental import multihost_utils
+
+            return np.asarray(multihost_utils.process_allgather(value, tiled=True))
+    return np.asarray(value)
+
+
 def _local_rows(array):
     """The rows of a JAX `array` split over the batch axis across processes that this process's
     devices hold, in order (a row block held by several local devices taken once)."""

@@ -164,10 +164,10 @@ def main():
             **restarts,
         }
     )
-    write_json(os.path.join(args.output_dir, "metrics.json"), metrics)
-    write_text(os.path.join(args.output_dir, "predictions.jsonl"), "".join(json.dumps(p) + "\n" for p in predictions))
+    write_json(os.path.join(config.output_dir, "metrics.json"), metrics)
+    write_text(os.path.join(config.output_dir, "predictions.jsonl"), "".join(json.dumps(p) + "\n" for p in predictions))
     print({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items() if k != "per_class_f1"})
-    print(files_written(args.output_dir))
+    print(files_written(config.output_dir))
 
 
 def _texts(example):

@@ -144,7 +144,7 @@ def main():
     results = task_results(model, args.verbose)
     members = [task_results(member, 0) for member in getattr(model, "members", [])]  # each alone, for comparison
     write_json(
-        os.path.join(args.output_dir, "metrics.json"),
+        os.path.join(config.output_dir, "metrics.json"),
         {
             "tasks": results,
             "loss_weights": {n: s.loss_weight for n, s in tasks.items()},
@@ -156,7 +156,7 @@ def main():
     for name, scores in results.items():
         print(f"{name}: " + "  ".join(f"{k} {v:.4f}" for k, v in scores.items() if isinstance(v, float)))
 
-    print(files_written(args.output_dir))
+    print(files_written(config.output_dir))
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ from bertlayers.runs.finetuning import (
     write_json,
 )
 from bertlayers.task_data.multiple_choice import encode_choices, read_choices
+from bertlayers.training.length_batching import predict_by_length
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import POSITIVE_INT, flag
 
@@ -46,9 +47,7 @@ def untuned_accuracy(config, packer, examples, batch_size):
 
     embedder = SentenceEmbedder(load_encoder(encoder_source(config)))
     texts = [e.context for e in examples] + [c for e in examples for c in e.choices]
-    vectors = embedder.predict(packer(texts), batch_size=batch_size, verbose=0)[
-        "embedding"
-    ]  # [N + N·C, H], unit length
+    vectors = predict_by_length(embedder, packer(texts), batch_size=batch_size, verbose=0)["embedding"]  # [N + N·C, H]
     contexts, choices = (
         vectors[: len(examples)],
         vectors[len(examples) :].reshape(len(examples), len(examples[0].choices), -1),
@@ -96,7 +95,7 @@ def main():
         (x_train, {"logits": y_train}, None),
         ensemble=args.ensemble,
     )
-    logits = model.predict(x_eval, batch_size=args.batch_size, verbose=args.verbose)["logits"]
+    logits = predict_by_length(model, x_eval, batch_size=args.batch_size, verbose=args.verbose)["logits"]
     metrics = {
         "accuracy": accuracy(y_eval, logits.argmax(-1)),
         "chance": 1 / choices,
@@ -106,12 +105,12 @@ def main():
         **ensemble,
     }
     for member in getattr(model, "members", []):  # an ensemble: each member alone, for comparison
-        alone = member.predict(x_eval, batch_size=args.batch_size, verbose=0)["logits"]
+        alone = predict_by_length(member, x_eval, batch_size=args.batch_size, verbose=0)["logits"]
         metrics.setdefault("member_accuracies", []).append(accuracy(y_eval, alone.argmax(-1)))
-    write_json(os.path.join(args.output_dir, "metrics.json"), metrics)
+    write_json(os.path.join(config.output_dir, "metrics.json"), metrics)
     print({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items()})
 
-    print(files_written(args.output_dir))
+    print(files_written(config.output_dir))
 
 
 if __name__ == "__main__":

@@ -128,15 +128,15 @@ def main():
             **restarts,
         }
     )
-    write_json(os.path.join(args.output_dir, "metrics.json"), metrics)
-    write_json(os.path.join(args.output_dir, "tags.json"), tags)  # what the served `tags` indices mean
+    write_json(os.path.join(config.output_dir, "metrics.json"), metrics)
+    write_json(os.path.join(config.output_dir, "tags.json"), tags)  # what the served `tags` indices mean
     write_conll(
-        os.path.join(args.output_dir, "predictions.conll"),
+        os.path.join(config.output_dir, "predictions.conll"),
         [[(word, tag) for (word, _), tag in zip(sentence, tags_)] for sentence, tags_ in zip(evaluation, predicted)],
     )
     print({k: round(v, 2) for k, v in metrics.items() if isinstance(v, float)})
 
-    print(files_written(args.output_dir))
+    print(files_written(config.output_dir))
 
 
 if __name__ == "__main__":

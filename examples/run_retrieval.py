@@ -147,7 +147,7 @@ def main():
     if dual is None:
         dual = finetune(
             strategy,
-            dataclasses.replace(config, output_dir=os.path.join(args.output_dir, "dual_encoder")),
+            dataclasses.replace(config, output_dir=os.path.join(config.output_dir, "dual_encoder")),
             lambda encoder: DualEncoder(encoder, symmetric=args.symmetric),
             (x, None, None),
         )
@@ -175,7 +175,7 @@ def main():
             strategy,
             dataclasses.replace(
                 config,
-                output_dir=os.path.join(args.output_dir, "reranker"),
+                output_dir=os.path.join(config.output_dir, "reranker"),
                 sequence_length=args.query_length + args.sequence_length,
                 batch_size=args.rerank_batch_size,
             ),
@@ -195,7 +195,7 @@ def main():
             report(name, f"dual_encoder_reranked_top{args.rerank_top_k}", ranking_metrics(scores, collection.relevant))
 
     write_json(
-        os.path.join(args.output_dir, "metrics.json"),
+        os.path.join(config.output_dir, "metrics.json"),
         {
             "results": results,
             "train_pairs": len(pairs),
@@ -206,7 +206,7 @@ def main():
         },
     )
 
-    print(files_written(args.output_dir))
+    print(files_written(config.output_dir))
 
 
 if __name__ == "__main__":

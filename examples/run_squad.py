@@ -140,12 +140,12 @@ def main():
             metrics.setdefault(f"member_{name}", []).append(alone[name])
     metrics["init"] = "random" if args.random_init else encoder_source(config)
     metrics.update(ensemble)
-    write_json(os.path.join(args.output_dir, "predictions.json"), predictions)
-    write_json(os.path.join(args.output_dir, "nbest_predictions.json"), nbest)
-    write_json(os.path.join(args.output_dir, "metrics.json"), metrics)
+    write_json(os.path.join(config.output_dir, "predictions.json"), predictions)
+    write_json(os.path.join(config.output_dir, "nbest_predictions.json"), nbest)
+    write_json(os.path.join(config.output_dir, "metrics.json"), metrics)
     print({k: round(v, 2) if isinstance(v, float) else v for k, v in metrics.items()})
 
-    print(files_written(args.output_dir))
+    print(files_written(config.output_dir))
 
 
 if __name__ == "__main__":

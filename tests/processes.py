@@ -2,6 +2,7 @@
 the environment the suite gives every child (quiet TensorFlow, no GPU, unbuffered output)."""
 
 import os
+import socket
 import subprocess
 import sys
 
@@ -45,3 +46,42 @@ def start(command, env=None, output=False):
 def run_script(name, *args, timeout=300):
     """Run examples/`name` with `args` to a successful end; its standard output."""
     return run(script(name, *args), timeout=timeout).stdout
+
+
+def free_ports(count):
+    """`count` TCP ports free on 127.0.0.1 a moment ago."""
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def run_together(command, environments, timeout=300):
+    """Run `command` once per environment, all at once (the workers of one run), to a successful
+    end; their outputs (stdout and stderr), in order."""
+    workers = [start(command, env=env, output=True) for env in environments]
+    try:
+        outputs = ["".join(w.communicate(timeout=timeout)) for w in workers]
+    finally:
+        for w in workers:
+            w.kill()
+    for worker, output in zip(workers, outputs):
+        assert worker.returncode == 0, output[-3000:]
+    return outputs
+
+
+def jax_processes(count, port):
+    """The environments of `count` JAX processes joined through Keras's KERAS_DISTRIBUTION_*
+    variables, process 0 coordinating on 127.0.0.1:`port`."""
+    return [
+        environment(
+            KERAS_BACKEND="jax",
+            KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
+            KERAS_DISTRIBUTION_NUM_PROCESSES=str(count),
+            KERAS_DISTRIBUTION_PROCESS_ID=str(index),
+        )
+        for index in range(count)
+    ]

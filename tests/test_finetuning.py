@@ -6,7 +6,7 @@ import os
 import keras
 import numpy as np
 import pytest
-from processes import REPO, run, run_script, script
+from processes import REPO, environment, free_ports, jax_processes, run, run_script, run_together, script
 
 from bertlayers.convert import load_encoder
 from bertlayers.models import BertPretrainer, SequenceClassifier, SpanPredictor, TokenClassifier
@@ -361,6 +361,56 @@ def test_run_classifier_end_to_end(tmp_path, tiny_encoder):
         expect=2,
     )
     assert "pooling='mean' pools the sequence" in done.stderr and not (tmp_path / "bad").exists()
+
+
+def snippets(path, count, seed):
+    """A CSV of `count` labelled snippets of 2 to 40 words (batches cut to several lengths)."""
+    rng = np.random.default_rng(seed)
+    words = "good bad fine awful great movie plot actor scene long short dull witty".split()
+    rows = [" ".join(rng.choice(words, rng.integers(2, 41))) + f",{rng.choice(['pos', 'neg'])}" for _ in range(count)]
+    path.write_text("text,label\n" + "\n".join(rows) + "\n")
+    return path
+
+
+@pytest.mark.slow
+def test_two_jax_processes_fine_tune_and_predict_as_one_process(tmp_path, tiny_encoder):
+    """`run_classifier.py --strategy multi_worker` under JAX: two processes of 2 host devices each,
+    each feeding its half of every batch (cut to the batch's longest) and computing its half of
+    every prediction batch, train, validate and predict as one process on one device; only the
+    chief writes the run's files (the other's copies go to a folder removed when it ends)."""
+    train, evaluation = snippets(tmp_path / "train.csv", 48, 0), snippets(tmp_path / "eval.csv", 20, 1)
+    args = ["--train_file", train, "--eval_file", evaluation, "--init", tiny_encoder, "--epochs", "2"]
+    args += ["--batch_size", "8", "--pooling", "mean", "--verbose", "0"]
+    two = tmp_path / "two"
+    outputs = run_together(
+        script("run_classifier.py", *args, "--output_dir", two, "--strategy", "multi_worker", "--num_cpu_devices", 2),
+        jax_processes(2, free_ports(1)[0]),
+    )
+    assert "data parallel over 4 JAX devices in 2 processes (this is process 0)" in outputs[0]
+    assert "Worker 1 done; the chief (worker 0) writes the run's files." in outputs[1]
+    copies = outputs[1].split("this worker's copies go to ")[1].split()[0]
+    assert not os.path.exists(copies)
+    assert sorted(n for n in os.listdir(two) if n[0] != ".") == [
+        "history.json",
+        "logs",
+        "metrics.json",
+        "model.keras",
+        "predictions.jsonl",
+    ]
+    one = tmp_path / "one"
+    run(script("run_classifier.py", *args, "--output_dir", one), env=environment(KERAS_BACKEND="jax"))
+    alone, together = json.loads((one / "history.json").read_text()), json.loads((two / "history.json").read_text())
+    assert len(alone) == len(together) == 2 and alone[1]["loss"] != alone[0]["loss"]
+    for a, b in zip(alone, together):
+        for key in ("loss", "accuracy", "val_loss", "val_accuracy"):
+            assert abs(a[key] - b[key]) <= 1e-5, (key, a[key], b[key])
+    predictions = [[json.loads(line) for line in open(folder / "predictions.jsonl")] for folder in (one, two)]
+    assert len(predictions[0]) == len(predictions[1]) == 20
+    for a, b in zip(*predictions):
+        assert a["label"] == b["label"]
+        for label, p in a["probabilities"].items():
+            assert abs(p - b["probabilities"][label]) <= 1e-5
+    assert json.loads((one / "metrics.json").read_text()) == json.loads((two / "metrics.json").read_text())
 
 
 @pytest.mark.slow

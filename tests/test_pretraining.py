@@ -4,7 +4,6 @@ import glob
 import json
 import os
 import signal
-import socket
 import time
 
 import keras
@@ -20,7 +19,7 @@ from pretraining_fixtures import (
     pretrain_command,
     run_pretrain,
 )
-from processes import environment, run, start
+from processes import environment, free_ports, jax_processes, run, run_together, start
 
 from bertlayers.networks import AlbertEncoder, BertEncoder
 from bertlayers.runs.pretraining import PretrainingConfig, run_pretraining
@@ -126,30 +125,6 @@ def test_mirrored_strategy_on_two_cpus_matches_one_device(corpus, tmp_path):
             assert abs(a[key] - b[key]) <= 1e-4, (key, a[key], b[key])
 
 
-def free_ports(count):
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
-def run_together(command, environments, timeout=300):
-    """Run `command` once per environment, all at once (the workers of one run), to a successful
-    end; their outputs (stdout and stderr), in order."""
-    workers = [start(command, env=env, output=True) for env in environments]
-    try:
-        outputs = ["".join(w.communicate(timeout=timeout)) for w in workers]
-    finally:
-        for w in workers:
-            w.kill()
-    for worker, output in zip(workers, outputs):
-        assert worker.returncode == 0, output[-3000:]
-    return outputs
-
-
 def test_two_process_multi_worker_training_agrees(corpus, tmp_path):
     ports = free_ports(2)
     cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
@@ -178,20 +153,9 @@ def test_two_jax_processes_pretrain_as_one_process_and_resume_after_a_kill(corpu
     without a break; only the chief saves the models."""
     args = common_args(corpus, tmp_path / "two", 24, 4, "--strategy", "multi_worker", "--num_cpu_devices", "2")
 
-    def processes(port):
-        return [
-            environment(
-                KERAS_BACKEND="jax",
-                KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
-                KERAS_DISTRIBUTION_NUM_PROCESSES="2",
-                KERAS_DISTRIBUTION_PROCESS_ID=str(i),
-            )
-            for i in range(2)
-        ]
-
     first_port, second_port = free_ports(2)
-    kill_after_two_epochs(args, tmp_path / "two", environments=processes(first_port))
-    outputs = run_together(pretrain_command(args), processes(second_port))
+    kill_after_two_epochs(args, tmp_path / "two", environments=jax_processes(2, first_port))
+    outputs = run_together(pretrain_command(args), jax_processes(2, second_port))
     assert "data parallel over 4 JAX devices in 2 processes (this is process 0)" in outputs[0]
     assert "Resuming after step 8" in outputs[0] and "Resuming after step 8" in outputs[1]
     assert "Encoder saved to" in outputs[0] and "Worker 1 done" in outputs[1]

@@ -12,7 +12,6 @@ training. It works on any Keras model, ours or not.
 from collections.abc import Callable
 
 import keras
-import numpy as np
 
 from bertlayers import backend as keras_backend
 from bertlayers.layers.input_checks import values_within
@@ -59,7 +58,8 @@ def compiled_predictor(model: keras.Model) -> Callable:
                 partition.update(flags=flags, trainable=model.trainable_variables, rest=model.non_trainable_variables)
             trainable = keras_backend.variable_values(partition["trainable"])
             non_trainable = keras_backend.variable_values(partition["rest"])
-            return forward(trainable, non_trainable, inputs)
+            # Across processes, `inputs` are this process's rows of the batch.
+            return forward(trainable, non_trainable, keras_backend.global_batch(inputs))
 
     elif backend == "tensorflow":
         import tensorflow as tf
@@ -95,12 +95,12 @@ def compiled_predictor(model: keras.Model) -> Callable:
         elif guarded and not limits:
             model.check_known_values(inputs)
         outputs, within = run(inputs)
-        if seen and within is not None and not np.asarray(within):
+        if seen and within is not None and not keras_backend.host_array(within):
             model.check_known_values(inputs)  # raises, naming the input and the value
             raise ValueError("The inputs hold values outside the model's limits (its compiled check says so).")
         if isinstance(outputs, dict):
-            return {name: np.asarray(value) for name, value in outputs.items()}
-        return keras.tree.map_structure(np.asarray, outputs)
+            return {name: keras_backend.host_array(value) for name, value in outputs.items()}
+        return keras.tree.map_structure(keras_backend.host_array, outputs)
 
     return predict
 

@@ -1,15 +1,19 @@
 """Fine-tuning a pretrained encoder with a task head: what the task scripts share."""
 
 import argparse
+import atexit
 import dataclasses
 import logging
 import math
 import os
+import shutil
+import tempfile
 from collections.abc import Callable
 from typing import Optional
 
 import keras
 
+from bertlayers import backend
 from bertlayers.convert.loading import load_encoder, trained_pooling
 from bertlayers.convert.model_files import record_vocabulary, recorded_vocabulary, save_model, vocabulary_of
 from bertlayers.models.logits_model import LogitsModel
@@ -20,9 +24,10 @@ from bertlayers.startup import require_tensorflow
 from bertlayers.tokenizers.checkpoint_tokenizer import TokenizerFiles, text_packer
 from bertlayers.tokenizers.tokenizer import ModelVocabulary, check_vocabulary_fits
 from bertlayers.training.callbacks import JsonHistory
-from bertlayers.training.distribute import STRATEGIES, build_strategy, compile_options
+from bertlayers.training.distribute import STRATEGIES, build_strategy, compile_options, worker_info
 from bertlayers.training.length_batching import length_batches, per_token_outputs
 from bertlayers.training.optimization import create_optimizer
+from bertlayers.training.sharding import devices_per_batch, process_share
 from bertlayers.utils import atomic_files
 from bertlayers.utils.options import add_flags, check_options, option
 from bertlayers.utils.validation import (
@@ -258,13 +263,32 @@ def feature_based_options(config: object) -> dict:
 def start(config: object) -> object:
     """Build the strategy (before TensorFlow runs any op), seed everything, and take the output
     folder (a second live run into it is refused, `FolderBusyError`; one holding an earlier run's
-    files too, `FileExistsError`, unless `config.overwrite`)."""
+    files too, `FileExistsError`, unless `config.overwrite`).
+
+    In a run of several workers (`--strategy multi_worker`) the chief (worker 0) writes the run's
+    files; every other worker computes the same and writes its copies to a temporary folder,
+    removed when it ends: `config.output_dir` is changed to that folder there, so a runner writes
+    everything to `config.output_dir`."""
     _check_config(config)
-    strategy = build_strategy(config.strategy, tpu=config.tpu, num_cpu_devices=config.num_cpu_devices)
+    # Each JAX process feeds its share of every batch (`_fit`, `predict_by_length`).
+    strategy = build_strategy(
+        config.strategy, tpu=config.tpu, num_cpu_devices=config.num_cpu_devices, shares_batches=True
+    )
     keras.utils.set_random_seed(config.seed)
+    _, worker, is_chief = worker_info()
+    if not is_chief:
+        config.output_dir = _worker_folder(worker)
     # One run at a time in a folder, and one run's files in it (see `take_output_folder`).
     take_output_folder(config.output_dir, "fine-tuning run in", overwrite=config.overwrite)
     return strategy
+
+
+def _worker_folder(worker):
+    """A folder of its own for a worker that is not the chief, removed when the process ends."""
+    folder = tempfile.mkdtemp(prefix=f"bertlayers-worker{worker}-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    logger.info(f"Worker {worker}: the chief writes the run's files; this worker's copies go to {folder}")
+    return folder
 
 
 def _check_config(config):
@@ -337,10 +361,12 @@ def finetune(
     """
     _check_config(config)
     num_examples = num_examples or len(next(iter(train[0].values())))
-    steps = config.epochs * math.ceil(num_examples / config.batch_size)
+    # Across processes a pass takes a multiple of the devices' count of examples (`_fit`).
+    batches = math.ceil((num_examples - num_examples % devices_per_batch()) / config.batch_size)
+    steps = config.epochs * batches
     if steps < FEW_STEPS:
         logger.warning(
-            f"Only {steps} optimizer steps ({config.epochs} epochs of {math.ceil(num_examples / config.batch_size)} "
+            f"Only {steps} optimizer steps ({config.epochs} epochs of {batches} "
             f"batches of {config.batch_size}): fine-tuning usually takes a few hundred; raise --epochs or lower "
             "--batch_size."
         )
@@ -389,6 +415,11 @@ def _fit(model, strategy, config, train, validation):
         callbacks.insert(0, BestEpoch(config.keep_best, config.early_stopping or config.epochs))
     by_length = not isinstance(strategy, tf.distribute.TPUStrategy)
     token_outputs = per_token_outputs(model)
+    if backend.process_index_and_count()[1] > 1:
+        # Across JAX processes every input goes through `length_batches`, each process keeping
+        # its share of every batch (`sharding.process_share`).
+        _fit_across_processes(model, config, train, validation, token_outputs, callbacks)
+        return
     if validation is not None and by_length:
         validation = length_batches(*validation, batch_size=config.batch_size, token_outputs=token_outputs)
     if by_length and not config.pad_to_sequence_length:
@@ -421,6 +452,49 @@ def _fit(model, strategy, config, train, validation):
         callbacks=callbacks,
         verbose=config.verbose,
         shuffle=True,
+    )
+
+
+def _fit_across_processes(model, config, train, validation, token_outputs, callbacks):
+    """`_fit` in one of several JAX processes: the same batches as one process (cut to their
+    longest unless `config.pad_to_sequence_length`), each process feeding its contiguous share of
+    each; every pass takes a multiple of all the devices' count of examples (the rest, fewer
+    than the devices, left out: random ones in training, the longest in validation)."""
+    devices = devices_per_batch()
+    if config.batch_size % devices:
+        raise ValueError(
+            f"--batch_size {config.batch_size} is not a multiple of the {devices} devices of the processes: "
+            "every device takes an equal share of every batch."
+        )
+
+    def batches(data, what, **options):
+        count = len(data[0]["padding_mask"])
+        if count % devices:
+            logger.warning(
+                f"Every {what} pass leaves out {count % devices} of {count} examples: {devices} devices share them."
+            )
+        dataset = length_batches(
+            *data, batch_size=config.batch_size, token_outputs=token_outputs, examples_multiple=devices, **options
+        )
+        return process_share(dataset, config.batch_size)
+
+    if validation is not None:
+        validation = batches(validation, "validation")
+    data = batches(
+        train,
+        "training",
+        shuffle=True,
+        group_by_length=config.group_by_length,
+        seed=config.seed,
+        cut=not config.pad_to_sequence_length,
+    )
+    model.fit(
+        data,
+        epochs=config.epochs,
+        validation_data=validation,
+        callbacks=callbacks,
+        verbose=config.verbose,
+        shuffle=False,
     )
 
 
@@ -539,7 +613,11 @@ def _finetune_ensemble(strategy, config, build_model, train, validation, size):
 
 def files_written(output_dir: str) -> str:
     """A line naming what a run left in `output_dir` (its files and folders, TensorBoard's logs
-    named as such): what a runner prints last."""
+    named as such): what a runner prints last. A worker other than the chief says the chief
+    writes them."""
+    _, worker, is_chief = worker_info()
+    if not is_chief:
+        return f"Worker {worker} done; the chief (worker 0) writes the run's files."
     names = sorted(os.listdir(output_dir)) if os.path.isdir(output_dir) else []
     shown = [
         f"{name}/ (TensorBoard: tensorboard --logdir {os.path.join(output_dir, name)})"

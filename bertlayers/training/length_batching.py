@@ -23,8 +23,10 @@ import keras
 import numpy as np
 
 from bertlayers import backend
+from bertlayers.models.predictor import compiled_predictor
 from bertlayers.startup import require_tensorflow
 from bertlayers.tokenizers.padding import padded_length
+from bertlayers.training.sharding import devices_per_batch
 from bertlayers.utils.cli import plain_progress
 
 tf = require_tensorflow(__name__)
@@ -83,6 +85,8 @@ def length_batches(
     group_by_length: bool = False,
     seed: int | None = None,
     group_size: int = GROUP_SIZE,
+    examples_multiple: int = 1,
+    cut: bool = True,
 ) -> tf.data.Dataset:
     """A `tf.data.Dataset` of `(x, y, sample_weight)` batches, each cut to its longest example.
 
@@ -98,6 +102,10 @@ def length_batches(
       group_by_length: with `shuffle`, batches of similar lengths (sorted within groups of
         `group_size` batches): less padding, but which examples meet depends on their lengths.
       seed: shuffle seed.
+      examples_multiple: each pass takes the largest multiple of this many examples (after the
+        shuffle; without it, all but the longest): across processes every device takes an
+        equal share of every batch, the last one included (`sharding.devices_per_batch`).
+      cut: False keeps the arrays' full length `S` (fixed-length batches, in the same order).
 
     The dataset knows its length (`ceil(N / batch_size)` batches), so `fit` shows a progress
     bar and the learning-rate schedule's step count matches.
@@ -105,19 +113,24 @@ def length_batches(
     y, sample_weight = dict(y or {}), dict(sample_weight or {})
     token_outputs = frozenset(token_outputs)
     count = len(x["padding_mask"])
-    num_batches = math.ceil(count / batch_size)
-    if not shuffle:
+    used = count - count % examples_multiple
+    if not used:
+        raise ValueError(f"{count} examples cannot be shared equally by {examples_multiple} devices.")
+    num_batches = math.ceil(used / batch_size)
+    if not shuffle and cut:
         order = np.argsort(sequence_lengths(x), kind="stable")
         x, y, sample_weight = tf.nest.map_structure(lambda a: np.asarray(a)[order], (x, y, sample_weight))
     dataset = tf.data.Dataset.from_tensor_slices((x, y, sample_weight))
     grouped = shuffle and group_by_length
     if shuffle:
         dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True)
+    if used < count:
+        dataset = dataset.take(used)
     if grouped:
         dataset = dataset.batch(batch_size * group_size).map(_sort_group).unbatch()
-    dataset = dataset.batch(batch_size).map(
-        lambda *batch: _trim_batch(*batch, token_outputs), num_parallel_calls=tf.data.AUTOTUNE
-    )
+    dataset = dataset.batch(batch_size)
+    if cut:
+        dataset = dataset.map(lambda *batch: _trim_batch(*batch, token_outputs), num_parallel_calls=tf.data.AUTOTUNE)
     if grouped:
         # A whole group's batches in the buffer: their order within the group stops tracking length.
         dataset = dataset.shuffle(group_size, seed=None if seed is None else seed + 1, reshuffle_each_iteration=True)
@@ -132,27 +145,33 @@ def predict_by_length(model: keras.Model, x: object, batch_size: int = 32, verbo
     """`model.predict(x)` with the examples sorted by length and each batch cut to its longest.
 
     Returns the same dict of numpy arrays, in the original order, with per-token outputs
-    padded back to the inputs' full length `S` (zeros past each batch's cut).
+    padded back to the inputs' full length `S` (zeros past each batch's cut). Inputs with more
+    axes (`[N, choices, S]`) are sorted by their real tokens but not cut. Across JAX processes
+    every process passes the same `x` and gets every row's outputs; each computes its share of
+    every batch.
     """
-    lengths = sequence_lengths(x)
-    order = np.argsort(lengths, kind="stable")
-    full = np.asarray(x["padding_mask"]).shape[1]
-    token_outputs = per_token_outputs(model)
+    mask = np.asarray(x["padding_mask"])
+    order = np.argsort(mask.reshape(len(mask), -1).sum(axis=1), kind="stable")
+    cuts, full = mask.ndim == 2, mask.shape[1]
+    token_outputs = per_token_outputs(model) if cuts else ()
+    predict = _shared_predictor(model) if backend.process_index_and_count()[1] > 1 else model.predict_on_batch
     progress = keras.utils.Progbar(len(order), verbose=plain_progress(verbose)) if verbose else None
     results = {}
     for start in range(0, len(order), batch_size):
         rows = order[start : start + batch_size]
         batch = {name: np.asarray(value)[rows] for name, value in x.items()}
-        # The columns holding any real token (right or left padding).
-        columns = np.flatnonzero(batch["padding_mask"].any(axis=0))
-        first, end = (int(columns[0]), int(columns[-1]) + 1) if len(columns) else (0, 1)
-        length = int(padded_length(end - first, full, backend.length_multiple()))
-        first = min(first, full - length)
-        batch = {
-            name: value[:, first : first + length] if value.ndim >= 2 and value.shape[1] == full else value
-            for name, value in batch.items()
-        }
-        outputs = model.predict_on_batch(batch)
+        first = 0
+        if cuts:
+            # The columns holding any real token (right or left padding).
+            columns = np.flatnonzero(batch["padding_mask"].any(axis=0))
+            first, end = (int(columns[0]), int(columns[-1]) + 1) if len(columns) else (0, 1)
+            length = int(padded_length(end - first, full, backend.length_multiple()))
+            first = min(first, full - length)
+            batch = {
+                name: value[:, first : first + length] if value.ndim >= 2 and value.shape[1] == full else value
+                for name, value in batch.items()
+            }
+        outputs = predict(batch)
         outputs = outputs if isinstance(outputs, dict) else {model.output_names[0]: outputs}
         for name, value in outputs.items():
             value = np.asarray(value)
@@ -165,3 +184,22 @@ def predict_by_length(model: keras.Model, x: object, batch_size: int = 32, verbo
         if progress:
             progress.add(len(rows))
     return results
+
+
+def _shared_predictor(model):
+    """`predict(batch)` for a batch every JAX process holds whole: the batch padded to a multiple
+    of all the devices (copies of its last row), this process's contiguous share of it computed
+    by the compiled forward pass over every process's devices, and every row's outputs gathered
+    back, in every process."""
+    predict = compiled_predictor(model)
+    index, count = backend.process_index_and_count()
+    devices = devices_per_batch()
+
+    def shared(batch):
+        rows = len(next(iter(batch.values())))
+        share = -(-rows // devices) * devices // count
+        mine = np.minimum(np.arange(index * share, (index + 1) * share), rows - 1)
+        outputs = predict({name: value[mine] for name, value in batch.items()})
+        return keras.tree.map_structure(lambda value: value[:rows], outputs)
+
+    return shared

@@ -161,12 +161,13 @@ def multi_process_data_parallel(num_cpu_devices: int | None = None) -> "keras.di
 
 
 def process_share(dataset: object, global_batch_size: int) -> object:
-    """This process's rows of every batch of the `tf.data.Dataset` `dataset` (of `global_batch_size` rows):
-    with P processes, process p's `global_batch_size / P` contiguous rows of each, so that the
-    processes together train on the batches one process would. `dataset` itself in a single
-    process. Every process runs the whole input pipeline and keeps its share (deterministic,
-    and resumable as the single process's is). A ValueError where the processes, or all their
-    devices, do not divide the batch."""
+    """This process's rows of every batch of the `tf.data.Dataset` `dataset` (batches of up to
+    `global_batch_size` rows): with P processes, process p's p-th contiguous `1/P` of each, so that
+    the processes together train on the batches one process would. `dataset` itself in a single
+    process. Every process runs the whole input pipeline and keeps its share (deterministic, and
+    resumable as the single process's is). A batch smaller than `global_batch_size` (a pass's last)
+    is shared the same way, so it must hold a multiple of all the devices too (`length_batches`'
+    `examples_multiple`). A ValueError where all the devices do not divide the batch."""
     index, count = backend.process_index_and_count()
     if count == 1:
         return dataset
@@ -176,7 +177,21 @@ def process_share(dataset: object, global_batch_size: int) -> object:
             f"The batch size {global_batch_size} is not a multiple of the {devices} devices of the {count} "
             "processes: every device takes an equal share of every batch."
         )
-    return dataset.rebatch(global_batch_size // count, drop_remainder=True).shard(count, index)
+    import tensorflow as tf
+
+    def share(*batch):
+        # [n, ...] -> [n / P, ...]: the rows of this process (n a multiple of the devices).
+        rows = tf.shape(tf.nest.flatten(batch)[0])[0] // count
+        shared = tf.nest.map_structure(lambda t: t[index * rows : (index + 1) * rows], batch)
+        return shared if len(batch) > 1 else shared[0]
+
+    return dataset.map(share, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+
+def devices_per_batch() -> int:
+    """What every batch's rows must be a multiple of: all the devices of a multi-process JAX run
+    (each takes an equal share of each batch, the last one included); 1 otherwise."""
+    return len(keras.distribution.list_devices()) if backend.process_index_and_count()[1] > 1 else 1
 
 
 def initialize_processes(coordinator_address: str, num_processes: int, process_id: int) -> None:
