@@ -266,6 +266,9 @@ for row, real in enumerate((5, 20, 3, 33)):
     mask[row, :real] = 1
 x = {"token_ids": mask * 7, "segment_ids": 0 * mask, "padding_mask": mask}
 print("lengths", [int(b["padding_mask"].shape[1]) for b in length_batches(x, batch_size=2)])
+shared = length_batches(x, batch_size=2, examples_multiple=3)  # the longest left out: 3 examples for 3 devices
+print("shared", [tuple(b["padding_mask"].shape) for b in shared], shared.cardinality().numpy())
+print("uncut", [tuple(b["padding_mask"].shape) for b in length_batches(x, batch_size=3, cut=False)])
 from bertlayers.training import build_strategy
 for shares_batches in (False, True):  # a fine-tuning runner; pretraining without KERAS_DISTRIBUTION_*
     try:
@@ -281,11 +284,13 @@ def test_under_jax_the_runners_split_batches_compile_steps_round_lengths_and_ref
     `multi_worker` is refused where the caller does not share out the batches, and where Keras's
     variables naming the processes are not set, naming what to use."""
     shown = run(python(_LOCAL_DATA_PARALLEL), env=environment(KERAS_BACKEND="jax")).stdout.splitlines()
-    assert shown[-6:-4] == ["4 [2, 2]", "3 [3, 3]"]  # two rows a device; three rows on each
-    assert shown[-4] == "compiled True"  # a runner's step runs under jax.jit, not op by op
-    assert shown[-3] == "lengths [16, 40]"  # sorted: (3, 5) to 16; (20, 33) to 48, capped at the arrays' 40
+    assert shown[-8:-6] == ["4 [2, 2]", "3 [3, 3]"]  # two rows a device; three rows on each
+    assert shown[-6] == "compiled True"  # a runner's step runs under jax.jit, not op by op
+    assert shown[-5] == "lengths [16, 40]"  # sorted: (3, 5) to 16; (20, 33) to 48, capped at the arrays' 40
+    assert shown[-4] == "shared [(2, 16), (1, 32)] 2"  # (3, 5) to 16; 20 to 32; 33 left out
+    assert shown[-3] == "uncut [(3, 40), (1, 40)]"
     assert shown[-2].startswith(
-        "--strategy multi_worker under KERAS_BACKEND=jax trains across processes in pretrain.py"
+        "--strategy multi_worker under KERAS_BACKEND=jax trains across processes in the runners"
     )
     assert "--strategy mirrored" in shown[-2]
     assert shown[-1].startswith(

@@ -182,7 +182,8 @@ class FinetuningConfig:
     precision: str = option("float32", "compute dtype policy (variables stay float32)", choices=PRECISIONS)
     strategy: str = option(
         "default",
-        "tf.distribute strategy (under KERAS_BACKEND=jax: mirrored is Keras's data parallelism)",
+        "tf.distribute strategy (under KERAS_BACKEND=jax: mirrored is Keras's data parallelism over this "
+        "process's devices, multi_worker over those of the processes Keras's KERAS_DISTRIBUTION_* variables name)",
         choices=STRATEGIES,
     )
     tpu: Optional[str] = option(None, "TPU name or address, for --strategy tpu")

@@ -90,9 +90,10 @@ def _jax_strategy(name, num_cpu_devices, shares_batches):
         )
     if name == "multi_worker" and not shares_batches:
         raise ValueError(
-            "--strategy multi_worker under KERAS_BACKEND=jax trains across processes in pretrain.py (whose "
-            "processes each feed their share of every batch); this run trains on the devices of one process: "
-            "--strategy mirrored (its GPUs, its TPU cores, or --num_cpu_devices host devices)."
+            "--strategy multi_worker under KERAS_BACKEND=jax trains across processes in the runners whose "
+            "processes each feed their share of every batch (pretrain.py and the fine-tuning runners); this one "
+            "trains on the devices of one process: --strategy mirrored (its GPUs, its TPU cores, or "
+            "--num_cpu_devices host devices)."
         )
     if name == "mirrored":
         distribution = local_data_parallel(num_cpu_devices)
