@@ -469,7 +469,7 @@ def _fit_across_processes(model, config, train, validation, token_outputs, callb
         )
 
     def batches(data, what, **options):
-        count = len(data[0]["padding_mask"])
+        count = len(tf.nest.flatten(data[0])[0])
         if count % devices:
             logger.warning(
                 f"Every {what} pass leaves out {count % devices} of {count} examples: {devices} devices share them."

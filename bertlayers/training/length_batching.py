@@ -91,7 +91,8 @@ def length_batches(
     """A `tf.data.Dataset` of `(x, y, sample_weight)` batches, each cut to its longest example.
 
     Args:
-      x: dict of `[N, S]` arrays with a `padding_mask` (what `BertInputPacker` gives).
+      x: dict of `[N, S]` arrays with a `padding_mask` (what `BertInputPacker` gives); any arrays
+        with `cut=False`.
       y, sample_weight: optional dicts keyed by output name, `[N, ...]` arrays.
       batch_size: examples per batch (global, as for `fit`).
       token_outputs: output names whose labels and weights have the sequence axis
@@ -112,7 +113,7 @@ def length_batches(
     """
     y, sample_weight = dict(y or {}), dict(sample_weight or {})
     token_outputs = frozenset(token_outputs)
-    count = len(x["padding_mask"])
+    count = len(tf.nest.flatten(x)[0])
     used = count - count % examples_multiple
     if not used:
         raise ValueError(f"{count} examples cannot be shared equally by {examples_multiple} devices.")
