@@ -12,6 +12,7 @@ training. It works on any Keras model, ours or not.
 from collections.abc import Callable
 
 import keras
+import numpy as np
 
 from bertlayers import backend as keras_backend
 from bertlayers.layers.input_checks import values_within
@@ -32,6 +33,7 @@ def compiled_predictor(model: keras.Model) -> Callable:
         raise TypeError(f"compiled_predictor needs a keras.Model, got {type(model).__name__}")
     guarded = isinstance(model, GuardedModel)
     backend = backend_name()
+    to_host = np.asarray
     if backend == "jax":
         import jax
 
@@ -44,6 +46,13 @@ def compiled_predictor(model: keras.Model) -> Callable:
         def forward(trainable, non_trainable, inputs):
             outputs, _ = model.stateless_call(trainable, non_trainable, inputs, training=False)
             return outputs, (values_within(inputs, limits) if limits and isinstance(inputs, dict) else None)
+
+        # Across JAX processes (fixed once JAX has started, as it has for a built model), `inputs`
+        # are this process's rows of each batch, and every process gets every row's outputs.
+        if keras_backend.process_index_and_count()[1] > 1:
+            place, to_host = keras_backend.global_batch, keras_backend.host_array
+        else:
+            place = lambda inputs: inputs  # noqa: E731
 
         # The trainable / non-trainable partition once, and again only when a variable's trainable
         # flag changed (a layer frozen since): Keras walks every layer for each property read (~30 µs
@@ -58,8 +67,7 @@ def compiled_predictor(model: keras.Model) -> Callable:
                 partition.update(flags=flags, trainable=model.trainable_variables, rest=model.non_trainable_variables)
             trainable = keras_backend.variable_values(partition["trainable"])
             non_trainable = keras_backend.variable_values(partition["rest"])
-            # Across processes, `inputs` are this process's rows of the batch.
-            return forward(trainable, non_trainable, keras_backend.global_batch(inputs))
+            return forward(trainable, non_trainable, place(inputs))
 
     elif backend == "tensorflow":
         import tensorflow as tf
@@ -95,12 +103,12 @@ def compiled_predictor(model: keras.Model) -> Callable:
         elif guarded and not limits:
             model.check_known_values(inputs)
         outputs, within = run(inputs)
-        if seen and within is not None and not keras_backend.host_array(within):
+        if seen and within is not None and not to_host(within):
             model.check_known_values(inputs)  # raises, naming the input and the value
             raise ValueError("The inputs hold values outside the model's limits (its compiled check says so).")
         if isinstance(outputs, dict):
-            return {name: keras_backend.host_array(value) for name, value in outputs.items()}
-        return keras.tree.map_structure(keras_backend.host_array, outputs)
+            return {name: to_host(value) for name, value in outputs.items()}
+        return keras.tree.map_structure(to_host, outputs)
 
     return predict
 
