@@ -414,6 +414,35 @@ def test_two_jax_processes_fine_tune_and_predict_as_one_process(tmp_path, tiny_e
 
 
 @pytest.mark.slow
+def test_two_tensorflow_workers_fine_tune_and_predict_once_each(tmp_path, tiny_encoder):
+    """`run_classifier.py --strategy multi_worker` under TensorFlow: each worker predicts every
+    evaluation row once (`predict_on_batch` there returns the batch once per worker), both score
+    the same, and only the chief writes the run's files."""
+    train, evaluation = snippets(tmp_path / "train.csv", 24, 0), snippets(tmp_path / "eval.csv", 10, 1)
+    ports = free_ports(2)
+    cluster = {"worker": [f"127.0.0.1:{port}" for port in ports]}
+    outputs = run_together(
+        script(
+            "run_classifier.py",
+            *("--train_file", train, "--eval_file", evaluation, "--init", tiny_encoder, "--epochs", 1),
+            *("--batch_size", 8, "--pooling", "mean", "--verbose", 0, "--ensemble", 2),
+            *("--output_dir", tmp_path / "out", "--strategy", "multi_worker"),
+        ),
+        [
+            environment(TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}}))
+            for i in range(2)
+        ],
+    )
+    assert "Worker 1 done; the chief (worker 0) writes the run's files." in outputs[1]
+    assert sorted(os.listdir(tmp_path)) == ["eval.csv", "out", "train.csv"]
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert metrics["eval_examples"] == 10 and len(metrics["member_accuracies"]) == 2
+    scores = [line for output in outputs for line in output.splitlines() if line.startswith("{'accuracy'")]
+    assert len(scores) == 2 and scores[0] == scores[1]
+    assert len((tmp_path / "out" / "predictions.jsonl").read_text().splitlines()) == 10
+
+
+@pytest.mark.slow
 def test_run_classifier_freezes_the_layers_asked_for(tmp_path, tiny_encoder):
     data = tmp_path / "texts.csv"
     data.write_text("text,label\n" + "".join(f"sentence {i},{'yes' if i % 2 else 'no'}\n" for i in range(16)))

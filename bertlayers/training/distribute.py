@@ -115,6 +115,14 @@ def is_distributed(strategy):
     )
 
 
+def gathers_across_workers(model: keras.Model) -> bool:
+    """Whether `model` runs under TensorFlow's multi-worker strategy, whose `predict_on_batch`
+    returns every worker's outputs for the batch (each worker passing the same batch gets its rows
+    once per worker): such a model predicts by calling it (`compiled_predictor`), each worker
+    computing every row itself."""
+    return isinstance(getattr(model, "distribute_strategy", None), tf.distribute.MultiWorkerMirroredStrategy)
+
+
 def compile_options(strategy: object, jit_compile: bool = False, steps_per_execution: int = 1) -> dict:
     """`jit_compile` / `steps_per_execution` for `model.compile`, refusing what breaks under `strategy`.
 

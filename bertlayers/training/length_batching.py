@@ -26,6 +26,7 @@ from bertlayers import backend
 from bertlayers.models.predictor import compiled_predictor
 from bertlayers.startup import require_tensorflow
 from bertlayers.tokenizers.padding import padded_length
+from bertlayers.training.distribute import gathers_across_workers
 from bertlayers.training.sharding import devices_per_batch
 from bertlayers.utils.cli import plain_progress
 
@@ -149,13 +150,17 @@ def predict_by_length(model: keras.Model, x: object, batch_size: int = 32, verbo
     padded back to the inputs' full length `S` (zeros past each batch's cut). Inputs with more
     axes (`[N, choices, S]`) are sorted by their real tokens but not cut. Across JAX processes
     every process passes the same `x` and gets every row's outputs; each computes its share of
-    every batch.
+    every batch. Under TensorFlow's multi-worker strategy each worker computes every row.
     """
     mask = np.asarray(x["padding_mask"])
     order = np.argsort(mask.reshape(len(mask), -1).sum(axis=1), kind="stable")
     cuts, full = mask.ndim == 2, mask.shape[1]
     token_outputs = per_token_outputs(model) if cuts else ()
-    predict = _shared_predictor(model) if backend.process_index_and_count()[1] > 1 else model.predict_on_batch
+    predict = model.predict_on_batch
+    if backend.process_index_and_count()[1] > 1:
+        predict = _shared_predictor(model)
+    elif gathers_across_workers(model):
+        predict = compiled_predictor(model)
     progress = keras.utils.Progbar(len(order), verbose=plain_progress(verbose)) if verbose else None
     results = {}
     for start in range(0, len(order), batch_size):
