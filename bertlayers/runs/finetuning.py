@@ -416,51 +416,42 @@ def _fit(model, strategy, config, train, validation):
         callbacks.insert(0, BestEpoch(config.keep_best, config.early_stopping or config.epochs))
     by_length = not isinstance(strategy, tf.distribute.TPUStrategy)
     token_outputs = per_token_outputs(model)
-    if backend.process_index_and_count()[1] > 1:
-        # Across JAX processes every input goes through `length_batches`, each process keeping
-        # its share of every batch (`sharding.process_share`).
-        _fit_across_processes(model, config, train, validation, token_outputs, callbacks)
-        return
-    if validation is not None and by_length:
-        validation = length_batches(*validation, batch_size=config.batch_size, token_outputs=token_outputs)
-    if by_length and not config.pad_to_sequence_length:
-        data = length_batches(
-            *train,
-            batch_size=config.batch_size,
-            token_outputs=token_outputs,
-            shuffle=True,
-            group_by_length=config.group_by_length,
-            seed=config.seed,
-        )
-        # The dataset reshuffles itself every epoch.
+    # Across JAX processes every input goes through `length_batches`, each process feeding its
+    # share of every batch.
+    if (not by_length or config.pad_to_sequence_length) and backend.process_index_and_count()[1] == 1:
+        if validation is not None and by_length:
+            validation = length_batches(*validation, batch_size=config.batch_size, token_outputs=token_outputs)
+        x, y, sample_weight = train
         model.fit(
-            data,
+            x,
+            y,
+            sample_weight=sample_weight,
+            batch_size=config.batch_size,
             epochs=config.epochs,
             validation_data=validation,
             callbacks=callbacks,
             verbose=config.verbose,
-            shuffle=False,
+            shuffle=True,
         )
         return
-    x, y, sample_weight = train
+    data, validation = _batches(config, train, validation, token_outputs)
+    # The dataset reshuffles itself every epoch.
     model.fit(
-        x,
-        y,
-        sample_weight=sample_weight,
-        batch_size=config.batch_size,
+        data,
         epochs=config.epochs,
         validation_data=validation,
         callbacks=callbacks,
         verbose=config.verbose,
-        shuffle=True,
+        shuffle=False,
     )
 
 
-def _fit_across_processes(model, config, train, validation, token_outputs, callbacks):
-    """`_fit` in one of several JAX processes: the same batches as one process (cut to their
-    longest unless `config.pad_to_sequence_length`), each process feeding its contiguous share of
-    each; every pass takes a multiple of all the devices' count of examples (the rest, fewer
-    than the devices, left out: random ones in training, the longest in validation)."""
+def _batches(config, train, validation, token_outputs):
+    """The training and validation `length_batches` of `_fit`, this process's share of each batch
+    (`sharding.process_share`). Across JAX processes every pass takes a multiple of all the
+    devices' count of examples (each device takes an equal share of every batch, the last one
+    included): the rest, fewer than the devices, is left out, random examples in training and
+    the longest in validation."""
     devices = devices_per_batch()
     if config.batch_size % devices:
         raise ValueError(
@@ -479,24 +470,9 @@ def _fit_across_processes(model, config, train, validation, token_outputs, callb
         )
         return process_share(dataset, config.batch_size)
 
-    if validation is not None:
-        validation = batches(validation, "validation")
-    data = batches(
-        train,
-        "training",
-        shuffle=True,
-        group_by_length=config.group_by_length,
-        seed=config.seed,
-        cut=not config.pad_to_sequence_length,
-    )
-    model.fit(
-        data,
-        epochs=config.epochs,
-        validation_data=validation,
-        callbacks=callbacks,
-        verbose=config.verbose,
-        shuffle=False,
-    )
+    options = dict(shuffle=True, group_by_length=config.group_by_length, seed=config.seed)
+    data = batches(train, "training", cut=not config.pad_to_sequence_length, **options)
+    return data, None if validation is None else batches(validation, "validation")
 
 
 class BestEpoch(keras.callbacks.EarlyStopping):

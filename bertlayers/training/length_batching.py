@@ -104,13 +104,14 @@ def length_batches(
       group_by_length: with `shuffle`, batches of similar lengths (sorted within groups of
         `group_size` batches): less padding, but which examples meet depends on their lengths.
       seed: shuffle seed.
-      examples_multiple: each pass takes the largest multiple of this many examples (after the
-        shuffle; without it, all but the longest): across processes every device takes an
-        equal share of every batch, the last one included (`sharding.devices_per_batch`).
+      examples_multiple: each pass takes the largest multiple of this many of the N examples,
+        leaving out the rest (random ones with `shuffle`, else the longest): across processes
+        every device takes an equal share of every batch, the last one included
+        (`sharding.devices_per_batch`).
       cut: False keeps the arrays' full length `S` (fixed-length batches, in the same order).
 
-    The dataset knows its length (`ceil(N / batch_size)` batches), so `fit` shows a progress
-    bar and the learning-rate schedule's step count matches.
+    The dataset knows its length (`ceil(N / batch_size)` batches, of the examples taken), so
+    `fit` shows a progress bar and the learning-rate schedule's step count matches.
     """
     y, sample_weight = dict(y or {}), dict(sample_weight or {})
     token_outputs = frozenset(token_outputs)
