@@ -334,19 +334,10 @@ def known_values(tensor):
 
 
 def global_batch(data):
-    """Under a Keras distribution over several JAX processes' devices, this process's rows of a
-    batch (a structure of NumPy arrays) placed, as Keras's trainer places them, in the global
-    arrays that every process's rows make (split over the batch axis); `data` itself otherwise."""
-    distribution = keras.distribution.distribution() if name() == "jax" else None
-    if distribution is None or process_index_and_count()[1] == 1:
-        return data
-    module = jax_distribution_module()
-    return keras.tree.map_structure(
-        lambda value: module.distribute_data_input(
-            value, distribution.get_data_layout(value.shape), distribution.batch_dim_name
-        ),
-        data,
-    )
+    """This process's rows of a batch (a structure of NumPy arrays) placed as Keras's JAX trainer
+    places a batch (its `_distribute_data`): under a distribution over several processes' devices,
+    in the global arrays that every process's rows make, split over the batch axis."""
+    return _resolve("keras.src.backend.jax.trainer")._distribute_data(data)
 
 
 def host_array(value):

@@ -434,7 +434,7 @@ def _fit(model, strategy, config, train, validation):
             shuffle=True,
         )
         return
-    data, validation = _batches(config, train, validation, token_outputs)
+    data, validation = _process_datasets(config, train, validation, token_outputs)
     # The dataset reshuffles itself every epoch.
     model.fit(
         data,
@@ -446,18 +446,13 @@ def _fit(model, strategy, config, train, validation):
     )
 
 
-def _batches(config, train, validation, token_outputs):
+def _process_datasets(config, train, validation, token_outputs):
     """The training and validation `length_batches` of `_fit`, this process's share of each batch
-    (`sharding.process_share`). Across JAX processes every pass takes a multiple of all the
+    (`sharding.process_share`, which refuses a batch size the devices do not divide). Across JAX processes every pass takes a multiple of all the
     devices' count of examples (each device takes an equal share of every batch, the last one
     included): the rest, fewer than the devices, is left out, random examples in training and
     the longest in validation."""
     devices = devices_per_batch()
-    if config.batch_size % devices:
-        raise ValueError(
-            f"--batch_size {config.batch_size} is not a multiple of the {devices} devices of the processes: "
-            "every device takes an equal share of every batch."
-        )
 
     def batches(data, what, **options):
         count = len(tf.nest.flatten(data[0])[0])

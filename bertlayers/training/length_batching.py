@@ -18,6 +18,7 @@ Dimension legend: B = batch, S = the arrays' full sequence length, L = a batch's
 """
 
 import math
+import weakref
 
 import keras
 import numpy as np
@@ -158,10 +159,8 @@ def predict_by_length(model: keras.Model, x: object, batch_size: int = 32, verbo
     cuts, full = mask.ndim == 2, mask.shape[1]
     token_outputs = per_token_outputs(model) if cuts else ()
     predict = model.predict_on_batch
-    if backend.process_index_and_count()[1] > 1:
-        predict = _shared_predictor(model)
-    elif gathers_across_workers(model):
-        predict = compiled_predictor(model)
+    if backend.process_index_and_count()[1] > 1 or gathers_across_workers(model):
+        predict = _predictor_of(model)
     progress = keras.utils.Progbar(len(order), verbose=plain_progress(verbose)) if verbose else None
     results = {}
     for start in range(0, len(order), batch_size):
@@ -193,11 +192,20 @@ def predict_by_length(model: keras.Model, x: object, batch_size: int = 32, verbo
     return results
 
 
-def _shared_predictor(model):
-    """`predict(batch)` for a batch every JAX process holds whole: the batch padded to a multiple
-    of all the devices (copies of its last row), this process's contiguous share of it computed
-    by the compiled forward pass over every process's devices, and every row's outputs gathered
-    back, in every process."""
+# One predictor a model (compiled once per shape), kept while the model lives: a runner predicts
+# with the same model several times (dev scores, evaluation, each ensemble member).
+_PREDICTORS = weakref.WeakKeyDictionary()
+
+
+def _predictor_of(model):
+    """`predict(batch)` for a model `predict_on_batch` cannot serve. Under TensorFlow's
+    multi-worker strategy: the model called (`compiled_predictor`), each worker computing every
+    row. Across JAX processes, for a batch every process holds whole: the batch padded to a
+    multiple of all the devices (copies of its last row), this process's contiguous share of it
+    computed by the compiled forward pass over every process's devices, and every row's outputs
+    gathered back, in every process."""
+    if model in _PREDICTORS:
+        return _PREDICTORS[model]
     predict = compiled_predictor(model)
     index, count = backend.process_index_and_count()
     devices = devices_per_batch()
@@ -209,4 +217,5 @@ def _shared_predictor(model):
         outputs = predict({name: value[mine] for name, value in batch.items()})
         return keras.tree.map_structure(lambda value: value[:rows], outputs)
 
-    return shared
+    _PREDICTORS[model] = shared if count > 1 else predict
+    return _PREDICTORS[model]
