@@ -1,6 +1,6 @@
 """Where fine-tuning's peak memory goes: the resident memory (VmRSS) after each stage of fine-tuning
-the real MiniLM (all-MiniLM-L6-v2) in float32, for bertlayers (TensorFlow) and, with
-`--torch_python`, transformers (torch), each in its own process:
+the real MiniLM (all-MiniLM-L6-v2) in float32, and the peak so far (VmHWM), for bertlayers
+(TensorFlow) and, with `--torch_python`, transformers (torch), each in its own process:
 
   python      the interpreter alone
   runtime     the framework imported (TensorFlow, Keras and bertlayers; torch and transformers)
@@ -24,11 +24,13 @@ STEPS = 3
 
 
 def resident_mb():
+    """[resident MB now (VmRSS), the process's peak so far (VmHWM)]."""
+    found = {}
     with open("/proc/self/status") as status:
         for line in status:
-            if line.startswith("VmRSS"):
-                return int(line.split()[1]) // 1024
-    return 0
+            if line.startswith(("VmRSS", "VmHWM")):
+                found[line[:5]] = int(line.split()[1]) // 1024
+    return [found.get("VmRSS", 0), found.get("VmHWM", 0)]
 
 
 def batch():
@@ -107,13 +109,18 @@ def main():
             raise SystemExit(f"{library} failed:\n{done.stderr[-2000:]}")
         results[library] = dict(json.loads(done.stdout.strip().splitlines()[-1]))
     names = list(next(iter(results.values())))
-    print("| stage | " + " | ".join(f"{library} MB (+ over the stage before)" for library in results) + " |")
+    print(
+        "| stage | "
+        + " | ".join(f"{library} MB (+ over the stage before; the peak so far)" for library in results)
+        + " |"
+    )
     print("|---|" + "---|" * len(results))
     for index, name in enumerate(names):
         cells = []
         for stages in results.values():
             values = list(stages.values())
-            cells.append(f"{values[index]:,}" + (f" (+{values[index] - values[index - 1]:,})" if index else ""))
+            (now, peak), before = values[index], values[index - 1][0]
+            cells.append(f"{now:,}" + (f" (+{now - before:,}; peak {peak:,})" if index else ""))
         print(f"| {name} | " + " | ".join(cells) + " |")
 
 

@@ -8,7 +8,8 @@ import os
 
 import keras
 
-from bertlayers.convert.huggingface import BERT_CONFIG_KEYS
+from bertlayers.convert.checkpoint_tensors import CheckpointTensors
+from bertlayers.convert.huggingface import BERT_CONFIG_KEYS, transposed
 from bertlayers.convert.weight_map import WeightMap
 from bertlayers.models.pretrainer import BertPretrainer
 from bertlayers.networks.encoder_config import EncoderConfig
@@ -46,11 +47,7 @@ def _read_checkpoint(prefix):
         reader = tf.train.load_checkpoint(prefix)
     except (tf.errors.NotFoundError, tf.errors.DataLossError, ValueError) as error:
         raise ValueError(f"Cannot read a TF checkpoint at {prefix}: {error}") from None
-    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
-
-
-def _transposed(array):
-    return array.T
+    return CheckpointTensors(reader.get_variable_to_shape_map(), reader.get_tensor)
 
 
 def _map_heads(pretrainer, weights):
@@ -61,7 +58,7 @@ def _map_heads(pretrainer, weights):
     weights.add(head.layer_norm.beta, "cls/predictions/transform/LayerNorm/beta")
     weights.add(head.output_bias, "cls/predictions/output_bias")
     nsp = pretrainer.next_sentence_head.output_dense
-    weights.add(nsp.kernel, "cls/seq_relationship/output_weights", _transposed)  # stored [2, H]
+    weights.add(nsp.kernel, "cls/seq_relationship/output_weights", transposed)  # stored [2, H]
     weights.add(nsp.bias, "cls/seq_relationship/output_bias")
 
 

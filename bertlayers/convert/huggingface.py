@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from bertlayers.convert.checkpoint_tensors import read_safetensors, renamed
 from bertlayers.convert.weight_map import Probe, WeightMap
 from bertlayers.networks.encoder_config import EncoderConfig
 from bertlayers.tokenizers.checkpoint_tokenizer import check_tokenizer_files
@@ -230,9 +231,6 @@ def read_huggingface_folder(path, model_type):
     """(config.json dict, EncoderConfig, {name: array}, weights path) of a checkpoint folder,
     each file checked: present, readable, of `model_type` (a name, or a tuple of the names one
     loader reads), with a vocab.txt (if any) that fits."""
-    from safetensors import SafetensorError
-    from safetensors.numpy import load_file
-
     config_path = os.path.join(path, "config.json")
     weights_path = os.path.join(path, "model.safetensors")
     if not os.path.isdir(path):
@@ -270,8 +268,8 @@ def read_huggingface_folder(path, model_type):
     if Probe.active is not None:  # a model being saved: its map is read, not a file
         return hf_config, config, Probe.active.tensors, weights_path
     try:
-        tensors = load_file(weights_path)
-    except (SafetensorError, OSError, ValueError) as error:
+        tensors = read_safetensors(weights_path)
+    except (OSError, ValueError) as error:
         raise ValueError(f"{weights_path} is not a readable safetensors file: {error}") from None
     return hf_config, config, tensors, weights_path
 
@@ -394,7 +392,7 @@ def base_model_tensors(tensors, prefixes):
 
 def without_prefix(tensors, prefix):
     """`tensors` with the base model's `prefix` ("bert.", "roberta.") taken off its names."""
-    return {key[len(prefix) :] if key.startswith(prefix) else key: value for key, value in tensors.items()}
+    return renamed(tensors, lambda key: key[len(prefix) :] if key.startswith(prefix) else key)
 
 
 def map_encoder_weights(encoder, config, weights, pooler=True, positions=lambda table: table):

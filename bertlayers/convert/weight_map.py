@@ -40,7 +40,9 @@ class WeightMap:
     converted.
 
     Args:
-      tensors: mapping from checkpoint name to numpy array.
+      tensors: mapping from checkpoint name to numpy array (`checkpoint_tensors.CheckpointTensors`
+        reads each from its file at each lookup; every tensor is looked up twice, to check and
+        to assign).
       source: a description of the checkpoint for messages (its path).
     """
 
@@ -73,7 +75,7 @@ class WeightMap:
             Probe.active.pairs.extend(self._pairs)
             Probe.active.shapes.update(self.shapes)
             return []
-        missing, mismatched, ready, not_finite = [], [], [], []
+        missing, mismatched, not_finite = [], [], []
         for variable, key, transform in self._pairs:
             if key not in self.tensors:
                 missing.append(key)
@@ -91,7 +93,6 @@ class WeightMap:
                 continue
             if np.issubdtype(value.dtype, np.floating) and not np.isfinite(value).all():
                 not_finite.append(f"{key}: {describe_non_finite(value)}")
-            ready.append((variable, value))
         if not_finite:
             raise CheckpointMismatchError(
                 f"Checkpoint {self.source} holds values that are not finite (NaN or Inf), which would make every "
@@ -117,8 +118,13 @@ class WeightMap:
                 + (" ..." if len(unexpected) > 20 else ""),
                 stacklevel=3,
             )
-        for variable, value in ready:
-            variable.assign(value.astype(variable.dtype))
+        # Each tensor read (`tensors` reads from the file) and transformed again as it is assigned:
+        # keeping every checked value until all were checked held a second copy of the checkpoint.
+        for variable, key, transform in self._pairs:
+            array = np.asarray(self.tensors[key])
+            value = transform(array) if transform else array
+            variable.assign(value.astype(variable.dtype, copy=False))
+            del array, value  # before the next tensor is read
         return unexpected
 
 
