@@ -230,7 +230,8 @@ def transposed(array):
 def read_huggingface_folder(path, model_type):
     """(config.json dict, EncoderConfig, {name: array}, weights path) of a checkpoint folder,
     each file checked: present, readable, of `model_type` (a name, or a tuple of the names one
-    loader reads), with a vocab.txt (if any) that fits."""
+    loader reads), with a vocab.txt (if any) that fits. The arrays are read from the weights
+    file when looked up (`checkpoint_tensors.read_safetensors`), not held."""
     config_path = os.path.join(path, "config.json")
     weights_path = os.path.join(path, "model.safetensors")
     if not os.path.isdir(path):
