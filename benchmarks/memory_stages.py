@@ -10,6 +10,7 @@ the real MiniLM (all-MiniLM-L6-v2) in float32, and the peak so far (VmHWM), for 
               the first one tracing its function)
 
     python benchmarks/memory_stages.py --torch_python /path/to/torch/venv/bin/python
+    python benchmarks/memory_stages.py --model bert_base   # a BERT-base-size folder of random weights
 """
 
 import argparse
@@ -17,6 +18,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -88,6 +90,12 @@ def torch_stages(folder):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--torch_python", help="the Python that has torch and transformers")
+    parser.add_argument(
+        "--model",
+        choices=("minilm", "bert_base"),
+        default="minilm",
+        help="the real MiniLM folder, or a BERT-base-size one of random weights (MiniLM's vocabulary) written first",
+    )
     parser.add_argument("--worker", nargs=2, metavar=("LIBRARY", "FOLDER"), help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     if arguments.worker:
@@ -96,8 +104,24 @@ def main():
     sys.path.insert(0, REPO)
     from bertlayers.utils.assets import minilm_path
 
-    folder = minilm_path()
-    runs = {"bertlayers": sys.executable, "transformers": arguments.torch_python}
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = minilm_path() if arguments.model == "minilm" else bert_base_folder(os.path.join(scratch, "bert_base"))
+        print_stages(folder, {"bertlayers": sys.executable, "transformers": arguments.torch_python})
+
+
+def bert_base_folder(folder):
+    """A Hugging Face folder of a BERT-base-size encoder with random weights and MiniLM's vocabulary."""
+    from bertlayers.convert import record_vocabulary, save_huggingface
+    from bertlayers.convert.loading import vocabulary_of
+    from bertlayers.networks import BertEncoder
+    from bertlayers.utils.assets import minilm_path
+
+    encoder = record_vocabulary(BertEncoder.from_preset("bert_base"), vocabulary_of(minilm_path()))
+    return save_huggingface(encoder, folder)
+
+
+def print_stages(folder, runs):
+    """Each library's stages on `folder`, each in its own process, as a Markdown table."""
     results = {}
     for library, python in runs.items():
         if python is None:
