@@ -6,7 +6,7 @@ import pytest
 
 from bertlayers.models import SequenceClassifier, SpanPredictor, TokenClassifier
 from bertlayers.networks import BertEncoder
-from bertlayers.training.length_batching import length_batches, per_token_outputs, predict_by_length
+from bertlayers.training.length_batching import _predictor_of, length_batches, per_token_outputs, predict_by_length
 
 TINY = dict(
     vocabulary_size=100, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32, max_sequence_length=64
@@ -122,6 +122,23 @@ def test_predict_by_length_gives_what_predict_gives(build):
             np.testing.assert_allclose(got[name][real], value[real], atol=1e-5)
         else:
             np.testing.assert_allclose(got[name], value, atol=1e-5)
+
+
+def test_a_models_predictor_is_made_once_and_freed_with_the_model():
+    """The predictor `predict_by_length` uses under TF workers or across JAX processes: one a
+    model (each shape compiles once), and not a reference that keeps a trained model alive."""
+    import gc
+    import weakref
+
+    model = SequenceClassifier(BertEncoder(**TINY), 3)
+    x, _ = examples(4)
+    predictor = _predictor_of(model)
+    assert _predictor_of(model) is predictor
+    np.testing.assert_allclose(predictor(x)["logits"], model.predict_on_batch(x)["logits"], atol=1e-5)
+    alive = weakref.ref(model)
+    del model, predictor
+    gc.collect()
+    assert alive() is None
 
 
 @pytest.mark.slow

@@ -82,7 +82,7 @@ class WeightMap:
                 continue
             array = np.asarray(self.tensors[key])
             try:
-                value = transform(array) if transform else array
+                value = _transformed(array, transform)
             except ValueError:
                 value = None
             if value is None or tuple(value.shape) != tuple(variable.shape):
@@ -121,11 +121,13 @@ class WeightMap:
         # Each tensor read (`tensors` reads from the file) and transformed again as it is assigned:
         # keeping every checked value until all were checked held a second copy of the checkpoint.
         for variable, key, transform in self._pairs:
-            array = np.asarray(self.tensors[key])
-            value = transform(array) if transform else array
-            variable.assign(value.astype(variable.dtype, copy=False))
-            del array, value  # before the next tensor is read
+            variable.assign(_transformed(np.asarray(self.tensors[key]), transform).astype(variable.dtype, copy=False))
         return unexpected
+
+
+def _transformed(array, transform):
+    """A checkpoint array as its variable takes it (`transform`: a transpose, a reshape, a slice)."""
+    return transform(array) if transform else array
 
 
 def describe_non_finite(array):

@@ -416,8 +416,8 @@ def _fit(model, strategy, config, train, validation):
         callbacks.insert(0, BestEpoch(config.keep_best, config.early_stopping or config.epochs))
     by_length = not isinstance(strategy, tf.distribute.TPUStrategy)
     token_outputs = per_token_outputs(model)
-    # Across JAX processes every input goes through `length_batches`, each process feeding its
-    # share of every batch.
+    # Arrays in one process where batches keep their full length (TPUs need fixed shapes); else
+    # `length_batches` (across JAX processes always, each process feeding its share of each batch).
     if (not by_length or config.pad_to_sequence_length) and backend.process_index_and_count()[1] == 1:
         if validation is not None and by_length:
             validation = length_batches(*validation, batch_size=config.batch_size, token_outputs=token_outputs)
@@ -448,26 +448,29 @@ def _fit(model, strategy, config, train, validation):
 
 def _process_datasets(config, train, validation, token_outputs):
     """The training and validation `length_batches` of `_fit`, this process's share of each batch
-    (`sharding.process_share`, which refuses a batch size the devices do not divide). Across JAX processes every pass takes a multiple of all the
-    devices' count of examples (each device takes an equal share of every batch, the last one
-    included): the rest, fewer than the devices, is left out, random examples in training and
-    the longest in validation."""
-    devices = devices_per_batch()
+    (`sharding.process_share`, which refuses a batch size the devices do not divide). Across JAX
+    processes every device takes an equal share of every batch, the last one included, so each
+    pass takes a multiple of all the devices' count of examples (`length_batches` warns of the
+    rest it leaves out)."""
 
-    def batches(data, what, **options):
-        count = len(tf.nest.flatten(data[0])[0])
-        if count % devices:
-            logger.warning(
-                f"Every {what} pass leaves out {count % devices} of {count} examples: {devices} devices share them."
-            )
+    def batches(data, **options):
         dataset = length_batches(
-            *data, batch_size=config.batch_size, token_outputs=token_outputs, examples_multiple=devices, **options
+            *data,
+            batch_size=config.batch_size,
+            token_outputs=token_outputs,
+            examples_multiple=devices_per_batch(),
+            **options,
         )
         return process_share(dataset, config.batch_size)
 
-    options = dict(shuffle=True, group_by_length=config.group_by_length, seed=config.seed)
-    data = batches(train, "training", cut=not config.pad_to_sequence_length, **options)
-    return data, None if validation is None else batches(validation, "validation")
+    data = batches(
+        train,
+        shuffle=True,
+        group_by_length=config.group_by_length,
+        seed=config.seed,
+        cut=not config.pad_to_sequence_length,
+    )
+    return data, None if validation is None else batches(validation)
 
 
 class BestEpoch(keras.callbacks.EarlyStopping):

@@ -17,8 +17,8 @@ less padding left to cut. All of it runs in the tf.data graph, with no Python pe
 Dimension legend: B = batch, S = the arrays' full sequence length, L = a batch's trimmed length.
 """
 
+import logging
 import math
-import weakref
 
 import keras
 import numpy as np
@@ -30,6 +30,8 @@ from bertlayers.tokenizers.padding import padded_length
 from bertlayers.training.distribute import gathers_across_workers
 from bertlayers.training.sharding import devices_per_batch
 from bertlayers.utils.cli import plain_progress
+
+logger = logging.getLogger(__name__)
 
 tf = require_tensorflow(__name__)
 
@@ -120,6 +122,11 @@ def length_batches(
     used = count - count % examples_multiple
     if not used:
         raise ValueError(f"{count} examples cannot be shared equally by {examples_multiple} devices.")
+    if used < count:
+        logger.warning(
+            f"Every pass leaves out {count - used} of {count} examples "
+            f"({'random ones' if shuffle else 'the longest' if cut else 'the last'}): {examples_multiple} devices share every batch equally."
+        )
     num_batches = math.ceil(used / batch_size)
     if not shuffle and cut:
         order = np.argsort(sequence_lengths(x), kind="stable")
@@ -192,11 +199,6 @@ def predict_by_length(model: keras.Model, x: object, batch_size: int = 32, verbo
     return results
 
 
-# One predictor a model (compiled once per shape), kept while the model lives: a runner predicts
-# with the same model several times (dev scores, evaluation, each ensemble member).
-_PREDICTORS = weakref.WeakKeyDictionary()
-
-
 def _predictor_of(model):
     """`predict(batch)` for a model `predict_on_batch` cannot serve. Under TensorFlow's
     multi-worker strategy: the model called (`compiled_predictor`), each worker computing every
@@ -204,8 +206,12 @@ def _predictor_of(model):
     multiple of all the devices (copies of its last row), this process's contiguous share of it
     computed by the compiled forward pass over every process's devices, and every row's outputs
     gathered back, in every process."""
-    if model in _PREDICTORS:
-        return _PREDICTORS[model]
+    # One predictor a model, kept on it: a runner predicts with one model several times (dev
+    # scores, evaluation, each ensemble member), each shape compiling once. The predictor holds
+    # the model, so a table keyed by the model (even weakly) would keep every model alive; an
+    # attribute is a cycle the collector frees with the model.
+    if getattr(model, "_bertlayers_predictor", None) is not None:
+        return model._bertlayers_predictor
     predict = compiled_predictor(model)
     index, count = backend.process_index_and_count()
     devices = devices_per_batch()
@@ -217,5 +223,5 @@ def _predictor_of(model):
         outputs = predict({name: value[mine] for name, value in batch.items()})
         return keras.tree.map_structure(lambda value: value[:rows], outputs)
 
-    _PREDICTORS[model] = shared if count > 1 else predict
-    return _PREDICTORS[model]
+    model._bertlayers_predictor = shared if count > 1 else predict
+    return model._bertlayers_predictor
