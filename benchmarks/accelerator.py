@@ -467,6 +467,9 @@ def long_context_sizes(quick):
 def keras_long_context(quick):
     """bertlayers' ModernBERT: inference latency (bfloat16) and a classifier's training step
     (mixed bfloat16, AdamW) on one sequence of the full length."""
+    import bertlayers  # noqa: F401 (first, as in every script)
+
+    # isort: split
     import keras
     import numpy as np
 

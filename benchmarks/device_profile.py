@@ -159,6 +159,9 @@ def timed_calls(function, inputs, calls):
 
 
 def infer(quick):
+    import bertlayers  # noqa: F401 (first, as in every script)
+
+    # isort: split
     import jax
     import keras
     import numpy as np
@@ -218,6 +221,9 @@ def infer(quick):
 
 
 def train_pieces(work, quick, attention_dropout=0.1):
+    import bertlayers  # noqa: F401 (first, as in every script)
+
+    # isort: split
     import keras
 
     from bertlayers.training import create_optimizer

@@ -71,6 +71,9 @@ def timed(call, calls, repeats, warmup=20):
 
 
 def keras_row(row, calls, repeats):
+    import bertlayers  # noqa: F401 (first, as in every script)
+
+    # isort: split
     import jax
     import keras
 

@@ -44,11 +44,13 @@ def batch():
 
 def bertlayers_stages(folder):
     stages = [("python", resident_mb())]
+    sys.path.insert(0, REPO)
+    import bertlayers  # noqa: F401 - first: the runtime as users get it
+
+    # isort: split
     import keras
     import numpy as np
 
-    sys.path.insert(0, REPO)
-    import bertlayers  # noqa: F401 - the runtime as users get it
     from bertlayers.convert import load_checkpoint
     from bertlayers.models import SequenceClassifier
     from bertlayers.training import create_optimizer

@@ -32,11 +32,14 @@ import re
 import tempfile
 import time
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-
 # bertlayers first: it loads TensorFlow with the settings its users get (oneDNN rewrites on).
-from bertlayers.utils.assets import minilm_path  # noqa: E402
+import bertlayers  # noqa: F401
+
+# isort: split
+import numpy as np
+import tensorflow as tf
+
+from bertlayers.utils.assets import minilm_path
 
 
 def classifier(dtype="float32"):

@@ -22,6 +22,9 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 # bertlayers first: it loads TensorFlow with the settings its users get (oneDNN rewrites on).
+import bertlayers  # noqa: E402, F401
+
+# isort: split
 import tensorflow as tf  # noqa: E402
 
 from bertlayers.export.serving_latency import (  # noqa: E402

@@ -23,10 +23,14 @@ import os
 import time
 
 import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: examples/usage/)
-import keras  # noqa: E402
+
+import bertlayers  # noqa: F401 (first: TensorFlow loads as bertlayers sets it up)
+
+# isort: split
+import keras
 import numpy as np
 
-from bertlayers.convert.loading import load_encoder, load_model_file  # first: loads TensorFlow as bertlayers sets it up
+from bertlayers.convert.loading import load_encoder, load_model_file
 from bertlayers.export import export_for_serving
 from bertlayers.export.serving_latency import load_text_ops, serving_latency
 from bertlayers.metrics import accuracy

@@ -17,6 +17,10 @@ import json
 import os
 
 import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: examples/usage/)
+
+import bertlayers  # noqa: F401 (first: TensorFlow loads as bertlayers sets it up)
+
+# isort: split
 import keras
 import numpy as np
 

@@ -31,8 +31,8 @@ from bertlayers.training.sharding import check_model_parallel, model_parallel
 
 TINY = dict(vocabulary_size=64, num_layers=2, hidden_size=16, num_heads=4, intermediate_size=32,
             max_sequence_length=16, dropout=0.0, attention_dropout=0.0)
-PRESETS = ("bert_tiny", "albert_base", "modernbert_base", "eurobert_210m", "gte_base_en_v1_5",
-           "nomic_embed_text_v1_5", "xlnet_base")
+PRESETS = ("bert_tiny", "albert_base", "deberta_v3_base", "modernbert_base", "eurobert_210m",
+           "gte_base_en_v1_5", "nomic_embed_text_v1_5", "xlnet_base")
 rng = np.random.default_rng(0)
 B, S = 4, 12
 mask = np.ones((B, S), "int32"); mask[1, 7:] = 0

@@ -2,7 +2,9 @@
 settings are read once, when TensorFlow loads). The rest of the suite imports Keras first, so
 it runs under TensorFlow's own default for the machine."""
 
+import ast
 import functools
+import glob
 import json
 import os
 
@@ -64,3 +66,52 @@ def test_feed_forward_runs_as_one_fused_kernel_per_layer():
     default, declined = _report(None), _report("0")
     assert ["_MklNativeFusedMatMul", "BiasAdd", "GeluExact"] in default["fused"]
     assert ["_FusedMatMul", "BiasAdd"] in declined["fused"]
+
+
+# Modules whose import loads TensorFlow under Keras's default backend.
+_LOADS_TENSORFLOW = {"keras", "keras_hub", "keras_nlp", "tensorflow", "tensorflow_text"}
+_REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _imported(node):
+    """The top-level package names an import statement imports."""
+    if isinstance(node, ast.Import):
+        return [alias.name.split(".")[0] for alias in node.names]
+    if isinstance(node, ast.ImportFrom) and not node.level:
+        return [node.module.split(".")[0]]
+    return []
+
+
+def _loaded_before_bertlayers(body, bertlayers_loaded):
+    """The lines in `body` (a module's or function's statements, functions within searched in
+    turn) where a module that loads TensorFlow is imported before bertlayers is: in the same
+    scope, or at module level before a function that imports bertlayers itself."""
+    found = []
+    imports_bertlayers = any("bertlayers" in _imported(node) for node in body)
+    for node in body:
+        names = _imported(node)
+        if "bertlayers" in names:
+            bertlayers_loaded = True
+        elif imports_bertlayers and not bertlayers_loaded and _LOADS_TENSORFLOW.intersection(names):
+            found.append(node.lineno)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found += _loaded_before_bertlayers(node.body, bertlayers_loaded)
+    return found
+
+
+def test_scripts_import_bertlayers_before_tensorflow():
+    """Every example and benchmark that uses bertlayers imports it before Keras or TensorFlow:
+    TensorFlow reads TF_ENABLE_ONEDNN_OPTS once, as it loads, so a script that loads it first
+    runs without the oneDNN rewrites bertlayers turns on (on CPUs without AVX-512 VNNI, BF16 or
+    AMX: 1.34x at batch 32, docs/performance.md). An import sorter that moves `import keras`
+    above the bertlayers imports breaks this without a word; `# isort: split` after `import
+    bertlayers` keeps it in place."""
+    offenders = []
+    for folder in ("examples", "benchmarks"):
+        for path in sorted(glob.glob(os.path.join(_REPOSITORY, folder, "*.py"))):
+            with open(path) as file:
+                tree = ast.parse(file.read())
+            offenders += [
+                f"{folder}/{os.path.basename(path)}:{line}" for line in _loaded_before_bertlayers(tree.body, False)
+            ]
+    assert offenders == []
