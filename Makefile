@@ -34,7 +34,7 @@ demo: $(STAMP)
 PYTEST := $(PY) -m pytest -q -n 2 --dist loadfile --max-worker-restart 0 --capture sys
 # The layer, network and model tests again under Keras's JAX backend (CPU JAX): the model code is
 # one keras.ops implementation for every backend. Tests marked tensorflow_only skip themselves there.
-PORTABLE_TESTS := tests/test_layers.py tests/test_elmo.py tests/test_disentangled_attention.py tests/test_deberta_v2.py tests/test_packing.py tests/test_modern_checkpoints.py tests/test_crf.py tests/test_encoders.py tests/test_block_seams.py tests/test_optimization.py tests/test_dual_encoder.py tests/test_multi_task.py tests/test_refused_calls.py tests/test_testing.py
+PORTABLE_TESTS := tests/test_layers.py tests/test_length_batching.py tests/test_elmo.py tests/test_disentangled_attention.py tests/test_deberta_v2.py tests/test_packing.py tests/test_modern_checkpoints.py tests/test_crf.py tests/test_encoders.py tests/test_block_seams.py tests/test_optimization.py tests/test_dual_encoder.py tests/test_multi_task.py tests/test_refused_calls.py tests/test_testing.py
 
 # ruff (configured in pyproject.toml): the linter and the formatter's check, first in both tiers.
 lint: $(STAMP)
