@@ -19,12 +19,13 @@ their medians. Process CPU time counts both cores' work and moves less with the 
 import argparse
 import time
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+# bertlayers first: it loads TensorFlow with the settings its users get (oneDNN rewrites on).
+import bertlayers  # noqa: F401
 
-# op_profile first: it loads bertlayers before TensorFlow, with the settings its users get
-# (oneDNN rewrites on).
+# isort: split
+import keras
+import numpy as np
+import tensorflow as tf
 from op_profile import classifier, finetune_data
 
 VARIANTS = ("fused", "xla", "sgd")
