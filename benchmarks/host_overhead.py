@@ -20,8 +20,14 @@ Training steps of a tiny classifier with `fit` (per step, after every shape has 
   fit_grouped         lengths 8, 16, 24, 32, each length's batches together
   fit_alternating     the same lengths, changing every step
 
+With `--fit_model busy` the `fit` rows train a classifier whose step has device work about the
+size of its host work (1 layer, H64, batches of 32 at 32 tokens, or at 16, 32 and 48: the same
+tokens a step on average): a loop that stopped overlapping the host's work with the device's
+when the batch shape changes would show there as slower grouped or alternating steps.
+
     KERAS_BACKEND=jax python benchmarks/host_overhead.py --torch_python /path/to/torch/venv/bin/python
     python benchmarks/host_overhead.py --rows jax_jit compiled_predictor --repeats 5
+    python benchmarks/host_overhead.py --rows fit_fixed fit_grouped fit_alternating --fit_model busy --repeats 7
 """
 
 import argparse
@@ -37,6 +43,11 @@ import numpy as np
 SIZES = dict(vocabulary_size=1000, num_layers=1, hidden_size=32, num_heads=2, intermediate_size=64)
 MAX_LENGTH = 64  # the position table's length, every library's
 LENGTHS = (8, 16, 24, 32)
+# `--fit_model`: (model sizes, batch rows, the fixed length, the lengths the other rows mix)
+FIT_MODELS = {
+    "tiny": (SIZES, 8, 16, LENGTHS),
+    "busy": (dict(SIZES, hidden_size=64, intermediate_size=256), 32, 32, (16, 32, 48)),
+}
 KERAS_ROWS = (
     "jax_jit_device",
     "jax_jit",
@@ -70,7 +81,7 @@ def timed(call, calls, repeats, warmup=20):
     return statistics.median(means), min(means), max(means)
 
 
-def keras_row(row, calls, repeats):
+def keras_row(row, calls, repeats, fit_model="tiny"):
     import bertlayers  # noqa: F401 (first, as in every script)
 
     # isort: split
@@ -116,11 +127,17 @@ def keras_row(row, calls, repeats):
         return timed(lambda: encoder.check_inputs(x), calls, repeats)
     if row == "predict_on_batch":
         return timed(lambda: encoder.predict_on_batch(x), calls, repeats)
-    # fit: per step over one epoch of 32 steps, after a first epoch compiles every shape
-    model = SequenceClassifier(encoder, 2)
+    # fit: per step over one epoch (30 or 32 steps), after a first epoch compiles every shape
+    sizes, rows, fixed, mixed = FIT_MODELS[fit_model]
+    model = SequenceClassifier(BertEncoder(**sizes, max_sequence_length=MAX_LENGTH), 2)
     model.compile(optimizer="adam")
-    lengths = {"fit_fixed": [16] * 32, "fit_grouped": sorted(LENGTHS * 8), "fit_alternating": list(LENGTHS) * 8}[row]
-    batches = [(ids(8, length, seed), {"logits": np.arange(8) % 2}) for seed, length in enumerate(lengths)]
+    steps = len(mixed) * (32 // len(mixed))
+    lengths = {
+        "fit_fixed": [fixed] * steps,
+        "fit_grouped": sorted(mixed * (steps // len(mixed))),
+        "fit_alternating": list(mixed) * (steps // len(mixed)),
+    }[row]
+    batches = [(ids(rows, length, seed), {"logits": np.arange(rows) % 2}) for seed, length in enumerate(lengths)]
 
     class Batches(keras.utils.PyDataset):
         def __len__(self):
@@ -168,7 +185,7 @@ def torch_row(row, calls, repeats):
 def run_row(row, arguments):
     python = arguments.torch_python if row in TORCH_ROWS else sys.executable
     command = [python, os.path.abspath(__file__), "--worker", row, "--calls", str(arguments.calls)]
-    command += ["--repeats", str(arguments.repeats)]
+    command += ["--repeats", str(arguments.repeats), "--fit_model", arguments.fit_model]
     environment = dict(
         os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES=os.environ.get("CUDA_VISIBLE_DEVICES", "")
     )
@@ -187,11 +204,16 @@ def main():
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--torch_python", default=None, help="a Python with torch and transformers (torch rows)")
     parser.add_argument("--output", default=None, help="also write the results as JSON here")
+    parser.add_argument(
+        "--fit_model", choices=sorted(FIT_MODELS), default="tiny", help="the fit rows' model and batches (above)"
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     if arguments.worker:
-        measure = torch_row if arguments.worker in TORCH_ROWS else keras_row
-        median, low, high = measure(arguments.worker, arguments.calls, arguments.repeats)
+        if arguments.worker in TORCH_ROWS:
+            median, low, high = torch_row(arguments.worker, arguments.calls, arguments.repeats)
+        else:
+            median, low, high = keras_row(arguments.worker, arguments.calls, arguments.repeats, arguments.fit_model)
         print(json.dumps({"median_us": median, "min_us": low, "max_us": high}))
         return
     from bertlayers.utils.machine import cpu_model
@@ -199,7 +221,10 @@ def main():
     rows = [r for r in arguments.rows if r not in TORCH_ROWS or arguments.torch_python]
     results = [run_row(row, arguments) for row in rows]
     floor = next((r["median_us"] for r in results if r["row"] == "jax_jit_device" and "median_us" in r), None)
-    print(f"{cpu_model()}, {os.cpu_count()} cores; {arguments.repeats} repeats of {arguments.calls} calls")
+    print(
+        f"{cpu_model()}, {os.cpu_count()} cores; {arguments.repeats} repeats of {arguments.calls} calls; "
+        f"fit rows: the {arguments.fit_model} model"
+    )
     print("| row | µs a call or step (median) | min-max | over the jax.jit floor |\n|---|---|---|---|")
     for result in results:
         if "failed" in result:

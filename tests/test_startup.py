@@ -1,6 +1,6 @@
 """What importing bertlayers does to TensorFlow's start-up (each case in a fresh process: the
-settings are read once, when TensorFlow loads). The rest of the suite imports Keras first, so
-it runs under TensorFlow's own default for the machine."""
+settings are read once, when TensorFlow loads), and that the scripts import it first. The rest
+of the suite imports Keras first, so it runs under TensorFlow's own default for the machine."""
 
 import ast
 import functools
