@@ -88,7 +88,7 @@ def keras_row(row, calls, repeats, fit_model="tiny"):
     import jax
     import keras
 
-    from bertlayers.models import SequenceClassifier, compiled_predictor
+    from bertlayers.models import compiled_predictor
     from bertlayers.networks import BertEncoder
 
     keras.utils.set_random_seed(0)
@@ -105,6 +105,8 @@ def keras_row(row, calls, repeats, fit_model="tiny"):
             max_sequence_length=MAX_LENGTH,
         )
         return timed(lambda: backbone.predict_on_batch(x), calls, repeats)
+    if row.startswith("fit"):
+        return fit_row(row, repeats, fit_model)
     encoder = BertEncoder(**SIZES, max_sequence_length=MAX_LENGTH)
     if row in ("jax_jit_device", "jax_jit"):
         trainable = [v.value for v in encoder.trainable_variables]
@@ -125,17 +127,27 @@ def keras_row(row, calls, repeats, fit_model="tiny"):
         return timed(lambda: predict(x), calls, repeats)
     if row == "input_checks":  # what compiled_predictor checks on the host before each call
         return timed(lambda: encoder.check_inputs(x), calls, repeats)
-    if row == "predict_on_batch":
-        return timed(lambda: encoder.predict_on_batch(x), calls, repeats)
-    # fit: per step over one epoch (30 or 32 steps), after a first epoch compiles every shape
+    return timed(lambda: encoder.predict_on_batch(x), calls, repeats)
+
+
+def fit_row(row, repeats, fit_model):
+    """µs a `fit` step (median, min, max over `repeats` epochs), after a first epoch compiles every shape."""
+    import bertlayers  # noqa: F401 (first, as in every script)
+
+    # isort: split
+    import keras
+
+    from bertlayers.models import SequenceClassifier
+    from bertlayers.networks import BertEncoder
+
     sizes, rows, fixed, mixed = FIT_MODELS[fit_model]
     model = SequenceClassifier(BertEncoder(**sizes, max_sequence_length=MAX_LENGTH), 2)
     model.compile(optimizer="adam")
-    steps = len(mixed) * (32 // len(mixed))
+    each = 32 // len(mixed)  # batches of each mixed length: an epoch of about 32 steps
     lengths = {
-        "fit_fixed": [fixed] * steps,
-        "fit_grouped": sorted(mixed * (steps // len(mixed))),
-        "fit_alternating": list(mixed) * (steps // len(mixed)),
+        "fit_fixed": [fixed] * (each * len(mixed)),
+        "fit_grouped": sorted(mixed * each),
+        "fit_alternating": list(mixed) * each,
     }[row]
     batches = [(ids(rows, length, seed), {"logits": np.arange(rows) % 2}) for seed, length in enumerate(lengths)]
 

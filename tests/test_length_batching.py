@@ -90,6 +90,35 @@ def test_ungrouped_training_batches_do_not_depend_on_the_lengths():
     assert batches(x, True) != batches(reversed_lengths, True)
 
 
+@pytest.mark.parametrize(
+    "options, left_out",
+    [
+        (dict(shuffle=True, seed=0), "random ones"),
+        (dict(), "the longest"),  # evaluation: sorted by length, the longest last
+        (dict(cut=False), "the last"),
+    ],
+)
+def test_a_pass_shared_by_devices_warns_of_the_examples_it_leaves_out(caplog, options, left_out):
+    """Devices share every batch equally (`examples_multiple`), so a pass takes a multiple of
+    them; the rest is left out, said in a warning with which ones (not counted again by each
+    caller)."""
+    x, lengths = examples(10)
+    with caplog.at_level("WARNING", logger="bertlayers.training.length_batching"):
+        dataset = length_batches(x, {"ids": np.arange(10)}, batch_size=4, examples_multiple=3, **options)
+    seen = np.concatenate([batch_y["ids"].numpy() for _, batch_y in dataset])
+    assert len(seen) == 9 and len(set(seen)) == 9
+    missing = (set(range(10)) - set(seen)).pop()
+    if left_out == "the longest":
+        assert lengths[missing] == lengths.max()
+    if left_out == "the last":
+        assert missing == 9
+    assert f"Every pass leaves out 1 of 10 examples ({left_out}): 3 devices" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="bertlayers.training.length_batching"):
+        length_batches(x, {"ids": np.arange(10)}, batch_size=4, examples_multiple=2)
+    assert "leaves out" not in caplog.text
+
+
 def test_evaluation_batches_are_sorted_and_positions_are_never_cut():
     x, lengths = examples(40)
     positions = lengths - 1  # a SQuAD-style label: an index into the sequence, `[N]`
