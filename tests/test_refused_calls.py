@@ -352,3 +352,24 @@ def test_the_compiled_value_check_accepts_what_the_host_check_accepts(real_first
         except ValueError:
             accepted = False
         assert bool(keras.ops.convert_to_numpy(values_within(case, [limits]))) == accepted, case
+
+
+TRAINED = [
+    name for name in CASES if name not in ("bert_encoder", "albert_encoder", "xlnet_encoder", "sentence_embedder")
+]
+
+
+@pytest.mark.parametrize("name", TRAINED)
+def test_fit_runs_the_model_in_training_mode(name):
+    """`fit`'s steps call the model with `training=True` (dropout on): a step that moves nothing
+    (learning rate 0) reports another loss than `evaluate` on the same batch. Keras decides from
+    the model's `call` signature; when the guard's `call` did not name `training`, every model
+    trained with dropout off."""
+    build, x, y, _, _ = CASES[name]
+    keras.utils.set_random_seed(0)
+    model = build()
+    model.compile(optimizer=keras.optimizers.SGD(0.0))
+    evaluated = np.ravel(model.test_on_batch(x, y))[0]
+    trained = np.ravel(model.train_on_batch(x, y))[0]
+    assert np.isfinite(trained) and abs(trained - evaluated) > 1e-5 * abs(evaluated), (trained, evaluated)
+    assert np.ravel(model.test_on_batch(x, y))[0] == pytest.approx(evaluated, rel=1e-5)  # nothing moved

@@ -95,13 +95,15 @@ class GuardedModel:
         values = {name: backend.known_values(value) for name, value in features.items() if name in specs}
         self.check_input_values({name: value for name, value in values.items() if value is not None})
 
-    def call(self, inputs, *args, **kwargs):
+    # `training` and `mask` named, as in the functional model's own `call`: Keras reads the
+    # signature to decide whether `fit` passes `training=True` (without it, dropout stays off).
+    def call(self, inputs, training=None, mask=None, **kwargs):
         if isinstance(inputs, dict) and self not in _BUILDING:
             # An eager call checks values too: its layers may not be the ones whose calls check them
             # (XLNet's pretrainer runs its encoder's streams itself).
             self.check_input_structure(inputs)
             self.check_known_values(inputs)
-        return super().call(inputs, *args, **kwargs)
+        return super().call(inputs, training=training, mask=mask, **kwargs)
 
     # --- Keras's entry points, each checked and kept whole ---
     def _guarded(self, method, x, *args, **kwargs):
