@@ -293,6 +293,27 @@ def graph_assertions():
     return tensorflow()
 
 
+def activations_in_float32():
+    """Whether training computes a bfloat16 or float16 model's activations (GELU, SiLU, ...) in
+    float32, cast up before and back after: TensorFlow on the CPU, whose low-precision
+    element-wise kernels are far slower than its float32 ones (GELU's forward and backward on a
+    fine-tuning batch's `[896, 1536]` in bfloat16: 7.8 ms, through float32 4.3 ms, on a 2-core AMD
+    EPYC with AVX-512 BF16; `benchmarks/analysis.md`). Not in inference, where TensorFlow fuses the
+    activation into the product before it (MatMul + BiasAdd + GELU: one oneDNN kernel), which the
+    casts would split; not under JAX, whose compiled steps fuse the element-wise ops (and casts)
+    into their neighbours; not on a GPU, where it was not measured."""
+    tf = tensorflow()
+    if tf is None:
+        return False
+    global _TENSORFLOW_ON_CPU
+    if _TENSORFLOW_ON_CPU is None:
+        _TENSORFLOW_ON_CPU = not tf.config.list_logical_devices("GPU")
+    return _TENSORFLOW_ON_CPU
+
+
+_TENSORFLOW_ON_CPU = None
+
+
 def fused_adam_step(variable):
     """Whether Adam's update of `variable` may be TensorFlow's one-pass `ResourceApplyAdam`
     (float32 variables under TensorFlow) instead of Keras's ten element-wise passes."""

@@ -489,6 +489,32 @@ def test_gelu_exact_by_default_and_approximation_selectable():
         layers.TransformerEncoderBlock(num_heads=HEADS, intermediate_size=32, activation="gelu_fast")
 
 
+@pytest.mark.parametrize("name", ["gelu", "gelu_approximate", "silu"])
+def test_training_computes_bfloat16_activations_in_float32_where_the_backend_is_faster_so(name):
+    """In training on TensorFlow's CPU, a bfloat16 activation is the float32 function rounded once
+    (TensorFlow's bfloat16 element-wise kernels are the slower); in inference, and under JAX, the
+    activation is computed in bfloat16 as before (there TensorFlow fuses it into the product)."""
+    from bertlayers import backend
+    from bertlayers.layers.activations import activate, get_activation
+
+    fn = get_activation(name)
+    x = ops.cast(np.linspace(-4, 4, 97).astype("float32"), "bfloat16")
+    in_bfloat16 = ops.convert_to_numpy(ops.cast(fn(x), "float32"))
+    rounded_once = ops.convert_to_numpy(ops.cast(ops.cast(fn(ops.cast(x, "float32")), "bfloat16"), "float32"))
+    assert not np.array_equal(in_bfloat16, rounded_once)  # the two ways differ somewhere
+    expected = backend.name() == "tensorflow" and not backend.tensorflow().config.list_logical_devices("GPU")
+    assert backend.activations_in_float32() == expected
+    trained = ops.convert_to_numpy(ops.cast(activate(fn, x, training=True), "float32"))
+    np.testing.assert_array_equal(trained, rounded_once if expected else in_bfloat16)
+    for training in (False, None):
+        np.testing.assert_array_equal(ops.convert_to_numpy(ops.cast(activate(fn, x, training), "float32")), in_bfloat16)
+    assert activate(fn, x, training=True).dtype == x.dtype
+    full = np.linspace(-4, 4, 97).astype("float32")  # float32 inputs: the function itself, in training too
+    np.testing.assert_array_equal(
+        ops.convert_to_numpy(activate(fn, full, training=True)), ops.convert_to_numpy(fn(full))
+    )
+
+
 def test_pluggable_attention_layer_round_trips():
     @keras.saving.register_keras_serializable(package="bertlayers_test")
     class ScaledAttention(layers.MultiHeadAttention):

@@ -2,6 +2,8 @@
 
 import keras
 
+from bertlayers import backend
+
 _ACTIVATIONS = {
     # BERT's original GELU: exact, with erf.
     "gelu": lambda x: keras.activations.gelu(x, approximate=False),
@@ -29,6 +31,16 @@ def canonical_activation(name):
 
 def get_activation(name):
     return _ACTIVATIONS[canonical_activation(name)]
+
+
+def activate(fn, x, training=None):
+    """`fn(x)`. In training, where the backend is faster so (`backend.activations_in_float32`), a
+    bfloat16 or float16 `x` goes through `fn` in float32 and comes back in its own dtype: the
+    values are those of the float32 function rounded once."""
+    low_precision = keras.backend.standardize_dtype(x.dtype) in ("bfloat16", "float16")
+    if training and low_precision and backend.activations_in_float32():
+        return keras.ops.cast(fn(keras.ops.cast(x, "float32")), x.dtype)
+    return fn(x)
 
 
 # How `activation` was spelled in configs saved before one name was used everywhere: files

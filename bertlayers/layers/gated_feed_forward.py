@@ -7,7 +7,7 @@ activated projection and a linear one, y = W_out · (act(W_gate · x) ⊙ (W_up 
 
 import keras
 
-from bertlayers.layers.activations import canonical_activation, get_activation
+from bertlayers.layers.activations import activate, canonical_activation, get_activation
 from bertlayers.layers.initializers import bert_initializer, clone_initializer
 
 
@@ -71,8 +71,8 @@ class GatedFeedForward(keras.layers.Layer):
         self.output_dense.build(inner_shape)
         self.built = True
 
-    def call(self, inputs):
-        gated = self._activation_fn(self.gate_dense(inputs)) * self.up_dense(inputs)  # [..., I]
+    def call(self, inputs, training=None):
+        gated = activate(self._activation_fn, self.gate_dense(inputs), training) * self.up_dense(inputs)  # [..., I]
         return self.output_dense(gated)  # [..., H]
 
     def compute_output_shape(self, inputs_shape):

@@ -6,7 +6,7 @@ import inspect
 import keras
 from keras import ops
 
-from bertlayers.layers.activations import canonical_activation, get_activation, with_activation_renamed
+from bertlayers.layers.activations import activate, canonical_activation, get_activation, with_activation_renamed
 from bertlayers.layers.initializers import bert_initializer, clone_initializer
 from bertlayers.layers.masking import (
     causal_attention_mask,
@@ -195,7 +195,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         if self.feed_forward_layer is not None:
             x = self.feed_forward_layer(rows)
         else:
-            x = self.output_dense(self._activation_fn(self.intermediate_dense(rows)))
+            x = self.output_dense(activate(self._activation_fn, self.intermediate_dense(rows), training))
         return self.output_dropout_layer(x, training=training)
 
     def _after_attention(self, rows, training):

@@ -4,7 +4,7 @@ the content stream and (in pretraining) the query stream with the same weights."
 import keras
 
 from bertlayers.families.xlnet.relative_attention import RelativeAttention
-from bertlayers.layers.activations import canonical_activation, get_activation
+from bertlayers.layers.activations import activate, canonical_activation, get_activation
 from bertlayers.layers.initializers import bert_initializer, clone_initializer
 from bertlayers.layers.token_rows import on_token_rows
 
@@ -90,7 +90,8 @@ class RelativeEncoderBlock(keras.layers.Layer):
         x = self.attention_layer_norm(stream + self.dropout_layer(attended, training=training))
 
         def feed_forward(rows):
-            inner = self.dropout_layer(self._activation_fn(self.intermediate_dense(rows)), training=training)
+            activated = activate(self._activation_fn, self.intermediate_dense(rows), training)
+            inner = self.dropout_layer(activated, training=training)
             return self.output_dense(inner)
 
         return self.output_layer_norm(x + self.dropout_layer(on_token_rows(feed_forward, x), training=training))
