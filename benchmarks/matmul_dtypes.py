@@ -12,8 +12,21 @@ review snippet, 896 a fine-tuning batch of 32 x 28): `[rows, 384] x [384, 1536]`
 oneDNN's kernels where TensorFlow's rewrites are on; torch: eager, in inference mode), the
 median of 7 repeats of 100 calls. Both libraries use every core the process is given.
 
+And (`--qkv_rows`) what fusing the attention's query, key and value projections would save:
+`[rows, 384]` times three `[384, 384]` kernels against one `[384, 1152]` kernel, six layers in a
+row in one `tf.function` (each layer's input the sum of the previous one's three), TensorFlow only.
+
     python benchmarks/matmul_dtypes.py
     python benchmarks/matmul_dtypes.py --torch_python <torch venv>/bin/python --rows 27 128 896
+    python benchmarks/matmul_dtypes.py --qkv_rows 27 896
+
+And (`--activations`) the element-wise side of bfloat16 training: each activation's forward and
+backward pass on a fine-tuning batch's `[896, 1536]` feed-forward activations, in bfloat16 and
+through float32 (cast up, the function, cast back: what training does on TensorFlow's CPU,
+`bertlayers.backend.activations_in_float32`), in one `tf.function`, the median of 7 repeats of 20
+calls.
+
+    python benchmarks/matmul_dtypes.py --activations
 """
 
 import argparse
@@ -86,6 +99,59 @@ def tensorflow_chain_ms(rows, dtype_name):
     return median_ms(lambda: chain(x).numpy())
 
 
+def tensorflow_projections_ms(rows, dtype_name, fused):
+    """ms a call of six layers' query/key/value projections on `rows` token rows: three products
+    with biases each layer, or (`fused`) one product with the three kernels side by side."""
+    import numpy as np
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+    dtype = tf.as_dtype(dtype_name)
+
+    def variable(*shape):
+        return tf.Variable(tf.cast(rng.normal(size=shape) * 0.02, dtype))
+
+    if fused:
+        layers = [(variable(HIDDEN, 3 * HIDDEN), variable(3 * HIDDEN)) for _ in range(LAYERS)]
+    else:
+        layers = [[(variable(HIDDEN, HIDDEN), variable(HIDDEN)) for _ in range(3)] for _ in range(LAYERS)]
+    x = tf.cast(tf.constant(rng.normal(size=(rows, HIDDEN))), dtype)
+
+    @tf.function
+    def chain(x):
+        for layer in layers:
+            if fused:
+                query, key, value = tf.split(tf.matmul(x, layer[0]) + layer[1], 3, axis=-1)
+            else:
+                query, key, value = (tf.matmul(x, kernel) + bias for kernel, bias in layer)
+            x = query + key + value  # the next layer reads all three
+        return x
+
+    return median_ms(lambda: chain(x).numpy())
+
+
+def activation_step_ms(name, through_float32):
+    """ms a forward and backward pass of activation `name` takes on `[896, 1536]` bfloat16 values."""
+    from bertlayers.layers.activations import get_activation
+
+    # isort: split
+    import tensorflow as tf
+
+    fn = get_activation(name)
+    if through_float32:
+        fn = lambda x, fn=fn: tf.cast(fn(tf.cast(x, tf.float32)), x.dtype)  # noqa: E731
+    x = tf.cast(tf.random.stateless_normal((896, INTERMEDIATE), seed=(0, 0)), tf.bfloat16)
+
+    @tf.function
+    def step(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = fn(x)
+        return tape.gradient(y, x, output_gradients=tf.ones_like(y))
+
+    return timed(lambda: step(x).numpy(), 20, REPEATS)[0] / 1000
+
+
 def torch_chain_ms(rows, dtype_name):
     import torch
 
@@ -125,6 +191,8 @@ def torch_times(python, rows):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, nargs="*", default=[], help="feed-forward products at these row counts")
+    parser.add_argument("--qkv_rows", type=int, nargs="*", default=[], help="the attention projections, fused or not")
+    parser.add_argument("--activations", action="store_true", help="activations in bfloat16 and through float32")
     parser.add_argument("--torch_python", help="a Python with torch: its kernels on the same products")
     parser.add_argument("--torch_worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -142,6 +210,20 @@ def main():
             f"{size}x{size} matmul: float32 {f32:.1f} ms ({gflops / f32 * 1000:.0f} GFLOP/s), "
             f"bfloat16 {bf16:.1f} ms ({gflops / bf16 * 1000:.0f} GFLOP/s)"
         )
+    if args.activations:
+        print("\nActivations forward and backward on [896, 1536] bfloat16 values: ms a call")
+        print("| activation | bfloat16 | through float32 |")
+        print("|---|---|---|")
+        for name in ("gelu", "gelu_approximate", "silu", "relu"):
+            print(f"| {name} | {activation_step_ms(name, False):.2f} | {activation_step_ms(name, True):.2f} |")
+    if args.qkv_rows:
+        print(f"\nThe attention's query/key/value projections, {LAYERS} layers: ms a call")
+        print("| rows | dtype | three products | one fused product | saved |")
+        print("|---|---|---|---|---|")
+        for rows in args.qkv_rows:
+            for dtype in dtypes:
+                three, one = (tensorflow_projections_ms(rows, dtype, fused) for fused in (False, True))
+                print(f"| {rows} | {dtype} | {three:.3f} | {one:.3f} | {three - one:.3f} |")
     if not args.rows:
         return
     peer = torch_times(args.torch_python, args.rows) if args.torch_python else {}

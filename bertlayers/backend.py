@@ -296,9 +296,9 @@ def graph_assertions():
 def activations_in_float32():
     """Whether training computes a bfloat16 or float16 model's activations (GELU, SiLU, ...) in
     float32, cast up before and back after: TensorFlow on the CPU, whose low-precision
-    element-wise kernels are far slower than its float32 ones (GELU's forward and backward on a
-    fine-tuning batch's `[896, 1536]` in bfloat16: 7.8 ms, through float32 4.3 ms, on a 2-core AMD
-    EPYC with AVX-512 BF16; `benchmarks/analysis.md`). Not in inference, where TensorFlow fuses the
+    element-wise kernels are slower than its float32 ones (GELU's forward and backward on a
+    fine-tuning batch's `[896, 1536]`: 7.7 ms in bfloat16, 4.8 through float32 on a 2-core AMD
+    EPYC with AVX-512 BF16, `benchmarks/matmul_dtypes.py --activations`; `benchmarks/analysis.md`). Not in inference, where TensorFlow fuses the
     activation into the product before it (MatMul + BiasAdd + GELU: one oneDNN kernel), which the
     casts would split; not under JAX, whose compiled steps fuse the element-wise ops (and casts)
     into their neighbours; not on a GPU, where it was not measured."""
@@ -312,6 +312,13 @@ def activations_in_float32():
 
 
 _TENSORFLOW_ON_CPU = None
+
+
+def random_states(model):
+    """The state variables of `model`'s random generators (its dropout layers' seed generators), in
+    the model's variable order: what `model.weights`, and so a weights file, leaves out."""
+    weights = {id(variable) for variable in model.weights}
+    return [v for v in model.variables if id(v) not in weights and v.path.endswith("seed_generator_state")]
 
 
 def fused_adam_step(variable):

@@ -98,7 +98,9 @@ def test_pretraining_on_a_full_disk_keeps_its_last_backup_and_resumes(corpus, tm
     full_disk_for(monkeypatch, lambda p: "epoch-000003" in p)
     with pytest.raises(atomic_files.DiskFullError, match=r"while writing .*backup/epoch-000003\.weights\.h5"):
         run_pretraining(tiny_run(corpus, output))
-    assert ResumableBackup.read_metadata(str(output / "backup")) == {"epoch": 2, "weights": "epoch-000002.weights.h5"}
+    metadata = ResumableBackup.read_metadata(str(output / "backup"))
+    assert {key: metadata[key] for key in ("epoch", "weights")} == {"epoch": 2, "weights": "epoch-000002.weights.h5"}
+    assert metadata["random_states"] and all(len(state) == 2 for state in metadata["random_states"])  # dropout's
     assert not staging_left(output) and not (output / "encoder.keras").exists()
     monkeypatch.undo()
     summary = run_pretraining(tiny_run(corpus, output))  # space freed: the same command resumes and ends
@@ -329,3 +331,33 @@ def test_a_real_full_disk_for_pretraining_and_export(corpus, saved_encoder, smal
         keras.saving.load_model(saved_encoder), "enc", base_dir=str(base), sequence_length=16, text=False
     )
     assert written["enc"].endswith("enc/1") and listed_models(base) == ["enc"]
+
+
+def test_a_resumed_fit_draws_the_dropout_masks_of_an_uninterrupted_one(tmp_path):
+    """The backup records the dropout layers' random generators (a weights file leaves them out):
+    a fit stopped after two epochs and started again ends on the uninterrupted fit's weights."""
+    import numpy as np
+
+    from bertlayers.models import SequenceClassifier
+
+    rng = np.random.default_rng(0)
+    x = {"token_ids": rng.integers(5, 50, (16, 8)).astype("int32"), "segment_ids": np.zeros((16, 8), "int32")}
+    x["padding_mask"] = np.ones((16, 8), "int32")
+    y = rng.integers(0, 2, 16)
+
+    def fit(folder, epochs):
+        keras.utils.set_random_seed(3)
+        encoder = BertEncoder(
+            vocabulary_size=50, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32,
+            max_sequence_length=16, dropout=0.5,
+        )  # fmt: skip
+        model = SequenceClassifier(encoder, 2)
+        model.compile(optimizer=keras.optimizers.Adam(1e-2), loss=keras.losses.SparseCategoricalCrossentropy(True))
+        model.fit(x, y, batch_size=8, epochs=epochs, shuffle=False, verbose=0, callbacks=[ResumableBackup(folder)])
+        return [np.asarray(w) for w in model.weights]
+
+    uninterrupted = fit(str(tmp_path / "one"), 4)
+    fit(str(tmp_path / "two"), 2)
+    resumed = fit(str(tmp_path / "two"), 4)
+    for a, b in zip(resumed, uninterrupted):
+        np.testing.assert_allclose(a, b, atol=1e-6)

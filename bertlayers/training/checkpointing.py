@@ -2,11 +2,16 @@
 
 import glob
 import json
+import logging
 import os
 
 import keras
+import numpy as np
 
+from bertlayers import backend
 from bertlayers.utils import atomic_files
+
+logger = logging.getLogger(__name__)
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
@@ -18,8 +23,10 @@ class ResumableBackup(keras.callbacks.BackupAndRestore):
     each backup is a new `epoch-N.weights.h5` (model and optimizer state) renamed into place,
     and then `training_metadata.json`, also renamed into place, points at it. The restore
     point is readable before `fit` starts (`restored_epoch`), so the input pipeline can skip
-    the batches already consumed. Backups are taken at the end of each epoch: make an epoch
-    as long as the wanted checkpoint interval (`steps_per_epoch`).
+    the batches already consumed. The record also holds the dropout layers' random generators'
+    states, which a weights file leaves out: a resumed run draws the dropout masks the
+    uninterrupted run would. Backups are taken at the end of each epoch: make an epoch as long as
+    the wanted checkpoint interval (`steps_per_epoch`).
     """
 
     METADATA = "training_metadata.json"
@@ -55,8 +62,10 @@ class ResumableBackup(keras.callbacks.BackupAndRestore):
     def _save_model(self):
         name = f"epoch-{self._current_epoch:06d}.weights.h5"
         atomic_files.save_weights(self.model, os.path.join(self.backup_dir, name))
+        states = [np.asarray(keras.ops.convert_to_numpy(v.value)).tolist() for v in backend.random_states(self.model)]
         atomic_files.write_json(
-            os.path.join(self.backup_dir, self.METADATA), {"epoch": self._current_epoch, "weights": name}
+            os.path.join(self.backup_dir, self.METADATA),
+            {"epoch": self._current_epoch, "weights": name, "random_states": states},
         )
         backups = sorted(glob.glob(os.path.join(self.backup_dir, "epoch-*.weights.h5")))
         for old in backups[: -self.keep]:
@@ -70,6 +79,15 @@ class ResumableBackup(keras.callbacks.BackupAndRestore):
         if self.model.optimizer is not None and not self.model.optimizer.built:
             self.model.optimizer.build(self.model.trainable_variables)
         self.model.load_weights(os.path.join(self.backup_dir, metadata["weights"]))
+        states, variables = metadata.get("random_states"), backend.random_states(self.model)
+        if states is not None and len(states) == len(variables):
+            for variable, state in zip(variables, states):
+                variable.assign(np.asarray(state, dtype=keras.backend.standardize_dtype(variable.dtype)))
+        elif states is not None:
+            logger.warning(
+                f"{self.backup_dir}: the backup holds {len(states)} random generators' states and the model has "
+                f"{len(variables)}; dropout restarts its random stream."
+            )
         self.model._initial_epoch = int(metadata["epoch"])
 
     def get_config(self):
