@@ -298,10 +298,11 @@ def activations_in_float32():
     float32, cast up before and back after: TensorFlow on the CPU, whose low-precision
     element-wise kernels are slower than its float32 ones (GELU's forward and backward on a
     fine-tuning batch's `[896, 1536]`: 7.7 ms in bfloat16, 4.8 through float32 on a 2-core AMD
-    EPYC with AVX-512 BF16, `benchmarks/matmul_dtypes.py --activations`; `benchmarks/analysis.md`). Not in inference, where TensorFlow fuses the
-    activation into the product before it (MatMul + BiasAdd + GELU: one oneDNN kernel), which the
-    casts would split; not under JAX, whose compiled steps fuse the element-wise ops (and casts)
-    into their neighbours; not on a GPU, where it was not measured."""
+    EPYC with AVX-512 BF16, `benchmarks/matmul_dtypes.py --activations`; `benchmarks/analysis.md`).
+    Not in inference, where TensorFlow fuses the activation into the product before it (MatMul +
+    BiasAdd + GELU: one oneDNN kernel), which the casts would split; not under JAX, whose compiled
+    steps fuse the element-wise ops (and casts) into their neighbours; not on a GPU, where it was
+    not measured."""
     tf = tensorflow()
     if tf is None:
         return False
