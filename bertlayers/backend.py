@@ -10,6 +10,7 @@ changes, so that each is looked at again).
 It sits below every tier beside `bertlayers.startup` and imports nothing else of ours.
 """
 
+import functools
 import sys
 
 import keras
@@ -303,16 +304,13 @@ def activations_in_float32():
     BiasAdd + GELU: one oneDNN kernel), which the casts would split; not under JAX, whose compiled
     steps fuse the element-wise ops (and casts) into their neighbours; not on a GPU, where it was
     not measured."""
-    tf = tensorflow()
-    if tf is None:
-        return False
-    global _TENSORFLOW_ON_CPU
-    if _TENSORFLOW_ON_CPU is None:
-        _TENSORFLOW_ON_CPU = not tf.config.list_logical_devices("GPU")
-    return _TENSORFLOW_ON_CPU
+    return tensorflow() is not None and not _tensorflow_gpus()
 
 
-_TENSORFLOW_ON_CPU = None
+@functools.cache
+def _tensorflow_gpus():
+    """TensorFlow's GPUs, listed once (asked at every trace of an activation)."""
+    return tuple(tensorflow().config.list_logical_devices("GPU"))
 
 
 def random_states(model):

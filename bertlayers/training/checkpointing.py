@@ -62,7 +62,7 @@ class ResumableBackup(keras.callbacks.BackupAndRestore):
     def _save_model(self):
         name = f"epoch-{self._current_epoch:06d}.weights.h5"
         atomic_files.save_weights(self.model, os.path.join(self.backup_dir, name))
-        states = [np.asarray(keras.ops.convert_to_numpy(v.value)).tolist() for v in backend.random_states(self.model)]
+        states = [keras.ops.convert_to_numpy(v.value).tolist() for v in backend.random_states(self.model)]
         atomic_files.write_json(
             os.path.join(self.backup_dir, self.METADATA),
             {"epoch": self._current_epoch, "weights": name, "random_states": states},
