@@ -151,6 +151,7 @@ def test_a_graph_of_unknown_batch_and_length():
     )
 
 
+@pytest.mark.slow
 def test_a_crf_tagger_trains_on_every_real_tokens_tag_and_outputs_its_viterbi_path(tmp_path):
     from bertlayers.models import TokenClassifier
     from bertlayers.networks import BertEncoder

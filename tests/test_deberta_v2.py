@@ -451,6 +451,7 @@ def test_a_folder_saved_back_holds_what_transformers_wrote(name, tmp_path):
         _close_at_real_tokens(logits, REFERENCE[f"{name}.logits"], inputs["padding_mask"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ["classifier", "tagger", "spans", "multiple_choice"])
 def test_the_task_models_train_and_reload_over_the_encoder(task):
     """DeBERTa's classification (over its context pooler, act(W · x[CLS])), tagging, spans and

@@ -1,7 +1,8 @@
 """Every Python block in README.md and docs/*.md runs as written. The blocks of one page share
 a namespace, in order, as a reader running them one after another would; a block that needs
 what a fresh machine lacks (a Google TF1 checkpoint) is preceded by `<!-- skip: why -->` and
-reported skipped under its page and line."""
+reported skipped under its page and line; one that trains or exports a real model for a minute is
+preceded by `<!-- slow: why -->` and left to the full suite (a page's later blocks must not need it)."""
 
 import glob
 import os
@@ -10,7 +11,10 @@ import re
 import pytest
 from processes import REPO
 
-BLOCK = re.compile(r"(?:<!-- skip: (?P<skip>[^>]*) -->\n)?```python\n(?P<code>.*?)^```", re.S | re.M)
+BLOCK = re.compile(
+    r"(?:<!-- skip: (?P<skip>[^>]*) -->\n)?(?:<!-- slow: (?P<slow>[^>]*) -->\n)?```python\n(?P<code>.*?)^```",
+    re.S | re.M,
+)
 PAGES = [os.path.join(REPO, "README.md")] + sorted(glob.glob(os.path.join(REPO, "docs", "*.md")))
 
 
@@ -19,7 +23,10 @@ def blocks():
         text = open(page, encoding="utf-8").read()
         for match in BLOCK.finditer(text):
             line = text.count("\n", 0, match.start("code"))
-            yield pytest.param(page, line, match["code"], match["skip"], id=f"{os.path.relpath(page, REPO)}:{line}")
+            marks = [pytest.mark.slow] if match["slow"] else []
+            yield pytest.param(
+                page, line, match["code"], match["skip"], marks=marks, id=f"{os.path.relpath(page, REPO)}:{line}"
+            )
 
 
 _NAMESPACES = {}  # page -> the namespace its blocks run in

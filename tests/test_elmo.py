@@ -166,6 +166,7 @@ def test_losses_are_each_directions_shifted_cross_entropy():
     assert abs(losses["forward_loss"] - np.log(30)) < 0.3  # untrained: about uniform
 
 
+@pytest.mark.slow
 def test_bilm_trains_saves_and_mixes_into_elmo_vectors(tmp_path):
     model = tiny_bilm()
     x = batch([["a", "b", "c"], ["d", "e"], ["a", "b", "c", "d"]], 6)

@@ -277,6 +277,7 @@ def test_an_ensemble_of_multiple_choice_models_averages_over_the_choices():
     np.testing.assert_allclose(probabilities, mean, atol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.tensorflow_only
 def test_a_multiple_choice_ensemble_serves_member_scores_the_client_averages_to_its_answer():
     from bertlayers.testing import served_outputs
@@ -296,6 +297,7 @@ def test_members_of_different_tasks_are_refused_by_name():
         ClassifierEnsemble([_span_predictors(1)[0], _members(1)[0]])
 
 
+@pytest.mark.slow
 @pytest.mark.tensorflow_only
 def test_an_ensemble_of_multi_task_models_averages_and_serves_every_head():
     from bertlayers.models import MultiTask, Task

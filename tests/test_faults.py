@@ -333,6 +333,7 @@ def test_a_real_full_disk_for_pretraining_and_export(corpus, saved_encoder, smal
     assert written["enc"].endswith("enc/1") and listed_models(base) == ["enc"]
 
 
+@pytest.mark.slow
 def test_a_resumed_fit_draws_the_dropout_masks_of_an_uninterrupted_one(tmp_path):
     """The backup records the dropout layers' random generators (a weights file leaves them out):
     a fit stopped after two epochs and started again ends on the uninterrupted fit's weights."""

@@ -261,6 +261,7 @@ def _moved(model, x, y, epochs=2):
     }
 
 
+@pytest.mark.slow
 def test_freezing_the_embeddings_and_the_lower_layers():
     encoder = BertEncoder(**{**TINY, "num_layers": 3})
     model = SequenceClassifier(encoder, 2)

@@ -220,6 +220,7 @@ def test_run_classifier_fine_tunes_from_the_folder(name, tmp_path):
     assert recorded.checkpoint_tokenizer().layout == checkpoint_tokenizer(folder).layout
 
 
+@pytest.mark.slow
 @pytest.mark.tensorflow_only
 def test_a_bert_folder_with_only_tokenizer_json_tokenizes_and_serves_text(tmp_path):
     """The BERT-architecture folders published with a tokenizer.json and no vocab.txt."""

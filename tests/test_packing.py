@@ -66,6 +66,7 @@ def test_packed_encoder_states_and_summaries_equal_the_padded_ones(name):
     np.testing.assert_allclose(unpacked(outputs["pooled_output"], placement), expected["pooled_output"], atol=ATOL)
 
 
+@pytest.mark.slow
 def test_a_packed_training_step_equals_the_padded_one():
     """One SGD step of a ModernBERT-pattern classifier over seven sequences, padded (one batch) or
     packed (the rows as one batch, `packed_labels` weighting the slots): the same loss, the same weights after."""

@@ -70,6 +70,7 @@ def test_word_states_are_each_hidden_state_at_each_words_first_piece():
         np.testing.assert_allclose(state, np.asarray(layer)[[r for r, _ in picked], [p for _, p in picked]], atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.tensorflow_only
 def test_probe_layers_scores_every_hidden_state_on_real_tweets():
     from bertlayers.task_data.ner import read_conll, tag_vocabulary

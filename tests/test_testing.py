@@ -35,8 +35,9 @@ TINY = dict(
         (BertEncoder, {}),
         (AlbertEncoder, {"embedding_size": 8, "num_layers": 3, "num_layer_groups": 1}),
         (XLNetEncoder, {}),
-        # Per-layer settings: a sliding window on the second layer, RMSNorm, GeGLU, no biases, pre-norm.
-        (
+        # Per-layer settings: a sliding window on the second layer, RMSNorm, GeGLU, no biases, pre-norm
+        # (in the full suite: the next case covers these parts in the fast tier).
+        pytest.param(
             BertEncoder,
             {
                 "normalization": "rms_norm",
@@ -46,6 +47,7 @@ TINY = dict(
                 "layer_types": ("full", "local"),
                 "layer_kinds": {"full": {}, "local": {"attention_window": 2}},
             },
+            marks=pytest.mark.slow,
         ),
         # ModernBERT's pattern from the built-in parts: rotary attention (a base per layer kind), a
         # sliding window on the local layers, RMSNorm, GeGLU, no biases, pre-norm.
@@ -102,6 +104,7 @@ def test_the_layer_check_catches_a_config_without_an_argument():
         run_layer_test(Forgetful, {"scale": 3.0}, {"inputs": np.ones((2, 3), "float32")}, (2, 3), trainable=False)
 
 
+@pytest.mark.slow
 def test_the_task_model_check_trains_and_reloads_a_classifier():
     model = SequenceClassifier(BertEncoder(**TINY), 3, dropout=0.0)
     batch = encoder_batch(60)

@@ -23,6 +23,7 @@ def encoder_file(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_fit_predict_save_load_and_export(encoder_file, tmp_path):
     classifier = TextClassifier.from_checkpoint(encoder_file, labels=["no", "yes"], sequence_length=16)
     assert classifier.model.pooling == "pooler"  # no sentence-transformers pooling declared
@@ -61,6 +62,7 @@ def test_bad_calls_are_refused_by_name(encoder_file, tmp_path):
     assert len(classifier.predict(TEXTS)) == 4  # still usable
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("crf", [False, True])
 def test_the_tagger_fits_on_words_predicts_on_strings_and_saves_its_tags(encoder_file, tmp_path, crf):
     from bertlayers.task_data.ner import decode_tags, encode_sentences, word_tags
@@ -91,6 +93,7 @@ def test_the_tagger_fits_on_words_predicts_on_strings_and_saves_its_tags(encoder
         tagger.fit([sentences[0]], [["O", "O", "B-LOC"]], epochs=1, verbose=0)
 
 
+@pytest.mark.slow
 def test_the_answerer_fits_and_answers_with_spans_of_the_context_as_the_served_model_does(encoder_file, tmp_path):
     from bertlayers.tasks import TextAnswerer
 

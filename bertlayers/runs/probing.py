@@ -50,6 +50,7 @@ def fit_probe(features, labels, num_classes, l2=1e-4, epochs=20, batch_size=256,
     l2 = NON_NEGATIVE_FLOAT.check("l2", l2)
     epochs = POSITIVE_INT.check("epochs", epochs)
     learning_rate = POSITIVE_FLOAT.check("learning_rate", learning_rate)
+    batch_size = None if batch_size is None else POSITIVE_INT.check("batch_size", batch_size)
     features, labels = np.asarray(features, "float32"), np.asarray(labels, "int32")
     if features.ndim != 2 or labels.shape != features.shape[:1]:
         raise ValueError(
@@ -68,8 +69,18 @@ def fit_probe(features, labels, num_classes, l2=1e-4, epochs=20, batch_size=256,
         optimizer=keras.optimizers.Adam(learning_rate),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
     )
-    probe.fit(features, labels, batch_size=batch_size or len(labels), epochs=epochs, shuffle=True, verbose=0)
+    if batch_size is None:
+        # Full-batch descent: every epoch is one step on the same batch, so the epochs run as the
+        # steps of one: Keras's set-up of an epoch costs ~20x the step itself at a probe's size.
+        probe.fit(_the_whole_set(features, labels), steps_per_epoch=epochs, epochs=1, shuffle=False, verbose=0)
+    else:
+        probe.fit(features, labels, batch_size=batch_size, epochs=epochs, shuffle=True, verbose=0)
     return probe
+
+
+def _the_whole_set(features, labels):
+    while True:
+        yield features, labels
 
 
 def probe_layers(
