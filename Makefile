@@ -25,13 +25,13 @@ demo: $(STAMP)
 	$(PY) examples/demo.py
 
 # Everything (what CI runs); test-fast leaves out the tests marked slow (under 5 minutes on 2 cores,
-# every test module but the JAX subprocess runs of test_backends.py represented) for iterating; a
-# test that trains or exports for 7 s or more in the full suite is marked slow. Two workers, each taking whole files (a file's
-# module fixtures are made once, and docs pages run their blocks in order): most tests wait on
-# a single-threaded Python (tracing, a child's start-up), so two share the 2 cores well.
-# A worker that dies ends the run at once, naming its test: xdist's replacement worker waits
-# forever under --dist loadfile (pytest-xdist#784). Output is captured at the Python level only,
-# so what native code prints as it aborts (a TensorFlow check) reaches the log.
+# every test module but the JAX subprocess runs of test_backends.py represented; a test that trains
+# or exports for 7 s or more in the full suite is marked slow) for iterating. Two workers, each
+# taking whole files (a file's module fixtures are made once, and docs pages run their blocks in
+# order): most tests wait on a single-threaded Python (tracing, a child's start-up), so two share
+# the 2 cores well. A worker that dies ends the run at once, naming its test: xdist's replacement
+# worker waits forever under --dist loadfile (pytest-xdist#784). Output is captured at the Python
+# level only, so what native code prints as it aborts (a TensorFlow check) reaches the log.
 PYTEST := $(PY) -m pytest -q -n 2 --dist loadfile --max-worker-restart 0 --capture sys
 # The layer, network and model tests again under Keras's JAX backend (CPU JAX): the model code is
 # one keras.ops implementation for every backend. Tests marked tensorflow_only skip themselves there.
