@@ -36,7 +36,7 @@ TINY = dict(
         (AlbertEncoder, {"embedding_size": 8, "num_layers": 3, "num_layer_groups": 1}),
         (XLNetEncoder, {}),
         # Per-layer settings: a sliding window on the second layer, RMSNorm, GeGLU, no biases, pre-norm
-        # (in the full suite: the next case covers these parts in the fast tier).
+        # (marked slow: the next case covers these parts in the fast tier).
         pytest.param(
             BertEncoder,
             {
