@@ -22,9 +22,9 @@ row in one `tf.function` (each layer's input the sum of the previous one's three
 
 And (`--activations`) the element-wise side of bfloat16 training: each activation's forward and
 backward pass on a fine-tuning batch's `[896, 1536]` feed-forward activations, in bfloat16 and
-through float32 (cast up, the function, cast back: what training does on TensorFlow's CPU,
-`bertlayers.backend.activations_in_float32`), in one `tf.function`, the median of 7 repeats of 20
-calls.
+as training runs them (`bertlayers.layers.activations.activate`: through float32, cast up and
+back, where `bertlayers.backend.activations_in_float32` says so, as on TensorFlow's CPU), in one
+`tf.function`, the median of 7 repeats of 20 calls.
 
     python benchmarks/matmul_dtypes.py --activations
 """
@@ -132,14 +132,14 @@ def tensorflow_projections_ms(rows, dtype_name, fused):
 
 def activation_step_ms(name, through_float32):
     """ms a forward and backward pass of activation `name` takes on `[896, 1536]` bfloat16 values."""
-    from bertlayers.layers.activations import get_activation
+    from bertlayers.layers.activations import activate, get_activation
 
     # isort: split
     import tensorflow as tf
 
     fn = get_activation(name)
-    if through_float32:
-        fn = lambda x, fn=fn: tf.cast(fn(tf.cast(x, tf.float32)), x.dtype)  # noqa: E731
+    if through_float32:  # the library's own training path (float32 where the backend says so)
+        fn = lambda x, fn=fn: activate(fn, x, training=True)  # noqa: E731
     x = tf.cast(tf.random.stateless_normal((896, INTERMEDIATE), seed=(0, 0)), tf.bfloat16)
 
     @tf.function
