@@ -163,15 +163,19 @@ BASE_MODEL_PREFIXES = (
 )
 
 
-def start_loading(path, model_type, prefix, encoder_class, dtype, name="encoder", encoder_settings=None):
+def start_loading(path, model_type, prefix, encoder_class, dtype, name="encoder", encoder_settings=None, own_names=()):
     """What every loader begins with: the folder read and checked (`read_huggingface_folder`), the
     base model's `prefix` taken off the tensor names (a tuple: the names a family's folders use,
     GTE's "gte." and "new."), the encoder built from the config (and, where its class takes
     arguments no `EncoderConfig` field holds, `encoder_settings(config.json dict, source)`'s), and
-    an empty `WeightMap`. Returns (config.json dict, tensors, encoder, weights)."""
+    an empty `WeightMap`. `own_names`: the family base model's own top-level names that another
+    family uses as its prefix (DistilBERT's `transformer.`, XLNet's base model), which a base-model
+    folder (`XModel.save_pretrained`: no prefix) starts with. Returns (config.json dict, tensors,
+    encoder, weights)."""
     hf_config, config, tensors, weights_path = read_huggingface_folder(path, model_type)
     prefixes = (prefix,) if isinstance(prefix, str) else tuple(prefix)
-    foreign = sorted({p for name in tensors for p in BASE_MODEL_PREFIXES if name.startswith(p) and p not in prefixes})
+    mine = prefixes + tuple(own_names)
+    foreign = sorted({p for name in tensors for p in BASE_MODEL_PREFIXES if name.startswith(p) and p not in mine})
     if foreign:
         raise ValueError(
             f"{weights_path}: config.json says model_type {hf_config.get('model_type', 'bert')!r}, but its tensors are "
@@ -357,20 +361,43 @@ def output_bias_key(tensors, head):
     return f"{head}.decoder.bias" if f"{head}.decoder.bias" in tensors else f"{head}.bias"
 
 
-def with_sequence_classifier(model, hf_config, weights, output, pooler=None):
-    """`model` (an encoder) under a `SequenceClassifier` where the folder holds transformers'
-    sequence-classification head: its output layer `output` (a name without ".weight"), and,
-    where the head has its own dense layer over the summary token (`pooler`: RoBERTa's
-    `classifier.dense`, DistilBERT's `pre_classifier`), that layer as the encoder's pooler.
-    The labels are the config's `id2label`. Returns `model` unchanged otherwise."""
+def is_token_classifier(hf_config):
+    """Whether the folder's config names a transformers `...ForTokenClassification` (its
+    `architectures`): the `classifier` tensors are then a tag per token, not a class per text."""
+    return any(str(name).endswith("ForTokenClassification") for name in hf_config.get("architectures") or ())
+
+
+def _label_names(hf_config, count):
+    labels = {int(i): str(name) for i, name in hf_config.get("id2label", {}).items()}
+    return [labels.get(i, f"LABEL_{i}") for i in range(count)]
+
+
+def with_task_head(model, hf_config, weights, output, pooler=None):
+    """`model` (an encoder) under the task head the folder holds: a `TokenClassifier` where the
+    config names a `...ForTokenClassification` (transformers' `classifier` over every token, the
+    config's `id2label` as its `tag_names`); a `SequenceClassifier` where the folder holds
+    transformers' sequence-classification head: its output layer `output` (a name without
+    ".weight"), and, where the head has its own dense layer over the summary token (`pooler`:
+    RoBERTa's `classifier.dense`, DistilBERT's `pre_classifier`), that layer as the encoder's
+    pooler, the config's `id2label` as its labels. Returns `model` unchanged otherwise."""
+    if is_token_classifier(hf_config):
+        from bertlayers.models.token_classifier import TokenClassifier
+
+        count = weights.tensors["classifier.weight"].shape[0] if "classifier.weight" in weights.tensors else None
+        if count is None:
+            raise ValueError(
+                f"{weights.source}: config.json names a token classifier but the file has no classifier.weight."
+            )
+        tagger = TokenClassifier(model, count, tag_names=_label_names(hf_config, count))
+        weights.add(tagger.head.dense.kernel, "classifier.weight", transposed)
+        weights.add(tagger.head.dense.bias, "classifier.bias")
+        return tagger
     if output + ".weight" not in weights.tensors:
         return model
     from bertlayers.models.sequence_classifier import SequenceClassifier
 
-    labels = {int(i): str(name) for i, name in hf_config.get("id2label", {}).items()}
     count = weights.tensors[output + ".weight"].shape[0]
-    names = [labels.get(i, f"LABEL_{i}") for i in range(count)] if count > 1 else None
-    classifier = SequenceClassifier(model, count, label_names=names)
+    classifier = SequenceClassifier(model, count, label_names=_label_names(hf_config, count) if count > 1 else None)
     if pooler is not None:
         weights.add(model.pooler.dense.kernel, pooler + ".weight", transposed)
         weights.add(model.pooler.dense.bias, pooler + ".bias")

@@ -16,7 +16,7 @@ from bertlayers.convert.huggingface import (
     register_huggingface_family,
     start_loading,
     transposed,
-    with_sequence_classifier,
+    with_task_head,
 )
 from bertlayers.families.albert.encoder import AlbertEncoder
 from bertlayers.models.pretrainer import BertPretrainer
@@ -85,7 +85,7 @@ def load_huggingface_albert(path, dtype=None):
         weights.add(encoder.pooler.dense.kernel, "pooler.weight", transposed)
         weights.add(encoder.pooler.dense.bias, "pooler.bias")
 
-    model = with_sequence_classifier(encoder, hf_config, weights, "classifier")
+    model = with_task_head(encoder, hf_config, weights, "classifier")
     if "predictions.dense.weight" in tensors:
         sentence_order = "sop_classifier.classifier.weight" in tensors
         model = BertPretrainer(encoder, next_sentence=sentence_order, name="albert_pretrainer")

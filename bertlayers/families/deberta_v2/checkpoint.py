@@ -13,11 +13,12 @@ from bertlayers.convert.huggingface import (
     add_output_projection,
     config_from_fields,
     config_keys_of,
+    is_token_classifier,
     output_bias_key,
     register_huggingface_family,
     renamed_fields,
     start_loading,
-    with_sequence_classifier,
+    with_task_head,
 )
 from bertlayers.families.deberta_v2.encoder import DebertaV2Encoder
 from bertlayers.models.pretrainer import BertPretrainer
@@ -150,8 +151,8 @@ def load_huggingface_deberta_v2(path, dtype=None):
             layer + "output.LayerNorm",
         )
     model = encoder
-    if "pooler.dense.weight" in tensors:
-        model = with_sequence_classifier(encoder, hf_config, weights, "classifier", pooler="pooler.dense")
+    if "pooler.dense.weight" in tensors or is_token_classifier(hf_config):
+        model = with_task_head(encoder, hf_config, weights, "classifier", pooler="pooler.dense")
     head = _masked_lm_head_names(tensors)
     if head is not None:
         model = BertPretrainer(encoder, next_sentence=False, name="deberta_v2_pretrainer")

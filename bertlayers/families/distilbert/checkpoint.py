@@ -14,7 +14,7 @@ from bertlayers.convert.huggingface import (
     register_huggingface_family,
     renamed_fields,
     start_loading,
-    with_sequence_classifier,
+    with_task_head,
 )
 from bertlayers.families.bert.encoder import BertEncoder
 from bertlayers.models.pretrainer import BertPretrainer
@@ -65,7 +65,9 @@ def load_huggingface_distilbert(path, dtype=None):
     Raises:
       As `load_huggingface_bert`.
     """
-    hf_config, tensors, encoder, weights = start_loading(path, "distilbert", "distilbert.", BertEncoder, dtype)
+    hf_config, tensors, encoder, weights = start_loading(
+        path, "distilbert", "distilbert.", BertEncoder, dtype, own_names=("transformer.",)
+    )
     config = encoder.config
     add_embeddings(weights, encoder.embeddings)
     for index, block in enumerate(encoder.transformer_layers):
@@ -88,7 +90,7 @@ def load_huggingface_distilbert(path, dtype=None):
             prefix + "ffn.lin2",
             prefix + "output_layer_norm",
         )
-    model = with_sequence_classifier(encoder, hf_config, weights, "classifier", pooler="pre_classifier")
+    model = with_task_head(encoder, hf_config, weights, "classifier", pooler="pre_classifier")
     if "vocab_transform.weight" in tensors:
         model = BertPretrainer(encoder, next_sentence=False, name="distilbert_pretrainer")
         add_lm_transform(weights, model.lm_head, "vocab_transform", "vocab_layer_norm", "vocab_projector.bias")

@@ -14,7 +14,7 @@ from bertlayers.convert.huggingface import (
     read_huggingface_folder,
     register_huggingface_family,
     transposed,
-    with_sequence_classifier,
+    with_task_head,
 )
 from bertlayers.convert.weight_map import WeightMap
 from bertlayers.families.electra.encoders import electra_embeddings, electra_encoder
@@ -76,7 +76,7 @@ def load_huggingface_electra(path, dtype=None):
         weights.add(head.prediction.kernel, "discriminator_predictions.dense_prediction.weight", transposed)
         weights.add(head.prediction.bias, "discriminator_predictions.dense_prediction.bias")
     else:
-        model = with_sequence_classifier(encoder, hf_config, weights, "classifier.out_proj", pooler="classifier.dense")
+        model = with_task_head(encoder, hf_config, weights, "classifier.out_proj", pooler="classifier.dense")
     # A tied generator's output matrix is its word embedding; a saved copy adds nothing.
     weights.apply(ignore=IGNORED_TENSORS + (r"^generator_lm_head\.weight$",))
     return model

@@ -10,12 +10,13 @@ from bertlayers.convert.huggingface import (
     add_output_bias,
     add_output_projection,
     config_writer,
+    is_token_classifier,
     register_huggingface_family,
     require_keys,
     rotary_theta,
     start_loading,
     tied_output,
-    with_sequence_classifier,
+    with_task_head,
 )
 from bertlayers.families.eurobert.encoder import EuroBertEncoder
 from bertlayers.families.eurobert.presets import eurobert_config
@@ -101,9 +102,9 @@ def load_huggingface_eurobert(path, dtype=None):
         add_linear(weights, feed_forward.output_dense, layer + "mlp.down_proj")
         add_norm(weights, block.output_layer_norm, layer + "post_attention_layernorm")
     add_norm(weights, encoder.final_layer_norm, "norm")
-    if "classifier.weight" in tensors:
+    if "classifier.weight" in tensors and not is_token_classifier(hf_config):  # the sequence head's dense layer
         add_linear(weights, encoder.pooler.dense, "dense")
-    model = with_sequence_classifier(encoder, hf_config, weights, "classifier")
+    model = with_task_head(encoder, hf_config, weights, "classifier")
     if "lm_head.weight" in tensors or (model is encoder and encoder.config.tie_word_embeddings):
         model = BertPretrainer(encoder, next_sentence=False, name="eurobert_pretrainer")
         head = model.lm_head

@@ -16,7 +16,7 @@ from bertlayers.convert.huggingface import (
     rotary_bert_config_to_huggingface,
     rotary_theta,
     start_loading,
-    with_sequence_classifier,
+    with_task_head,
 )
 from bertlayers.families.gte.encoder import GteEncoder
 from bertlayers.models.pretrainer import BertPretrainer
@@ -73,7 +73,7 @@ def load_huggingface_gte(path, dtype=None):
         add_norm(weights, block.output_layer_norm, layer + "mlp_ln")
     if "pooler.dense.weight" in tensors:
         add_linear(weights, encoder.pooler.dense, "pooler.dense")
-    model = with_sequence_classifier(encoder, hf_config, weights, "classifier")
+    model = with_task_head(encoder, hf_config, weights, "classifier")
     if "lm_head.dense.weight" in tensors:
         model = BertPretrainer(encoder, next_sentence=False, name="gte_pretrainer")
         add_linear(weights, model.lm_head.transform_dense, "lm_head.dense")

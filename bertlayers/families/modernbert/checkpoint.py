@@ -10,11 +10,12 @@ from bertlayers.convert.huggingface import (
     add_output_bias,
     add_output_projection,
     config_writer,
+    is_token_classifier,
     register_huggingface_family,
     require_keys,
     start_loading,
     tied_output,
-    with_sequence_classifier,
+    with_task_head,
 )
 from bertlayers.families.modernbert.encoder import ModernBertEncoder
 from bertlayers.families.modernbert.presets import modernbert_config
@@ -126,11 +127,18 @@ def load_huggingface_modernbert(path, dtype=None):
     hf_config, tensors, encoder, weights = start_loading(
         path, "modernbert", "model.", ModernBertEncoder, dtype, name="modernbert_encoder"
     )
+    if is_token_classifier(hf_config):
+        # Its `head` (dense, GELU, norm) transforms every token before the classifier: a layer
+        # the library's token head does not have. Read as a sequence head it would be wrong.
+        raise ValueError(
+            f"{path}: a ModernBertForTokenClassification folder is not supported: its per-token `head` (dense, GELU, "
+            "norm) before `classifier` has no counterpart in TokenClassifier."
+        )
     _map_encoder(encoder, weights)
     pooler = encoder.pooler
     if "classifier.weight" in tensors:
         _add_dense_and_norm(weights, pooler.dense, pooler.norm, "head.dense", "head.norm")
-    model = with_sequence_classifier(encoder, hf_config, weights, "classifier")
+    model = with_task_head(encoder, hf_config, weights, "classifier")
     if model is encoder and "head.dense.weight" in tensors:
         model = BertPretrainer(encoder, next_sentence=False, name="modernbert_pretrainer")
         head = model.lm_head

@@ -18,7 +18,7 @@ from bertlayers.convert.huggingface import (
     rotary_bert_config_to_huggingface,
     rotary_theta,
     start_loading,
-    with_sequence_classifier,
+    with_task_head,
 )
 from bertlayers.families.bert.encoder import BertEncoder
 from bertlayers.models.pretrainer import BertPretrainer
@@ -80,7 +80,7 @@ def load_huggingface_nomic_bert(path, dtype=None):
         add_norm(weights, block.output_layer_norm, layer + "norm2")
     if "pooler.dense.weight" in tensors:
         add_linear(weights, encoder.pooler.dense, "pooler.dense")
-    model = with_sequence_classifier(encoder, hf_config, weights, "classifier")
+    model = with_task_head(encoder, hf_config, weights, "classifier")
     if "cls.predictions.transform.dense.weight" in tensors:
         model = BertPretrainer(encoder, next_sentence=False, name="nomic_bert_pretrainer")
         head = "cls.predictions."

@@ -13,7 +13,7 @@ from bertlayers.convert.huggingface import (
     output_bias_key,
     register_huggingface_family,
     start_loading,
-    with_sequence_classifier,
+    with_task_head,
 )
 from bertlayers.families.bert.encoder import BertEncoder
 from bertlayers.models.pretrainer import BertPretrainer
@@ -66,7 +66,7 @@ def load_huggingface_roberta(path, dtype=None):
         pooler="pooler.dense.weight" in tensors,
         positions=lambda table: table[first_position:],
     )
-    model = with_sequence_classifier(encoder, hf_config, weights, "classifier.out_proj", pooler="classifier.dense")
+    model = with_task_head(encoder, hf_config, weights, "classifier.out_proj", pooler="classifier.dense")
     if "lm_head.dense.weight" in tensors:
         model = BertPretrainer(encoder, next_sentence=False, name="roberta_pretrainer")
         add_lm_transform(

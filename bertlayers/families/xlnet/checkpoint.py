@@ -12,7 +12,7 @@ from bertlayers.convert.huggingface import (
     renamed_fields,
     require_keys,
     transposed,
-    with_sequence_classifier,
+    with_task_head,
 )
 from bertlayers.convert.weight_map import WeightMap
 from bertlayers.families.xlnet.encoder import XLNetEncoder
@@ -111,7 +111,7 @@ def load_huggingface_xlnet(path, dtype=None):
         weights.add(encoder.pooler.dense.kernel, "sequence_summary.summary.weight", transposed)
         weights.add(encoder.pooler.dense.bias, "sequence_summary.summary.bias")
 
-    model = with_sequence_classifier(encoder, hf_config, weights, "logits_proj")
+    model = with_task_head(encoder, hf_config, weights, "logits_proj")
     if "lm_loss.bias" in tensors:
         model = XLNetPretrainer(encoder)
         weights.add(model.lm_head.output_bias, "lm_loss.bias")
