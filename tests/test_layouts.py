@@ -14,7 +14,9 @@ from bertlayers.convert.huggingface import HUGGINGFACE_FAMILIES
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 ROOT = os.path.join(FIXTURES, "layouts")
 REFERENCE = np.load(os.path.join(FIXTURES, "layouts.npz"))
-FOLDERS = sorted(f"{family}/{layout}" for family in os.listdir(ROOT) for layout in os.listdir(os.path.join(ROOT, family)))
+FOLDERS = sorted(
+    f"{family}/{layout}" for family in os.listdir(ROOT) for layout in os.listdir(os.path.join(ROOT, family))
+)
 # Layouts the library refuses, and the words its error says them with.
 REFUSED = {"modernbert/token_classifier": "ModernBertForTokenClassification folder is not supported"}
 
