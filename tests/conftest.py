@@ -5,10 +5,15 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import pytest  # noqa: E402
+from time_limit import pytest_runtest_makereport, register  # noqa: E402, F401  (the per-test time limit)
 
 # Fixtures that run a training job or export models (tens of seconds once per module or session):
 # a test that uses one is in the slow tier, besides the tests marked `slow` one by one.
 SLOW_FIXTURES = {"corpus", "electra_run", "xlnet_run", "spanbert_run", "exported", "google_checkpoint"}
+
+
+def pytest_configure(config):
+    register(config)  # the slow tier's total at the end of the run
 
 
 def pytest_collection_modifyitems(items):

@@ -1,7 +1,11 @@
 """The one way the tests start another process: an example script or a Python snippet, in
 the environment the suite gives every child (quiet TensorFlow, no GPU, unbuffered output)."""
 
+import contextlib
+import io
+import logging
 import os
+import runpy
 import socket
 import subprocess
 import sys
@@ -43,9 +47,41 @@ def start(command, env=None, output=False):
     return subprocess.Popen(command, env=env or environment(), stdout=stream, stderr=stream, text=True)
 
 
-def run_script(name, *args, timeout=300):
-    """Run examples/`name` with `args` to a successful end; its standard output."""
-    return run(script(name, *args), timeout=timeout).stdout
+def run_script(name, *args, timeout=300, process=False):
+    """Run examples/`name` with `args` to a successful end; its standard output.
+
+    In this process by default (the script's `__main__` through runpy, as `python examples/name`
+    runs it: its folder first on sys.path, its argv, its progress on stdout), so that TensorFlow
+    and the library load once a worker, not once a run; what a run leaves in the process (the
+    progress handler, the folders it made and claimed) is undone after it. `process=True` starts a
+    child instead: where the process is the thing tested, or the run needs a fresh TensorFlow
+    (`--num_cpu_devices`, another backend). test_scripts.py proves each script's command line."""
+    if process:
+        return run(script(name, *args), timeout=timeout).stdout
+    from bertlayers.utils import atomic_files
+
+    path = script(name)[1]
+    saved_argv, saved_path = sys.argv, sys.path[:]
+    logger = logging.getLogger("bertlayers")
+    saved_handlers, saved_level = logger.handlers[:], logger.level
+    saved_claims, saved_made = set(atomic_files._CLAIMS), atomic_files._MADE[:]
+    printed, errors = io.StringIO(), io.StringIO()
+    sys.argv = [path, *map(str, args)]
+    sys.path.insert(0, os.path.dirname(path))
+    try:
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(errors):
+            runpy.run_path(path, run_name="__main__")
+    except SystemExit as exit:
+        assert exit.code in (0, None), (
+            f"exit {exit.code}: {' '.join(sys.argv)[:300]}\n{printed.getvalue()[-3000:]}{errors.getvalue()[-3000:]}"
+        )
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+        logger.handlers, logger.level = saved_handlers, saved_level
+        for key in set(atomic_files._CLAIMS) - saved_claims:
+            atomic_files.release(key)
+        atomic_files._MADE[:] = saved_made
+    return printed.getvalue()
 
 
 def free_ports(count):
