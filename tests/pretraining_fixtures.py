@@ -1,10 +1,10 @@
 """A small real corpus, vocabulary and TFRecords shared by the pretraining tests, and
-examples/pretrain.py run in a subprocess (strategies need a fresh TensorFlow)."""
+examples/pretrain.py run in this process (in a child where a strategy needs a fresh TensorFlow)."""
 
 import json
 import os
 
-from processes import environment, run, script
+from processes import environment, run, run_script, script
 
 from bertlayers.pretraining_data.corpus import read_wikipedia_dump, wikipedia_excerpt_path
 from bertlayers.pretraining_data.mlm_masking import MaskingConfig
@@ -70,7 +70,11 @@ def pretrain_command(args):
 
 
 def run_pretrain(args, timeout=300, **env):
-    return run(pretrain_command(args), timeout=timeout, env=environment(**env))
+    """examples/pretrain.py with `args` to its end; its standard output. In this process, but in a
+    child where the run needs a fresh TensorFlow (a strategy over split CPUs) or other `env`."""
+    if env or "--strategy" in args:
+        return run(pretrain_command(args), timeout=timeout, env=environment(**env)).stdout
+    return run_script("pretrain.py", *args, timeout=timeout)
 
 
 def history(output_dir, name="history.json"):
@@ -86,8 +90,7 @@ def fine_tune_export_and_serve(init, vocabulary, tmp_path):
 
     import keras
     import numpy as np
-    from processes import run_script
-    from test_export import run_fresh
+    from fresh_serving import run_fresh
 
     from bertlayers.utils.assets import rotten_tomatoes_snippets
 

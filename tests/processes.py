@@ -58,6 +58,12 @@ def run_script(name, *args, timeout=300, process=False):
     (`--num_cpu_devices`, another backend). test_scripts.py proves each script's command line."""
     if process:
         return run(script(name, *args), timeout=timeout).stdout
+    return script_result(name, *args).stdout
+
+
+def script_result(name, *args, expect=0):
+    """Run examples/`name` with `args` in this process (see `run_script`); its exit status must be
+    `expect`. A `subprocess.CompletedProcess` with what it printed on stdout and stderr."""
     from bertlayers.utils import atomic_files
 
     path = script(name)[1]
@@ -68,20 +74,23 @@ def run_script(name, *args, timeout=300, process=False):
     printed, errors = io.StringIO(), io.StringIO()
     sys.argv = [path, *map(str, args)]
     sys.path.insert(0, os.path.dirname(path))
+    status = 0
     try:
         with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(errors):
             runpy.run_path(path, run_name="__main__")
     except SystemExit as exit:
-        assert exit.code in (0, None), (
-            f"exit {exit.code}: {' '.join(sys.argv)[:300]}\n{printed.getvalue()[-3000:]}{errors.getvalue()[-3000:]}"
-        )
+        status = 0 if exit.code is None else exit.code
     finally:
+        command = " ".join(sys.argv)[:300]
         sys.argv, sys.path[:] = saved_argv, saved_path
         logger.handlers, logger.level = saved_handlers, saved_level
         for key in set(atomic_files._CLAIMS) - saved_claims:
             atomic_files.release(key)
         atomic_files._MADE[:] = saved_made
-    return printed.getvalue()
+    assert status == expect, (
+        f"exit {status}, expected {expect}: {command}\n{printed.getvalue()[-3000:]}{errors.getvalue()[-3000:]}"
+    )
+    return subprocess.CompletedProcess([path, *args], status, printed.getvalue(), errors.getvalue())
 
 
 def free_ports(count):

@@ -161,7 +161,7 @@ def test_data_parallel_over_two_devices_equals_one(jax_only):
 
 @pytest.mark.slow
 def test_a_model_trained_under_jax_loads_and_serves_under_tensorflow(jax_only, tmp_path):
-    from test_export import run_fresh
+    from fresh_serving import run_fresh
 
     from bertlayers.export import export_for_serving
 

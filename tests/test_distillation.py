@@ -96,7 +96,7 @@ def test_bad_settings_are_named():
 
 @pytest.mark.slow
 def test_distill_example_end_to_end(tmp_path):
-    from processes import run, run_script, script
+    from processes import run_script, script_result
 
     teacher = SequenceClassifier(BertEncoder(**TINY), 2, label_names=["neg", "pos"])
     teacher.save(str(tmp_path / "teacher.keras"))
@@ -141,7 +141,7 @@ def test_distill_example_end_to_end(tmp_path):
     assert "batch1_p50_ms" not in metrics["teacher"] and not os.path.exists(out / "savedmodels")
     # Again into the finished run's folder: refused, unless asked to overwrite it. Texts longer than
     # the sequence length are cut in the timed exports as in training (they ended the run in an error).
-    refused = run(script("distill.py", *arguments(5, 3)), expect=2).stderr
+    refused = script_result("distill.py", *arguments(5, 3), expect=2).stderr
     assert "holds a finished run" in refused and json.load(open(out / "metrics.json")) == metrics
     run_script("distill.py", *arguments(5, 3), "--overwrite")
     again = json.load(open(out / "metrics.json"))

@@ -2,7 +2,7 @@
 SavedModel's words are `bilm_words`'s and its layers the Keras biLM's on Python's character ids."""
 
 import numpy as np
-from test_export import run_fresh
+from fresh_serving import run_fresh
 
 from bertlayers.export.elmo_vectors import export_elmo
 from bertlayers.families.elmo import BidirectionalLanguageModel, batch_character_ids, bilm_words

@@ -130,16 +130,14 @@ def test_run_classifier_ensemble_keeps_every_member_and_saves_one_model(tmp_path
     ],
 )
 def test_bad_ensemble_flags_are_refused_by_name(tmp_path, flags, message):
-    from processes import run, script
+    from processes import script_result
 
     for name in ("train.csv", "eval.csv", "dev.csv"):
         (tmp_path / name).write_text("text,label\nfine,1\n")
-    result = run(
-        script(
-            "run_classifier.py",
-            *("--train_file", tmp_path / "train.csv", "--eval_file", tmp_path / "eval.csv"),
-            *("--output_dir", tmp_path / "out", *[tmp_path / "dev.csv" if flag == "DEV" else flag for flag in flags]),
-        ),
+    result = script_result(
+        "run_classifier.py",
+        *("--train_file", tmp_path / "train.csv", "--eval_file", tmp_path / "eval.csv"),
+        *("--output_dir", tmp_path / "out", *[tmp_path / "dev.csv" if flag == "DEV" else flag for flag in flags]),
         expect=2,
     )
     assert message in result.stderr and not (tmp_path / "out").exists()
@@ -172,15 +170,13 @@ def test_an_ensemble_of_taggers_serves_tags():
 
 
 def test_run_ner_refuses_an_ensemble_of_crf_taggers(tmp_path):
-    from processes import run, script
+    from processes import script_result
 
     (tmp_path / "s.conll").write_text("Paris B-loc\nis O\n")
-    result = run(
-        script(
-            "run_ner.py",
-            *("--train_file", tmp_path / "s.conll", "--eval_file", tmp_path / "s.conll"),
-            *("--output_dir", tmp_path / "out", "--ensemble", 2, "--crf"),
-        ),
+    result = script_result(
+        "run_ner.py",
+        *("--train_file", tmp_path / "s.conll", "--eval_file", tmp_path / "s.conll"),
+        *("--output_dir", tmp_path / "out", "--ensemble", 2, "--crf"),
         expect=2,
     )
     assert "a CRF answers with its best tag path" in result.stderr and not (tmp_path / "out").exists()
@@ -321,13 +317,13 @@ def test_an_ensemble_of_multi_task_models_averages_and_serves_every_head():
 
 @pytest.mark.parametrize("runner", ["run_squad.py", "run_multiple_choice.py", "run_multi_task.py"])
 def test_every_runner_refuses_an_ensemble_of_no_models(tmp_path, runner):
-    from processes import run, script
+    from processes import script_result
 
     needed = {
         "run_squad.py": (),
         "run_multiple_choice.py": ("--train_file", tmp_path / "c.jsonl", "--eval_file", tmp_path / "c.jsonl"),
         "run_multi_task.py": ("--classification", f"a={tmp_path / 'a.csv'},{tmp_path / 'a.csv'}"),
     }[runner]
-    result = run(script(runner, *needed, "--output_dir", tmp_path / "out", "--ensemble", 0), expect=2)
+    result = script_result(runner, *needed, "--output_dir", tmp_path / "out", "--ensemble", 0, expect=2)
     assert "argument --ensemble: must be an int with 1 <= value, got 0" in result.stderr
     assert not (tmp_path / "out").exists()

@@ -11,6 +11,7 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
+from fresh_serving import poisoned_path, run_fresh
 from processes import REPO, environment, python, run, script
 
 from bertlayers.export import export_for_serving
@@ -62,35 +63,6 @@ def id_inputs(batch=2, length=SEQ):
     segment_ids = np.zeros_like(token_ids)
     segment_ids[:, 13:21] = 1
     return {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": (token_ids != 0).astype("int32")}
-
-
-def run_fresh(path, signature, inputs, tmp_path, text):
-    """Call `signature` of the SavedModel at `path` in a new Python without keras or bertlayers."""
-    np.savez(tmp_path / "inputs.npz", **inputs)
-    # Poisoned packages first on the path: importing keras, keras-hub or bertlayers fails there.
-    poisoned = tmp_path / "poisoned"
-    for package in ("keras", "keras_hub", "keras_nlp", "bertlayers"):
-        (poisoned / package).mkdir(parents=True, exist_ok=True)
-        (poisoned / package / "__init__.py").write_text(
-            f"raise ImportError('{package} is not available when serving')\n"
-        )
-    script = f"""
-import sys, numpy as np
-import tensorflow as tf
-if {text!r}:
-    # tensorflow-text's kernels only (its Python package would import keras), as a server links them.
-    import glob, importlib.util
-    folder = importlib.util.find_spec('tensorflow_text').submodule_search_locations[0]
-    for library in sorted(glob.glob(folder + '/python/ops/*.so')):
-        tf.load_op_library(library)
-loaded = tf.saved_model.load({str(path)!r})
-inputs = dict(np.load({str(tmp_path / "inputs.npz")!r}))
-outputs = loaded.signatures[{signature!r}](**{{k: tf.constant(v) for k, v in inputs.items()}})
-np.savez({str(tmp_path / "outputs.npz")!r}, **{{k: v.numpy().astype('S') if v.dtype == tf.string else v.numpy() for k, v in outputs.items()}})
-assert not any(m.split('.')[0] in ('keras', 'keras_hub', 'bertlayers') for m in sys.modules), 'keras was imported'
-"""
-    run(python(script), timeout=180, env=environment(PYTHONPATH=str(poisoned)))
-    return dict(np.load(tmp_path / "outputs.npz"))
 
 
 def keras_outputs(model, inputs):
@@ -566,12 +538,6 @@ def test_the_demo_client_answers_as_the_python_model(exported, tmp_path):
     """`make demo`'s last step: examples/serving_requests.py, in a process where Keras and
     bertlayers cannot be imported, prints a REST response equal to the Keras model's output."""
     base, models, _ = exported
-    poisoned = tmp_path / "poisoned"
-    for package in ("keras", "keras_hub", "keras_nlp", "bertlayers"):
-        (poisoned / package).mkdir(parents=True, exist_ok=True)
-        (poisoned / package / "__init__.py").write_text(
-            f"raise ImportError('{package} is not available when serving')\n"
-        )
     texts = [argument for text in TEXTS for argument in ("--text", text)]
     command = script(
         "serving_requests.py",
@@ -584,7 +550,7 @@ def test_the_demo_client_answers_as_the_python_model(exported, tmp_path):
         "serving_default",
         *texts,
     )
-    result = run(command, env=environment(PYTHONPATH=str(poisoned)))
+    result = run(command, env=environment(PYTHONPATH=poisoned_path()))
     lines = result.stdout.splitlines()
     curl = next(i for i, line in enumerate(lines) if line.startswith("curl "))
     request = json.loads(lines[curl].split(" -d '", 1)[1].rstrip("'"))

@@ -19,7 +19,7 @@ from pretraining_fixtures import (
     pretrain_command,
     run_pretrain,
 )
-from processes import environment, free_ports, jax_processes, run, run_together, start
+from processes import environment, free_ports, jax_processes, run_together, script_result, start
 
 from bertlayers.networks import AlbertEncoder, BertEncoder
 from bertlayers.runs.pretraining import PretrainingConfig, run_pretraining
@@ -223,7 +223,7 @@ def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(corpus, tmp_
     assert 2 <= killed_at < steps // every
     assert not (killed / "pretrainer.keras").exists()
 
-    output = run_pretrain(args).stdout
+    output = run_pretrain(args)
     assert f"Resuming after step {killed_at * every}" in output
     summary = json.loads((killed / "summary.json").read_text())
     assert summary["steps"] == steps
@@ -270,7 +270,7 @@ def test_electra_two_stage_freezes_the_generator_and_resumes_across_stages(corpu
     args = recipe_args(corpus, killed, steps, every, "electra") + ["--option", "two_stage=true"]
     metadata = kill_after_two_epochs(args, killed, stage="discriminator")
     assert json.loads(metadata.read_text())["epoch"] >= 2 and (killed / "generator" / "summary.json").exists()
-    output = run_pretrain(args).stdout
+    output = run_pretrain(args)
     assert "Resuming after step" in output
     for resumed, uninterrupted in zip(final_weights(killed), final_weights(reference), strict=True):
         np.testing.assert_allclose(resumed, uninterrupted, atol=1e-5)
@@ -455,7 +455,7 @@ def test_continued_pretraining_from_a_checkpoint_starts_from_it_learns_and_resum
     )
 
     reference = tmp_path / "reference"
-    output = run_pretrain(args(reference)).stdout
+    output = run_pretrain(args(reference))
     summary = json.loads((reference / "summary.json").read_text())
     assert summary["heldout_after_mlm_loss"] < summary["heldout_before_mlm_loss"] - 1.0, summary
     assert f"mlm_loss on {heldout}:" in output
@@ -465,11 +465,11 @@ def test_continued_pretraining_from_a_checkpoint_starts_from_it_learns_and_resum
 
     killed = tmp_path / "killed"
     kill_after_two_epochs(args(killed), killed)
-    assert "Resuming after step" in run_pretrain(args(killed)).stdout
+    assert "Resuming after step" in run_pretrain(args(killed))
     for resumed, uninterrupted in zip(final_weights(killed), final_weights(reference)):
         np.testing.assert_allclose(resumed, uninterrupted, atol=1e-5)
 
     for recipe, message in (("electra", "cannot start from a checkpoint"), ("albert", "trains another architecture")):
-        refused = run(pretrain_command([*args(tmp_path / recipe), "--recipe", recipe]), expect=2)
+        refused = script_result("pretrain.py", *args(tmp_path / recipe), "--recipe", recipe, expect=2)
         assert message in refused.stderr, refused.stderr[-2000:]
         assert not (tmp_path / recipe).exists()

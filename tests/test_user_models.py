@@ -7,7 +7,7 @@ import zipfile
 import keras
 import numpy as np
 import pytest
-from test_export import run_fresh
+from fresh_serving import run_fresh
 
 from bertlayers.convert import load_encoder, load_model_file, record_vocabulary, recorded_vocabulary, save_model
 from bertlayers.export import ClassifierOutputs, export_for_serving
