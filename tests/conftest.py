@@ -9,7 +9,14 @@ from time_limit import pytest_runtest_makereport, register  # noqa: E402, F401  
 
 # Fixtures that run a training job or export models (tens of seconds once per module or session):
 # a test that uses one is in the slow tier, besides the tests marked `slow` one by one.
-SLOW_FIXTURES = {"corpus", "electra_run", "xlnet_run", "spanbert_run", "exported", "google_checkpoint"}
+SLOW_FIXTURES = {
+    "corpus": "builds a WordPiece vocabulary and pretraining records from Wikipedia articles",
+    "electra_run": "pretrains a tiny ELECTRA",
+    "xlnet_run": "pretrains a tiny XLNet",
+    "spanbert_run": "pretrains a tiny SpanBERT",
+    "exported": "exports five task models with their text signatures",
+    "google_checkpoint": "writes and reads a TensorFlow 1 checkpoint",
+}
 
 
 def pytest_configure(config):
@@ -17,12 +24,20 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(items):
-    not_here = pytest.mark.skip(reason=f"checks TensorFlow itself; the backend is {keras.backend.backend()}")
+    backend = keras.backend.backend()
+    not_here = pytest.mark.skip(reason=f"checks TensorFlow itself; the backend is {backend}")
+    same_path = pytest.mark.skip(reason="takes the code path of the cases run under this backend; run under TensorFlow")
     for item in items:
-        if SLOW_FIXTURES & set(item.fixturenames):
-            item.add_marker(pytest.mark.slow)
-        if keras.backend.backend() != "tensorflow" and item.get_closest_marker("tensorflow_only"):
+        slow_fixtures = sorted(SLOW_FIXTURES.keys() & set(item.fixturenames))
+        if slow_fixtures:
+            item.add_marker(
+                pytest.mark.slow(reason="; ".join(f"{name}: {SLOW_FIXTURES[name]}" for name in slow_fixtures))
+            )
+        if backend != "tensorflow" and item.get_closest_marker("tensorflow_only"):
             item.add_marker(not_here)
+        cases = item.get_closest_marker("other_backend_cases")
+        if backend != "tensorflow" and cases and getattr(item, "callspec", None) and item.callspec.id not in cases.args:
+            item.add_marker(same_path)
 
 
 @pytest.fixture(autouse=True)

@@ -36,6 +36,7 @@ def _close_at_real_tokens(ours, theirs, mask):
     np.testing.assert_allclose(np.asarray(ours)[real], theirs[real], atol=ATOL, rtol=1e-5)
 
 
+@pytest.mark.other_backend_cases("deberta_v2", "deberta_v3")  # v2's convolution and own projections; v3's buckets
 @pytest.mark.parametrize("name", MASKED_LM + ["deberta_v3_classifier"])
 def test_folders_give_transformers_hidden_states_at_every_layer(name):
     inputs = _inputs(name)
@@ -47,6 +48,7 @@ def test_folders_give_transformers_hidden_states_at_every_layer(name):
     _close_at_real_tokens(outputs["sequence_output"], REFERENCE[f"{name}.hidden"], inputs["padding_mask"])
 
 
+@pytest.mark.other_backend_cases("deberta_v3")
 @pytest.mark.parametrize("name", MASKED_LM)
 def test_masked_lm_folders_give_transformers_logits(name):
     inputs = _inputs(name)
@@ -452,6 +454,7 @@ def test_a_folder_saved_back_holds_what_transformers_wrote(name, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.other_backend_cases("classifier")  # the heads are every family's; the encoder is DeBERTa's
 @pytest.mark.parametrize("task", ["classifier", "tagger", "spans", "multiple_choice"])
 def test_the_task_models_train_and_reload_over_the_encoder(task):
     """DeBERTa's classification (over its context pooler, act(W · x[CLS])), tagging, spans and

@@ -47,6 +47,7 @@ CLASSIFIERS = [
 ]
 
 
+@pytest.mark.other_backend_cases("modernbert", "gte", "nomic_bert", "eurobert_untied")  # one a family's encoder
 @pytest.mark.parametrize("name", MASKED_LM)
 def test_masked_lm_folders_give_transformers_hidden_states_and_logits(name):
     inputs = _inputs(name)

@@ -51,6 +51,7 @@ def _padded(rng, count=7, length=12, segments=False):
     return {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}, lengths
 
 
+@pytest.mark.other_backend_cases("bert", "modernbert")  # absolute and rotary positions
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_packed_encoder_states_and_summaries_equal_the_padded_ones(name):
     keras.utils.set_random_seed(1)

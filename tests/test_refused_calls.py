@@ -198,7 +198,14 @@ def assert_same(a, b):
     keras.tree.map_structure(lambda u, v: np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-6), a, b)
 
 
+# Under JAX: the base classifier, each class with its own loss (CRF, dual encoder's two input
+# sets, ELECTRA, the distiller), rank-3 inputs, a model reading its last token, one without a loss;
+# the rest are the same guard over other heads.
+JAX_CASES = ("classifier", "crf_tagger", "dual_encoder", "electra", "distiller", "multiple_choice", "xlnet_pretrainer")
+
+
 @pytest.mark.slow
+@pytest.mark.other_backend_cases(*JAX_CASES, "bert_encoder")
 @pytest.mark.parametrize("name", list(CASES))
 def test_refused_calls_of_every_kind_leave_the_model_trainable_and_savable(name, tmp_path):
     build, x, y, prefixes, reads_first_token = CASES[name]
@@ -359,6 +366,7 @@ TRAINED = [
 ]
 
 
+@pytest.mark.other_backend_cases(*JAX_CASES)
 @pytest.mark.parametrize("name", TRAINED)
 def test_fit_runs_the_model_in_training_mode(name):
     """`fit`'s steps call the model with `training=True` (dropout on): a step that moves nothing

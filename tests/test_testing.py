@@ -29,6 +29,7 @@ TINY = dict(
 )
 
 
+@pytest.mark.other_backend_cases("bert", "xlnet", "rotary_local_global")  # ALBERT: BERT's block, shared
 @pytest.mark.parametrize(
     "encoder_class, extra",
     [
