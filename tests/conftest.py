@@ -16,6 +16,10 @@ SLOW_FIXTURES = {
     "spanbert_run": "pretrains a tiny SpanBERT",
     "exported": "exports five task models with their text signatures",
     "google_checkpoint": "writes and reads a TensorFlow 1 checkpoint",
+    "deberta_run": "pretrains a tiny DeBERTa-v3",
+    "served_families": "fine-tunes, saves and exports a classifier of each subword family",
+    "served_models": "fine-tunes, saves and exports a classifier of each modern model type",
+    "jax_only": "fits every family under JAX in a child without TensorFlow",
 }
 
 
@@ -50,8 +54,20 @@ def _deterministic_float32():
 
 
 @pytest.fixture(scope="session")
-def corpus(tmp_path_factory):
-    """The pretraining tests' small real corpus, vocabulary and records (made once: ~30 s)."""
+def corpus(tmp_path_factory, worker_id):
+    """The pretraining tests' small real corpus, vocabulary and records: made once a run (~30 s),
+    by the first worker that needs it, in the folder pytest-xdist's workers share; the other reads
+    what it made."""
+    import json
+
     from pretraining_fixtures import make_corpus
 
-    return make_corpus(str(tmp_path_factory.mktemp("corpus")))
+    from bertlayers.utils.atomic_files import locked
+
+    root = tmp_path_factory.getbasetemp()
+    folder = (root if worker_id == "master" else root.parent) / "shared_corpus"
+    made = folder / "made.json"
+    with locked(str(folder), "make the shared corpus in"):
+        if not made.exists():
+            made.write_text(json.dumps(make_corpus(str(folder))))
+    return json.loads(made.read_text())

@@ -74,6 +74,9 @@ def script_result(name, *args, expect=0):
     printed, errors = io.StringIO(), io.StringIO()
     sys.argv = [path, *map(str, args)]
     sys.path.insert(0, os.path.dirname(path))
+    # The script adds its progress handler, on this run's stdout, only where none is there yet: one
+    # an earlier in-process caller left would take this run's progress elsewhere.
+    logger.handlers = [h for h in saved_handlers if not getattr(h, "_bertlayers_progress", False)]
     status = 0
     try:
         with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(errors):

@@ -154,7 +154,7 @@ DOCTESTED = (
 )
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="the docstrings' examples fine-tune and export")
 @pytest.mark.parametrize("module_name", DOCTESTED)
 def test_the_docstring_examples_run(module_name, tmp_path, monkeypatch):
     import doctest

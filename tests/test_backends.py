@@ -192,7 +192,7 @@ print(json.dumps({k: np.asarray(v).tolist() for k, v in outputs.items() if k in 
 """
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="the real MiniLM under JAX in a child")
 def test_real_minilm_weights_give_the_same_outputs_under_both_backends():
     """JAX in a child process, TensorFlow here."""
     from bertlayers.convert import load_encoder

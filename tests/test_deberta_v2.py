@@ -203,7 +203,7 @@ def deberta_folder(fixture, folder):
     return folder
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="fine-tunes, exports and serves a DeBERTa-v3 folder")
 @pytest.mark.tensorflow_only
 def test_a_folder_fine_tunes_and_serves_text_and_ids_equal_to_keras(tmp_path):
     """The v3 folder (spm.model inside) fine-tuned on real Rotten Tomatoes snippets, saved, loaded and
@@ -490,7 +490,7 @@ def test_a_classifier_serves_what_keras_computes():
     assert served["logits"].shape == (3, 3)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="the runner from a DeBERTa-v3 folder")
 @pytest.mark.tensorflow_only
 def test_run_classifier_fine_tunes_from_a_folder(tmp_path):
     """`run_classifier.py --init FOLDER` on a v3 folder with its spm.model: the model it writes

@@ -94,7 +94,7 @@ def test_bad_settings_are_named():
         Distiller(student).compute_loss(y=None, y_pred={"logits": np.zeros((1, 2), "float32")})
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="the distillation script three times: teacher, students, timed exports")
 def test_distill_example_end_to_end(tmp_path):
     from processes import run_script, script_result
 

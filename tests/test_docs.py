@@ -23,7 +23,7 @@ def blocks():
         text = open(page, encoding="utf-8").read()
         for match in BLOCK.finditer(text):
             line = text.count("\n", 0, match.start("code"))
-            marks = [pytest.mark.slow] if match["slow"] else []
+            marks = [pytest.mark.slow(reason=match["slow"])] if match["slow"] else []
             yield pytest.param(
                 page, line, match["code"], match["skip"], marks=marks, id=f"{os.path.relpath(page, REPO)}:{line}"
             )

@@ -53,7 +53,7 @@ def test_similarity_and_loss_follow_their_definitions(symmetric):
     np.testing.assert_allclose(float(keras.ops.convert_to_numpy(loss)), expected.mean(), rtol=1e-5)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="trains a dual encoder until it ranks each query's passage first")
 def test_in_batch_training_ranks_each_querys_passage_first(tmp_path):
     keras.utils.set_random_seed(1)
     model = DualEncoder(BertEncoder(**TINY), passage_encoder=BertEncoder(**TINY), symmetric=True)

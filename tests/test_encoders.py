@@ -367,7 +367,7 @@ def test_a_causal_encoder_pools_its_last_real_token():
     np.testing.assert_allclose(encoder(padded(inputs, 7))["pooled_output"], pooled, atol=1e-5)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="compiles the predictor and trains between its calls")
 def test_the_compiled_predictor_equals_predict_and_follows_training():
     from bertlayers.models import SequenceClassifier, compiled_predictor
 

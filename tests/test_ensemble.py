@@ -92,7 +92,7 @@ def test_the_ensemble_serves_what_keras_computes():
     assert served["logits"].shape == (3, 3) and "probabilities" in served and "label_name" in served
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="the runner trains an ensemble of two")
 @pytest.mark.tensorflow_only
 def test_run_classifier_ensemble_keeps_every_member_and_saves_one_model(tmp_path):
     import csv
@@ -182,7 +182,7 @@ def test_run_ner_refuses_an_ensemble_of_crf_taggers(tmp_path):
     assert "a CRF answers with its best tag path" in result.stderr and not (tmp_path / "out").exists()
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="the tagging runner trains an ensemble of two")
 @pytest.mark.tensorflow_only
 def test_run_ner_ensemble_tags_with_the_members_mean(tmp_path):
     import json

@@ -644,6 +644,7 @@ def test_the_serving_benchmark_runs_on_exports_and_names_an_ids_model_given_as_t
     assert wrong.stderr.strip().splitlines()[-1].startswith("error: ") and "not text: an ids model" in wrong.stderr
 
 
+@pytest.mark.slow(reason="a prediction service child answers gRPC and REST clients")
 def test_grpc_and_rest_clients_against_a_local_prediction_service(exported):
     """examples/serving_client.py over gRPC and REST (TF Serving's protos and JSON, served from the
     exported SavedModels: tests/serving_server.py) answers what the SavedModel computes; a

@@ -17,7 +17,7 @@ import time
 import keras
 import pytest
 from pretraining_fixtures import PREDICTIONS, SEQ
-from processes import python, run, script, start
+from processes import python, run, script, script_result, start
 
 from bertlayers.export import export_for_serving
 from bertlayers.networks import BertEncoder
@@ -93,6 +93,7 @@ def tiny_run(corpus, output_dir, steps=4):
     )
 
 
+@pytest.mark.slow(reason="pretraining onto a full disk, then resumed")
 def test_pretraining_on_a_full_disk_keeps_its_last_backup_and_resumes(corpus, tmp_path, monkeypatch):
     output = tmp_path / "run"
     full_disk_for(monkeypatch, lambda p: "epoch-000003" in p)
@@ -167,7 +168,7 @@ def classifier_command(tmp_path, output):
     )
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="a runner child killed 4-14 s into its run, then the run again")
 def test_fine_tuning_killed_at_random_points_then_run_again(tmp_path):
     output = tmp_path / "classifier"
     command = classifier_command(tmp_path, output)
@@ -181,9 +182,9 @@ def test_fine_tuning_killed_at_random_points_then_run_again(tmp_path):
             keras.saving.load_model(str(output / "model.keras"))
     if output.exists() and [name for name in os.listdir(output) if not name.startswith(".")]:
         # Fine-tuning does not resume: the same command is refused by name, the killed run's files kept.
-        refused = run(command, expect=2, timeout=600)
+        refused = script_result("run_classifier.py", *command[2:], expect=2)  # the kill was the child's
         assert "holds an interrupted run" in refused.stderr or "holds a finished run" in refused.stderr
-    run(command + ["--overwrite"], timeout=600)
+    script_result("run_classifier.py", *command[2:], "--overwrite")
     assert json.loads((output / "metrics.json").read_text())["eval_examples"] == 64
     assert keras.saving.load_model(str(output / "model.keras")).num_classes == 2
     assert not staging_left(output)
@@ -218,7 +219,7 @@ def complete_versions(folder):
     )
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="two export children at once")
 def test_two_exports_into_one_base_at_once_both_land(saved_encoder, tmp_path):
     base = tmp_path / "savedmodels"
     processes = [start(export_command(saved_encoder, base), output=True) for _ in range(2)]
@@ -228,7 +229,7 @@ def test_two_exports_into_one_base_at_once_both_land(saved_encoder, tmp_path):
     assert listed_models(base) == ["enc", "enc_text"]
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="export children killed at random points")
 def test_exports_killed_at_random_points_leave_only_complete_versions(saved_encoder, tmp_path):
     base = tmp_path / "savedmodels"
     rng = random.Random(31)
@@ -284,7 +285,7 @@ def resize(mount, size):
     run(["mount", "-o", f"remount,size={size}", str(mount)])
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="pretraining children on a real full disk, then exports")
 def test_a_real_full_disk_for_pretraining_and_export(corpus, saved_encoder, small_disk):
     disk = small_disk("run_disk")
     output = disk / "run"
@@ -316,7 +317,7 @@ def test_a_real_full_disk_for_pretraining_and_export(corpus, saved_encoder, smal
     )
     assert not staging_left(output)
     resize(disk, "64m")
-    run(command, timeout=600)
+    script_result("pretrain.py", *args)  # resumed in this process: the crash it guarded against is behind
     assert ResumableBackup.restored_epoch(str(output / "backup")) == 2
 
     disk = small_disk("export_disk")  # 1 MB: less than the tiny encoder's 2 MB of weights
@@ -333,7 +334,7 @@ def test_a_real_full_disk_for_pretraining_and_export(corpus, saved_encoder, smal
     assert written["enc"].endswith("enc/1") and listed_models(base) == ["enc"]
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="fits stopped and resumed, and uninterrupted")
 def test_a_resumed_fit_draws_the_dropout_masks_of_an_uninterrupted_one(tmp_path):
     """The backup records the dropout layers' random generators (a weights file leaves them out):
     a fit stopped after two epochs and started again ends on the uninterrupted fit's weights."""

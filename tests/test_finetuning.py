@@ -373,7 +373,7 @@ def snippets(path, count, seed):
     return path
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="two JAX runner children and a one-process run")
 def test_two_jax_processes_fine_tune_and_predict_as_one_process(tmp_path, tiny_encoder):
     """`run_classifier.py --strategy multi_worker` under JAX: two processes of 2 host devices each,
     each feeding its half of every batch (cut to the batch's longest) and computing its half of
@@ -414,7 +414,7 @@ def test_two_jax_processes_fine_tune_and_predict_as_one_process(tmp_path, tiny_e
     assert json.loads((one / "metrics.json").read_text()) == json.loads((two / "metrics.json").read_text())
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="two TensorFlow worker children run the runner together")
 def test_two_tensorflow_workers_fine_tune_and_predict_once_each(tmp_path, tiny_encoder):
     """`run_classifier.py --strategy multi_worker` under TensorFlow: each worker predicts every
     evaluation row once (`predict_on_batch` there returns the batch once per worker), both score
@@ -493,7 +493,7 @@ def test_run_classifier_freezes_the_layers_asked_for(tmp_path, tiny_encoder):
     assert "integer in [0, 1]" in done.stderr and "got 2" in done.stderr
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="the runner trains two restarts")
 def test_restarts_keep_the_model_best_on_the_dev_file(tmp_path, tiny_encoder):
     data, dev = tmp_path / "texts.csv", tmp_path / "dev.csv"
     data.write_text("text,label\n" + "".join(f"sentence {i},{'yes' if i % 2 else 'no'}\n" for i in range(16)))
@@ -766,7 +766,7 @@ def test_the_fine_tuning_config_is_typed_and_range_checked(capsys):
 # --- Real weights ----------------------------------------------------------------------------------
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="fine-tunes the real MiniLM for 60 steps: real weights are what it checks")
 def test_short_minilm_fine_tune_beats_chance():
     from bertlayers.task_data.classification import TextExample, encode_examples
     from bertlayers.tokenizers.tokenizer import BertInputPacker

@@ -174,7 +174,7 @@ def test_every_model_type_text_model_uses_only_ops_tf_serving_links(served_model
         assert not ops - core - SERVING_TF_TEXT_OPS, (name, sorted(ops - core - SERVING_TF_TEXT_OPS))
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="the runner from each model type's folder")
 @pytest.mark.tensorflow_only
 @pytest.mark.parametrize("name", list(SERVED))
 def test_run_classifier_fine_tunes_from_the_folder(name, tmp_path):

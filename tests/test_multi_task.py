@@ -166,7 +166,7 @@ def test_the_export_serves_every_head_equal_to_keras(tmp_path):
 
 
 @pytest.mark.tensorflow_only
-@pytest.mark.slow
+@pytest.mark.slow(reason="the multi-task runner end to end")
 def test_run_multi_task_end_to_end(tmp_path):
     encoder = tmp_path / "encoder.keras"
     BertEncoder(**TINY).save(str(encoder))

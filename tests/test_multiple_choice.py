@@ -108,7 +108,7 @@ def test_the_served_pair_scores_equal_the_models_logits(choice_model, tmp_path, 
     )
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="the multiple-choice runner end to end")
 def test_run_multiple_choice_end_to_end(tmp_path):
     encoder = tmp_path / "encoder.keras"
     BertEncoder(**TINY).save(str(encoder))

@@ -70,6 +70,7 @@ def test_bert_pretraining_learns_and_saves_the_encoder(corpus, tmp_path):
     assert {"epoch_mlm_loss", "epoch_nsp_accuracy", "epoch_learning_rate"} <= tags, tags
 
 
+@pytest.mark.slow(reason="pretrains each recipe 80 steps until its loss falls")
 @pytest.mark.parametrize("recipe, loss", [("albert", "mlm_loss"), ("roberta", "mlm_loss"), ("ltr", "lm_loss")])
 def test_other_recipes_learn(corpus, tmp_path, recipe, loss):
     # ALBERT trains its own vocabulary from the corpus; the others use the shared one.
@@ -115,6 +116,7 @@ def test_bad_settings_are_refused(corpus, tmp_path):
         run_pretraining(config(corpus, tmp_path))
 
 
+@pytest.mark.slow(reason="a TensorFlow child with the CPU split in two devices, and a one-device run")
 def test_mirrored_strategy_on_two_cpus_matches_one_device(corpus, tmp_path):
     run_pretrain(common_args(corpus, tmp_path / "one", 24, 4))
     run_pretrain(common_args(corpus, tmp_path / "two", 24, 4, "--strategy", "mirrored", "--num_cpu_devices", "2"))
@@ -125,6 +127,7 @@ def test_mirrored_strategy_on_two_cpus_matches_one_device(corpus, tmp_path):
             assert abs(a[key] - b[key]) <= 1e-4, (key, a[key], b[key])
 
 
+@pytest.mark.slow(reason="two TensorFlow worker children train together; a one-process run beside them")
 def test_two_process_multi_worker_training_agrees(corpus, tmp_path):
     ports = free_ports(2)
     cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
@@ -145,7 +148,7 @@ def test_two_process_multi_worker_training_agrees(corpus, tmp_path):
         assert abs(a["loss"] - b["loss"]) <= 1e-4, (a["loss"], b["loss"])
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="two JAX children pretrain, are killed and resume; a one-process run beside them")
 def test_two_jax_processes_pretrain_as_one_process_and_resume_after_a_kill(corpus, tmp_path):
     """`--strategy multi_worker` under JAX: two processes of 2 host devices each, joined by Keras's
     KERAS_DISTRIBUTION_* variables and each feeding its half of every batch, killed after their
@@ -209,6 +212,7 @@ def kill_after_two_epochs(args, output_dir, timeout=240, stage="", environments=
     return metadata
 
 
+@pytest.mark.slow(reason="each recipe pretrained uninterrupted, killed in a child after two backups, and resumed")
 @pytest.mark.parametrize(
     "recipe, steps", [("bert", 60), ("electra", 40), ("deberta_v3", 40), ("spanbert", 40), ("xlnet", 40)]
 )
@@ -232,6 +236,7 @@ def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(corpus, tmp_
         np.testing.assert_allclose(resumed, reference, atol=1e-5)
 
 
+@pytest.mark.slow(reason="two-stage ELECTRA: uninterrupted, killed in a child, resumed")
 def test_electra_two_stage_freezes_the_generator_and_resumes_across_stages(corpus, tmp_path):
     """ELECTRA's two-stage training (section 3.2): the generator alone, then a copy of it as the
     discriminator trained with the generator frozen; killed in the second stage, the run resumes
@@ -276,6 +281,7 @@ def test_electra_two_stage_freezes_the_generator_and_resumes_across_stages(corpu
         np.testing.assert_allclose(resumed, uninterrupted, atol=1e-5)
 
 
+@pytest.mark.slow(reason="pretrains ELMo's biLM and measures its held-out perplexity")
 def test_elmo_recipe_trains_the_bilm_and_measures_held_out_perplexity(corpus, tmp_path):
     from bertlayers.families.elmo import WordVocabulary
 
@@ -425,7 +431,7 @@ def _domain_text(tmp_path):
     return str(tmp_path / "domain.txt"), str(tmp_path / "heldout.txt")
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="continues the real MiniLM's pretraining: uninterrupted, killed in a child, resumed")
 def test_continued_pretraining_from_a_checkpoint_starts_from_it_learns_and_resumes(tmp_path):
     """`--init` MiniLM: the run's encoder starts as MiniLM's (outputs equal), its MLM loss on
     held-out text of the domain falls, a run killed mid-way resumes to the same weights, and the

@@ -70,7 +70,7 @@ def test_word_states_are_each_hidden_state_at_each_words_first_piece():
         np.testing.assert_allclose(state, np.asarray(layer)[[r for r, _ in picked], [p for _, p in picked]], atol=1e-5)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="probes every hidden state of a real encoder")
 @pytest.mark.tensorflow_only
 def test_probe_layers_scores_every_hidden_state_on_real_tweets():
     from bertlayers.task_data.ner import read_conll, tag_vocabulary
@@ -94,7 +94,7 @@ def test_probe_layers_scores_every_hidden_state_on_real_tweets():
         assert accuracy["mean"] >= r["baseline_accuracy"] - 0.02
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="the probing runner end to end")
 @pytest.mark.tensorflow_only
 def test_the_runner_writes_a_row_per_hidden_state(tmp_path):
     import json

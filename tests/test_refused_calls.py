@@ -204,7 +204,7 @@ def assert_same(a, b):
 JAX_CASES = ("classifier", "crf_tagger", "dual_encoder", "electra", "distiller", "multiple_choice", "xlnet_pretrainer")
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="each model trains, refuses 48 bad calls, trains again, saves and reloads")
 @pytest.mark.other_backend_cases(*JAX_CASES, "bert_encoder")
 @pytest.mark.parametrize("name", list(CASES))
 def test_refused_calls_of_every_kind_leave_the_model_trainable_and_savable(name, tmp_path):

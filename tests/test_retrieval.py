@@ -167,7 +167,7 @@ def test_an_exported_dual_encoder_serves_the_keras_embedding(tmp_path):
         export_for_serving(DualEncoder(BertEncoder(**TINY), BertEncoder(**TINY)), "two", base_dir=str(tmp_path))
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="the retrieval runner end to end")
 def test_run_retrieval_end_to_end(tmp_path):
     encoder = tmp_path / "encoder.keras"
     BertEncoder(**TINY).save(str(encoder))

@@ -172,7 +172,7 @@ def test_the_ablation_table_shows_what_its_rows_measured():
     assert lines[3] == "| MLM | — | mlm_loss 8.00 → 6.50 | — | 75.0 [70.0, 80.0] |"
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="the parity report loads every family's fixtures")
 def test_the_parity_report_runs_through_every_family():
     """The command docs/checkpoints.md gives: every float32 figure it prints within 1e-4."""
 

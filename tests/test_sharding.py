@@ -85,7 +85,7 @@ print(json.dumps(report))
 """
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="a JAX child compiles every family's classifier on one device and on a 2x2 mesh")
 def test_model_parallel_splits_every_family_and_equals_one_device():
     env = environment(KERAS_BACKEND="jax", XLA_FLAGS="--xla_force_host_platform_device_count=4")
     report = json.loads(run(python(_MODEL_PARALLEL), env=env, timeout=900).stdout.strip().splitlines()[-1])
@@ -143,7 +143,7 @@ def _free_port():
         return probe.getsockname()[1]
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="JAX children: one process, one of 4 devices, two joined processes")
 def test_data_parallel_across_two_processes_equals_one_process(tmp_path):
     def env(devices):
         return environment(KERAS_BACKEND="jax", XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
@@ -200,7 +200,7 @@ def test_model_parallel_refuses_what_it_cannot_split():
             backend.enable_cross_process_collectives()
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="the runner under JAX in children, on 2 devices and on one")
 @pytest.mark.tensorflow_only  # it starts the JAX runs itself
 def test_a_runner_under_jax_with_strategy_mirrored_trains_on_every_device_to_one_devices_weights(tmp_path):
     """`run_classifier.py --strategy mirrored --num_cpu_devices 2` under JAX splits its batches over

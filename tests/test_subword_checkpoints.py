@@ -1,6 +1,7 @@
-"""RoBERTa, XLM-R, ALBERT and DistilBERT checkpoints, tied and untied LM heads (and XLNet's and
-ELECTRA's untied ones), against transformers' outputs for the same randomly initialized models
-(tests/fixtures/record_subword_families.py)."""
+"""RoBERTa, XLM-R, ALBERT, DistilBERT and XLNet folders as users bring them: untied heads saved and
+loaded, fine-tuned and served from the folder's own tokenizer files, against transformers' outputs
+for the same randomly initialized models (tests/fixtures/record_subword_families.py). Each family's
+layouts against transformers: tests/test_layouts.py."""
 
 import os
 
@@ -25,46 +26,6 @@ def _inputs(name):
 def _close_at_real_tokens(ours, theirs, mask, atol=1e-4):
     real = mask.astype(bool)
     np.testing.assert_allclose(np.asarray(ours)[real], theirs[real], atol=atol, rtol=1e-4)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    "name", ["roberta", "roberta_untied", "xlm-roberta", "albert", "albert_untied", "distilbert", "distilbert_untied"]
-)
-def test_masked_lm_folders_give_transformers_outputs(name):
-    model = load_encoder(_folder(name))  # the encoder, through the model_type's registered loader
-    inputs = _inputs(name)
-    outputs = model(inputs)
-    _close_at_real_tokens(outputs["sequence_output"], REFERENCE[f"{name}.hidden"], inputs["padding_mask"])
-
-    family = name.split("_")[0]
-    loader = {
-        "roberta": "load_huggingface_roberta",
-        "xlm-roberta": "load_huggingface_roberta",
-        "albert": "load_huggingface_albert",
-        "distilbert": "load_huggingface_distilbert",
-    }[family]
-    pretrainer = getattr(bertlayers.convert, loader)(_folder(name))
-    assert pretrainer.encoder.config.tie_word_embeddings == (not name.endswith("untied"))
-    positions = np.tile(np.arange(inputs["token_ids"].shape[1], dtype="int32"), (len(inputs["token_ids"]), 1))
-    logits = pretrainer({**inputs, "masked_positions": positions})["mlm"]
-    _close_at_real_tokens(logits, REFERENCE[f"{name}.logits"], inputs["padding_mask"])
-
-
-@pytest.mark.slow
-def test_an_untied_electra_generator_and_xlnet_head_give_transformers_logits():
-    from bertlayers.convert import load_huggingface_electra, load_huggingface_xlnet
-
-    generator = load_huggingface_electra(_folder("electra_untied"))
-    inputs = _inputs("electra_untied")
-    _close_at_real_tokens(generator(inputs)["mlm"], REFERENCE["electra_untied.logits"], inputs["padding_mask"])
-
-    xlnet = load_huggingface_xlnet(_folder("xlnet_untied"))
-    inputs = _inputs("xlnet_untied")
-    content = xlnet.encoder(inputs)["sequence_output"]  # XLNet's content stream, left padding
-    _close_at_real_tokens(content, REFERENCE["xlnet_untied.hidden"], inputs["padding_mask"])
-    # Without a target mapping transformers projects the content stream through lm_loss.
-    _close_at_real_tokens(xlnet.lm_head(content), REFERENCE["xlnet_untied.logits"], inputs["padding_mask"])
 
 
 @pytest.mark.slow
@@ -197,7 +158,7 @@ def test_every_family_text_model_uses_only_ops_tf_serving_links(served_families)
         assert not ops - core - SERVING_TF_TEXT_OPS, (family, sorted(ops - core - SERVING_TF_TEXT_OPS))
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="three runners (classifier, tagger, SQuAD) from folders")
 def test_the_runners_start_from_a_folder_with_its_own_tokenizer(tmp_path):
     """`--init FOLDER` is all a runner needs: run_classifier from a RoBERTa folder (byte-level
     BPE, `<s> A </s>`), run_ner and run_squad from an XLNet one (SentencePiece, left padding,
@@ -324,7 +285,7 @@ def test_sequence_classification_folders_load_as_classifiers(family):
     )
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="fine-tunes and exports a SQuAD model of each family")
 @pytest.mark.parametrize("family", ["roberta", "albert"])
 def test_a_squad_text_model_answers_whole_words_as_the_python_decoder(family, tmp_path):
     """A span predictor on a byte-level BPE or SentencePiece checkpoint, exported with text in:

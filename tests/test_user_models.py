@@ -43,7 +43,7 @@ def minilm_with_a_head():
     return record_vocabulary(model, f"{minilm_path()}/vocab.txt"), encoder
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="fits, saves, reloads and exports a user's model (one over the real MiniLM)")
 @pytest.mark.parametrize("build, as_classifier", [("composed", True), ("minilm", False)])
 def test_a_users_model_fits_saves_reloads_exports_and_serves(build, as_classifier, tmp_path):
     packer = BertInputPacker(wordpiece_tokenizer(bert_uncased_vocabulary()), sequence_length=SEQ)
