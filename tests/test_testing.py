@@ -34,7 +34,11 @@ TINY = dict(
     "encoder_class, extra",
     [
         (BertEncoder, {}),
-        (AlbertEncoder, {"embedding_size": 8, "num_layers": 3, "num_layer_groups": 1}),
+        pytest.param(  # BERT's block, shared: the bert case covers the check's parts in the fast tier
+            AlbertEncoder,
+            {"embedding_size": 8, "num_layers": 3, "num_layer_groups": 1},
+            marks=pytest.mark.slow(reason="the encoder check on a third family, 9 s"),
+        ),
         (XLNetEncoder, {}),
         # Per-layer settings: a sliding window on the second layer, RMSNorm, GeGLU, no biases, pre-norm
         # (marked slow: the next case covers these parts in the fast tier).
@@ -48,7 +52,7 @@ TINY = dict(
                 "layer_types": ("full", "local"),
                 "layer_kinds": {"full": {}, "local": {"attention_window": 2}},
             },
-            marks=pytest.mark.slow,
+            marks=pytest.mark.slow(reason="the encoder check with every per-layer setting, 10 s"),
         ),
         # ModernBERT's pattern from the built-in parts: rotary attention (a base per layer kind), a
         # sliding window on the local layers, RMSNorm, GeGLU, no biases, pre-norm.
