@@ -82,7 +82,15 @@ def _tiny(**changes):
 
 @pytest.mark.parametrize(
     "changes",
-    [{}, dict(conv_kernel_size=3, share_att_key=False, position_buckets=0, learned_positions=True, type_vocab_size=2)],
+    [
+        {},
+        pytest.param(  # the v3 case takes the encoder check in the fast tier
+            dict(
+                conv_kernel_size=3, share_att_key=False, position_buckets=0, learned_positions=True, type_vocab_size=2
+            ),
+            marks=pytest.mark.slow(reason="the encoder check on v2's settings, 6 s"),
+        ),
+    ],
     ids=["v3", "v2_convolution"],
 )
 def test_the_encoder_passes_the_shared_encoder_test(changes):

@@ -59,6 +59,7 @@ def test_onednn_rewrites_are_on_unless_the_user_chose_and_change_no_result():
         np.testing.assert_allclose(report["graph_outputs"], report["outputs"], atol=1e-5)
 
 
+@pytest.mark.slow(reason="two fresh TensorFlow processes, with the rewrites on and off")
 def test_feed_forward_runs_as_one_fused_kernel_per_layer():
     """The feed-forward network's first dense layer, its bias and its exact GELU become one
     oneDNN kernel in a graph (`on_token_rows` makes them 2-D MatMuls, which is what
