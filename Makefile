@@ -24,9 +24,9 @@ $(STAMP): setup.cfg pyproject.toml Makefile
 demo: $(STAMP)
 	$(PY) examples/demo.py
 
-# Everything (what CI runs); test-fast leaves out the tests marked slow (under 5 minutes on 2 cores,
-# every test module but the JAX subprocess runs of test_backends.py represented; a test that trains
-# or exports for 7 s or more in the full suite is marked slow) for iterating. Two workers, each
+# Everything (what CI runs); test-fast leaves out the tests marked slow (about 3 minutes on 2 cores;
+# a test of 10 s or more in the full suite, or one whose path a faster case takes in the fast tier,
+# is marked slow with its reason; tests/README.md) for iterating. Two workers, each
 # taking whole files (a file's module fixtures are made once, and docs pages run their blocks in
 # order): most tests wait on a single-threaded Python (tracing, a child's start-up), so two share
 # the 2 cores well. A worker that dies ends the run at once, naming its test: xdist's replacement
