@@ -20,6 +20,7 @@ SLOW_FIXTURES = {
     "served_families": "fine-tunes, saves and exports a classifier of each subword family",
     "served_models": "fine-tunes, saves and exports a classifier of each modern model type",
     "jax_only": "fits every family under JAX in a child without TensorFlow",
+    "folders": "trains each subword family's tokenizer files (test_subword_tokenizers)",
 }
 
 
