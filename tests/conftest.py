@@ -26,6 +26,10 @@ SLOW_FIXTURES = {
 
 def pytest_configure(config):
     register(config)  # the slow tier's total at the end of the run
+    if os.environ.get("BERTLAYERS_TRACE_SHARE"):  # the tracing profile (tests/trace_share.py)
+        import trace_share
+
+        trace_share.register(config)
 
 
 def pytest_collection_modifyitems(items):
