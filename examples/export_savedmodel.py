@@ -18,7 +18,7 @@ import os
 import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: examples/usage/)
 
 from bertlayers.convert import load_encoder, load_model_file
-from bertlayers.export import ExportOptions, export_for_serving, export_tflite
+from bertlayers.export import ExportOptions, check_serving_base, export_for_serving, export_tflite
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.options import add_flags, options_from_flags
 
@@ -52,6 +52,7 @@ def main():
     )
     add_flags(parser, ExportOptions, skip=("text",))  # --sequence_length, --truncate, --version, --precision, ...
     args = parser.parse_args()
+    check_serving_base(args.base_dir, args.serving_base)  # before the model loads
     model = load_model_file(args.model) if args.model.endswith(".keras") else load_encoder(args.model)
     written = export_for_serving(
         model,

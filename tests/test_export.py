@@ -612,7 +612,7 @@ def test_models_config_lists_loadable_models_only_and_best_span_follows_its_defi
     assert "--batching_parameters_file=/srv/models/batching.config" in compose
     assert "max_batch_size { value: 32 }" in (tmp_path / "batching.config").read_text()
     (tmp_path / "batching.config").write_text("max_batch_size { value: 8 }\n")  # a user's tuning stays
-    write_models_config(str(tmp_path))
+    write_models_config(str(tmp_path), "/srv/models")
     assert (tmp_path / "batching.config").read_text() == "max_batch_size { value: 8 }\n"
     with pytest.raises(ValueError, match="serving_base must be an absolute path"):
         write_models_config(str(tmp_path), "models")
@@ -623,6 +623,53 @@ def test_models_config_lists_loadable_models_only_and_best_span_follows_its_defi
     # Pairs (s, e) with 1 <= s <= e < s + 2 (not [CLS]): the best is s=2, e=3 (3 + 3).
     first, last, score, null = best_span(start, end, allowed, allowed, max_answer_length=2)
     assert (int(first[0]), int(last[0]), float(score[0]), float(null[0])) == (2, 3, 6.0, 9.0)
+
+
+def test_a_users_edits_to_models_config_stay_and_its_mount_is_kept(tmp_path, caplog):
+    """models.config is the user's too: a version pin, an entry of their own and comments survive
+    the next export, which adds only the models it wrote that the list does not name; a
+    serving_base other than the folder's mount, or a file with no list to add to, is refused first."""
+    from bertlayers.export import check_serving_base
+    from bertlayers.export.serving_folder import write_models_config
+
+    def model_folder(name):
+        (tmp_path / name / "1").mkdir(parents=True)
+        (tmp_path / name / "1" / "saved_model.pb").write_bytes(b"")
+
+    model_folder("sentiment")
+    path = tmp_path / "models.config"
+    written = open(write_models_config(str(tmp_path), "/srv")).read()
+    assert written.startswith("# TF Serving's models") and "# serving_base: /srv" in written
+    edited = written.replace(
+        '    model_platform: "tensorflow"\n  }\n}\n',
+        '    model_platform: "tensorflow"\n'
+        '    model_version_policy { specific { versions: 1 } }  # hold { back } "v2"\n'
+        '  }\n  config { name: "mine" base_path: "/elsewhere/mine" model_platform: "tensorflow" }\n}\n'
+        "# served by the team's cluster\n",
+    )
+    path.write_text(edited)
+    model_folder("stale")  # a folder the user left out of their list on purpose
+    model_folder("topics")
+    with caplog.at_level("INFO", logger="bertlayers.export.serving_folder"):
+        write_models_config(str(tmp_path), "/srv", names=["sentiment", "topics"])
+    after = path.read_text()
+    assert after.startswith(edited[: edited.index('  config { name: "mine"')])  # the pinned entry as it was
+    assert after.endswith('  config {\n    name: "topics"\n    base_path: "/srv/topics"\n    model_platform: '
+                          '"tensorflow"\n  }\n}\n# served by the team\'s cluster\n')  # fmt: skip
+    assert '"mine"' in after and '"stale"' not in after
+    assert "sets the model_version_policy of sentiment" in caplog.text and "Added topics" in caplog.text
+    write_models_config(str(tmp_path), "/srv", names=["sentiment", "topics"])
+    assert path.read_text() == after  # nothing to add: the file is left alone
+
+    with pytest.raises(ValueError, match=r"models.config serves this folder from /srv, and serving_base is '/models'"):
+        check_serving_base(str(tmp_path), "/models")
+    path.write_text(after.replace("# serving_base: /srv\n", ""))  # a list without our record: the compose file's mount
+    with pytest.raises(ValueError, match=r"docker-compose.yml serves this folder from /srv"):
+        write_models_config(str(tmp_path), "/models")
+    path.write_text('model_config_list { config { name: "x" }\n')
+    with pytest.raises(ValueError, match=r"models.config holds no `model_config_list \{ ... \}` that closes"):
+        check_serving_base(str(tmp_path), "/srv")
+    assert path.read_text() == 'model_config_list { config { name: "x" }\n'
 
 
 @pytest.mark.slow

@@ -1,7 +1,7 @@
 """SavedModel export for TF Serving: token ids in, and raw text in."""
 
 from bertlayers.export.saved_model import ExportOptions, export_for_serving
-from bertlayers.export.serving_folder import next_version, recover_exports, write_models_config
+from bertlayers.export.serving_folder import check_serving_base, next_version, recover_exports, write_models_config
 from bertlayers.export.serving_outputs import (
     ClassifierOutputs,
     EncoderOutputs,
@@ -22,6 +22,7 @@ __all__ = [
     "MultiTaskOutputs",
     "SpanOutputs",
     "TaggerOutputs",
+    "check_serving_base",
     "export_for_serving",
     "export_tflite",
     "next_version",

@@ -13,7 +13,13 @@ into words, turns each word into ELMo's character ids and runs the biLM (core Te
 import os
 import shutil
 
-from bertlayers.export.serving_folder import check_model_name, commit_together, next_version, write_models_config
+from bertlayers.export.serving_folder import (
+    check_model_name,
+    check_serving_base,
+    commit_together,
+    next_version,
+    write_models_config,
+)
 from bertlayers.families.elmo.characters import (
     BEGINNING_OF_WORD,
     END_OF_WORD,
@@ -97,6 +103,7 @@ def export_elmo(encoder, base_dir: str, name: str = "elmo", version: int | None 
     version by default; an existing one is never replaced), list it in `<base_dir>/models.config`,
     and return the version folder. The folder appears complete or not at all."""
     check_model_name(name)
+    check_serving_base(base_dir)
     version = next_version(os.path.join(base_dir, name)) if version is None else int(version)
     final = os.path.join(base_dir, name, str(version))
     if os.path.exists(final):
@@ -109,5 +116,5 @@ def export_elmo(encoder, base_dir: str, name: str = "elmo", version: int | None 
         commit_together(base_dir, {staging: final})
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    write_models_config(base_dir)
+    write_models_config(base_dir, names=[name])
     return final

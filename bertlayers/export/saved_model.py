@@ -26,6 +26,7 @@ from bertlayers.export.servable import Servable
 from bertlayers.export.serving_folder import (
     check_model_name,
     check_same_endpoint,
+    check_serving_base,
     commit_together,
     next_version,
     recover_exports,
@@ -119,6 +120,7 @@ def export_for_serving(
     """
     options = options_with(ExportOptions, options, settings, "export_for_serving")
     check_model_name(name)
+    check_serving_base(base_dir, options.serving_base)
     if vocabulary is None:  # looked up once, on the model given (a part served alone has none of its own)
         vocabulary = recorded_vocabulary(model)
     if isinstance(model, EncoderModel):
@@ -214,5 +216,5 @@ def _write(servable, tokenizer, names, base_dir, options):
         for n in names:  # a model folder this failed export made and left empty
             if os.path.isdir(os.path.join(base_dir, n)) and not os.listdir(os.path.join(base_dir, n)):
                 os.rmdir(os.path.join(base_dir, n))
-    write_models_config(base_dir, options.serving_base)
+    write_models_config(base_dir, options.serving_base, names)
     return finals

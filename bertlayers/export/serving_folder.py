@@ -2,6 +2,7 @@
 committed together (and recovered after a kill), one kind of model per name, and `models.config`."""
 
 import json
+import logging
 import os
 import posixpath
 import re
@@ -11,6 +12,7 @@ from bertlayers.startup import require_tensorflow
 from bertlayers.utils import atomic_files
 
 tf = require_tensorflow(__name__)
+logger = logging.getLogger(__name__)
 
 
 def next_version(model_dir: str) -> int:
@@ -139,34 +141,133 @@ def is_model_folder(path):
     )
 
 
-def write_models_config(base_dir: str, serving_base: str = "/models") -> str:
-    """Write the TF Serving configuration of every model folder under `base_dir` (atomically):
-    `models.config` naming them as a container sees them (`<serving_base>/<name>`: the base folder
-    mounted at `serving_base`), `models.local.config` with this host's absolute paths; and, where
-    absent (a user's edits stay), `batching.config` and `docker-compose.yml` (`SERVING_FILES`).
+_RECORDED_BASE = re.compile(r"^# serving_base: (\S+)$", re.MULTILINE)
+_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+_COMPOSE_BASE = re.compile(r"--model_config_file=(\S+)/models\.config")
 
-    A folder counts as a model when TF Serving can load it (`is_model_folder`): leftovers
-    (a `stale.partial/`, an empty folder) are not listed. Returns the models.config path.
-    """
+
+def _config_entries(text, path):
+    """{name: entry text} of each `config { ... }` of the `model_config_list` in `text` (TF Serving's
+    ModelServerConfig in text format), and the offset of the list's closing brace. Comments and
+    strings are skipped; a file without the list is refused, naming it."""
+    depth, i, list_at, close_at, entries, entry_at = 0, 0, None, None, {}, None
+    while i < len(text):
+        char = text[i]
+        if char == "#":  # a comment runs to the end of its line
+            i = text.find("\n", i)
+            i = len(text) if i < 0 else i
+            continue
+        if char == '"':  # a string, escapes and all
+            string = _STRING.match(text, i)
+            i = string.end() if string else len(text)
+            continue
+        if char == "{":
+            depth += 1
+            before = re.search(r"([A-Za-z_]+)\s*:?\s*$", text[:i])
+            key = before.group(1) if before else ""
+            if depth == 1 and key == "model_config_list":
+                list_at = i
+            elif depth == 2 and list_at is not None and key == "config":
+                entry_at = i
+        elif char == "}":
+            if depth == 2 and entry_at is not None:
+                entry = text[entry_at : i + 1]
+                name = re.search(r'\bname\s*:\s*"([^"]*)"', entry)
+                entries[name.group(1) if name else ""] = entry
+                entry_at = None
+            elif depth == 1 and list_at is not None:
+                close_at = i
+            depth -= 1
+        i += 1
+    if close_at is None:
+        raise ValueError(
+            f"{path} holds no `model_config_list {{ ... }}` that closes, which is what TF Serving reads and an "
+            "export adds its models to: correct it, or remove it to have it written again."
+        )
+    return entries, close_at
+
+
+def check_serving_base(base_dir: str, serving_base: str = "/models") -> None:
+    """Refuse, before any work, an export whose `serving_base` is not the mount that the folder's
+    `models.config` and `docker-compose.yml` already name (its models would be listed under two
+    mounts), or a `models.config` an export cannot add to."""
     if not serving_base.startswith("/"):
         raise ValueError(f"serving_base must be an absolute path inside the container, got {serving_base!r}.")
-    names = sorted(
+    found = {}
+    config_path, compose_path = os.path.join(base_dir, "models.config"), os.path.join(base_dir, "docker-compose.yml")
+    if os.path.isfile(config_path):
+        text = open(config_path, encoding="utf-8").read()
+        _config_entries(text, config_path)
+        recorded = _RECORDED_BASE.search(text)
+        if recorded:
+            found[config_path] = recorded.group(1)
+    if os.path.isfile(compose_path):
+        mounted = _COMPOSE_BASE.search(open(compose_path, encoding="utf-8").read())
+        if mounted:
+            found[compose_path] = mounted.group(1)
+    for path, base in found.items():
+        if base != serving_base:
+            raise ValueError(
+                f"{path} serves this folder from {base}, and serving_base is {serving_base!r}: the export's models "
+                f"would be listed under another mount than the others. Export with serving_base={base!r}, or "
+                "change models.config and docker-compose.yml together (or remove both to have them written again)."
+            )
+
+
+def _entry(name, base_path):
+    return f'  config {{\n    name: "{name}"\n    base_path: "{base_path}"\n    model_platform: "tensorflow"\n  }}\n'
+
+
+def write_models_config(base_dir: str, serving_base: str = "/models", names: list[str] | None = None) -> str:
+    """Write the TF Serving configuration of the models under `base_dir` (atomically):
+    `models.config` naming them as a container sees them (`<serving_base>/<name>`: the base folder
+    mounted at `serving_base`), `models.local.config` with this host's absolute paths; and, where
+    absent, `batching.config` and `docker-compose.yml` (`SERVING_FILES`).
+
+    A `models.config` that exists is the user's as much as ours (a `model_version_policy` pinning
+    what is served, entries of their own, comments): `names` (the models an export just wrote; every
+    model folder when None) that it does not list are added before its closing brace, and nothing else
+    in it changes. Written anew it lists every folder TF Serving can load (`is_model_folder`):
+    leftovers (a `stale.partial/`, an empty folder) are not listed. `models.local.config` is
+    rewritten each time. Returns the models.config path.
+    """
+    check_serving_base(base_dir, serving_base)
+    folders = sorted(
         n
         for n in os.listdir(base_dir)
         if re.fullmatch(r"[A-Za-z0-9_.-]+", n) and not n.startswith(".") and is_model_folder(os.path.join(base_dir, n))
     )
-
-    def config(base_of):
-        entries = "".join(
-            f'  config {{\n    name: "{n}"\n    base_path: "{base_of(n)}"\n    model_platform: "tensorflow"\n  }}\n'
-            for n in names
-        )
-        return "model_config_list {\n" + entries + "}\n"
+    wanted = folders if names is None else [n for n in names if n in folders]
 
     path = os.path.join(base_dir, "models.config")
-    atomic_files.write_text(path, config(lambda n: posixpath.join(serving_base, n)))
+    if os.path.isfile(path):
+        text = open(path, encoding="utf-8").read()
+        entries, close_at = _config_entries(text, path)
+        missing = [n for n in wanted if n not in entries]
+        if missing:
+            added = "".join(_entry(n, posixpath.join(serving_base, n)) for n in missing)
+            line_start = text.rfind("\n", 0, close_at) + 1  # the closing brace's own line, when it has one
+            at = line_start if not text[line_start:close_at].strip() else close_at
+            atomic_files.write_text(path, text[:at] + added + text[at:])
+            logger.info(f"Added {', '.join(missing)} to {path} (the rest of it is as it was)")
+        for name in wanted:
+            if name in entries and "model_version_policy" in entries[name]:
+                logger.warning(
+                    f"{path} sets the model_version_policy of {name}: TF Serving serves the versions it names, "
+                    "which may not be the newest."
+                )
+    else:
+        header = (
+            "# TF Serving's models (ModelServerConfig). Edits stay: an export adds the models it writes\n"
+            "# that this list does not name, and changes nothing else.\n"
+            f"# serving_base: {serving_base}\n"
+        )
+        entries = "".join(_entry(n, posixpath.join(serving_base, n)) for n in folders)
+        atomic_files.write_text(path, header + "model_config_list {\n" + entries + "}\n")
+    local = "".join(_entry(n, os.path.abspath(os.path.join(base_dir, n))) for n in folders)
     atomic_files.write_text(
-        os.path.join(base_dir, "models.local.config"), config(lambda n: os.path.abspath(os.path.join(base_dir, n)))
+        os.path.join(base_dir, "models.local.config"),
+        "# models.config with this host's paths, written anew by each export.\nmodel_config_list {\n" + local + "}\n",
     )
     for name, text in SERVING_FILES.items():
         if not os.path.exists(os.path.join(base_dir, name)):
