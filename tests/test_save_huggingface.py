@@ -148,3 +148,31 @@ def test_a_model_trained_here_saves_with_its_wordpiece_vocabulary_and_loads_back
     with pytest.raises(ValueError, match="A bert encoder cannot be written as a xlnet checkpoint"):
         save_huggingface(model, str(tmp_path / "x"), model_type="xlnet")  # a BERT classifier as XLNet
     assert not (tmp_path / "bare").exists() and not (tmp_path / "x").exists()
+
+
+def test_a_model_transformers_would_compute_otherwise_is_refused_by_what_differs(tmp_path):
+    """BertForSequenceClassification reads [CLS] through the tanh pooler: a classifier that pools the
+    mean of the tokens (run_classifier's choice for sentence-transformers' MiniLM), or an ELECTRA
+    classifier (its head's GELU) that only a vocab.txt records, is not written as one; named, with
+    what to do. ELECTRA's, written as the model_type it was loaded as, loads back with its logits."""
+    from bertlayers.models import SequenceClassifier
+    from bertlayers.networks import BertEncoder
+    from bertlayers.tokenizers import bert_uncased_vocabulary
+
+    sizes = dict(vocabulary_size=30522, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32)
+    mean = record_vocabulary(SequenceClassifier(BertEncoder(**sizes), 2, pooling="mean"), bert_uncased_vocabulary())
+    with pytest.raises(ValueError, match=r"BertForSequenceClassification would compute this SequenceClassifier "
+                       r"differently: pooling 'mean' here, 'pooler' there .*build it with pooling='pooler'"):  # fmt: skip
+        save_huggingface(mean, str(tmp_path / "mean"))
+    electra = record_vocabulary(
+        SequenceClassifier(BertEncoder(**sizes, pooler_activation="gelu"), 2), bert_uncased_vocabulary()
+    )
+    with pytest.raises(ValueError, match=r"pooler_activation 'gelu' here, 'tanh' there.*model_type="):
+        save_huggingface(electra, str(tmp_path / "as_bert"))
+    assert not (tmp_path / "mean").exists() and not (tmp_path / "as_bert").exists()
+    folder = save_huggingface(electra, str(tmp_path / "electra"), model_type="electra")
+    with open(os.path.join(folder, "config.json")) as f:
+        assert json.load(f)["architectures"] == ["ElectraForSequenceClassification"]
+    checkpoint = load_checkpoint(folder)
+    inputs = checkpoint.tokenizer.encode(["A warm, funny film."], sequence_length=8)
+    np.testing.assert_allclose(checkpoint.model(inputs)["logits"], electra(inputs)["logits"], atol=1e-6)

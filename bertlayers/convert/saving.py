@@ -107,8 +107,10 @@ def save_huggingface(model: keras.Model, folder: str, model_type: str | None = N
       `folder`.
 
     Raises:
-      ValueError: a model_type the library cannot write yet, or a model whose structure is not
-        one that model_type's loader builds (named), a model with no vocabulary recorded.
+      ValueError: a model_type the library cannot write yet, a model whose structure is not
+        one that model_type's loader builds, or that transformers would compute otherwise (a
+        classifier's pooling, an encoder setting: named, here and there), a model with no
+        vocabulary recorded.
       FileExistsError: `folder` exists.
 
     Example (a classifier over the bundled MiniLM, saved and loaded back):
@@ -228,7 +230,21 @@ def _checkpoint_tensors(model, encoder, family, kind, folder, num_labels):
         raise ValueError(
             f"A {type(model).__name__} does not have the structure {family.model_type}'s loader builds from its "
             f"config ({type(built).__name__}, {len(theirs)} weights against {len(ours)}): it cannot be written as "
-            f"{family.architectures[kind]}."
+            f"{family.architectures[kind]}. Pass the model_type the encoder was loaded as (model_type=...) where it is "
+            "another family's."
+        )
+    differences = _computed_differently(model, built)
+    if differences:
+        raise ValueError(
+            f"transformers' {family.architectures[kind]} would compute this {type(model).__name__} differently: "
+            f"{'; '.join(differences)} (there: as the {family.model_type} folder being written reads). "
+            + (
+                "A classifier saved for transformers reads what its head class reads: build it with "
+                f"pooling={getattr(built, 'pooling', None)!r}, or save the encoder alone. "
+                if any(d.startswith("pooling") for d in differences)
+                else ""
+            )
+            + "Pass the model_type the encoder was loaded as (model_type=...) where it is another family's."
         )
     value_of = {id(variable): keras.ops.convert_to_numpy(mine) for variable, mine in zip(theirs, ours)}
     by_key, keys_of = {}, {}
@@ -260,6 +276,32 @@ def _checkpoint_tensors(model, encoder, family, kind, folder, num_labels):
         if head + ".bias" in tensors and head + ".decoder.bias" not in tensors:
             tensors[head + ".decoder.bias"] = tensors[head + ".bias"].copy()
     return tensors
+
+
+# Settings that change no output: training-time noise, how new weights are drawn.
+_NOT_COMPUTED = {"dropout", "attention_dropout", "initializer_range"}
+
+
+def _computed_differently(model, built):
+    """What `model` computes otherwise than `built` (the model the folder being written loads as):
+    its encoder's settings and a classifier's pooling, as "name ours here, theirs there"."""
+    import dataclasses
+
+    mine = model if isinstance(model, EncoderBase) else model.encoder
+    theirs = built if isinstance(built, EncoderBase) else built.encoder
+    def settings(config):
+        values = {f.name: getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in _NOT_COMPUTED}
+        # A width or head count equal to the default one is that default (the same layers are built).
+        for name, default in (("embedding_size", config.hidden_size), ("num_key_value_heads", config.num_heads)):
+            if values.get(name) == default:
+                values[name] = None
+        return values
+
+    ours, theirs = settings(mine.config), settings(theirs.config)
+    differences = [f"{name} {ours[name]!r} here, {theirs[name]!r} there" for name in ours if ours[name] != theirs[name]]
+    if getattr(model, "pooling", None) != getattr(built, "pooling", None):
+        differences.append(f"pooling {getattr(model, 'pooling', None)!r} here, {getattr(built, 'pooling', None)!r} there")
+    return differences
 
 
 def _checkpoint_shape(key, pairs):
