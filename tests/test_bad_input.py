@@ -736,6 +736,43 @@ def test_config_json_fields_of_the_wrong_type_are_refused(tmp_path, key, value, 
         read_huggingface_folder(str(tmp_path), "bert")
 
 
+@pytest.mark.parametrize(
+    "name, content, message",
+    [
+        (
+            "tokenizer_config.json",
+            '{"do_lower_case": "false"}',
+            r'do_lower_case is "false", not true or false '
+            r"\(transformers would read it as True\)",
+        ),  # fmt: skip
+        ("tokenizer_config.json", '{"do_lower_case": 0}', r"do_lower_case is 0, not true or false"),
+        ("tokenizer_config.json", "[]", r"tokenizer_config\.json holds a JSON list, not the object of settings"),
+        ("config.json", "null", r"config\.json holds a JSON null, not the object of settings"),
+        ("config.json", '"bert"', r"config\.json holds a JSON str"),
+        (
+            "config.json",
+            '{"model_type": "bert", "hidden_size": 16, "hidden_size": 32}',
+            r"config\.json: the key 'hidden_size' is given twice in one object",
+        ),  # fmt: skip
+    ],
+)
+def test_tokenizer_settings_and_configs_of_the_wrong_kind_are_refused(tmp_path, name, content, message):
+    """A hand-written `"do_lower_case": "false"` is true to transformers and would lower-case in one
+    place and not another; a config that is no JSON object, or gives a key twice (json.load keeps
+    the last), fails by name before anything loads, not deep in a runner."""
+    from bertlayers.convert import load_encoder
+    from bertlayers.convert.model_files import vocabulary_of
+    from bertlayers.tokenizers.checkpoint_tokenizer import checkpoint_tokenizer
+
+    folder = tmp_path / "folder"
+    shutil.copytree(os.path.join(os.path.dirname(__file__), "fixtures", "layouts", "bert", "base"), folder)
+    write(folder / "vocab.txt", "".join(t + "\n" for t in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "fine"]))
+    write(folder / name, content)
+    for read in (checkpoint_tokenizer, vocabulary_of if name == "tokenizer_config.json" else load_encoder):
+        with pytest.raises(ValueError, match=message):
+            read(str(folder))
+
+
 def test_a_folder_whose_config_names_another_model_type_is_refused(tmp_path):
     """A BERT folder (vocab.txt, `bert.` tensors) whose config.json says roberta would load as RoBERTa."""
     from safetensors.numpy import save_file

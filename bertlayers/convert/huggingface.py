@@ -5,7 +5,6 @@ default); each family in `bertlayers.families` registers its own model_type
 (`register_huggingface_family`).
 """
 
-import json
 import os
 from collections.abc import Callable
 
@@ -15,6 +14,7 @@ from bertlayers.convert.checkpoint_tensors import read_safetensors, renamed
 from bertlayers.convert.weight_map import Probe, WeightMap
 from bertlayers.networks.encoder_config import EncoderConfig
 from bertlayers.tokenizers.checkpoint_tokenizer import check_tokenizer_files
+from bertlayers.utils.text_files import read_json_object
 
 # config.json key → EncoderConfig field (Hugging Face kept google-research/bert's names).
 BERT_CONFIG_KEYS = {
@@ -247,11 +247,7 @@ def read_huggingface_folder(path, model_type):
         if os.path.isfile(os.path.join(path, "pytorch_model.bin")):
             hint = " It has pytorch_model.bin: save it as safetensors first (torch is not a dependency)."
         raise FileNotFoundError(f"{path} has no model.safetensors.{hint}")
-    try:
-        with open(config_path, encoding="utf-8") as f:
-            hf_config = json.load(f)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{config_path} is not valid JSON: {error}") from None
+    hf_config = read_json_object(config_path)
     config = encoder_config_from_huggingface(hf_config, source=config_path)
     found = hf_config.get("model_type", "bert")
     expected = (model_type,) if isinstance(model_type, str) else tuple(model_type)

@@ -18,6 +18,7 @@ from bertlayers.convert.model_files import (
 from bertlayers.convert.weight_map import describe_non_finite
 from bertlayers.networks.encoder_base import EncoderBase
 from bertlayers.tokenizers.checkpoint_tokenizer import CheckpointTokenizer, checkpoint_tokenizer
+from bertlayers.utils.text_files import read_json_object
 
 
 def load_encoder(source: str, dtype: str | keras.DTypePolicy | None = None) -> keras.Model:
@@ -168,11 +169,7 @@ def trained_pooling(source: str) -> str:
     settings = os.path.join(source, "1_Pooling", "config.json")
     if not os.path.isfile(settings):
         return "pooler"
-    try:
-        with open(settings, encoding="utf-8") as f:
-            declared = json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise ValueError(f"{settings} is not valid JSON.") from None
+    declared = read_json_object(settings)
     return next((mode for key, mode in SENTENCE_TRANSFORMERS_POOLING.items() if declared.get(key)), "pooler")
 
 

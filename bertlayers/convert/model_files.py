@@ -22,7 +22,7 @@ import keras
 
 from bertlayers import backend
 from bertlayers.networks.input_limits import input_limits
-from bertlayers.tokenizers.checkpoint_tokenizer import TokenizerFiles, reads_tokenizer_json
+from bertlayers.tokenizers.checkpoint_tokenizer import TokenizerFiles, reads_tokenizer_json, tokenizer_settings
 from bertlayers.tokenizers.tokenizer import ModelVocabulary, check_vocabulary_fits
 from bertlayers.utils import atomic_files
 
@@ -130,15 +130,8 @@ def vocabulary_of(source):
         return None
     vocabulary = os.path.join(source, "vocab.txt")
     if os.path.isfile(vocabulary) and not reads_tokenizer_json(source):
-        lowercase = True
-        settings = os.path.join(source, "tokenizer_config.json")
-        if os.path.isfile(settings):
-            try:
-                with open(settings, encoding="utf-8") as f:
-                    lowercase = bool(json.load(f).get("do_lower_case", True))
-            except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
-                raise ValueError(f"{settings} is not a JSON object of tokenizer settings.") from None
-        return ModelVocabulary.from_file(vocabulary, lowercase)
+        settings = tokenizer_settings(source)
+        return ModelVocabulary.from_file(vocabulary, settings.get("do_lower_case", True))
     if os.path.isfile(os.path.join(source, "config.json")):
         files = TokenizerFiles.from_folder(source)
         if any(name != "tokenizer_config.json" for name, _ in files.files):

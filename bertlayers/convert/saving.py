@@ -289,6 +289,7 @@ def _computed_differently(model, built):
 
     mine = model if isinstance(model, EncoderBase) else model.encoder
     theirs = built if isinstance(built, EncoderBase) else built.encoder
+
     def settings(config):
         values = {f.name: getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in _NOT_COMPUTED}
         # A width or head count equal to the default one is that default (the same layers are built).
@@ -300,7 +301,9 @@ def _computed_differently(model, built):
     ours, theirs = settings(mine.config), settings(theirs.config)
     differences = [f"{name} {ours[name]!r} here, {theirs[name]!r} there" for name in ours if ours[name] != theirs[name]]
     if getattr(model, "pooling", None) != getattr(built, "pooling", None):
-        differences.append(f"pooling {getattr(model, 'pooling', None)!r} here, {getattr(built, 'pooling', None)!r} there")
+        differences.append(
+            f"pooling {getattr(model, 'pooling', None)!r} here, {getattr(built, 'pooling', None)!r} there"
+        )
     return differences
 
 

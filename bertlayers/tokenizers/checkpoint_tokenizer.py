@@ -24,7 +24,7 @@ from bertlayers.tokenizers.input_layout import InputLayout, bert_layout
 from bertlayers.tokenizers.sentencepiece_model import SentencePiece, read_sentencepiece_model
 from bertlayers.tokenizers.tokenizer import BertInputPacker, ModelVocabulary, load_vocabulary, wordpiece_tokenizer
 from bertlayers.tokenizers.wordpiece import InGraphTokenizer
-from bertlayers.utils.text_files import text_batch
+from bertlayers.utils.text_files import read_json_object, text_batch
 
 tf = require_tensorflow(__name__)
 import tensorflow_text as tf_text  # noqa: E402  (after the check above, which names what is missing)
@@ -305,14 +305,30 @@ def check_tokenizer_files(folder, model_type, source="config.json"):
     )
 
 
+# tokenizer_config.json's switches: transformers passes them to the tokenizer as they are, where a
+# string ("false") is true; written by hand they are refused unless true or false.
+TOKENIZER_SWITCHES = ("do_lower_case", "add_prefix_space", "keep_accents", "remove_space", "do_basic_tokenize")
+
+
+def tokenizer_settings(folder: str) -> dict:
+    """The folder's tokenizer_config.json ({} when absent), its switches checked (`_json`)."""
+    return _json(os.path.join(folder, "tokenizer_config.json"))
+
+
 def _json(path):
+    """The JSON object in `path` ({} when there is none); anything else is refused by name
+    (`read_json_object`), and a tokenizer_config.json switch that is not true or false too."""
     if not os.path.isfile(path):
         return {}
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ValueError(f"{path} is not valid JSON: {error}") from None
+    value = read_json_object(path)
+    if os.path.basename(path) == "tokenizer_config.json":
+        for key in TOKENIZER_SWITCHES:
+            if key in value and not isinstance(value[key], bool):
+                raise ValueError(
+                    f"{path}: {key} is {json.dumps(value[key])}, not true or false (transformers would read it as "
+                    f"{bool(value[key])}): write a JSON true or false."
+                )
+    return value
 
 
 def required_file(folder, name, model_type):
@@ -346,7 +362,7 @@ def checkpoint_tokenizer(folder: str) -> CheckpointTokenizer:
         raise ValueError(
             f"{config_path}: no tokenizer for model_type {model_type!r}; supported: {', '.join(sorted(CHECKPOINT_TOKENIZERS))}."
         )
-    tokenizer = reader(folder, config, _json(os.path.join(folder, "tokenizer_config.json")))
+    tokenizer = reader(folder, config, tokenizer_settings(folder))
     expected = config.get("vocab_size")
     if expected is not None and not fits_rows(tokenizer.vocabulary_size, expected):
         raise ValueError(

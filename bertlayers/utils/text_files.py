@@ -45,3 +45,27 @@ def text_batch(texts, what="text"):
                 "Unicode text (bytes decoded with errors='surrogateescape'?); decode them with errors='replace'."
             ) from None
     return encoded
+
+
+def read_json_object(path, what="settings"):
+    """The JSON object in a UTF-8 file (a config), refused by name where it is not valid JSON, is
+    another kind of value (a list, a string, null), or gives a key twice (`json.load` would keep
+    the last without a word)."""
+    import json
+
+    def no_repeats(pairs):
+        seen = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"{path}: the key {key!r} is given twice in one object; keep one.")
+            seen.add(key)
+        return dict(pairs)
+
+    try:
+        value = json.loads(read_text(path), object_pairs_hook=no_repeats)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path} is not valid JSON: {error}") from None
+    if not isinstance(value, dict):
+        kind = "null" if value is None else type(value).__name__
+        raise ValueError(f"{path} holds a JSON {kind}, not the object of {what} it should be.")
+    return value
