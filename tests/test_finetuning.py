@@ -14,6 +14,7 @@ from bertlayers.networks import BertEncoder
 from bertlayers.task_data.classification import LabelMap, read_text_examples
 from bertlayers.task_data.ner import decode_tags, encode_sentences, tag_vocabulary
 from bertlayers.task_data.squad import SquadExample, decode_answers, make_windows, read_squad
+from bertlayers.tasks import TextClassifier
 from bertlayers.tokenizers import bert_uncased_vocabulary, wordpiece_tokenizer
 from bertlayers.utils.assets import minilm_path
 
@@ -332,12 +333,15 @@ def test_run_classifier_end_to_end(tmp_path, tiny_encoder):
         "0",
         "--pooling",
         "mean",
+        "--sequence_length",
+        "24",
     )
     metrics = json.load(open(out / "metrics.json"))
     assert {"accuracy", "f1", "matthews_correlation"} <= set(metrics)
     assert len(open(out / "predictions.jsonl").readlines()) == 24
     assert (out / "model.keras").exists() and os.listdir(out / "logs")
     assert keras.saving.load_model(str(out / "model.keras")).pooling == "mean"
+    assert TextClassifier.load(str(out / "model.keras")).sequence_length == 24  # the run's, not the default
     done = run(
         script(
             "run_classifier.py",

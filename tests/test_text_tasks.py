@@ -37,7 +37,10 @@ def test_fit_predict_save_load_and_export(encoder_file, tmp_path):
     assert classifier.predict(TEXTS[:2], pairs=TEXTS[2:])[0]["label"] in ("no", "yes")
 
     classifier.save(str(tmp_path / "classifier.keras"))
-    loaded = TextClassifier.load(str(tmp_path / "classifier.keras"), sequence_length=16)
+    loaded = TextClassifier.load(str(tmp_path / "classifier.keras"))  # at the length it was saved with
+    assert (
+        loaded.sequence_length == 16 and TextClassifier.load(str(tmp_path / "classifier.keras"), 8).sequence_length == 8
+    )
     np.testing.assert_allclose(loaded.predict_proba(TEXTS), classifier.predict_proba(TEXTS), atol=1e-6)
 
     paths = classifier.export(str(tmp_path / "savedmodels"), "sentiment")
@@ -87,8 +90,8 @@ def test_the_tagger_fits_on_words_predicts_on_strings_and_saves_its_tags(encoder
     assert [[tag for _, tag in row] for row in predicted] == expected
 
     tagger.save(str(tmp_path / "tagger.keras"))
-    loaded = TextTagger.load(str(tmp_path / "tagger.keras"), sequence_length=16)
-    assert loaded.tags == tags and loaded.predict(texts) == predicted
+    loaded = TextTagger.load(str(tmp_path / "tagger.keras"))
+    assert loaded.sequence_length == 16 and loaded.tags == tags and loaded.predict(texts) == predicted
     with pytest.raises(ValueError, match="text 1 has 4 words but 3 tags"):
         tagger.fit([sentences[0]], [["O", "O", "B-LOC"]], epochs=1, verbose=0)
 
@@ -114,7 +117,8 @@ def test_the_answerer_fits_and_answers_with_spans_of_the_context_as_the_served_m
     assert [a.decode("utf-8") for a in served["answer_text"].numpy()] == [a["answer"] for a in answers]
 
     answerer.save(str(tmp_path / "qa.keras"))
-    again = TextAnswerer.load(str(tmp_path / "qa.keras"), sequence_length=32, doc_stride=8, max_query_length=8)
+    again = TextAnswerer.load(str(tmp_path / "qa.keras"))  # its windows as saved, not the defaults
+    assert again.windows == dict(sequence_length=32, doc_stride=8, max_query_length=8)
     assert again.predict(questions, contexts) == answers
     with pytest.raises(ValueError, match="example 1: the answer 'Berlin' is not in its context"):
         answerer.fit(questions, contexts, ["Berlin", "Paris"], epochs=1, verbose=0)

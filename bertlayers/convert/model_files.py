@@ -29,6 +29,7 @@ from bertlayers.utils import atomic_files
 VOCABULARY_MEMBER = "bertlayers/vocab.txt"
 TEXT_MEMBER = "bertlayers/text.json"
 TOKENIZER_FOLDER = "bertlayers/tokenizer/"
+SETTINGS_MEMBER = "bertlayers/settings.json"  # how the model reads text: a task wrapper's sequence length, windows
 _ATTRIBUTE = "_bertlayers_vocabulary"  # set with object.__setattr__: Keras does not track it
 
 
@@ -79,12 +80,13 @@ def optimizer_left_out(model):
         model.optimizer, model.compiled = optimizer, compiled
 
 
-def save_model(model: keras.Model, path: str, include_optimizer: bool = False) -> None:
+def save_model(model: keras.Model, path: str, include_optimizer: bool = False, settings: dict | None = None) -> None:
     """Write `model` to the `.keras` file `path` atomically: config and weights, its recorded
-    vocabulary, and the optimizer's state only with `include_optimizer` (a resumable backup needs it;
-    serving does not, and for Adam it is twice the weights)."""
+    vocabulary, the text `settings` it was trained with (JSON values: a sequence length; read back
+    with `saved_settings`), and the optimizer's state only with `include_optimizer` (a resumable
+    backup needs it; serving does not, and for Adam it is twice the weights)."""
     vocabulary = recorded_vocabulary(model)
-    members = {}
+    members = {SETTINGS_MEMBER: json.dumps(settings)} if settings else {}
     if isinstance(vocabulary, TokenizerFiles):
         settings = {"tokenizer": "checkpoint", "model_type": vocabulary.model_type}
         if vocabulary.pad_id is not None:
@@ -139,6 +141,12 @@ def vocabulary_of(source):
     return vocabulary_of(os.path.join(source, "encoder.keras"))
 
 
+def saved_settings(path: str) -> dict:
+    """The settings `save_model` stored in the `.keras` file `path` ({} where it stored none)."""
+    with zipfile.ZipFile(path) as archive:
+        return json.loads(archive.read(SETTINGS_MEMBER)) if SETTINGS_MEMBER in archive.namelist() else {}
+
+
 def attach_recorded_vocabulary(model, path):
     """Record on `model` (loaded from the `.keras` file `path`) the vocabulary recorded in that file."""
     vocabulary = vocabulary_of(path)
@@ -153,5 +161,6 @@ __all__ = [
     "recorded_vocabulary",
     "optimizer_left_out",
     "save_model",
+    "saved_settings",
     "vocabulary_of",
 ]

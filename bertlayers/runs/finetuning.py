@@ -374,8 +374,15 @@ def finetune(
     model, vocabulary = _compiled_model(strategy, config, build_model, steps)
     _fit(model, strategy, config, train, validation)
     # For serving: weights, config and the vocabulary (the resumable state is the backup's job).
-    save_model(record_vocabulary(model, vocabulary), os.path.join(config.output_dir, "model.keras"))
+    save_model(
+        record_vocabulary(model, vocabulary), os.path.join(config.output_dir, "model.keras"), settings=_settings(config)
+    )
     return model
+
+
+def _settings(config):
+    """What a model.keras keeps of its run for those who load it (bertlayers.tasks): its sequence length."""
+    return {"sequence_length": config.sequence_length}
 
 
 def _compiled_model(strategy, config, build_model, steps):
@@ -566,7 +573,9 @@ def finetune_restarts(
             best = model
         del model  # only the best stays in memory
     chosen = int(max(range(restarts), key=scores.__getitem__))
-    save_model(best, os.path.join(config.output_dir, "model.keras"))  # its vocabulary was recorded by finetune
+    save_model(
+        best, os.path.join(config.output_dir, "model.keras"), settings=_settings(config)
+    )  # its vocabulary was recorded by finetune
     return best, {"dev_scores": scores, "best_restart": chosen, "best_seed": config.seed + chosen}
 
 
@@ -582,7 +591,7 @@ def _finetune_ensemble(strategy, config, build_model, train, validation, size):
         logger.info(f"ensemble member {k} (seed {seed}) trained")
     ensemble = ClassifierEnsemble(members)
     record_vocabulary(ensemble, recorded_vocabulary(members[0]))  # what finetune recorded on each member
-    save_model(ensemble, os.path.join(config.output_dir, "model.keras"))
+    save_model(ensemble, os.path.join(config.output_dir, "model.keras"), settings=_settings(config))
     return ensemble, {"ensemble_seeds": [config.seed + k for k in range(size)]}
 
 

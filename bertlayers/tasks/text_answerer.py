@@ -17,7 +17,7 @@ from typing import Optional
 import keras
 
 from bertlayers.convert.loading import load_encoder, load_model_file
-from bertlayers.convert.model_files import record_vocabulary, recorded_vocabulary, save_model
+from bertlayers.convert.model_files import record_vocabulary, recorded_vocabulary, save_model, saved_settings
 from bertlayers.export.saved_model import export_for_serving
 from bertlayers.models.span_predictor import SpanPredictor
 from bertlayers.task_data.squad import SquadExample, decode_answers, make_windows, squad_tokenizer
@@ -66,8 +66,9 @@ class TextAnswerer:
 
     @classmethod
     def load(cls, path: str, **settings) -> "TextAnswerer":
-        """An answerer saved with `save`."""
-        return cls(load_model_file(path), **settings)
+        """An answerer saved with `save`, with the windows and answer settings it was saved with
+        (`settings`, as the constructor's, set others)."""
+        return cls(load_model_file(path), **{**saved_settings(path), **settings})
 
     def _examples(self, questions, contexts, answers=None):
         if isinstance(questions, str) or isinstance(contexts, str):
@@ -136,8 +137,13 @@ class TextAnswerer:
         return answers
 
     def save(self, path: str) -> None:
-        """The model and its vocabulary, to a `.keras` file (atomically)."""
-        save_model(self.model, path)
+        """The model, its vocabulary, windows and answer settings, to a `.keras` file (atomically)."""
+        settings = {
+            **self.windows,
+            "max_answer_length": self.max_answer_length,
+            "allow_no_answer": self.allow_no_answer,
+        }
+        save_model(self.model, path, settings=settings)
 
     def export(self, base_dir: str, name: str, **settings) -> dict:
         """`bertlayers.export.export_for_serving`: NAME (ids in) and NAME_text (question and context

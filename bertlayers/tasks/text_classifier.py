@@ -18,7 +18,7 @@ import keras
 import numpy as np
 
 from bertlayers.convert.loading import load_encoder, load_model_file, trained_pooling
-from bertlayers.convert.model_files import record_vocabulary, recorded_vocabulary, save_model
+from bertlayers.convert.model_files import record_vocabulary, recorded_vocabulary, save_model, saved_settings
 from bertlayers.export.saved_model import export_for_serving
 from bertlayers.models.sequence_classifier import SequenceClassifier
 from bertlayers.tokenizers.checkpoint_tokenizer import pack_in_chunks, text_packer
@@ -88,9 +88,10 @@ class TextClassifier:
         return cls(record_vocabulary(model, recorded_vocabulary(encoder)), sequence_length)
 
     @classmethod
-    def load(cls, path: str, sequence_length: int = 128) -> "TextClassifier":
-        """A classifier saved with `save` (or a runner's model.keras)."""
-        return cls(load_model_file(path), sequence_length)
+    def load(cls, path: str, sequence_length: int | None = None) -> "TextClassifier":
+        """A classifier saved with `save` (or a runner's model.keras), at the sequence length it was
+        saved with (`sequence_length` sets another; 128 where the file records none)."""
+        return cls(load_model_file(path), sequence_length or saved_settings(path).get("sequence_length", 128))
 
     @property
     def labels(self) -> list:
@@ -148,8 +149,8 @@ class TextClassifier:
         ]
 
     def save(self, path: str) -> None:
-        """The model, its labels and vocabulary, to a `.keras` file (atomically)."""
-        save_model(self.model, path)
+        """The model, its labels, vocabulary and sequence length, to a `.keras` file (atomically)."""
+        save_model(self.model, path, settings={"sequence_length": self.sequence_length})
 
     def export(self, base_dir: str, name: str, **settings) -> dict:
         """`bertlayers.export.export_for_serving`: NAME (ids in) and NAME_text (text in) under

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import keras
 
 from bertlayers.convert.loading import load_encoder, load_model_file
-from bertlayers.convert.model_files import record_vocabulary, recorded_vocabulary, save_model
+from bertlayers.convert.model_files import record_vocabulary, recorded_vocabulary, save_model, saved_settings
 from bertlayers.export.saved_model import export_for_serving
 from bertlayers.models.token_classifier import TokenClassifier
 from bertlayers.task_data.ner import decode_tags, encode_sentences, word_tags
@@ -76,9 +76,10 @@ class TextTagger:
         return cls(record_vocabulary(model, recorded_vocabulary(encoder)), sequence_length)
 
     @classmethod
-    def load(cls, path: str, sequence_length: int = 128) -> "TextTagger":
-        """A tagger saved with `save`."""
-        return cls(load_model_file(path), sequence_length)
+    def load(cls, path: str, sequence_length: int | None = None) -> "TextTagger":
+        """A tagger saved with `save`, at the sequence length it was saved with (`sequence_length`
+        sets another; 128 where the file records none)."""
+        return cls(load_model_file(path), sequence_length or saved_settings(path).get("sequence_length", 128))
 
     @property
     def tags(self) -> list:
@@ -136,7 +137,7 @@ class TextTagger:
 
     def save(self, path: str) -> None:
         """The model, its tags and vocabulary, to a `.keras` file (atomically)."""
-        save_model(self.model, path)
+        save_model(self.model, path, settings={"sequence_length": self.sequence_length})
 
     def export(self, base_dir: str, name: str, **settings) -> dict:
         """`bertlayers.export.export_for_serving`: NAME (ids in) and NAME_text (text in: `tags` a
