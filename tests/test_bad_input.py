@@ -220,6 +220,19 @@ def test_conll_reader(tmp_path):
         [("Paris", "B-loc"), ("is", "O")],
         [("OK", "O")],
     ]
+    # CoNLL-2003: -DOCSTART- separates documents and is no sentence; four columns on every line.
+    conll2003 = (
+        "-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP O\n\n-DOCSTART- -X- -X- O\nPeter NNP B-NP B-PER\n"
+    )
+    assert read_conll(write(tmp_path / "c.txt", conll2003)) == [
+        [("EU", "B-ORG"), ("rejects", "O")],
+        [("Peter", "B-PER")],
+    ]
+    with pytest.raises(ValueError, match=r"c\.txt:4: 3 columns where line 3 has 4 \('rejects VBZ B-VP'\)"):
+        read_conll(write(tmp_path / "c.txt", conll2003.replace("B-VP O", "B-VP")))  # its tag column gone
+    assert read_conll(write(tmp_path / "t.txt", "Paris\tB-loc\t\nis\tO\n")) == [[("Paris", "B-loc"), ("is", "O")]]
+    with pytest.raises(ValueError, match=r"t\.txt:1: 'New York': a column holds a space or is empty"):
+        read_conll(write(tmp_path / "t.txt", "New York\tB-LOC\n"))  # not the word "New"
 
 
 def squad_file(**question):

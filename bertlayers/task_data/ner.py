@@ -13,17 +13,36 @@ tf = require_tensorflow(__name__)
 
 def read_conll(path):
     """Sentences of a CoNLL file: lists of (word, tag); blank lines separate sentences; the tag is
-    the last column."""
-    sentences, current = [], []
+    the last column. Columns are split at tabs where a line has them, else at spaces; every line
+    has the number of columns of the first (a line short of one, its tag column gone, would make
+    the column before it a tag). CoNLL-2003's `-DOCSTART-` lines separate documents: they are no
+    sentence. A word that holds a space is refused (a line is one word)."""
+    sentences, current, columns = [], [], None
     for number, line in numbered_lines(path):
-        fields = line.split()
-        if not fields:
+        fields = [f.strip() for f in line.rstrip("\r\n").split("\t")] if "\t" in line else line.split()
+        while fields and not fields[-1]:  # a tab at the end of the line
+            fields.pop()
+        if not any(fields):
+            if current:
+                sentences.append(current)
+                current = []
+            continue
+        if fields[0] == "-DOCSTART-":
             if current:
                 sentences.append(current)
                 current = []
             continue
         if len(fields) < 2:
             raise ValueError(f"{path}:{number}: expected a word and a tag, got {line.strip()!r}.")
+        if columns is None:
+            columns = (number, len(fields))
+        elif len(fields) != columns[1]:
+            raise ValueError(
+                f"{path}:{number}: {len(fields)} columns where line {columns[0]} has {columns[1]} "
+                f"({line.strip()!r}): every line is a word, its columns and its tag last."
+            )
+        if any(not f or f != f.strip() or " " in f for f in fields):
+            raise ValueError(f"{path}:{number}: {fields[0]!r}: a column holds a space or is empty; a line is one word.")
         current.append((fields[0], fields[-1]))
     if current:
         sentences.append(current)
