@@ -6,7 +6,17 @@ import os
 import keras
 import numpy as np
 import pytest
-from processes import REPO, environment, free_ports, jax_processes, run, run_script, run_together, script
+from processes import (
+    REPO,
+    environment,
+    free_ports,
+    jax_processes,
+    run,
+    run_script,
+    run_together,
+    script,
+    script_result,
+)
 
 from bertlayers.convert import load_encoder
 from bertlayers.models import BertPretrainer, SequenceClassifier, SpanPredictor, TokenClassifier
@@ -585,6 +595,15 @@ def test_run_classifier_regression(tmp_path, tiny_encoder):
         "0",
     )
     assert {"pearson", "spearman"} <= set(json.load(open(out / "metrics.json")))
+
+    # Targets of 1e30 overflow the squared error: the run stops there, by name, and leaves no model
+    # whose weights are not numbers and no predictions file with NaN in it.
+    data.write_text("".join(json.dumps({"text": f"item {i}", "label": 1e30 * (i % 2)}) + "\n" for i in range(16)))
+    out = tmp_path / "diverged"
+    args = ["--train_file", data, "--eval_file", data, "--regression", "--init", tiny_encoder, "--output_dir", out]
+    failed = script_result("run_classifier.py", *args, "--epochs", "1", "--batch_size", "8", "--verbose", "0", expect=2)
+    assert "training diverged: after epoch 1, loss is" in failed.stderr and "Lower the learning rate" in failed.stderr
+    assert not (out / "model.keras").exists() and not (out / "predictions.jsonl").exists()
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ from bertlayers.runs.pretraining import PRECISIONS
 from bertlayers.startup import require_tensorflow
 from bertlayers.tokenizers.checkpoint_tokenizer import TokenizerFiles, text_packer
 from bertlayers.tokenizers.tokenizer import ModelVocabulary, check_vocabulary_fits
-from bertlayers.training.callbacks import JsonHistory
+from bertlayers.training.callbacks import JsonHistory, StopOnDivergence
 from bertlayers.training.distribute import STRATEGIES, build_strategy, compile_options, worker_info
 from bertlayers.training.length_batching import length_batches, per_token_outputs
 from bertlayers.training.optimization import create_optimizer
@@ -416,11 +416,12 @@ def _fit(model, strategy, config, train, validation):
     """`model.fit` on batches cut to their longest (see `finetune`), with the run's history and
     TensorBoard logs."""
     callbacks = [
+        StopOnDivergence(),
         JsonHistory(os.path.join(config.output_dir, "history.json")),
         keras.callbacks.TensorBoard(os.path.join(config.output_dir, "logs")),
     ]
     if validation is not None and (config.keep_best or config.early_stopping):
-        callbacks.insert(0, BestEpoch(config.keep_best, config.early_stopping or config.epochs))
+        callbacks.insert(1, BestEpoch(config.keep_best, config.early_stopping or config.epochs))
     by_length = not isinstance(strategy, tf.distribute.TPUStrategy)
     token_outputs = per_token_outputs(model)
     # Arrays in one process where batches keep their full length (TPUs need fixed shapes); else

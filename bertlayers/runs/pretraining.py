@@ -21,7 +21,7 @@ from bertlayers.networks.encoder_base import EncoderBase
 from bertlayers.pretraining_data.inputs import PretrainingDataConfig, pretraining_inputs
 from bertlayers.tokenizers.tokenizer import ModelVocabulary
 from bertlayers.tokenizers.vocabulary import VocabularyInfo
-from bertlayers.training.callbacks import JsonHistory, LearningRateLogger
+from bertlayers.training.callbacks import JsonHistory, LearningRateLogger, StopOnDivergence
 from bertlayers.training.checkpointing import ResumableBackup
 from bertlayers.training.distribute import STRATEGIES, build_strategy, compile_options, worker_info
 from bertlayers.training.optimization import OPTIMIZERS, create_optimizer
@@ -415,6 +415,7 @@ def _train_stage(run, strategy, data_config, initial_epoch, start, previous, is_
     # the other way round, the epoch would be missing from the history).
     callbacks = [
         LearningRateLogger(every=config.checkpoint_every),
+        StopOnDivergence(),  # before the history and the backup record a loss that is not a number
         JsonHistory(run.path("history.json")),
         keras.callbacks.TensorBoard(os.path.join(run.folder, "logs" + run.suffix), update_freq=config.checkpoint_every),
         ResumableBackup(run.path("backup")),

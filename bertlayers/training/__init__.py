@@ -2,7 +2,7 @@
 resumable backups and length-cut batches (the runs that use them are in `bertlayers.runs`)."""
 
 from bertlayers.startup import tensorflow_available
-from bertlayers.training.callbacks import JsonHistory, LearningRateLogger
+from bertlayers.training.callbacks import JsonHistory, LearningRateLogger, StopOnDivergence, TrainingDiverged
 from bertlayers.training.checkpointing import ResumableBackup
 from bertlayers.training.optimization import WarmupLinearDecay, create_optimizer
 from bertlayers.training.sharding import initialize_processes, model_parallel, process_rows
@@ -15,6 +15,8 @@ __all__ = [
     "JsonHistory",
     "LearningRateLogger",
     "ResumableBackup",
+    "StopOnDivergence",
+    "TrainingDiverged",
     "WarmupLinearDecay",
     "build_strategy",
     "compile_options",

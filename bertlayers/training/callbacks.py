@@ -1,6 +1,7 @@
-"""Callbacks for training runs: learning-rate logging and a JSON history."""
+"""Callbacks for training runs: learning-rate logging, a JSON history, and a stop where training diverges."""
 
 import json
+import math
 import os
 
 import keras
@@ -30,6 +31,26 @@ class LearningRateLogger(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         if logs is not None:
             logs["learning_rate"] = self._rate()
+
+
+class TrainingDiverged(ValueError):
+    """Training reached a loss that is not a number: the settings (a learning rate too high,
+    targets far off the scale of the rest) cannot train this model."""
+
+
+class StopOnDivergence(keras.callbacks.Callback):
+    """Ends `fit` with `TrainingDiverged` at the end of the first epoch whose loss (or any logged
+    metric) is NaN or infinite: before the history records it and before a run saves a model
+    whose weights are not numbers (put it first among the callbacks)."""
+
+    def on_epoch_end(self, epoch, logs=None):
+        bad = {k: float(v) for k, v in (logs or {}).items() if not math.isfinite(float(v))}
+        if bad:
+            raise TrainingDiverged(
+                f"training diverged: after epoch {epoch + 1}, {', '.join(f'{k} is {v}' for k, v in bad.items())}; "
+                "nothing of this run was saved as a model. Lower the learning rate, or check the targets (a label "
+                "far off the scale of the others, such as 1e30 in a regression)."
+            )
 
 
 class JsonHistory(keras.callbacks.Callback):
