@@ -13,6 +13,7 @@ exists already: a second run reuses the first's work.
 """
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -38,8 +39,24 @@ def run(script, *args, quiet_stderr=False, env=None):
         raise SystemExit(f"{script} failed (exit {result.returncode}): {' '.join(command)}")
 
 
-def has_version(model_dir):
-    return os.path.isdir(model_dir) and any(n.isdigit() for n in os.listdir(model_dir))
+def fingerprint(source):
+    """The sha256 of a .keras file, or of a run folder's .keras files: what an export was made from."""
+    files = [source] if os.path.isfile(source) else sorted(
+        os.path.join(source, n) for n in os.listdir(source) if n.endswith(".keras")
+    )  # fmt: skip
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(os.path.basename(path).encode())
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def newest_version(model_dir):
+    return (
+        max((int(n) for n in os.listdir(model_dir) if n.isdigit()), default=None) if os.path.isdir(model_dir) else None
+    )
 
 
 def step(number, title):
@@ -99,12 +116,27 @@ def main():
     )
 
     step(3, f"Export both for TF Serving → {args.base_dir}")
+    # Which version of each name this demo exported, from which model: another export under the same
+    # name (the README's, the serving guide's) is never taken for this run's.
+    record_path = os.path.join(args.workdir, "exports.json")
+    exports = json.load(open(record_path, encoding="utf-8")) if os.path.isfile(record_path) else {}
     for name, source, length in (
         ("tiny_bert", pretrain_dir, 128),
         ("sentiment", os.path.join(sentiment_dir, "model.keras"), 48),
     ):
-        if has_version(os.path.join(args.base_dir, f"{name}_text")):
-            print(f"Reusing the export in {os.path.join(args.base_dir, name)}(_text) (delete it to export again)")
+        mine, made_from = exports.get(name, {}), fingerprint(source)
+        version = mine.get("version")
+        if (
+            mine.get("base_dir") == os.path.abspath(args.base_dir)
+            and mine.get("fingerprint") == made_from
+            and all(
+                os.path.isfile(os.path.join(args.base_dir, n, str(version), "saved_model.pb"))
+                for n in (name, f"{name}_text")
+            )
+        ):
+            print(
+                f"Reusing this demo's export {os.path.join(args.base_dir, name)}(_text)/{version} (delete it to export again)"
+            )
             continue
         run(
             "export_savedmodel.py",
@@ -117,6 +149,11 @@ def main():
             "--sequence_length",
             length,
         )
+        version = newest_version(os.path.join(args.base_dir, f"{name}_text"))
+        exports[name] = {"base_dir": os.path.abspath(args.base_dir), "version": version, "fingerprint": made_from}
+        with open(record_path + ".partial", "w", encoding="utf-8") as f:
+            json.dump(exports, f, indent=1)
+        os.replace(record_path + ".partial", record_path)
 
     step(4, "Serve: a REST request to the sentiment text model, answered in a fresh process without Keras")
     # As in a server: Keras and bertlayers cannot even be imported in this process.
@@ -134,6 +171,8 @@ def main():
         "--text_only",
         "--signature",
         "serving_default",
+        "--version",
+        exports["sentiment"]["version"],
     ]
     for review in REVIEWS:
         command += ["--text", review]

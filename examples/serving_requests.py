@@ -77,6 +77,7 @@ def main():
     )
     parser.add_argument("--text_only", action="store_true", help="only the NAME_text model")
     parser.add_argument("--signature", default=None, help="only this signature (none: every one)")
+    parser.add_argument("--version", type=int, default=None, help="this version of each model (none: the newest)")
     args = parser.parse_args()
     if args.text:
         EXAMPLES["text"] = args.text
@@ -90,7 +91,9 @@ def main():
         parser.error(f"no model {args.name!r} under {args.base_dir} (export one with examples/export_savedmodel.py)")
     for name in names:
         folder = os.path.join(args.base_dir, name)
-        path = latest(folder)
+        path = latest(folder) if args.version is None else os.path.join(folder, str(args.version))
+        if not os.path.isfile(os.path.join(path, "saved_model.pb")):
+            parser.error(f"no SavedModel at {path}")
         loaded = tf.saved_model.load(path)
         for signature_name, function in loaded.signatures.items():
             if args.signature and signature_name != args.signature:

@@ -537,7 +537,7 @@ export_for_serving(keras.saving.load_model({str(tmp_path / "encoder.keras")!r}),
 def test_the_demo_client_answers_as_the_python_model(exported, tmp_path):
     """`make demo`'s last step: examples/serving_requests.py, in a process where Keras and
     bertlayers cannot be imported, prints a REST response equal to the Keras model's output."""
-    base, models, _ = exported
+    base, models, paths = exported
     texts = [argument for text in TEXTS for argument in ("--text", text)]
     command = script(
         "serving_requests.py",
@@ -548,6 +548,8 @@ def test_the_demo_client_answers_as_the_python_model(exported, tmp_path):
         "--text_only",
         "--signature",
         "serving_default",
+        "--version",  # the demo serves the version it exported, not whichever is newest
+        os.path.basename(paths["classifier_text"]),
         *texts,
     )
     result = run(command, env=environment(PYTHONPATH=poisoned_path()))
