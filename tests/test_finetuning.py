@@ -18,7 +18,7 @@ from processes import (
     script_result,
 )
 
-from bertlayers.convert import load_encoder
+from bertlayers.convert import load_encoder, trained_pooling
 from bertlayers.models import BertPretrainer, SequenceClassifier, SpanPredictor, TokenClassifier
 from bertlayers.networks import BertEncoder
 from bertlayers.task_data.classification import LabelMap, read_text_examples
@@ -352,6 +352,7 @@ def test_run_classifier_end_to_end(tmp_path, tiny_encoder):
     assert (out / "model.keras").exists() and os.listdir(out / "logs")
     assert keras.saving.load_model(str(out / "model.keras")).pooling == "mean"
     assert TextClassifier.load(str(out / "model.keras")).sequence_length == 24  # the run's, not the default
+    assert trained_pooling(str(out / "model.keras")) == "mean"  # --pooling auto from it reads what it was tuned with
     done = run(
         script(
             "run_classifier.py",

@@ -165,7 +165,13 @@ SENTENCE_TRANSFORMERS_POOLING = {
 def trained_pooling(source: str) -> str:
     """What a task head should read of the encoder at `source`: the pooling a
     sentence-transformers folder declares (its `1_Pooling/config.json`: "mean", "first" or
-    "max"), else "pooler" (the encoder's own)."""
+    "max"), the one a fine-tuned model in a `.keras` file reads (a classifier's `pooling`), else
+    "pooler" (the encoder's own)."""
+    if os.path.isfile(source) and zipfile.is_zipfile(source):
+        with zipfile.ZipFile(source) as archive:  # the model's config, nothing loaded
+            saved = json.loads(archive.read("config.json")) if "config.json" in archive.namelist() else {}
+        pooling = saved.get("config", {}).get("pooling") if isinstance(saved, dict) else None
+        return pooling if isinstance(pooling, str) else "pooler"
     settings = os.path.join(source, "1_Pooling", "config.json")
     if not os.path.isfile(settings):
         return "pooler"
