@@ -126,6 +126,14 @@ def test_packing_refuses_what_does_not_fit():
     padded["padding_mask"][3] = 0
     with pytest.raises(ValueError, match="Sequence 3 has no real token"):
         pack_sequences(padded, token_budget=24)
+    # Left padding, or a hole, would keep padding and drop real tokens: refused, the row named.
+    padded["padding_mask"][3] = padded["padding_mask"][2][::-1]
+    with pytest.raises(ValueError, match=r"Sequence 3's padding_mask \[0, .*1\] is not its real tokens first"):
+        pack_sequences(padded, token_budget=24)
+    padded["padding_mask"][3] = padded["padding_mask"][2]
+    padded["padding_mask"][3][1] = 0
+    with pytest.raises(ValueError, match=r"Sequence 3's padding_mask \[1, 0, 1"):
+        pack_sequences(padded, token_budget=24)
 
 
 def test_pack_sequences_places_every_token_once_within_the_budget():
