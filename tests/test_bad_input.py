@@ -657,6 +657,7 @@ SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
             r"vocab\.txt:6: the token 'a b' is empty or holds whitespace inside",
         ),
         ("empty line", SPECIALS + ["", "a"], r"vocab\.txt:6: the token '' is empty"),
+        ("a space at the end", SPECIALS + ["a", "the "], r"vocab\.txt:7: the token 'the ' ends in whitespace"),
     ],
 )
 def test_a_vocab_txt_is_checked_whole_and_names_the_line(tmp_path, case, lines, message):

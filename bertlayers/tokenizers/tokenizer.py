@@ -16,7 +16,8 @@ SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 def load_vocabulary(path: str) -> list[str]:
     """The tokens of a `vocab.txt` (one per line, the line number minus one its id), checked as a
-    whole: every token non-empty, without whitespace inside, and unique (two lines of one token give one
+    whole: every token non-empty, without whitespace inside or at its end (keras-hub's trainer's
+    " " and "## " aside), and unique (two lines of one token give one
     of their ids no text at all; tensorflow-text refuses them naming neither), BERT's special tokens
     present."""
     vocabulary, lines = [], {}
@@ -28,6 +29,13 @@ def load_vocabulary(path: str) -> list[str]:
             raise ValueError(
                 f"{path}:{number}: the token {token!r} is empty or holds whitespace inside; a WordPiece "
                 "vocab.txt has one token per line."
+            )
+        if token != token.rstrip() and token.strip() not in ("", "##"):
+            # The tokenizers library (transformers' fast tokenizer) reads "the " as "the"; its Python
+            # BertTokenizer and keras-hub as a token no text matches: training and serving would differ.
+            raise ValueError(
+                f"{path}:{number}: the token {token!r} ends in whitespace, which tokenizers disagree on "
+                f"(read as {token.rstrip()!r}, or as a token no text matches); remove the whitespace."
             )
         if token in lines:
             raise ValueError(
