@@ -62,6 +62,32 @@ def test_bad_calls_are_refused_by_name(encoder_file, tmp_path):
         classifier.predict("one string")
     with pytest.raises(ValueError, match="pairs has 1 texts for 4 texts"):
         classifier.predict(TEXTS, pairs=["x"])
+    # Nothing, None, a number among the texts, a length past the model's positions: by name, first.
+    assert classifier.predict([]) == [] and classifier.predict_proba([]).shape == (0, 2)
+    with pytest.raises(TypeError, match="texts must be a list of strings, got NoneType"):
+        classifier.predict(None)
+    with pytest.raises(TypeError, match=r"texts\[1\] is a int \(5\), not one of strings"):
+        classifier.predict(["fine", 5])
+    with pytest.raises(ValueError, match="fit needs examples: texts is empty"):
+        classifier.fit([], [], epochs=1, verbose=0)
+    with pytest.raises(TypeError, match="labels must be a list of label names, got NoneType"):
+        classifier.fit(TEXTS, None, epochs=1, verbose=0)
+    with pytest.raises(ValueError, match=r"sequence_length 64 exceeds the model's 32 positions"):
+        TextClassifier.from_checkpoint(encoder_file, labels=["no", "yes"], sequence_length=64)
+    from bertlayers.tasks import TextAnswerer, TextTagger
+
+    tagger = TextTagger.from_checkpoint(encoder_file, ["O", "B-LOC"], sequence_length=16)
+    assert tagger.predict([]) == []
+    with pytest.raises(TypeError, match="texts must be a list of strings \\(or lists of words\\), got NoneType"):
+        tagger.predict(None)
+    with pytest.raises(ValueError, match="fit needs examples: tags is empty"):
+        tagger.fit([], [], epochs=1, verbose=0)
+    answerer = TextAnswerer.from_checkpoint(encoder_file, sequence_length=32, doc_stride=8, max_query_length=8)
+    assert answerer.predict([], []) == []
+    with pytest.raises(TypeError, match="contexts must be a list of strings, got NoneType"):
+        answerer.predict(["Where?"], None)
+    with pytest.raises(TypeError, match="answers must be a list of one answer a question"):
+        answerer.fit(["Where?"], ["Paris."], None, epochs=1, verbose=0)
     assert len(classifier.predict(TEXTS)) == 4  # still usable
 
 

@@ -128,11 +128,7 @@ def export_for_serving(
     outputs = _outputs(model, outputs, options)
     input_names = check_servable(model, outputs.extra_inputs)
     limits = input_limits(model)
-    if options.sequence_length > limits.max_sequence_length:
-        raise ValueError(
-            f"sequence_length {options.sequence_length} exceeds the model's max_sequence_length "
-            f"{limits.max_sequence_length}."
-        )
+    limits.check_sequence_length(options.sequence_length)
     tokenizer = _text_tokenizer(model, vocabulary, options, limits, outputs) if options.text else None
     names = [name] + ([f"{name}_text"] if tokenizer else [])
     # One export at a time into a base: versions are numbered, staged, committed and listed in

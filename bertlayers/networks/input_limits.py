@@ -16,6 +16,16 @@ class InputLimits:
     type_vocab_size: int
     max_sequence_length: int
 
+    def check_sequence_length(self, length: int, what: str = "sequence_length") -> int:
+        """`length`, or a ValueError where the model takes fewer positions (before any work: past
+        them the position lookup fails deep inside a graph)."""
+        if int(length) > self.max_sequence_length:
+            raise ValueError(
+                f"{what} {int(length)} exceeds the model's {self.max_sequence_length} positions "
+                f"(its max_sequence_length); use {self.max_sequence_length} or less."
+            )
+        return int(length)
+
 
 def input_limits(model):
     """The `InputLimits` of `model`: those of its first bertlayers encoder, else of its first

@@ -18,6 +18,7 @@ from bertlayers.convert.loading import load_encoder, trained_pooling
 from bertlayers.convert.model_files import record_vocabulary, recorded_vocabulary, save_model, vocabulary_of
 from bertlayers.models.logits_model import LogitsModel
 from bertlayers.networks import reinitialized
+from bertlayers.networks.input_limits import input_limits
 from bertlayers.runs.output_folder import take_output_folder
 from bertlayers.runs.pretraining import PRECISIONS
 from bertlayers.startup import require_tensorflow
@@ -390,6 +391,7 @@ def _compiled_model(strategy, config, build_model, steps):
     (checked against the encoder before any training)."""
     with strategy.scope():
         encoder = load_encoder(encoder_source(config), dtype=config.precision)
+        input_limits(encoder).check_sequence_length(config.sequence_length)
         vocabulary = vocabulary_for(config)
         if isinstance(vocabulary, TokenizerFiles):
             vocabulary.checkpoint_tokenizer(encoder.config.vocabulary_size)  # fits, before any training

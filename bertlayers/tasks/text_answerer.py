@@ -20,7 +20,9 @@ from bertlayers.convert.loading import load_encoder, load_model_file
 from bertlayers.convert.model_files import record_vocabulary, recorded_vocabulary, save_model, saved_settings
 from bertlayers.export.saved_model import export_for_serving
 from bertlayers.models.span_predictor import SpanPredictor
+from bertlayers.networks.input_limits import input_limits
 from bertlayers.task_data.squad import SquadExample, decode_answers, make_windows, squad_tokenizer
+from bertlayers.tasks.inputs import examples_given, text_list
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.training.optimization import create_optimizer
 
@@ -50,6 +52,7 @@ class TextAnswerer:
         if vocabulary is None:
             raise ValueError("The model has no vocabulary recorded: load it with from_checkpoint or load.")
         self.model = model
+        sequence_length = input_limits(model).check_sequence_length(sequence_length)
         self.windows = dict(sequence_length=sequence_length, doc_stride=doc_stride, max_query_length=max_query_length)
         self.max_answer_length = int(max_answer_length)
         self.allow_no_answer = bool(allow_no_answer)
@@ -71,8 +74,12 @@ class TextAnswerer:
         return cls(load_model_file(path), **{**saved_settings(path), **settings})
 
     def _examples(self, questions, contexts, answers=None):
-        if isinstance(questions, str) or isinstance(contexts, str):
-            raise TypeError("questions and contexts must be lists of strings.")
+        questions, contexts = text_list(questions, "questions"), text_list(contexts, "contexts")
+        if answers is not None:
+            examples_given(questions, "questions")
+            if isinstance(answers, (str, bytes)) or len(list(answers)) != len(questions):
+                raise ValueError(f"answers must be a list of one answer a question ({len(questions)}).")
+            answers = list(answers)
         if len(questions) != len(contexts):
             raise ValueError(f"{len(questions)} questions for {len(contexts)} contexts.")
         examples = []
@@ -99,6 +106,8 @@ class TextAnswerer:
     ) -> keras.callbacks.History:
         """Fine-tune on questions, contexts and answers: the answer's text (its first place in the
         context), (text, start character), or "" / None for none (with `allow_no_answer`)."""
+        if answers is None:
+            raise TypeError('answers must be a list of one answer a question ("" or None for none), got None.')
         features = make_windows(
             self._examples(questions, contexts, answers), self.tokenizer, lowercase=self.lowercase, **self.windows
         )
@@ -113,6 +122,8 @@ class TextAnswerer:
         """One {"answer", "score", "start_char"} a question ("" and the null score where it has
         none, with `allow_no_answer`)."""
         examples = self._examples(questions, contexts)
+        if not examples:
+            return []
         features = make_windows(examples, self.tokenizer, lowercase=self.lowercase, **self.windows)
         outputs = predict_by_length(self.model, features.inputs, verbose=0)
         texts, nbest = decode_answers(

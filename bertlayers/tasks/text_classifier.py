@@ -21,6 +21,8 @@ from bertlayers.convert.loading import load_encoder, load_model_file, trained_po
 from bertlayers.convert.model_files import record_vocabulary, recorded_vocabulary, save_model, saved_settings
 from bertlayers.export.saved_model import export_for_serving
 from bertlayers.models.sequence_classifier import SequenceClassifier
+from bertlayers.networks.input_limits import input_limits
+from bertlayers.tasks.inputs import examples_given, text_list
 from bertlayers.tokenizers.checkpoint_tokenizer import pack_in_chunks, text_packer
 from bertlayers.training.length_batching import length_batches, predict_by_length
 from bertlayers.training.optimization import create_optimizer
@@ -57,7 +59,7 @@ class TextClassifier:
                 "one it was trained with (bertlayers.convert.record_vocabulary)."
             )
         self.model = model
-        self.sequence_length = int(sequence_length)
+        self.sequence_length = input_limits(model).check_sequence_length(sequence_length)
         self.packer = text_packer(vocabulary, self.sequence_length)
 
     @classmethod
@@ -99,10 +101,10 @@ class TextClassifier:
 
     def inputs(self, texts: Sequence[str], pairs: Optional[Sequence[str]] = None) -> dict:
         """The model's inputs for `texts` (and second texts `pairs`): int32 arrays `[n, sequence_length]`."""
-        texts = _strings(texts, "texts")
+        texts = text_list(texts, "texts")
         if pairs is None:
             return pack_in_chunks(self.packer, texts)
-        pairs = _strings(pairs, "pairs")
+        pairs = text_list(pairs, "pairs")
         if len(pairs) != len(texts):
             raise ValueError(f"pairs has {len(pairs)} texts for {len(texts)} texts.")
         return pack_in_chunks(self.packer, texts, pairs)
@@ -123,7 +125,10 @@ class TextClassifier:
         AdamW with 10% warmup and linear decay, batches cut to their longest text.
         `validation`: (texts, labels) or (texts, pairs, labels), validated after every epoch.
         Other keywords go to `keras.Model.fit` (callbacks, verbose)."""
-        x, y = self.inputs(texts, pairs), {"logits": self._label_ids(labels)}
+        x, y = (
+            self.inputs(examples_given(text_list(texts, "texts"), "texts"), pairs),
+            {"logits": self._label_ids(labels)},
+        )
         steps = epochs * math.ceil(len(y["logits"]) / batch_size)
         self.model.compile(optimizer=create_optimizer(learning_rate, steps, steps // 10, model=self.model))
         data = length_batches(x, y, batch_size=batch_size, shuffle=True, seed=seed)
@@ -137,6 +142,8 @@ class TextClassifier:
         self, texts: Sequence[str], pairs: Optional[Sequence[str]] = None, batch_size: int = 32
     ) -> np.ndarray:
         """Class probabilities `[n, num_labels]`, in the order of `self.labels`."""
+        if not text_list(texts, "texts"):
+            return np.zeros((0, len(self.labels)), "float32")
         logits = predict_by_length(self.model, self.inputs(texts, pairs), batch_size=batch_size, verbose=0)["logits"]
         return keras.ops.convert_to_numpy(keras.ops.softmax(logits, axis=-1))
 
@@ -160,14 +167,10 @@ class TextClassifier:
 
     def _label_ids(self, labels):
         index = {name: i for i, name in enumerate(self.labels)}
+        if labels is None or isinstance(labels, (str, bytes)):
+            raise TypeError(f"labels must be a list of label names, got {type(labels).__name__}.")
         labels = [str(label) for label in labels]
         unknown = sorted(set(labels) - set(index))
         if unknown:
             raise ValueError(f"labels {unknown[:5]} are not among the classifier's {self.labels}.")
         return np.array([index[label] for label in labels], "int32")
-
-
-def _strings(texts, what):
-    if isinstance(texts, str) or not all(isinstance(text, str) for text in texts):
-        raise TypeError(f"{what} must be a list of strings.")
-    return list(texts)

@@ -20,7 +20,9 @@ from bertlayers.convert.loading import load_encoder, load_model_file
 from bertlayers.convert.model_files import record_vocabulary, recorded_vocabulary, save_model, saved_settings
 from bertlayers.export.saved_model import export_for_serving
 from bertlayers.models.token_classifier import TokenClassifier
+from bertlayers.networks.input_limits import input_limits
 from bertlayers.task_data.ner import decode_tags, encode_sentences, word_tags
+from bertlayers.tasks.inputs import examples_given, text_list
 from bertlayers.tokenizers.checkpoint_tokenizer import text_tokenizer
 from bertlayers.training.length_batching import length_batches, per_token_outputs, predict_by_length
 from bertlayers.training.optimization import create_optimizer
@@ -57,7 +59,7 @@ class TextTagger:
         if vocabulary is None:
             raise ValueError("The tagger has no vocabulary recorded: load it with from_checkpoint or load.")
         self.model = model
-        self.sequence_length = int(sequence_length)
+        self.sequence_length = input_limits(model).check_sequence_length(sequence_length)
         self.tokenizer = text_tokenizer(vocabulary)
 
     @classmethod
@@ -86,6 +88,11 @@ class TextTagger:
         return list(self.model.tag_names)
 
     def _sentences(self, texts, tags=None):
+        texts = text_list(texts, "texts", words=True)
+        if tags is not None:
+            tags = examples_given(text_list(tags, "tags", words=True), "tags")
+            if len(tags) != len(examples_given(texts, "texts")):
+                raise ValueError(f"{len(texts)} texts for {len(tags)} lists of tags.")
         sentences = []
         for row, text in enumerate(texts):
             words = words_of(text) if isinstance(text, str) else [str(word) for word in text]
@@ -124,9 +131,9 @@ class TextTagger:
 
     def predict(self, texts: Sequence, batch_size: int = 32) -> list:
         """For each text, its [(word, tag), ...]."""
-        if isinstance(texts, str):
-            raise TypeError("texts must be a list of texts (strings, or lists of words).")
         sentences = self._sentences(texts)
+        if not sentences:
+            return []
         x, _, _, starts = encode_sentences(sentences, self.tokenizer, self.sequence_length, self.tags, "predict")
         outputs = predict_by_length(self.model, x, batch_size=batch_size, verbose=0)
         if self.model.crf is not None:
