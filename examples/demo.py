@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import time
+import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REVIEWS = ["A gorgeous, witty, seductive movie.", "The plot is paper-thin and the jokes fall flat."]
@@ -40,16 +41,19 @@ def run(script, *args, quiet_stderr=False, env=None):
 
 
 def fingerprint(source):
-    """The sha256 of a .keras file, or of a run folder's .keras files: what an export was made from."""
+    """What an export was made from: the sha256 of a .keras file's members (its config, weights and
+    vocabulary; not metadata.json's save date: a finished run saves its files again), or of a run
+    folder's .keras files."""
     files = [source] if os.path.isfile(source) else sorted(
         os.path.join(source, n) for n in os.listdir(source) if n.endswith(".keras")
     )  # fmt: skip
     digest = hashlib.sha256()
     for path in files:
-        digest.update(os.path.basename(path).encode())
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
+        with zipfile.ZipFile(path) as archive:
+            for member in sorted(archive.namelist()):
+                if member != "metadata.json":
+                    digest.update(f"{os.path.basename(path)}/{member}".encode())
+                    digest.update(archive.read(member))
     return digest.hexdigest()
 
 
