@@ -946,3 +946,18 @@ def test_an_input_the_model_lacks_is_refused_by_name(encoder):
         ):
             call(extra)
     assert classifier.predict(inputs, verbose=0)["logits"].shape == (2, 2)
+
+
+def test_continued_pretraining_names_a_tokenizer_it_cannot_read_yet(tmp_path):
+    """`pretrain.py --init` on a checkpoint whose tokenizer is not WordPiece (DeBERTa's spm.model)
+    is refused with that tokenizer's files named (it once failed inside its own refusal)."""
+    from bertlayers.convert.model_files import _ATTRIBUTE, save_model
+    from bertlayers.runs.pretraining import initial_weights
+    from bertlayers.tokenizers.checkpoint_tokenizer import TokenizerFiles
+
+    encoder = BertEncoder(**TINY)
+    files = (("spm.model", b"x"), ("tokenizer_config.json", b"{}"))
+    object.__setattr__(encoder, _ATTRIBUTE, TokenizerFiles("deberta-v2", files, 0))  # as recorded, unchecked
+    save_model(encoder, str(tmp_path / "encoder.keras"))
+    with pytest.raises(ValueError, match=r"this checkpoint's tokenizer is deberta-v2's spm\.model \+ tokenizer_config"):
+        initial_weights(str(tmp_path / "encoder.keras"))

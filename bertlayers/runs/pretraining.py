@@ -255,7 +255,11 @@ def initial_weights(source: str) -> InitialWeights:
         raise ValueError(f"{source} holds a {type(model).__name__}, which has no bertlayers encoder.")
     vocabulary = recorded_vocabulary(model) or recorded_vocabulary(encoder)
     if not isinstance(vocabulary, ModelVocabulary):
-        kind = "none recorded" if vocabulary is None else f"{type(vocabulary).__name__} ({vocabulary.kind})"
+        kind = (
+            "none recorded"
+            if vocabulary is None
+            else f"{vocabulary.model_type}'s {' + '.join(name for name, _ in vocabulary.files) or 'own files'}"
+        )
         raise ValueError(
             f"{source}: continued pretraining reads a WordPiece vocabulary (vocab.txt), and this checkpoint's "
             f"tokenizer is {kind}; the pretraining data path does not read other tokenizers yet."
