@@ -31,10 +31,13 @@ class Help(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFo
     does not import bertlayers)."""
 
 
-def fail(message):
-    """A refused request or a user's mistake: one line on stderr, status 2."""
+def fail(message, status=2):
+    """One line on stderr: status 2 for a refused request or a user's mistake, 1 where no server answers."""
     sys.stderr.write(f"error: {message}\n")
-    raise SystemExit(2)
+    raise SystemExit(status)
+
+
+NO_SERVER = "is TF Serving running there? (`docker compose up` in the export's base folder)"
 
 
 def parse_inputs(args):
@@ -80,6 +83,8 @@ def predict_rest(url, name, signature, columns):
         except ValueError:
             pass
         fail(f"the server refused the request ({error.code}): {answer}")
+    except (urllib.error.URLError, OSError) as error:  # no server: refused, unreachable, timed out
+        fail(f"no answer from {url}: {getattr(error, 'reason', error)}; {NO_SERVER}", 1)
 
 
 def predict_grpc(address, name, signature, columns):
@@ -100,6 +105,8 @@ def predict_grpc(address, name, signature, columns):
         try:
             response = prediction_service_pb2_grpc.PredictionServiceStub(channel).Predict(request, timeout=60)
         except grpc.RpcError as error:
+            if error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                fail(f"no answer from {address} ({error.code().name}); {NO_SERVER}", 1)
             fail(f"the server refused the request ({error.code().name}): {error.details()}")
     outputs = {key: tf.make_ndarray(proto) for key, proto in response.outputs.items()}
     count = len(next(iter(outputs.values())))

@@ -725,6 +725,18 @@ def test_grpc_and_rest_clients_against_a_local_prediction_service(exported):
             missing = client("--name", "classifier", *ids, expect=2)
             assert "missing padding_mask, segment_ids" in missing.stderr, missing.stderr
             assert len(json.loads(client(*only_ids, *ids).stdout)["predictions"]) == 1  # still serving
+    # No server there (the service has stopped): one line saying so, status 1, no traceback.
+    for where in (["--grpc", grpc_address], ["--rest", rest_url]):
+        command = [
+            sys.executable,
+            os.path.join(REPO, "examples", "serving_client.py"),
+            *where,
+            "--name",
+            "classifier_text",
+        ]
+        gone = run([*command, *texts], expect=1, timeout=120)
+        assert "no answer from" in gone.stderr and "is TF Serving running there?" in gone.stderr, gone.stderr
+        assert "Traceback" not in gone.stderr
 
 
 def test_the_ids_and_text_models_convert_to_tflite_with_the_keras_outputs(exported, tmp_path):
