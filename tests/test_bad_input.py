@@ -961,3 +961,32 @@ def test_continued_pretraining_names_a_tokenizer_it_cannot_read_yet(tmp_path):
     save_model(encoder, str(tmp_path / "encoder.keras"))
     with pytest.raises(ValueError, match=r"this checkpoint's tokenizer is deberta-v2's spm\.model \+ tokenizer_config"):
         initial_weights(str(tmp_path / "encoder.keras"))
+
+
+def test_a_folder_whose_vocab_txt_and_tokenizer_json_disagree_is_refused(tmp_path):
+    """transformers' fast tokenizer reads tokenizer.json, this library vocab.txt: where they are
+    different tokenizers (two ids swapped, a token more, another casing) the folder is refused,
+    naming the difference; MiniLM's own pair (the same tokenizer twice) reads as before."""
+    from bertlayers.tokenizers.checkpoint_tokenizer import checkpoint_tokenizer
+    from bertlayers.utils.assets import minilm_path
+
+    folder = tmp_path / "minilm"
+    folder.mkdir()
+    for name in ("config.json", "vocab.txt", "tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(minilm_path(), name), folder / name)
+    assert checkpoint_tokenizer(str(folder)).kind == "wordpiece"
+    tokens = (folder / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    spec = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+    swapped = dict(spec["model"]["vocab"], **{tokens[1996]: 1997, tokens[1997]: 1996})
+    cased = dict(spec["normalizer"], lowercase=False)
+    for changed, message in (
+        (dict(spec, model=dict(spec["model"], vocab=swapped)), r"id 1996 is 'the' in vocab\.txt, 'of' in tokenizer"),
+        (
+            dict(spec, model=dict(spec["model"], vocab={**spec["model"]["vocab"], "[NOT-IN-VOCAB]": 30522})),
+            r"30523 tokens in tokenizer\.json",
+        ),
+        (dict(spec, normalizer=cased), r"vocab\.txt is read lower-cased .*BertNormalizer keeps the case"),
+    ):
+        (folder / "tokenizer.json").write_text(json.dumps(changed), encoding="utf-8")
+        with pytest.raises(ValueError, match=r"vocab\.txt and tokenizer\.json are different tokenizers \(" + message):
+            checkpoint_tokenizer(str(folder))

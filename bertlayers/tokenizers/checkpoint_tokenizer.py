@@ -372,6 +372,42 @@ def checkpoint_tokenizer(folder: str) -> CheckpointTokenizer:
     return tokenizer
 
 
+def _check_same_as_tokenizer_json(folder, tokens, lowercase):
+    """Refuse a folder whose tokenizer.json is another tokenizer than its vocab.txt (with
+    tokenizer_config.json's casing): transformers' fast tokenizer reads the one, its Python
+    tokenizer and this library the other, so the model would be served other ids than it was
+    trained on, whichever it was."""
+    path = os.path.join(folder, "tokenizer.json")
+    if not os.path.isfile(path):
+        return
+    spec = read_json_object(path, "a tokenizer")
+    model = spec.get("model") if isinstance(spec.get("model"), dict) else {}
+    vocabulary = model.get("vocab") if model.get("type", "WordPiece") == "WordPiece" else None
+    if not isinstance(vocabulary, dict):
+        difference = f"its model is {model.get('type')!r}, not vocab.txt's WordPiece"
+    elif len(vocabulary) != len(tokens):
+        difference = f"{len(vocabulary)} tokens in tokenizer.json, {len(tokens)} in vocab.txt"
+    else:
+        moved = next((i for i, token in enumerate(tokens) if vocabulary.get(token) != i), None)
+        normalizer = spec.get("normalizer") if isinstance(spec.get("normalizer"), dict) else {}
+        json_lowercase = normalizer.get("lowercase", True) if normalizer.get("type") == "BertNormalizer" else None
+        if moved is not None:
+            other = next((t for t, i in vocabulary.items() if i == moved), None)
+            difference = f"id {moved} is {tokens[moved]!r} in vocab.txt, {other!r} in tokenizer.json"
+        elif json_lowercase is not None and bool(json_lowercase) != bool(lowercase):
+            difference = (
+                f"vocab.txt is read {'lower-cased' if lowercase else 'cased'} (tokenizer_config.json's do_lower_case), "
+                f"tokenizer.json's BertNormalizer {'lower-cases' if json_lowercase else 'keeps the case'}"
+            )
+        else:
+            return
+    raise ValueError(
+        f"{folder}: vocab.txt and tokenizer.json are different tokenizers ({difference}): transformers' fast "
+        "tokenizer reads tokenizer.json, its Python tokenizer and this library vocab.txt. Keep the files of the "
+        "tokenizer the model was trained with."
+    )
+
+
 def special_id(lookup, token, source):
     """`lookup(token)`, or a ValueError: the tokenizer file `source` lacks a special token."""
     try:
@@ -384,7 +420,9 @@ def wordpiece_checkpoint_tokenizer(folder, config, tokenizer_config, segments=Tr
     """WordPiece from vocab.txt, `[CLS] A [SEP] B [SEP]`; `segments=False` for models without segment embeddings."""
     path = required_file(folder, "vocab.txt", config.get("model_type", "bert"))
     tokens = load_vocabulary(path)
-    tokenizer = InGraphTokenizer(tokens, lowercase=tokenizer_config.get("do_lower_case", True))
+    lowercase = tokenizer_config.get("do_lower_case", True)
+    _check_same_as_tokenizer_json(folder, tokens, lowercase)
+    tokenizer = InGraphTokenizer(tokens, lowercase=lowercase)
     layout = bert_layout(tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id, segments=segments)
     return CheckpointTokenizer(tokenizer, layout, len(tokens), "wordpiece", unknown_id=tokens.index("[UNK]"))
 
