@@ -494,6 +494,10 @@ def test_labels_one_number_two_ways_and_non_finite_targets(tmp_path):
         bad = write(tmp_path / "r.csv", f"text,label\ngood,0.5\nbad,{label}\n")
         with pytest.raises(ValueError, match=rf"r\.csv:3: regression label '{label}' is not a finite number"):
             regression_targets(read_text_examples(bad))
+    with pytest.raises(ValueError, match=r"d\.jsonl:2: the key 'label' is given twice in one object; keep one"):
+        read_text_examples(
+            write(tmp_path / "d.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": 0, "label": 1}\n')
+        )
     with pytest.raises(ValueError, match=r"d\.jsonl:2: label nan in column 'label' is not a finite number"):
         read_text_examples(write(tmp_path / "d.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": NaN}\n'))
     assert regression_targets(read_text_examples(write(tmp_path / "r.csv", "text,label\ngood,0.5\nbad,-2\n")))[

@@ -18,7 +18,7 @@ import logging
 import os
 import re
 
-from bertlayers.utils.text_files import numbered_lines
+from bertlayers.utils.text_files import json_value, numbered_lines
 
 # A sentence ends at . ! or ? followed by space and an upper-case letter, digit or quote.
 # Good enough for pretraining segments (a missed split only makes one segment longer).
@@ -87,7 +87,7 @@ def read_jsonl(path, field="text"):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json_value(line, f"{path}:{number}")
         except json.JSONDecodeError as error:
             raise ValueError(f"{path}:{number}: not valid JSON ({error.msg}).") from None
         if not isinstance(record, dict) or field not in record:

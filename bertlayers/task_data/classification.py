@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from bertlayers.utils.text_files import numbered_lines
+from bertlayers.utils.text_files import json_value, numbered_lines
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ def _rows(path, file_format):
         for number, line in lines:
             if line.strip():
                 try:
-                    row = json.loads(line)
+                    row = json_value(line, f"{path}:{number}")
                 except json.JSONDecodeError as error:
                     raise ValueError(f"{path}:{number}: not valid JSON ({error.msg}).") from None
                 if not isinstance(row, dict):

@@ -12,7 +12,7 @@ import json
 
 import numpy as np
 
-from bertlayers.utils.text_files import numbered_lines
+from bertlayers.utils.text_files import json_value, numbered_lines
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,7 +61,7 @@ def read_choices(path):
             continue
         where = f"{path}:{number}"
         try:
-            record = json.loads(line)
+            record = json_value(line, where)
             context, choices, label = record["context"], record["choices"], record["label"]
         except (json.JSONDecodeError, KeyError, TypeError) as error:
             raise ValueError(

@@ -15,7 +15,7 @@ Two real sources:
 import dataclasses
 import json
 
-from bertlayers.utils.text_files import numbered_lines
+from bertlayers.utils.text_files import json_value, numbered_lines
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,7 +68,7 @@ def read_pairs(path):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json_value(line, f"{path}:{number}")
             query, passage = record["query"], record["passage"]
         except (json.JSONDecodeError, KeyError, TypeError) as error:
             raise ValueError(f'{path}:{number}: expected {{"query": str, "passage": str}} ({error}).') from None

@@ -17,7 +17,7 @@ from bertlayers.startup import require_tensorflow
 from bertlayers.tokenizers.checkpoint_tokenizer import CheckpointTokenizer, TokenizerFiles, text_tokenizer
 from bertlayers.tokenizers.input_layout import bert_layout
 from bertlayers.tokenizers.tokenizer import wordpiece_tokenizer
-from bertlayers.utils.text_files import read_text
+from bertlayers.utils.text_files import json_value, read_text
 
 tf = require_tensorflow(__name__)
 
@@ -52,7 +52,7 @@ def read_squad(path):
     the context, a file without questions.
     """
     try:
-        data = json.loads(read_text(path))
+        data = json_value(read_text(path), path)
     except json.JSONDecodeError as error:
         raise ValueError(f"{path}:{error.lineno}: not valid JSON ({error.msg}).") from None
     articles = _field(data, "data", list, f"{path} (top level)")

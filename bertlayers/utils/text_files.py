@@ -47,22 +47,29 @@ def text_batch(texts, what="text"):
     return encoded
 
 
-def read_json_object(path, what="settings"):
-    """The JSON object in a UTF-8 file (a config), refused by name where it is not valid JSON, is
-    another kind of value (a list, a string, null), or gives a key twice (`json.load` would keep
-    the last without a word)."""
+def json_value(text, where):
+    """`json.loads(text)`, refusing an object that gives a key twice (json.loads would keep the last
+    without a word), named by `where` (a file, or its line)."""
     import json
 
     def no_repeats(pairs):
         seen = set()
         for key, _ in pairs:
             if key in seen:
-                raise ValueError(f"{path}: the key {key!r} is given twice in one object; keep one.")
+                raise ValueError(f"{where}: the key {key!r} is given twice in one object; keep one.")
             seen.add(key)
         return dict(pairs)
 
+    return json.loads(text, object_pairs_hook=no_repeats)
+
+
+def read_json_object(path, what="settings"):
+    """The JSON object in a UTF-8 file (a config), refused by name where it is not valid JSON, is
+    another kind of value (a list, a string, null), or gives a key twice."""
+    import json
+
     try:
-        value = json.loads(read_text(path), object_pairs_hook=no_repeats)
+        value = json_value(read_text(path), path)
     except json.JSONDecodeError as error:
         raise ValueError(f"{path} is not valid JSON: {error}") from None
     if not isinstance(value, dict):
