@@ -74,6 +74,21 @@ def test_cleanup_removes_only_what_dead_writers_left(tmp_path):
         (tmp_path / name).mkdir()
     assert atomic_files.remove_orphaned_staging(str(tmp_path)) == [f".partial-{dead}-0123abcd-x.json"]
     assert sorted(os.listdir(tmp_path)) == sorted([f".partial-{os.getpid()}-0123abcd-y.json", ".partial-mine", "model"])
+    # The next writer of a name clears what a killed writer of that name left (a folder a killed
+    # save_huggingface staged), and nothing of other names or live writers.
+    for name in (f".partial-{dead}-0123abcd-folder", f".partial-{dead}-0123abcd-my-folder"):
+        (tmp_path / name).mkdir()
+    with atomic_files.atomic_path(str(tmp_path / "folder")) as staging:
+        os.makedirs(staging)
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        [
+            f".partial-{os.getpid()}-0123abcd-y.json",
+            ".partial-mine",
+            "model",
+            "folder",
+            f".partial-{dead}-0123abcd-my-folder",
+        ]
+    )
 
 
 # --- Pretraining -------------------------------------------------------------------------------

@@ -78,6 +78,16 @@ def _writer_is_alive(pid):
     return True
 
 
+def _remove_dead_staging_of(directory, name):
+    """What a killed writer of `name` left beside it (a whole staged folder of save_huggingface's,
+    a model file): removed before the next writer of that name stages its own."""
+    mine = re.compile(_STAGING.pattern + re.escape(name))
+    for entry in os.listdir(directory):
+        match = mine.fullmatch(entry)
+        if match and not _writer_is_alive(int(match.group(1))):
+            _remove(os.path.join(directory, entry))
+
+
 def remove_orphaned_staging(directory):
     """Remove the staging files and folders in `directory` whose writer is no longer running.
 
@@ -140,6 +150,7 @@ def atomic_path(path):
     """
     directory, name = os.path.split(os.path.abspath(path))
     make_folder(directory)
+    _remove_dead_staging_of(directory, name)
     temporary = os.path.join(directory, staging_name(name))
     try:
         yield temporary
