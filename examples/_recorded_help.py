@@ -46,16 +46,27 @@ def live_help(script):
 
 
 def record_all():
+    """Record every script's usage; each file is replaced whole (written beside, then renamed), so a
+    run killed midway leaves the previous recordings, never an empty one."""
     os.makedirs(USAGE, exist_ok=True)
     for name in sorted(os.listdir(HERE)):
         path = os.path.join(HERE, name)
         if name.endswith(".py") and not name.startswith("_") and "import _recorded_help" in open(path).read():
-            with open(recording(path), "w", encoding="utf-8") as f:
-                f.write(live_help(path))
+            text = live_help(path)
+            staging = f"{recording(path)}.partial-{os.getpid()}"
+            with open(staging, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(staging, recording(path))
             print(f"recorded {recording(path)}")
 
 
 if __name__ == "__main__":
+    import argparse
+
+    # It takes no flags: --help says what it does instead of recording.
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False
+    ).parse_args()
     record_all()
 elif sys.argv and sys.argv[0].endswith(".py"):
     answer_help(sys.argv[0], sys.argv[1:])

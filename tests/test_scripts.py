@@ -50,6 +50,18 @@ def test_every_script_answers_help_without_doing_work(script, tmp_path, monkeypa
     )
 
 
+def test_the_help_recorder_answers_help_without_recording(monkeypatch):
+    """`python examples/_recorded_help.py --help` says what it does; it does not record again."""
+    recordings = os.path.join(EXAMPLES, "usage")
+    before = {n: os.stat(os.path.join(recordings, n)).st_mtime_ns for n in os.listdir(recordings)}
+    monkeypatch.setattr(sys, "argv", ["_recorded_help.py", "--help"])
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), pytest.raises(SystemExit) as exit:
+        runpy.run_path(os.path.join(EXAMPLES, "_recorded_help.py"), run_name="__main__")
+    assert exit.value.code == 0 and printed.getvalue().startswith("usage: _recorded_help.py [-h]")
+    assert {n: os.stat(os.path.join(recordings, n)).st_mtime_ns for n in os.listdir(recordings)} == before
+
+
 def _write(path, text):
     path.write_text(text, encoding="utf-8")
     return str(path)
