@@ -713,6 +713,15 @@ def test_byte_level_bpe_files_are_checked_whole(tmp_path, vocabulary, merges, me
         write(tmp_path / "vocab.json", '{"a": 0, "b": 1, "ab": 2}'), write(tmp_path / "merges.txt", "a b\n")
     )
     assert good == ({"a": 0, "b": 1, "ab": 2}, [("a", "b")])
+    # Read as a model records them (a copy in a temporary folder): the error names the user's folder.
+    from bertlayers.tokenizers.checkpoint_tokenizer import TokenizerFiles
+
+    write(tmp_path / "config.json", '{"model_type": "roberta"}')
+    write(tmp_path / "vocab.json", json.dumps(vocabulary))
+    write(tmp_path / "merges.txt", merges)
+    with pytest.raises(ValueError, match=message) as refused:
+        TokenizerFiles.from_folder(str(tmp_path)).checkpoint_tokenizer()
+    assert str(tmp_path) in str(refused.value) and "/tmp/tmp" not in str(refused.value).replace(str(tmp_path), "")
 
 
 def test_a_lone_surrogate_is_named_with_its_text():

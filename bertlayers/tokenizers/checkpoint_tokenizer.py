@@ -169,11 +169,13 @@ class TokenizerFiles:
       model_type: the checkpoint's transformers model_type (it picks the reader and layout).
       files: ((file name, bytes), ...) of the folder's `TOKENIZER_FILES`.
       pad_id: the config's `pad_token_id` (a tokenizer.json's padding id comes from it), or None.
+      source: where the files were read (errors name it), or None; not part of the value.
     """
 
     model_type: str
     files: tuple
     pad_id: int | None = None
+    source: str | None = dataclasses.field(default=None, compare=False)
 
     @classmethod
     def from_folder(cls, folder):
@@ -186,7 +188,7 @@ class TokenizerFiles:
             if os.path.isfile(path):
                 with open(path, "rb") as f:
                     files.append((name, f.read()))
-        return cls(model_type, tuple(files), config.get("pad_token_id"))
+        return cls(model_type, tuple(files), config.get("pad_token_id"), source=folder)
 
     def checkpoint_tokenizer(self, vocabulary_size=None):
         """The `CheckpointTokenizer` these files make; with `vocabulary_size` (a model's token
@@ -210,7 +212,12 @@ def _built(files):
                 f.write(data)
         with open(os.path.join(folder, "config.json"), "w") as f:
             json.dump({"model_type": files.model_type, "pad_token_id": files.pad_id}, f)
-        return checkpoint_tokenizer(folder)
+        try:
+            return checkpoint_tokenizer(folder)
+        except (ValueError, FileNotFoundError) as error:
+            # Named by where the user's files are, not by this temporary copy of them.
+            where = files.source or f"the {files.model_type} tokenizer files recorded with the model"
+            raise type(error)(str(error).replace(folder, where)) from None
 
 
 def text_tokenizer(vocabulary: object) -> CheckpointTokenizer:
