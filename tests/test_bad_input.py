@@ -1003,3 +1003,17 @@ def test_a_folder_whose_vocab_txt_and_tokenizer_json_disagree_is_refused(tmp_pat
         (folder / "tokenizer.json").write_text(json.dumps(changed), encoding="utf-8")
         with pytest.raises(ValueError, match=r"vocab\.txt and tokenizer\.json are different tokenizers \(" + message):
             checkpoint_tokenizer(str(folder))
+
+
+def test_a_hub_id_where_a_folder_is_expected_says_how_to_fetch_it(tmp_path):
+    from bertlayers.convert import load_encoder
+
+    with pytest.raises(FileNotFoundError, match=r"No encoder at sentence-transformers/all-MiniLM-L6-v2\. It reads like "
+                       r"a Hugging Face Hub id: download the folder first \(`huggingface-cli download"):  # fmt: skip
+        load_encoder("sentence-transformers/all-MiniLM-L6-v2")
+    with pytest.raises(FileNotFoundError, match=r"No encoder at .*missing\.keras\.$"):  # a path: no Hub hint
+        load_encoder(str(tmp_path / "missing.keras"))
+    with pytest.raises(
+        FileNotFoundError, match=r"No checkpoint \(--init\) at org/model\. It reads like a Hugging Face"
+    ):
+        PretrainingConfig(output_dir=str(tmp_path / "run"), init="org/model")

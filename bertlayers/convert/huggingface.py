@@ -15,6 +15,7 @@ from bertlayers.convert.weight_map import Probe, WeightMap
 from bertlayers.networks.encoder_config import EncoderConfig
 from bertlayers.tokenizers.checkpoint_tokenizer import check_tokenizer_files
 from bertlayers.utils.text_files import read_json_object
+from bertlayers.utils.validation import not_found
 
 # config.json key → EncoderConfig field (Hugging Face kept google-research/bert's names).
 BERT_CONFIG_KEYS = {
@@ -239,7 +240,7 @@ def read_huggingface_folder(path, model_type):
     config_path = os.path.join(path, "config.json")
     weights_path = os.path.join(path, "model.safetensors")
     if not os.path.isdir(path):
-        raise FileNotFoundError(f"No Hugging Face checkpoint folder at {path}.")
+        raise not_found(path, "Hugging Face checkpoint folder")
     if not os.path.isfile(config_path):
         raise FileNotFoundError(f"{path} has no config.json.")
     if not os.path.isfile(weights_path) and Probe.active is None:

@@ -19,6 +19,7 @@ from bertlayers.convert.weight_map import describe_non_finite
 from bertlayers.networks.encoder_base import EncoderBase
 from bertlayers.tokenizers.checkpoint_tokenizer import CheckpointTokenizer, checkpoint_tokenizer
 from bertlayers.utils.text_files import read_json_object
+from bertlayers.utils.validation import not_found
 
 
 def load_encoder(source: str, dtype: str | keras.DTypePolicy | None = None) -> keras.Model:
@@ -40,7 +41,7 @@ def load_encoder(source: str, dtype: str | keras.DTypePolicy | None = None) -> k
             return load_encoder(os.path.join(source, "encoder.keras"), dtype=dtype)
         raise FileNotFoundError(f"{source} holds neither a Hugging Face checkpoint (config.json) nor encoder.keras.")
     if not os.path.isfile(source):
-        raise FileNotFoundError(f"No encoder at {source}.")
+        raise not_found(source, "encoder")
     model = load_model_file(source)
     encoder = model if isinstance(model, EncoderBase) else getattr(model, "encoder", None)
     if not isinstance(encoder, EncoderBase):

@@ -28,7 +28,14 @@ from bertlayers.training.optimization import OPTIMIZERS, create_optimizer
 from bertlayers.training.sharding import process_share
 from bertlayers.utils import atomic_files
 from bertlayers.utils.options import check_options, option
-from bertlayers.utils.validation import DROPOUT, NON_NEGATIVE_FLOAT, NON_NEGATIVE_INT, POSITIVE_FLOAT, POSITIVE_INT
+from bertlayers.utils.validation import (
+    DROPOUT,
+    NON_NEGATIVE_FLOAT,
+    NON_NEGATIVE_INT,
+    POSITIVE_FLOAT,
+    POSITIVE_INT,
+    not_found,
+)
 
 __all__ = [
     "OPTIMIZERS",
@@ -106,7 +113,7 @@ class PretrainingConfig(PretrainingDataConfig):
         self.check_files(self.eval_corpus)
         check_options(self)
         if self.init is not None and not os.path.exists(self.init):
-            raise FileNotFoundError(f"No checkpoint at {self.init} (--init).")
+            raise not_found(self.init, "checkpoint (--init)")
         if self.init is not None and (self.vocabulary or self.vocabulary_size):
             raise ValueError("--init brings the checkpoint's vocabulary: give no --vocabulary or --vocabulary_size.")
         if self.init is not None and not get_recipe(self.recipe).continues_checkpoint:
