@@ -762,3 +762,27 @@ def test_the_ids_and_text_models_convert_to_tflite_with_the_keras_outputs(export
     np.testing.assert_allclose(answer["logits"], np.asarray(models["classifier"](packed)["logits"]), atol=1e-5)
     with pytest.raises(FileNotFoundError, match="No SavedModel at"):
         export_tflite(str(tmp_path / "nothing"), str(tmp_path / "x.tflite"))
+
+
+def test_tflite_of_a_text_model_tflite_cannot_run_is_refused_before_anything_is_written(tmp_path, monkeypatch):
+    """`--tflite` on a model whose tokenizer is byte-level BPE or SentencePiece (ops TFLite has no
+    kernel for) is refused before the export, not after its SavedModels and ids .tflite are written."""
+    from types import SimpleNamespace
+
+    from processes import script_result
+
+    from bertlayers.convert.model_files import _ATTRIBUTE, save_model
+    from bertlayers.tokenizers.checkpoint_tokenizer import TokenizerFiles
+
+    encoder = BertEncoder(**TINY)
+    object.__setattr__(encoder, _ATTRIBUTE, TokenizerFiles("roberta", (("vocab.json", b"{}"),), 1))
+    save_model(encoder, str(tmp_path / "encoder.keras"))
+    # The BPE tokenizer itself is not what is under test: its kind is.
+    monkeypatch.setattr(
+        TokenizerFiles, "checkpoint_tokenizer", lambda self, size=None: SimpleNamespace(kind="byte_level_bpe")
+    )
+    base = tmp_path / "savedmodels"
+    args = ("--model", tmp_path / "encoder.keras", "--name", "enc", "--base_dir", base, "--sequence_length", 16)
+    failed = script_result("export_savedmodel.py", *args, "--tflite", expect=2)
+    assert "--tflite converts a text model whose tokenizer is WordPiece" in failed.stderr
+    assert "this roberta model's is byte_level_bpe: add --no_text" in failed.stderr and not base.exists()
