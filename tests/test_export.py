@@ -786,3 +786,26 @@ def test_tflite_of_a_text_model_tflite_cannot_run_is_refused_before_anything_is_
     failed = script_result("export_savedmodel.py", *args, "--tflite", expect=2)
     assert "--tflite converts a text model whose tokenizer is WordPiece" in failed.stderr
     assert "this roberta model's is byte_level_bpe: add --no_text" in failed.stderr and not base.exists()
+
+
+def test_a_composed_model_that_reads_its_first_token_refuses_left_padded_requests(tmp_path):
+    """A model composed from the layers (the README's: [CLS] read at position 0) is served in BERT's
+    layout: a request padded on the left would be answered from a padding row, the same for every
+    text; it is refused by name, and a right-padded one answered."""
+    import keras
+
+    from bertlayers.layers import BertEmbeddings, ClassificationHead, TransformerEncoderBlock
+
+    token_ids = keras.Input((None,), dtype="int32", name="token_ids")
+    padding_mask = keras.Input((None,), dtype="int32", name="padding_mask")
+    x = BertEmbeddings(vocabulary_size=100, embedding_size=16, max_sequence_length=16)(token_ids)
+    x = TransformerEncoderBlock(num_heads=2, intermediate_size=32)(x, padding_mask=padding_mask)
+    model = keras.Model({"token_ids": token_ids, "padding_mask": padding_mask}, ClassificationHead(2)(x[:, 0]))
+    paths = export_for_serving(model, "composed", base_dir=str(tmp_path), sequence_length=8, text=False)
+    served = tf.saved_model.load(paths["composed"]).signatures["serving_default"]
+    ids = tf.constant([[2, 7, 9, 3, 0, 0]])
+    right = tf.constant([[1, 1, 1, 1, 0, 0]])
+    answer = served(token_ids=ids, padding_mask=right)
+    np.testing.assert_allclose(list(answer.values())[0], model({"token_ids": ids, "padding_mask": right}), atol=1e-5)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"padding_mask is 0 at the first position of a row"):
+        served(token_ids=tf.constant([[0, 0, 2, 7, 9, 3]]), padding_mask=tf.constant([[0, 0, 1, 1, 1, 1]]))

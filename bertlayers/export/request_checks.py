@@ -62,9 +62,11 @@ def checked_range(tensor, name, limit, what):
     return _after([check], {name: tensor})[name]
 
 
-def checked_id_request(inputs, sequence_length, vocabulary_size, type_vocab_size, truncate):
+def checked_id_request(inputs, sequence_length, vocabulary_size, type_vocab_size, truncate, real_first=False):
     """Token ids, and segment ids and padding mask where the model takes them, as fed: rank 2,
-    one shape, within range and length.
+    one shape, within range and length; with `real_first` (a model that reads its summary token at
+    position 0), no row whose first position is padding (a left-padded request would be answered
+    from a padding row: one answer for every text).
 
     Returns the checked tensors (cut to `sequence_length` when `truncate`).
     """
@@ -97,6 +99,17 @@ def checked_id_request(inputs, sequence_length, vocabulary_size, type_vocab_size
     }
     if "padding_mask" in inputs:
         inputs["padding_mask"] = checked_rows_have_tokens(inputs["padding_mask"])
+        if real_first:
+            mask = inputs["padding_mask"]
+            check = tf.debugging.Assert(
+                tf.logical_or(tf.equal(tf.size(mask), 0), tf.reduce_all(tf.equal(mask[:, :1], 1))),
+                [
+                    "padding_mask is 0 at the first position of a row: this model reads its first token ([CLS]); "
+                    "pad on the right. First positions:",
+                    mask[:, :1],
+                ],
+            )
+            inputs = _after([check], inputs)
     return inputs
 
 

@@ -20,6 +20,7 @@ from typing import Optional
 
 import keras
 
+from bertlayers import backend
 from bertlayers.convert.model_files import recorded_vocabulary
 from bertlayers.export.precision import PRECISIONS, in_precision
 from bertlayers.export.servable import Servable
@@ -35,6 +36,7 @@ from bertlayers.export.serving_folder import (
 from bertlayers.export.serving_outputs import ModelOutputs, check_servable, default_outputs
 from bertlayers.export.signatures import id_signatures, text_signatures
 from bertlayers.models.encoder_model import EncoderModel
+from bertlayers.networks.encoder_base import EncoderBase
 from bertlayers.networks.input_limits import input_limits
 from bertlayers.startup import require_tensorflow
 from bertlayers.tokenizers.checkpoint_tokenizer import CheckpointTokenizer, TokenizerFiles
@@ -135,7 +137,17 @@ def export_for_serving(
     # models.config against what the folder holds, and a second writer would race all four.
     with atomic_files.locked(base_dir, "export into"):
         servable = Servable(in_precision(model, options.precision), outputs, input_names, limits)
-        return _write(servable, tokenizer, names, base_dir, options)
+        return _write(servable, tokenizer, names, base_dir, options, _reads_first_token(model, tokenizer))
+
+
+def _reads_first_token(model, tokenizer):
+    """Whether the ids endpoints must refuse a row that starts with padding: the encoder's own
+    answer, else (a model composed from the layers) the layout of its tokenizer, BERT's by default."""
+    encoder = next((layer for layer in backend.flatten_layers(model) if isinstance(layer, EncoderBase)), None)
+    if encoder is not None:
+        return bool(encoder.reads_first_token)
+    layout = getattr(tokenizer, "layout", None)
+    return bool(layout.start) if layout is not None else True
 
 
 def _outputs(model, outputs, options):
@@ -175,7 +187,7 @@ def _text_tokenizer(model, vocabulary, options, limits, outputs):
     return tokenizer
 
 
-def _write(servable, tokenizer, names, base_dir, options):
+def _write(servable, tokenizer, names, base_dir, options, real_first):
     """Stage every SavedModel of `names`, commit them together, list them in models.config."""
     recover_exports(base_dir)
     version = options.version
@@ -186,7 +198,7 @@ def _write(servable, tokenizer, names, base_dir, options):
         if os.path.exists(final):
             raise FileExistsError(f"{final} exists already; versions are never overwritten.")
     ids_name = names[0]
-    signatures = {ids_name: id_signatures(servable, options.sequence_length, options.truncate)}
+    signatures = {ids_name: id_signatures(servable, options.sequence_length, options.truncate, real_first)}
     if tokenizer:
         signatures[f"{ids_name}_text"] = text_signatures(servable, tokenizer, options.sequence_length, options.truncate)
     staged = {}

@@ -10,7 +10,7 @@ from bertlayers.startup import require_tensorflow
 tf = require_tensorflow(__name__)
 
 
-def id_signatures(servable, sequence_length, truncate):
+def id_signatures(servable, sequence_length, truncate, real_first=False):
     # Any length: the checks refuse (or cut, with `truncate`) what is past `sequence_length`.
     spec = lambda name: tf.TensorSpec([None, None], tf.int32, name=name)  # noqa: E731
     names = servable.input_names
@@ -24,6 +24,7 @@ def id_signatures(servable, sequence_length, truncate):
             limits.vocabulary_size,
             limits.type_vocab_size,
             truncate,
+            real_first,
         )
         # The model runs at the request's own length (no padding to the exported one).
         return servable.run(inputs)
