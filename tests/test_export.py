@@ -807,5 +807,7 @@ def test_a_composed_model_that_reads_its_first_token_refuses_left_padded_request
     right = tf.constant([[1, 1, 1, 1, 0, 0]])
     answer = served(token_ids=ids, padding_mask=right)
     np.testing.assert_allclose(list(answer.values())[0], model({"token_ids": ids, "padding_mask": right}), atol=1e-5)
-    with pytest.raises(tf.errors.InvalidArgumentError, match=r"padding_mask is 0 at the first position of a row"):
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match=r"padding_mask row of this request starts with padding \(left padding\)"
+    ):
         served(token_ids=tf.constant([[0, 0, 2, 7, 9, 3]]), padding_mask=tf.constant([[0, 0, 1, 1, 1, 1]]))

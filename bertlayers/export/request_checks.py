@@ -12,6 +12,7 @@ which would delete a check written with them; the quantities here are computed f
 tensor's runtime shape vector so that nothing about them is static.
 """
 
+from bertlayers.layers.input_checks import LEFT_PADDING
 from bertlayers.startup import require_tensorflow
 
 tf = require_tensorflow(__name__)
@@ -104,8 +105,7 @@ def checked_id_request(inputs, sequence_length, vocabulary_size, type_vocab_size
             check = tf.debugging.Assert(
                 tf.logical_or(tf.equal(tf.size(mask), 0), tf.reduce_all(tf.equal(mask[:, :1], 1))),
                 [
-                    "padding_mask is 0 at the first position of a row: this model reads its first token ([CLS]); "
-                    "pad on the right. First positions:",
+                    LEFT_PADDING.format(name="padding_mask", row="of this request") + " First position per row:",
                     mask[:, :1],
                 ],
             )

@@ -119,7 +119,7 @@ def check_sequence_length(tensor, max_length, name, axis=1):
         return tf.identity(tensor)
 
 
-_LEFT_PADDING = (
+LEFT_PADDING = (
     "{name} row {row} starts with padding (left padding): this model reads its summary at position 0 "
     "([CLS]) and its positions from the first column, so pad on the right (1s first, then 0s)."
 )
@@ -158,7 +158,7 @@ def check_padding_mask(mask, name="padding_mask", real_first=False):
                     raise ValueError(
                         f"{name} row {empty[0]} has no real token (all 0): every sequence needs at least one."
                     )
-                raise ValueError(_LEFT_PADDING.format(name=name, row=np.flatnonzero(rows[:, 0] == 0)[0]))
+                raise ValueError(LEFT_PADDING.format(name=name, row=np.flatnonzero(rows[:, 0] == 0)[0]))
         return mask
     tf = backend.graph_assertions()
     if tf is None:
@@ -186,7 +186,7 @@ def check_padding_mask(mask, name="padding_mask", real_first=False):
         checks.append(
             tf.debugging.Assert(
                 tf.reduce_all(tf.equal(values[:, 0], 1)),
-                [_LEFT_PADDING.format(name=name, row="of this batch") + " First position per row:", values[:, 0]],
+                [LEFT_PADDING.format(name=name, row="of this batch") + " First position per row:", values[:, 0]],
             )
         )
     with tf.control_dependencies(checks):
