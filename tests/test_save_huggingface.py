@@ -176,3 +176,26 @@ def test_a_model_transformers_would_compute_otherwise_is_refused_by_what_differs
     checkpoint = load_checkpoint(folder)
     inputs = checkpoint.tokenizer.encode(["A warm, funny film."], sequence_length=8)
     np.testing.assert_allclose(checkpoint.model(inputs)["logits"], electra(inputs)["logits"], atol=1e-6)
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_an_electra_generator_saves_with_the_one_argument_call(tmp_path, tied):
+    """`save_huggingface(generator, folder)`: a vocab.txt does not say ELECTRA, the model's class
+    does (ElectraForMaskedLM, tied or untied); its pooler, which no masked-LM output reads, does
+    not stand in the way; loaded back, the same logits."""
+    from bertlayers.families.electra.pretrainer import ElectraGenerator
+    from bertlayers.networks import BertEncoder
+    from bertlayers.tokenizers import bert_uncased_vocabulary
+
+    encoder = BertEncoder(
+        vocabulary_size=30522, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32, embedding_size=8,
+        tie_word_embeddings=tied,
+    )  # fmt: skip
+    generator = record_vocabulary(ElectraGenerator(encoder), bert_uncased_vocabulary())
+    folder = save_huggingface(generator, str(tmp_path / "generator"))
+    with open(os.path.join(folder, "config.json")) as f:
+        config = json.load(f)
+    assert config["architectures"] == ["ElectraForMaskedLM"] and config["tie_word_embeddings"] is tied
+    checkpoint = load_checkpoint(folder)
+    inputs = checkpoint.tokenizer.encode(["A warm, funny film."], sequence_length=8)
+    np.testing.assert_allclose(checkpoint.model(inputs)["mlm"], generator(inputs)["mlm"], atol=1e-5)

@@ -101,7 +101,8 @@ def save_huggingface(model: keras.Model, folder: str, model_type: str | None = N
         (its `label_names` as `id2label`).
       folder: a new folder (an existing one is refused); written whole or not at all.
       model_type: transformers' model_type to write; default: the one the model's tokenizer
-        files were loaded with, else by the encoder's architecture ("bert", "albert").
+        files were loaded with, else the family of its class (ELECTRA's generator and
+        discriminator), else by the encoder's architecture ("bert", "albert").
 
     Returns:
       `folder`.
@@ -139,6 +140,8 @@ def save_huggingface(model: keras.Model, folder: str, model_type: str | None = N
         model_type = (
             vocabulary.model_type
             if isinstance(vocabulary, TokenizerFiles)
+            else model.checkpoint_model_type  # a family's own model class (ELECTRA's generator, discriminator)
+            if getattr(model, "checkpoint_model_type", None)
             else "nomic_bert"
             if encoder.config.architecture == "bert" and encoder.config.attention == "rotary"
             else DEFAULT_MODEL_TYPES.get(encoder.config.architecture)
@@ -299,6 +302,9 @@ def _computed_differently(model, built):
         return values
 
     ours, theirs = settings(mine.config), settings(theirs.config)
+    if getattr(model, "pooling", None) != "pooler":  # the pooler computes nothing the saved model answers
+        for name in ("pooler_activation", "pooling_position"):
+            ours.pop(name), theirs.pop(name)
     differences = [f"{name} {ours[name]!r} here, {theirs[name]!r} there" for name in ours if ours[name] != theirs[name]]
     if getattr(model, "pooling", None) != getattr(built, "pooling", None):
         differences.append(

@@ -285,6 +285,7 @@ class ElectraDiscriminator(EncoderModel):
     the encoder's `sequence_output`."""
 
     uses_pooled_output = False
+    checkpoint_model_type = "electra"  # save_huggingface's default: what a vocab.txt cannot say
 
     def __init__(self, encoder, name="electra_discriminator", trainable=True, **kwargs):
         inputs = encoder_inputs()
@@ -308,6 +309,7 @@ class ElectraGenerator(EncoderModel):
     `mlm` logits `[B, S, V]`."""
 
     uses_pooled_output = False
+    checkpoint_model_type = "electra"  # save_huggingface's default: what a vocab.txt cannot say
 
     def __init__(self, encoder, name="electra_generator", trainable=True, **kwargs):
         inputs = encoder_inputs()
