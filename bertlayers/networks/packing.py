@@ -36,15 +36,15 @@ def pack_sequences(inputs: dict, token_budget: int, max_sequences: int = 16) -> 
     """
     mask = np.asarray(inputs["padding_mask"]).astype(bool)
     lengths = mask.sum(axis=1)
-    # Each row's tokens are read as its first `length`: a mask with padding first (XLNet's left
-    # padding) or a hole would keep padding and drop real tokens.
+    # Each row's tokens are read as its first `length`: a mask with padding first (left padding)
+    # or a hole would keep padding and drop real tokens.
     not_leading = mask != (np.arange(mask.shape[-1]) < lengths[:, None]) if mask.ndim == 2 else None
     if not_leading is not None and not_leading.any():
         row = int(np.argmax(not_leading.any(axis=1)))
         raise ValueError(
             f"Sequence {row}'s padding_mask {mask[row].astype(int).tolist()} is not its real tokens first and its "
-            "padding after: pack_sequences packs right-padded rows (left-padded ones, XLNet's, are packed after "
-            "moving their tokens to the front)."
+            "padding after: pack_sequences packs right-padded rows (move a left-padded row's tokens to the front "
+            "first)."
         )
     if lengths.size and lengths.max() > token_budget:
         raise ValueError(
