@@ -223,6 +223,7 @@ def test_scalar_mix_can_normalize_each_layer_first():
     assert ScalarMix.from_config(mix.get_config()).layer_norm
 
 
+@pytest.mark.slow(reason="probes every biLM layer: the probe's path is test_probing's, the biLM's the other cases here")
 def test_bilm_layers_are_probed_per_word():
     from bertlayers.runs.probing import bilm_word_states, probe_bilm_layers
 

@@ -160,6 +160,7 @@ def test_an_ensemble_of_taggers_averages_each_tokens_probabilities():
 
 
 @pytest.mark.tensorflow_only
+@pytest.mark.slow(reason="the ensemble's export path of the classifier and span cases, with a tagger's outputs")
 def test_an_ensemble_of_taggers_serves_tags():
     from bertlayers.testing import check_served_equals_keras
 

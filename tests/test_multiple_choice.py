@@ -86,7 +86,13 @@ def test_each_choice_is_scored_as_its_own_sentence_pair(choice_model):
         model({name: value[:, 0] for name, value in inputs.items()})
 
 
-@pytest.mark.parametrize("pooling", ["pooler", "mean"])
+@pytest.mark.parametrize(
+    "pooling",
+    [
+        "pooler",
+        pytest.param("mean", marks=pytest.mark.slow(reason="the served path of the pooler case, another scorer")),
+    ],
+)
 def test_the_served_pair_scores_equal_the_models_logits(choice_model, tmp_path, pooling):
     import tensorflow as tf
 

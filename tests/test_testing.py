@@ -39,7 +39,13 @@ TINY = dict(
             {"embedding_size": 8, "num_layers": 3, "num_layer_groups": 1},
             marks=pytest.mark.slow(reason="the encoder check on a third family, 9 s"),
         ),
-        (XLNetEncoder, {}),
+        pytest.param(
+            XLNetEncoder,
+            {},
+            marks=pytest.mark.slow(
+                reason="the check's path is the bert and rotary cases'; XLNet's own is test_xlnet's"
+            ),
+        ),
         # Per-layer settings: a sliding window on the second layer, RMSNorm, GeGLU, no biases, pre-norm
         # (marked slow: the next case covers these parts in the fast tier).
         pytest.param(
