@@ -193,6 +193,19 @@ def variable_values(variables):
     return values
 
 
+def build_optimizer_ahead(model):
+    """Build `model`'s optimizer for its trainable variables before Keras traces a train step.
+
+    Keras's TensorFlow trainer, without a strategy, defers the build into the first traced step;
+    the variables created there make TensorFlow trace the step a second time (about half of a
+    small model's first `fit`). Keras's other paths (a strategy, JAX) build it ahead as here."""
+    optimizer = getattr(model, "optimizer", None)
+    if name() != "tensorflow" or optimizer is None or optimizer.built or not model.built:
+        return
+    with model.distribute_strategy.scope():
+        optimizer.build(model.trainable_variables)
+
+
 def jax_distribution_module():
     """Keras's JAX distribution module (patched by `bertlayers.training.sharding`)."""
     return _resolve("keras.src.backend.jax.distribution_lib")

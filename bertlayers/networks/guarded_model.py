@@ -108,6 +108,8 @@ class GuardedModel:
     # --- Keras's entry points, each checked and kept whole ---
     def _guarded(self, method, x, *args, **kwargs):
         self.check_inputs(x)
+        if method.__name__ in ("fit", "train_on_batch"):
+            backend.build_optimizer_ahead(self)
         if "verbose" in kwargs or method.__name__ in ("fit", "evaluate", "predict"):
             kwargs["verbose"] = plain_progress(kwargs.get("verbose", "auto"))
         with kept_state(self):
