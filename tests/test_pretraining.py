@@ -431,33 +431,49 @@ def _domain_text(tmp_path):
     return str(tmp_path / "domain.txt"), str(tmp_path / "heldout.txt")
 
 
-@pytest.mark.slow(reason="continues the real MiniLM's pretraining: uninterrupted, killed in a child, resumed")
+def _checkpoint_folder(tmp_path):
+    """A Hugging Face BERT folder as transformers lays it out, with MiniLM's real vocabulary and
+    a one-layer encoder: what `--init` reads, at a size that trains in seconds."""
+    from bertlayers.convert import save_huggingface
+    from bertlayers.convert.model_files import record_vocabulary, vocabulary_of
+    from bertlayers.utils.assets import minilm_path
+
+    keras.utils.set_random_seed(5)
+    encoder = BertEncoder(
+        vocabulary_size=30522, num_layers=1, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=64
+    )
+    record_vocabulary(encoder, vocabulary_of(minilm_path()))
+    return save_huggingface(encoder, str(tmp_path / "checkpoint"))
+
+
+@pytest.mark.slow(reason="continues a checkpoint's pretraining: uninterrupted, killed in a child, resumed")
 def test_continued_pretraining_from_a_checkpoint_starts_from_it_learns_and_resumes(tmp_path):
-    """`--init` MiniLM: the run's encoder starts as MiniLM's (outputs equal), its MLM loss on
+    """`--init FOLDER`: the run's encoder starts as the folder's (outputs equal), its MLM loss on
     held-out text of the domain falls, a run killed mid-way resumes to the same weights, and the
     recipes that cannot start from a checkpoint say so by name."""
     from bertlayers.convert import load_encoder
     from bertlayers.convert.model_files import recorded_vocabulary
     from bertlayers.runs.pretraining import build_pretrainer, initial_weights
-    from bertlayers.utils.assets import minilm_path
 
     domain, heldout = _domain_text(tmp_path)
-    minilm = minilm_path()
+    checkpoint = _checkpoint_folder(tmp_path)
 
     def args(output):
         return [
-            *("--init", minilm, "--recipe", "roberta", "--corpus", domain, "--eval_corpus", heldout),
+            *("--init", checkpoint, "--recipe", "roberta", "--corpus", domain, "--eval_corpus", heldout),
             *("--output_dir", output, "--num_train_steps", "30", "--checkpoint_every", "5", "--batch_size", "8"),
-            *("--sequence_length", "32", "--max_predictions_per_seq", "5", "--learning_rate", "1e-4", "--verbose", "2"),
+            *("--sequence_length", "32", "--max_predictions_per_seq", "5", "--learning_rate", "1e-2", "--verbose", "2"),
         ]
 
-    start_config = PretrainingConfig(init=minilm, recipe="roberta", output_dir=str(tmp_path / "x"), sequence_length=32)
-    start_weights = initial_weights(minilm)
+    start_config = PretrainingConfig(
+        init=checkpoint, recipe="roberta", output_dir=str(tmp_path / "x"), sequence_length=32
+    )
+    start_weights = initial_weights(checkpoint)
     pretrainer = build_pretrainer(start_config, 30522, start_weights)
     inputs = {"token_ids": np.array([[101, 7592, 2088, 102]]), "segment_ids": np.zeros((1, 4), "int32")}
     inputs["padding_mask"] = np.ones((1, 4), "int32")
     np.testing.assert_allclose(
-        pretrainer.encoder(inputs)["sequence_output"], load_encoder(minilm)(inputs)["sequence_output"], atol=1e-6
+        pretrainer.encoder(inputs)["sequence_output"], load_encoder(checkpoint)(inputs)["sequence_output"], atol=1e-6
     )
 
     reference = tmp_path / "reference"
@@ -467,7 +483,7 @@ def test_continued_pretraining_from_a_checkpoint_starts_from_it_learns_and_resum
     assert f"mlm_loss on {heldout}:" in output
     encoder = keras.saving.load_model(str(reference / "encoder.keras"), safe_mode=True)
     assert recorded_vocabulary(load_encoder(str(reference))).tokens == start_weights.vocabulary.tokens
-    assert encoder.config.hidden_size == 384 and encoder.config.num_layers == 6
+    assert encoder.config.hidden_size == 32 and encoder.config.num_layers == 1
 
     killed = tmp_path / "killed"
     kill_after_two_epochs(args(killed), killed)
