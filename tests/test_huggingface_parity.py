@@ -35,6 +35,7 @@ def batch(reference, name):
 
 @pytest.mark.parametrize("name", ["single", "pair"])
 def test_matches_transformers(reference, minilm, name):
+    # `make test` runs this test under JAX too: the real weights, both backends, one reference.
     inputs = batch(reference, name)
     outputs = minilm(inputs)
     # At real tokens; what transformers computes at padding is read by nothing (our padding rows
@@ -45,7 +46,7 @@ def test_matches_transformers(reference, minilm, name):
         ("pooled_output", np.asarray(outputs["pooled_output"]), reference[f"{name}_pooled_output"]),
     ):
         delta = np.abs(ours - theirs).max()
-        assert delta <= 1e-4, f"{name} {key}: max |delta| {delta}"
+        assert delta <= 1e-5, f"{name} {key}: max |delta| {delta}"
     assert not np.asarray(outputs["sequence_output"])[~real].any()
 
 

@@ -4,16 +4,15 @@ once per process):
   - model parallelism on a 2x2 `batch` x `model` mesh, for every encoder family: the attention
     and feed-forward kernels are split over `model` as the rules say, and a classifier's outputs
     and its weights after a training step equal one device's;
-  - data parallelism across two processes on 127.0.0.1 with 2 devices each: the weights after
-    training equal one process's over 4 devices and one device's.
+  - data parallelism across processes: through the runners (test_finetuning's and
+    test_pretraining's two JAX processes of 2 devices each, against one process on one device).
 """
 
 import json
-import socket
 
 import numpy as np
 import pytest
-from processes import environment, python, run, script, start
+from processes import environment, python, run, script
 
 from bertlayers.training.sharding import process_rows, processes_from_environment
 
@@ -100,73 +99,6 @@ def test_model_parallel_splits_every_family_and_equals_one_device():
         assert found["output_difference"] < 1e-5, (name, found)
         assert found["step_largest_move"] > 1e-3, (name, found)  # the step moved the weights
         assert found["step_difference"] < 1e-5, (name, found)
-
-
-# One process of a data-parallel run: argv = process id, processes, coordinator port, output file.
-_DATA_PARALLEL = """
-import sys
-import numpy as np
-process_id, processes, port, output = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
-import keras
-from bertlayers.training.sharding import initialize_processes, process_rows
-if processes > 1:
-    initialize_processes(f"127.0.0.1:{port}", processes, process_id)
-import jax
-from bertlayers.models import SequenceClassifier
-from bertlayers.networks import BertEncoder
-from bertlayers.training import create_optimizer
-
-devices = int(sys.argv[5])
-if devices > 1:
-    keras.distribution.set_distribution(keras.distribution.DataParallel(auto_shard_dataset=False))
-keras.utils.set_random_seed(11)
-B, S, N = 8, 12, 32
-rng = np.random.default_rng(0)
-x = {"token_ids": rng.integers(5, 100, (N, S)).astype("int32"), "segment_ids": np.zeros((N, S), "int32"),
-     "padding_mask": np.ones((N, S), "int32")}
-y = np.arange(N) % 3
-rows = process_rows(N, B, processes, process_id)
-model = SequenceClassifier(BertEncoder(vocabulary_size=100, num_layers=1, hidden_size=16, num_heads=2,
-                                       intermediate_size=32, max_sequence_length=16), 3, dropout=0.0)
-model.compile(optimizer=create_optimizer(1e-2, 10, 0), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-start = [np.array(w) for w in model.get_weights()]
-model.fit({k: v[rows] for k, v in x.items()}, y[rows], batch_size=B // processes, epochs=2, shuffle=False, verbose=0)
-if process_id == 0:
-    np.savez(output, *start, *[np.array(w) for w in model.get_weights()])
-print("devices", jax.device_count(), "local", jax.local_device_count())
-"""
-
-
-def _free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@pytest.mark.slow(reason="JAX children: one process, one of 4 devices, two joined processes")
-def test_data_parallel_across_two_processes_equals_one_process(tmp_path):
-    def env(devices):
-        return environment(KERAS_BACKEND="jax", XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
-
-    single, four, multi = (str(tmp_path / f"{name}.npz") for name in ("single", "four", "multi"))
-    run(python(_DATA_PARALLEL) + ["0", "1", "0", single, "1"], env=env(1), timeout=300)
-    run(python(_DATA_PARALLEL) + ["0", "1", "0", four, "4"], env=env(4), timeout=300)
-    port = str(_free_port())
-    other = start(python(_DATA_PARALLEL) + ["1", "2", port, str(tmp_path / "unused.npz"), "2"], env=env(2), output=True)
-    try:
-        first = run(python(_DATA_PARALLEL) + ["0", "2", port, multi, "2"], env=env(2), timeout=300)
-        assert other.wait(timeout=120) == 0, other.communicate()[1][-2000:]
-    finally:
-        if other.poll() is None:
-            other.kill()
-    assert "devices 4 local 2" in first.stdout
-    runs = {name: np.load(path) for name, path in (("single", single), ("four", four), ("multi", multi))}
-    count = len(runs["single"].files) // 2
-    final = {name: [arrays[f"arr_{count + i}"] for i in range(count)] for name, arrays in runs.items()}
-    start_weights = [runs["single"][f"arr_{i}"] for i in range(count)]
-    assert max(float(np.abs(a - b).max()) for a, b in zip(final["single"], start_weights)) > 1e-3
-    for name in ("four", "multi"):
-        assert max(float(np.abs(a - b).max()) for a, b in zip(final["single"], final[name])) < 1e-5, name
 
 
 def test_process_rows_give_each_process_its_share_of_every_global_batch():
