@@ -14,8 +14,13 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def environment(**extra):
+    """This process's environment for a child, with `extra` set; XLA_FLAGS given are added to the
+    ones the suite sets (conftest.py)."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", PYTHONUNBUFFERED="1")
+    flags = extra.pop("XLA_FLAGS", "")
     env.update(extra)
+    if flags:
+        env["XLA_FLAGS"] = " ".join(filter(None, (env.get("XLA_FLAGS", ""), flags)))
     return env
 
 
