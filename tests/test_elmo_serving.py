@@ -1,6 +1,8 @@
 """ELMo vectors served from text (`bertlayers.export.elmo_vectors.export_elmo`): in a process without Keras, the
 SavedModel's words are `bilm_words`'s and its layers the Keras biLM's on Python's character ids."""
 
+from pathlib import Path
+
 import numpy as np
 from fresh_serving import run_fresh
 
@@ -27,6 +29,7 @@ def test_served_text_gives_the_keras_bilms_layers(tmp_path):
     )
     encoder = bilm.finished_encoder()
     final = export_elmo(encoder, str(tmp_path / "models"), name="elmo")
+    assert (Path(final) / "batching_params.pbtxt").is_file()  # sentences: TF Serving batches them
     assert final.endswith("elmo/1") and (tmp_path / "models" / "models.config").exists()
     served = run_fresh(final, "serving_default", {"text": np.array([t.encode() for t in TEXTS])}, tmp_path, text=False)
     sentences, inputs = python_inputs(TEXTS)

@@ -595,6 +595,27 @@ def test_bfloat16_export_computes_in_bfloat16_and_answers_in_float32(exported, t
         )
 
 
+def test_tf_serving_batches_the_text_models_and_runs_ids_requests_alone(exported):
+    """TF Serving pads a shorter request's tensors with their first element when it batches
+    (`batching_util.h`): for an ids request, [CLS] ids with mask 1 read as real tokens. So only
+    the text models (a string a row, concatenated unpadded) carry the `batching_params.pbtxt` that
+    `--enable_per_model_batching_parameters` batches by; the ids models are run request by request."""
+    base, models, paths = exported
+    for name, path in paths.items():
+        params = os.path.join(path, "batching_params.pbtxt")
+        assert os.path.isfile(params) == name.endswith("_text"), name
+        if name.endswith("_text"):
+            text = open(params).read()
+            assert "max_batch_size { value: 32 }" in text and "pad_variable_length_inputs: false" in text
+    # Why: a request of 12 tokens batched with one of 21, padded as TF Serving pads, answers otherwise.
+    alone = id_inputs(batch=1)
+    short = {k: v[:, :12].copy() for k, v in alone.items()}
+    short["token_ids"][:, 11], short["padding_mask"][:, 11] = 102, 1
+    padded = {k: np.pad(v, ((0, 0), (0, SEQ - 12)), constant_values=v.flat[0]) for k, v in short.items()}
+    states = [keras_outputs(models["encoder"], x)["sequence_output"][:, :12] for x in (padded, short)]
+    assert np.abs(states[0] - states[1]).max() > 1e-2
+
+
 def test_models_config_lists_loadable_models_only_and_best_span_follows_its_definition(tmp_path):
     """Without any export: what `models.config` names, and the span decoder on a hand-computed case."""
     from bertlayers.export.serving_folder import write_models_config
@@ -612,7 +633,9 @@ def test_models_config_lists_loadable_models_only_and_best_span_follows_its_defi
     compose = (tmp_path / "docker-compose.yml").read_text()
     assert "- ./:/srv/models:ro" in compose and "--model_config_file=/srv/models/models.config" in compose
     assert "--batching_parameters_file=/srv/models/batching.config" in compose
-    assert "max_batch_size { value: 32 }" in (tmp_path / "batching.config").read_text()
+    assert "--enable_batching=true" in compose and "--enable_per_model_batching_parameters=true" in compose
+    batching = (tmp_path / "batching.config").read_text()
+    assert "max_batch_size { value: 32 }" in batching and "pad_variable_length_inputs: false" in batching
     (tmp_path / "batching.config").write_text("max_batch_size { value: 8 }\n")  # a user's tuning stays
     write_models_config(str(tmp_path), "/srv/models")
     assert (tmp_path / "batching.config").read_text() == "max_batch_size { value: 8 }\n"

@@ -14,6 +14,7 @@ import os
 import shutil
 
 from bertlayers.export.serving_folder import (
+    batch_in_tf_serving,
     check_model_name,
     check_serving_base,
     commit_together,
@@ -113,6 +114,7 @@ def export_elmo(encoder, base_dir: str, name: str = "elmo", version: int | None 
     servable = ElmoServable(encoder)
     try:
         tf.saved_model.save(servable, staging, signatures={"serving_default": servable.serve})
+        batch_in_tf_serving(staging)  # it takes sentences, a string a row
         commit_together(base_dir, {staging: final})
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -25,6 +25,7 @@ from bertlayers.convert.model_files import recorded_vocabulary
 from bertlayers.export.precision import PRECISIONS, in_precision
 from bertlayers.export.servable import Servable
 from bertlayers.export.serving_folder import (
+    batch_in_tf_serving,
     check_model_name,
     check_same_endpoint,
     check_serving_base,
@@ -212,6 +213,8 @@ def _write(servable, tokenizer, names, base_dir, options, real_first):
                 logger.info(f"Writing {finals[n]} ({len(signatures[n])} signatures) ...")
             staged[staging] = finals[n]
             tf.saved_model.save(servable, staging, signatures=signatures[n])
+            if n.endswith("_text"):  # batched by TF Serving; the ids model is not (serving_folder)
+                batch_in_tf_serving(staging)
             check_same_endpoint(os.path.join(base_dir, n), staging)
         commit_together(base_dir, staged)
     except Exception as error:

@@ -278,14 +278,36 @@ def write_models_config(base_dir: str, serving_base: str = "/models", names: lis
 # TF Serving's image, at the version of the request protos the library pins (tensorflow-serving-api).
 SERVING_IMAGE = "tensorflow/serving:2.19.0"
 
+
+def batch_in_tf_serving(version_dir: str) -> None:
+    """Have TF Serving batch the SavedModel in `version_dir` (one that takes text: strings a row)."""
+    atomic_files.write_text(os.path.join(version_dir, BATCHING_PARAMS_FILE), TEXT_BATCHING_PARAMS)
+
+
+# What TF Serving batches: the text models only. Under `--enable_per_model_batching_parameters`
+# (docker-compose.yml passes it) a model is batched where its version folder holds this file, with
+# these settings; the others are run request by request. An ids model is not batched: TF Serving
+# pads a shorter request's tensors with their first element (`batching_util.h`), which for ids is
+# [CLS] with mask 1, read as real tokens; its answer would move with what it was batched with. A
+# text model's requests are one string a row, concatenated unpadded, tokenized in the graph.
+BATCHING_PARAMS_FILE = "batching_params.pbtxt"
+TEXT_BATCHING_PARAMS = """max_batch_size { value: 32 }
+batch_timeout_micros { value: 2000 }
+max_enqueued_batches { value: 100 }
+pad_variable_length_inputs: false
+"""
+
 SERVING_FILES = {
-    # Server-side batching: requests arriving within the timeout are run as one batch (TF Serving's
-    # `--enable_batching`); sizes that suit a CPU server of a few cores; tune on the serving machine.
-    "batching.config": """max_batch_size { value: 32 }
+    # The batching threads TF Serving shares across models (`--batching_parameters_file`); with
+    # per-model parameters on, a batched model's sizes come from its own `batching_params.pbtxt`
+    # (TEXT_BATCHING_PARAMS). Where that flag is left off these apply to every model, padding
+    # off: ids requests of different lengths batched together are refused rather than padded.
+    "batching.config": """# TF Serving's batching threads (per-model sizes: each text model's batching_params.pbtxt).
+max_batch_size { value: 32 }
 batch_timeout_micros { value: 2000 }
 max_enqueued_batches { value: 100 }
 num_batch_threads { value: 4 }
-pad_variable_length_inputs: true
+pad_variable_length_inputs: false
 """,
     # `docker compose up` in the base folder: gRPC on 8500, REST on 8501, every model of
     # models.config, the folder re-read every 60 s (a new export's version is picked up).
@@ -303,6 +325,7 @@ pad_variable_length_inputs: true
       - --model_config_file={{serving_base}}/models.config
       - --model_config_file_poll_wait_seconds=60
       - --enable_batching=true
+      - --enable_per_model_batching_parameters=true
       - --batching_parameters_file={{serving_base}}/batching.config
 """,
 }
