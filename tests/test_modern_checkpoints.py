@@ -253,3 +253,17 @@ def test_a_bert_folder_with_only_tokenizer_json_tokenizes_and_serves_text(tmp_pa
     paths = export_for_serving(model, "bert", base_dir=str(tmp_path / "savedmodels"), sequence_length=16)
     served = tf.saved_model.load(paths["bert_text"]).signatures["serving_default"](text=tf.constant(texts))
     np.testing.assert_allclose(served["logits"].numpy(), model.predict(packed, verbose=0)["logits"], atol=1e-4)
+
+
+@pytest.mark.slow
+@pytest.mark.tensorflow_only
+def test_every_rotary_model_types_ids_model_converts_to_tflite_with_the_keras_outputs(served_models, tmp_path):
+    """TFLite runs each model type's ids SavedModel (rotary attention, ModernBERT's sliding window)
+    on builtin ops, and answers what the Keras model computes."""
+    from bertlayers.export import export_tflite, tflite_interpreter
+
+    _, results = served_models
+    for name, ((_, ids_path), packed, expected, _) in results.items():
+        runner = tflite_interpreter(export_tflite(ids_path, str(tmp_path / f"{name}.tflite"))).get_signature_runner()
+        answer = runner(**{k: np.asarray(v, "int32") for k, v in packed.items()})["logits"]
+        np.testing.assert_allclose(answer, expected, atol=1e-4, err_msg=name)

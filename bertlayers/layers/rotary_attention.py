@@ -42,21 +42,22 @@ class RotaryAttention(MultiHeadAttention):
     def positioned(self, query, key, query_positions, key_positions=None):
         batch, queries, keys = ops.shape(query)[0], ops.shape(query)[1], ops.shape(key)[1]
         if query_positions is None:
-            query_positions = ops.broadcast_to(ops.arange(queries)[None, :], (batch, queries))
+            query_positions = ops.broadcast_to(ops.expand_dims(ops.arange(queries), 0), (batch, queries))
         if key_positions is None:
-            key_positions = ops.broadcast_to(ops.arange(keys)[None, :], (batch, keys))
+            key_positions = ops.broadcast_to(ops.expand_dims(ops.arange(keys), 0), (batch, keys))
         return self._rotated(query, query_positions), self._rotated(key, key_positions)
 
     def _rotated(self, x, positions):
         # x [B, T, N, D], positions [B, T]; the angles in float32 (positions up to 8k times 1).
-        half = self.key_dim // 2
         frequencies = ops.power(
             self.rotary_theta, -ops.arange(0, self.key_dim, 2, dtype="float32") / self.key_dim
         )  # [D/2]
         angles = ops.expand_dims(ops.cast(positions, "float32"), -1) * frequencies  # [B, T, D/2]
-        cos = ops.cast(ops.cos(angles), x.dtype)[:, :, None, :]  # [B, T, 1, D/2]
-        sin = ops.cast(ops.sin(angles), x.dtype)[:, :, None, :]
-        first, second = x[..., :half], x[..., half:]
+        # expand_dims and split, not `[:, :, None]` and `[..., :half]`: TFLite's converter has no
+        # builtin for a strided slice that adds an axis to a tensor of unknown batch and length.
+        cos = ops.expand_dims(ops.cast(ops.cos(angles), x.dtype), 2)  # [B, T, 1, D/2]
+        sin = ops.expand_dims(ops.cast(ops.sin(angles), x.dtype), 2)
+        first, second = ops.split(x, 2, axis=-1)
         return ops.concatenate([first * cos - second * sin, second * cos + first * sin], axis=-1)
 
     def get_config(self):

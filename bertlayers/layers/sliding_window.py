@@ -53,10 +53,12 @@ def banded_attention(query, key, value, key_mask, window, dropout=None):
     key, value, key_mask = neighbours(key), neighbours(value), neighbours(key_mask)
     scores = ops.cast(ops.einsum("bxqnd,bxknd->bnxqk", query, key), "float32")  # [B, N, nb, h, 3h]
     # Query q of a block sits at block * h + q, key k of its neighbours at block * h - h + k.
-    offset = ops.arange(half)[:, None] - ops.arange(3 * half)[None, :] + half  # [h, 3h]: i - j
-    band = ops.abs(offset) <= window // 2
-    allowed = ops.logical_and(band[None, None, :, :], key_mask[:, :, None, :])  # [B, nb, h, 3h]
-    scores = mask_logits(scores, allowed[:, None])
+    # (New axes by expand_dims / reshape: TFLite converts no strided slice adding one to a tensor
+    # of unknown size.)
+    offset = ops.expand_dims(ops.arange(half), 1) - ops.expand_dims(ops.arange(3 * half), 0) + half  # [h, 3h]: i - j
+    band = ops.reshape(ops.abs(offset) <= window // 2, (1, 1, half, 3 * half))
+    allowed = ops.logical_and(band, ops.expand_dims(key_mask, 2))  # [B, nb, h, 3h]
+    scores = mask_logits(scores, ops.expand_dims(allowed, 1))
     probabilities = ops.cast(ops.softmax(scores, axis=-1), value.dtype)
     if dropout is not None:
         probabilities = dropout(probabilities)

@@ -243,7 +243,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         if mask is not None and mask.shape[1] != 1:
             mask = _rows_at(mask, output_positions)  # [B, S or P, S]
         if self.attention_window and output_positions is not None:  # the band's rows alone, not [S, S]
-            keys = ops.arange(ops.shape(inputs)[1])[None, None, :]
+            keys = ops.reshape(ops.arange(ops.shape(inputs)[1]), (1, 1, -1))
             near = ops.abs(ops.expand_dims(output_positions, -1) - keys) <= self.attention_window // 2  # [B, P, S]
             mask = near if mask is None else ops.logical_and(mask, near)
 
