@@ -74,7 +74,7 @@ def script_result(name, *args, expect=0):
     path = script(name)[1]
     saved_argv, saved_path = sys.argv, sys.path[:]
     logger = logging.getLogger("bertlayers")
-    saved_handlers, saved_level = logger.handlers[:], logger.level
+    saved_handlers, saved_level, saved_propagate = logger.handlers[:], logger.level, logger.propagate
     saved_claims, saved_made = set(atomic_files._CLAIMS), atomic_files._MADE[:]
     printed, errors = io.StringIO(), io.StringIO()
     sys.argv = [path, *map(str, args)]
@@ -91,7 +91,7 @@ def script_result(name, *args, expect=0):
     finally:
         command = " ".join(sys.argv)[:300]
         sys.argv, sys.path[:] = saved_argv, saved_path
-        logger.handlers, logger.level = saved_handlers, saved_level
+        logger.handlers, logger.level, logger.propagate = saved_handlers, saved_level, saved_propagate
         for key in set(atomic_files._CLAIMS) - saved_claims:
             atomic_files.release(key)
         atomic_files._MADE[:] = saved_made

@@ -222,3 +222,27 @@ def test_help_is_answered_before_tensorflow_loads_and_equals_the_parser_s(script
     assert quick.returncode == 0 and quick.stdout == recorded
     loaded = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in quick.stderr.splitlines() if "|" in line}
     assert not loaded & {"tensorflow", "keras", "bertlayers"}, sorted(loaded & {"tensorflow", "keras", "bertlayers"})
+
+
+def test_a_scripts_progress_is_printed_once_when_the_root_logger_has_a_handler(monkeypatch):
+    """A library that calls `logging.basicConfig` gives the root logger a handler; the scripts'
+    progress lines went to it too and each was printed twice ("INFO:bertlayers...: ...")."""
+    import logging
+
+    from bertlayers.utils.cli import show_progress
+
+    logger = logging.getLogger("bertlayers")
+    monkeypatch.setattr(logger, "handlers", [])
+    monkeypatch.setattr(logger, "propagate", True)
+    monkeypatch.setattr(logger, "level", logger.level)
+    root_lines = io.StringIO()
+    root_handler = logging.StreamHandler(root_lines)
+    logging.getLogger().addHandler(root_handler)
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            show_progress()
+            logging.getLogger("bertlayers.export.saved_model").info("Writing savedmodels/x/1 ...")
+    finally:
+        logging.getLogger().removeHandler(root_handler)
+    assert printed.getvalue() == "Writing savedmodels/x/1 ...\n" and root_lines.getvalue() == ""

@@ -72,6 +72,9 @@ def show_progress():
         handler._bertlayers_progress = True
         logger.addHandler(handler)
     logger.setLevel(logging.INFO)
+    # Not passed on to the root logger too: a library the script imports may have given that a
+    # handler of its own (`logging.basicConfig`), which printed every line again.
+    logger.propagate = False
 
 
 def _fail(error, status):
