@@ -203,8 +203,8 @@ def keras_model(library, work, model_size, sequence):
     import keras
 
     if library == "bertlayers":
+        from bertlayers.families.bert import BertEncoder
         from bertlayers.models import BertPretrainer, SequenceClassifier
-        from bertlayers.networks import BertEncoder
 
         encoder = BertEncoder(vocabulary_size=VOCABULARY_SIZE, max_sequence_length=512, **model_size)
         if work == "mlm":

@@ -190,8 +190,8 @@ def bertlayers_pretrainer(work, dtype):
     """The compiled `BertPretrainer` of MLM work `work` and its batch: (model, x, y, sample weights)."""
     import numpy as np
 
+    from bertlayers.families.bert import BertEncoder
     from bertlayers.models import BertPretrainer
-    from bertlayers.networks import BertEncoder
     from bertlayers.training.optimization import create_optimizer
 
     size = MLM_SIZES[work]

@@ -88,8 +88,8 @@ def keras_row(row, calls, repeats, fit_model="tiny"):
     import jax
     import keras
 
+    from bertlayers.families.bert import BertEncoder
     from bertlayers.models import compiled_predictor
-    from bertlayers.networks import BertEncoder
 
     keras.utils.set_random_seed(0)
     x = ids(1, 16)
@@ -137,8 +137,8 @@ def fit_row(row, repeats, fit_model):
     # isort: split
     import keras
 
+    from bertlayers.families.bert import BertEncoder
     from bertlayers.models import SequenceClassifier
-    from bertlayers.networks import BertEncoder
 
     sizes, rows, fixed, mixed = FIT_MODELS[fit_model]
     model = SequenceClassifier(BertEncoder(**sizes, max_sequence_length=MAX_LENGTH), 2)

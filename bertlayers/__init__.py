@@ -37,7 +37,6 @@ and saving checkpoints), `docs/pretraining.md` (recipes, corpora, continued pret
 
 __version__ = "0.1.0"
 
-import importlib
 
 from bertlayers.startup import backend_is_tensorflow, import_tensorflow_quietly, tensorflow_available
 
@@ -61,41 +60,5 @@ from bertlayers.families.xlnet import XLNetEncoder  # noqa: F401
 from bertlayers.networks import EncoderConfig, build_encoder  # noqa: F401
 from bertlayers.networks.presets import get_preset, preset_names  # noqa: F401
 
-# Names that moved into their family's folder stay importable where they were first documented
-# (`from bertlayers.networks import BertEncoder`). They are set here, once every family is
-# imported, and listed in no lower namespace's `__all__`: a lower tier promises no family's names.
-MOVED_NAMES = {
-    "bertlayers.networks": {
-        "AlbertEncoder": "bertlayers.families.albert",
-        "BertEncoder": "bertlayers.families.bert",
-        "XLNetEncoder": "bertlayers.families.xlnet",
-    },
-    "bertlayers.layers": {
-        "GeneratorCorruption": "bertlayers.families.electra",
-        "MaskEmbedding": "bertlayers.families.xlnet",
-        "RelativeAttention": "bertlayers.families.xlnet",
-        "RelativeEncoderBlock": "bertlayers.families.xlnet",
-        "RelativePositionEncoding": "bertlayers.families.xlnet",
-        "ReplacedTokenDetectionHead": "bertlayers.families.electra",
-        "SpanBoundaryHead": "bertlayers.families.spanbert",
-        "TiedOutputProjection": "bertlayers.families.xlnet",
-        "TwoStreamMasks": "bertlayers.families.xlnet",
-    },
-    "bertlayers.convert": {
-        "load_google_albert": "bertlayers.families.albert",
-        "load_google_bert": "bertlayers.families.bert",
-        "load_huggingface_albert": "bertlayers.families.albert",
-        "load_huggingface_bert": "bertlayers.families.bert",
-        "load_huggingface_distilbert": "bertlayers.families.distilbert",
-        "load_huggingface_electra": "bertlayers.families.electra",
-        "load_huggingface_roberta": "bertlayers.families.roberta",
-        "load_huggingface_xlnet": "bertlayers.families.xlnet",
-    },
-}
 if tensorflow_available():  # checkpoints come with their tokenizers, which are TensorFlow graphs
     from bertlayers import convert  # noqa: F401
-else:
-    del MOVED_NAMES["bertlayers.convert"]
-for _namespace, _names in MOVED_NAMES.items():
-    for _name, _module in _names.items():
-        setattr(importlib.import_module(_namespace), _name, getattr(importlib.import_module(_module), _name))

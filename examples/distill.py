@@ -33,9 +33,10 @@ import numpy as np
 from bertlayers.convert.loading import load_encoder, load_model_file
 from bertlayers.export import export_for_serving
 from bertlayers.export.serving_latency import load_text_ops, serving_latency
+from bertlayers.families.bert import BertEncoder
 from bertlayers.metrics import accuracy
 from bertlayers.models import Distiller, SequenceClassifier
-from bertlayers.networks import BertEncoder, reinitialized
+from bertlayers.networks import reinitialized
 from bertlayers.runs.finetuning import write_json
 from bertlayers.runs.output_folder import take_output_folder
 from bertlayers.task_data.classification import LabelMap, TextExample, encode_examples, read_text_examples

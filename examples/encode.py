@@ -15,7 +15,7 @@ import os
 import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: examples/usage/)
 import numpy as np
 
-from bertlayers.convert import load_huggingface_bert
+from bertlayers.families.bert import load_huggingface_bert
 from bertlayers.layers import SequencePooling
 from bertlayers.networks import build_encoder
 from bertlayers.tokenizers import BertInputPacker, bert_uncased_vocabulary, wordpiece_tokenizer

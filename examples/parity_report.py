@@ -17,8 +17,9 @@ import os
 import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: examples/usage/)
 import numpy as np
 
-from bertlayers.convert import load_huggingface_bert, load_huggingface_electra, load_huggingface_xlnet
-from bertlayers.families.xlnet import XLNetEncoder
+from bertlayers.families.bert import load_huggingface_bert
+from bertlayers.families.electra import load_huggingface_electra
+from bertlayers.families.xlnet import XLNetEncoder, load_huggingface_xlnet
 from bertlayers.utils.assets import minilm_path
 from bertlayers.utils.cli import argument_parser, run_script
 

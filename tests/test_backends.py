@@ -43,7 +43,9 @@ from bertlayers.families.electra import ElectraPretrainer, electra_encoders
 from bertlayers.families.spanbert import SpanBertPretrainer
 from bertlayers.families.xlnet import XLNetEncoder, XLNetPretrainer
 from bertlayers.models import BertPretrainer, SequenceClassifier, SpanPredictor, TokenClassifier
-from bertlayers.networks import AlbertEncoder, BertEncoder, EncoderConfig
+from bertlayers.networks import EncoderConfig
+from bertlayers.families.albert import AlbertEncoder
+from bertlayers.families.bert import BertEncoder
 from bertlayers.training import create_optimizer
 
 TINY = %(tiny)s

@@ -17,7 +17,7 @@ import tensorflow as tf
 from pretraining_fixtures import PREDICTIONS, SEQ
 
 from bertlayers.convert import load_model_file
-from bertlayers.networks import BertEncoder
+from bertlayers.families.bert import BertEncoder
 from bertlayers.pretraining_data.corpus import read_corpus
 from bertlayers.pretraining_data.tfrecords import check_tfrecords, serialize_example
 from bertlayers.runs.pretraining import PretrainingConfig, run_pretraining

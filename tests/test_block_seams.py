@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from keras import ops
 
+from bertlayers.families.bert import BertEncoder
 from bertlayers.layers import GatedFeedForward, RotaryAttention, TransformerEncoderBlock
-from bertlayers.networks import BertEncoder
 from bertlayers.testing import run_layer_test
 
 

@@ -153,8 +153,8 @@ def test_a_graph_of_unknown_batch_and_length():
 
 @pytest.mark.slow
 def test_a_crf_tagger_trains_on_every_real_tokens_tag_and_outputs_its_viterbi_path(tmp_path):
+    from bertlayers.families.bert import BertEncoder
     from bertlayers.models import TokenClassifier
-    from bertlayers.networks import BertEncoder
 
     encoder = BertEncoder(
         vocabulary_size=50, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32, max_sequence_length=16

@@ -13,8 +13,7 @@ import pytest
 
 from bertlayers.convert import load_encoder
 from bertlayers.convert.huggingface import HUGGINGFACE_FAMILIES
-from bertlayers.families.deberta_v2 import DebertaV2Encoder
-from bertlayers.layers import RelativePositionTable, ResidualConvolution
+from bertlayers.families.deberta_v2 import DebertaV2Encoder, RelativePositionTable, ResidualConvolution
 from bertlayers.testing import run_encoder_test, run_layer_test
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
@@ -190,7 +189,7 @@ def test_bad_configs_are_refused_by_name(tmp_path, changes, message):
 
 
 def test_disentangled_attention_alone_names_its_encoder():
-    from bertlayers.networks import BertEncoder
+    from bertlayers.families.bert import BertEncoder
 
     sizes = dict(vocabulary_size=50, num_layers=1, hidden_size=8, num_heads=2, intermediate_size=8)
     with pytest.raises(ValueError, match="architecture 'deberta_v2'"):

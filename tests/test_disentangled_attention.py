@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from keras import ops
 
-from bertlayers.layers import DisentangledAttention
-from bertlayers.layers.disentangled_attention import relative_positions
+from bertlayers.families.deberta_v2 import DisentangledAttention
+from bertlayers.families.deberta_v2.disentangled_attention import relative_positions
 
 FIXTURE = np.load(os.path.join(os.path.dirname(__file__), "fixtures", "disentangled_attention.npz"))
 SETTINGS = {

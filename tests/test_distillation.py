@@ -8,8 +8,8 @@ import keras
 import numpy as np
 import pytest
 
+from bertlayers.families.bert import BertEncoder
 from bertlayers.models import Distiller, SequenceClassifier, TokenClassifier
-from bertlayers.networks import BertEncoder
 
 TINY = dict(
     vocabulary_size=30522, num_layers=1, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=32

@@ -5,8 +5,8 @@ import keras
 import numpy as np
 import pytest
 
+from bertlayers.families.bert import BertEncoder
 from bertlayers.models import DualEncoder
-from bertlayers.networks import BertEncoder
 
 TINY = dict(vocabulary_size=64, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32, max_sequence_length=16)
 

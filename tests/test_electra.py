@@ -15,7 +15,8 @@ import pytest
 import tensorflow as tf
 from pretraining_fixtures import fine_tune_export_and_serve, tiny_family_run
 
-from bertlayers.convert import load_encoder, load_huggingface_bert, load_huggingface_electra
+from bertlayers.convert import load_encoder
+from bertlayers.families.bert import BertEncoder, load_huggingface_bert
 from bertlayers.families.electra import (
     OBJECTIVE,
     ElectraDiscriminator,
@@ -23,8 +24,9 @@ from bertlayers.families.electra import (
     ElectraPretrainer,
     GeneratorCorruption,
     electra_encoders,
+    load_huggingface_electra,
 )
-from bertlayers.networks import BertEncoder, get_preset
+from bertlayers.networks import get_preset
 from bertlayers.pretraining_data.mlm_masking import MaskingConfig
 from bertlayers.pretraining_data.objectives import BatchContext
 from bertlayers.tokenizers.vocabulary import VocabularyInfo

@@ -8,13 +8,15 @@ import pytest
 
 from bertlayers.families.elmo import (
     BidirectionalLanguageModel,
+    CharacterCnn,
+    Highway,
     ProjectedLstmCell,
     batch_character_ids,
     character_ids,
     reverse_within_lengths,
     sentence_character_ids,
 )
-from bertlayers.layers import CharacterCnn, Highway, ScalarMix
+from bertlayers.layers import ScalarMix
 from bertlayers.testing import run_layer_test
 
 

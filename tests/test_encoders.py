@@ -6,8 +6,10 @@ import keras
 import numpy as np
 import pytest
 
+from bertlayers.families.albert import AlbertEncoder
+from bertlayers.families.bert import BertEncoder
 from bertlayers.models.pretrainer import BertPretrainer
-from bertlayers.networks import AlbertEncoder, BertEncoder, EncoderConfig, build_encoder, get_preset, preset_names
+from bertlayers.networks import EncoderConfig, build_encoder, get_preset, preset_names
 
 TINY = dict(
     vocabulary_size=60,
@@ -247,45 +249,6 @@ def test_keras_save_and_load(tmp_path, encoder_cls, extra):
     actual = loaded(inputs)
     for key in ("sequence_output", "pooled_output"):
         np.testing.assert_allclose(actual[key], expected[key], atol=1e-6)
-
-
-def test_files_saved_with_the_old_activation_spellings_still_load(tmp_path):
-    """Before one spelling, the encoder config said `hidden_activation`, the block
-    `intermediate_activation` and the classification head `inner_activation`."""
-    import json
-    import zipfile
-
-    from bertlayers.models import SequenceClassifier
-
-    model = SequenceClassifier(BertEncoder(**TINY, activation="relu", name="tiny"), 3)
-    inputs = encoder_inputs([5, 3], seq=6)
-    path = tmp_path / "model.keras"
-    model.save(str(path))
-    with zipfile.ZipFile(path) as archive:
-        files = {name: archive.read(name) for name in archive.namelist()}
-    text = files["config.json"].decode()
-    assert text.count('"activation": "relu"') == 1  # the encoder's config (its layers are rebuilt from it)
-    old = text.replace('"activation": "relu"', '"hidden_activation": "relu"')
-    json.loads(old)
-    with zipfile.ZipFile(tmp_path / "old.keras", "w") as archive:
-        for name, data in {**files, "config.json": old.encode()}.items():
-            archive.writestr(name, data)
-    loaded = keras.saving.load_model(str(tmp_path / "old.keras"), safe_mode=True)
-    assert loaded.encoder.config.activation == "relu"
-    np.testing.assert_allclose(
-        loaded.predict(inputs, verbose=0)["logits"], model.predict(inputs, verbose=0)["logits"], atol=1e-6
-    )
-    # Layers saved on their own (in a user's model) carried their own spellings.
-    from bertlayers.layers import ClassificationHead, MaskedLMHead, TransformerEncoderBlock
-
-    for layer, old_key in (
-        (TransformerEncoderBlock(num_heads=2, intermediate_size=8, activation="relu"), "intermediate_activation"),
-        (ClassificationHead(num_classes=2, activation="relu"), "inner_activation"),
-        (MaskedLMHead(vocabulary_size=10, activation="relu"), "intermediate_activation"),
-    ):
-        config = layer.get_config()
-        config[old_key] = config.pop("activation")
-        assert type(layer).from_config(config).activation == "relu"
 
 
 @pytest.mark.parametrize("encoder_cls", [BertEncoder, AlbertEncoder])

@@ -8,9 +8,9 @@ import keras
 import numpy as np
 import pytest
 
+from bertlayers.families.bert import BertEncoder
 from bertlayers.layers import MeanProbabilities
 from bertlayers.models import ClassifierEnsemble, SequenceClassifier, TokenClassifier
-from bertlayers.networks import BertEncoder
 from bertlayers.testing import encoder_batch, run_layer_test
 
 TINY = dict(vocabulary_size=100, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32)

@@ -15,8 +15,8 @@ from fresh_serving import poisoned_path, run_fresh
 from processes import REPO, environment, python, run, script
 
 from bertlayers.export import export_for_serving
+from bertlayers.families.bert import BertEncoder
 from bertlayers.models import SequenceClassifier, SpanPredictor, TokenClassifier
-from bertlayers.networks import BertEncoder
 from bertlayers.task_data.squad import SquadExample, decode_answers, make_windows, read_squad
 from bertlayers.tokenizers import BertInputPacker, bert_uncased_vocabulary, wordpiece_tokenizer
 

@@ -1,5 +1,5 @@
-"""A family lives in one folder: its names stay reachable from the public namespaces, its
-registrations happen on import, and `.keras` files saved before the move still load."""
+"""A family lives in one folder: its names are imported from there (no lower namespace offers
+them), its registrations happen on import, and `.keras` files saved before the move still load."""
 
 import importlib
 import os
@@ -19,12 +19,24 @@ from bertlayers.networks import ENCODERS, preset_names
 SAVED = os.path.join(os.path.dirname(__file__), "fixtures", "saved_before_family_folders")
 
 
+# Every name a family defines, and the lower namespaces where none of them may be offered.
+FAMILY_NAMES = {
+    "bertlayers.families.albert": ("AlbertEncoder", "load_google_albert", "load_huggingface_albert"),
+    "bertlayers.families.bert": ("BertEncoder", "load_google_bert", "load_huggingface_bert"),
+    "bertlayers.families.xlnet": ("XLNetEncoder", "MaskEmbedding", "RelativeAttention", "TwoStreamMasks"),
+    "bertlayers.families.electra": ("GeneratorCorruption", "ReplacedTokenDetectionHead", "load_huggingface_electra"),
+    "bertlayers.families.spanbert": ("SpanBoundaryHead",),
+    "bertlayers.families.roberta": ("load_huggingface_roberta",),
+    "bertlayers.families.distilbert": ("load_huggingface_distilbert",),
+}
+
+
 @pytest.mark.parametrize("namespace", [bertlayers.layers, bertlayers.networks, bertlayers.convert])
-def test_moved_names_resolve_to_the_family_objects_and_no_lower_tier_lists_them(namespace):
-    moved = bertlayers.MOVED_NAMES[namespace.__name__]
-    for name, module in moved.items():
-        assert getattr(namespace, name) is getattr(importlib.import_module(module), name)
-        assert name not in namespace.__all__
+def test_a_lower_namespace_offers_no_familys_name(namespace):
+    for module, names in FAMILY_NAMES.items():
+        for name in names:
+            assert getattr(importlib.import_module(module), name) is not None
+            assert not hasattr(namespace, name), (namespace.__name__, name)
     for name in namespace.__all__:  # what a namespace lists, it can import itself
         assert getattr(namespace, name) is not None
     with pytest.raises(AttributeError, match="has no attribute 'NoSuchLayer'"):
@@ -32,8 +44,8 @@ def test_moved_names_resolve_to_the_family_objects_and_no_lower_tier_lists_them(
 
 
 def test_the_public_face_names_every_family_encoder():
-    for name in ("AlbertEncoder", "BertEncoder", "XLNetEncoder"):
-        assert getattr(bertlayers, name) is getattr(bertlayers.networks, name)
+    for name, family in (("AlbertEncoder", "albert"), ("BertEncoder", "bert"), ("XLNetEncoder", "xlnet")):
+        assert getattr(bertlayers, name) is getattr(importlib.import_module(f"bertlayers.families.{family}"), name)
     assert set(ENCODERS) >= {"albert", "bert", "xlnet"}
 
 
@@ -82,7 +94,8 @@ from bertlayers.convert.weight_map import WeightMap
 from bertlayers.pretraining_data.objectives import OBJECTIVES
 from bertlayers.families.recipes import Recipe, register_recipe
 from bertlayers.models.pretrainer import BertPretrainer
-from bertlayers.networks import BertEncoder, build_encoder
+from bertlayers.networks import build_encoder
+from bertlayers.families.bert import BertEncoder
 from bertlayers.networks.encoder_config import EncoderConfig
 from bertlayers.networks.presets import register_preset
 
@@ -119,7 +132,8 @@ register_recipe(Recipe(
 def test_a_family_is_its_folder_and_its_import(tmp_path, monkeypatch):
     import json
 
-    from bertlayers.convert import load_encoder, load_huggingface_bert
+    from bertlayers.convert import load_encoder
+    from bertlayers.families.bert import load_huggingface_bert
     from bertlayers.families.recipes import RECIPES, get_recipe
     from bertlayers.networks import build_encoder, get_preset, presets
     from bertlayers.utils.assets import minilm_path
@@ -153,19 +167,19 @@ def test_a_family_is_its_folder_and_its_import(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "folder, output_key, embedding_key, loader",
+    "folder, output_key, embedding_key, family",
     [
         (
             "electra_tiny/generator",
             "generator_lm_head.weight",
             "electra.embeddings.word_embeddings.weight",
-            "load_huggingface_electra",
+            "electra",
         ),
-        ("xlnet_tiny", "lm_loss.weight", "transformer.word_embedding.weight", "load_huggingface_xlnet"),
+        ("xlnet_tiny", "lm_loss.weight", "transformer.word_embedding.weight", "xlnet"),
     ],
 )
 def test_an_output_matrix_its_config_calls_tied_is_refused_when_it_differs(
-    folder, output_key, embedding_key, loader, tmp_path
+    folder, output_key, embedding_key, family, tmp_path
 ):
     """A config that says tie_word_embeddings (or says nothing) with a separate, different output
     matrix: loaded tied, the logits would be off with no error (untied checkpoints that say so
@@ -176,13 +190,14 @@ def test_an_output_matrix_its_config_calls_tied_is_refused_when_it_differs(
 
     source = os.path.join(os.path.dirname(__file__), "fixtures", folder)
     tensors = load_file(os.path.join(source, "model.safetensors"))
-    getattr(bertlayers.convert, loader)(source)  # tied (or no separate copy): loads
+    load = getattr(importlib.import_module(f"bertlayers.families.{family}"), f"load_huggingface_{family}")
+    load(source)  # tied (or no separate copy): loads
     copy = tmp_path / "untied"
     shutil.copytree(source, copy)
     tensors[output_key] = tensors[embedding_key] + 0.5
     save_file(tensors, str(copy / "model.safetensors"))
     with pytest.raises(ValueError, match=rf"says tie_word_embeddings .* but {re.escape(output_key)} differs from"):
-        getattr(bertlayers.convert, loader)(str(copy))
+        load(str(copy))
 
 
 TOY_MODERN = '''
@@ -301,16 +316,3 @@ def test_a_modern_family_plugs_rotary_attention_a_window_and_rmsnorm_into_the_co
         block_parts.ATTENTIONS.pop("toy_rotary", None)
         block_parts.NORMALIZATIONS.pop("toy_rms", None)
         ENCODERS.pop("toy_modern", None)
-
-
-def test_the_former_data_modules_are_the_new_ones():
-    from bertlayers.data.squad_data import read_squad  # a path the docs showed
-
-    import bertlayers.data
-    from bertlayers.task_data.squad import read_squad as moved
-
-    assert read_squad is moved
-    for old, new in bertlayers.data.MOVED_MODULES.items():
-        assert importlib.import_module(f"bertlayers.data.{old}") is importlib.import_module(new)
-        assert getattr(bertlayers.data, old) is importlib.import_module(new)
-    from bertlayers.data import BertInputPacker, minilm_path  # noqa: F401  (the package's own names)

@@ -20,7 +20,7 @@ from pretraining_fixtures import PREDICTIONS, SEQ
 from processes import python, run, script, script_result, start
 
 from bertlayers.export import export_for_serving
-from bertlayers.networks import BertEncoder
+from bertlayers.families.bert import BertEncoder
 from bertlayers.runs.pretraining import PretrainingConfig, run_pretraining
 from bertlayers.training.checkpointing import ResumableBackup
 from bertlayers.utils import atomic_files
@@ -256,7 +256,8 @@ def test_exports_killed_at_random_points_leave_only_complete_versions(saved_enco
         for name in listed_models(base):  # what models.config names, TF Serving can load
             assert complete_versions(base / name), name
     (base / "stale.partial").mkdir(parents=True)  # a folder that is no model (the kills may have come before any)
-    (base / ".export-journal-0123abcd.json.partial").write_text("")  # a journal a kill cut off, empty
+    # A journal a kill cut off while it was written (its writer, the last export killed, is gone).
+    (base / f".partial-{process.pid}-0123abcd-.export-journal-0123abcd.json").write_text("")
     written = export_for_serving(
         keras.saving.load_model(saved_encoder),
         "enc",

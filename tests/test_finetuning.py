@@ -19,8 +19,8 @@ from processes import (
 )
 
 from bertlayers.convert import load_encoder, trained_pooling
+from bertlayers.families.bert import BertEncoder
 from bertlayers.models import BertPretrainer, SequenceClassifier, SpanPredictor, TokenClassifier
-from bertlayers.networks import BertEncoder
 from bertlayers.task_data.classification import LabelMap, read_text_examples
 from bertlayers.task_data.ner import decode_tags, encode_sentences, tag_vocabulary
 from bertlayers.task_data.squad import SquadExample, decode_answers, make_windows, read_squad
@@ -297,7 +297,7 @@ def test_freezing_the_embeddings_and_the_lower_layers():
     with pytest.raises(ValueError, match=r"integer in \[0, 3\].*got 4"):
         encoder.freeze_lower_layers(4)
 
-    from bertlayers.networks import AlbertEncoder
+    from bertlayers.families.albert import AlbertEncoder
 
     albert = AlbertEncoder(**{**TINY, "num_layers": 2, "embedding_size": 8})
     with pytest.raises(ValueError, match="their block is shared with the layers above"):

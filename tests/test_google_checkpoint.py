@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bertlayers.convert import CheckpointMismatchError, load_google_albert, load_google_bert, load_huggingface_bert
+from bertlayers.convert import CheckpointMismatchError
+from bertlayers.families.albert import load_google_albert
+from bertlayers.families.bert import load_google_bert, load_huggingface_bert
 from bertlayers.utils.assets import minilm_path
 
 rng = np.random.default_rng(0)

@@ -12,7 +12,8 @@ import shutil
 import numpy as np
 import pytest
 
-from bertlayers.convert import CheckpointMismatchError, load_huggingface_bert
+from bertlayers.convert import CheckpointMismatchError
+from bertlayers.families.bert import load_huggingface_bert
 from bertlayers.utils.assets import minilm_path
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "minilm_reference.npz")

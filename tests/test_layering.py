@@ -25,9 +25,8 @@ TIERS = (
 )
 ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bertlayers")
 # The package's own __init__ (it imports everything to register the serializable classes) and the
-# former `data` package (kept for its import paths; nothing of ours imports it) stand outside the
-# tiers; the start-up and backend modules are below them all.
-OUTSIDE = {"__init__", "startup", "backend", "data", "testing"}
+# shared test checks stand outside the tiers; the start-up and backend modules are below them all.
+OUTSIDE = {"__init__", "startup", "backend", "testing"}
 BELOW_ALL = ("startup", "backend")
 
 
@@ -128,6 +127,45 @@ def family_mentions(package):
 def test_the_core_tiers_name_no_family():
     found = [mention for package in CORE for mention in family_mentions(package)]
     assert not found, "family names in the core tiers:\n" + "\n".join(found)
+
+
+def layer_module_users():
+    """{module of bertlayers/layers: the places of the library that import it}, a place being a
+    family's folder (`families/xlnet`) or another package (`networks`); `bertlayers.layers`'s own
+    re-exports are followed to the module that defines each name."""
+    layers = os.path.join(ROOT, "layers")
+    modules = {name[: -len(".py")] for name in os.listdir(layers) if name.endswith(".py") and name != "__init__.py"}
+    defined_in = {}  # name re-exported by bertlayers.layers -> its module
+    for node in ast.walk(ast.parse(open(os.path.join(layers, "__init__.py"), encoding="utf-8").read())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("bertlayers.layers."):
+            defined_in.update({alias.name: node.module.split(".")[2] for alias in node.names})
+    users = {module: set() for module in modules}
+    for folder, _, files in os.walk(ROOT):
+        for name in files:
+            if not name.endswith(".py"):
+                continue
+            parts = os.path.relpath(os.path.join(folder, name), ROOT)[: -len(".py")].split(os.sep)
+            place = "/".join(parts[:2]) if parts[0] == "families" else parts[0]
+            for node in ast.walk(ast.parse(open(os.path.join(folder, name), encoding="utf-8").read())):
+                used = []
+                if isinstance(node, ast.ImportFrom) and node.module == "bertlayers.layers":
+                    used = [defined_in.get(alias.name) for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("bertlayers.layers."):
+                    used = [node.module.split(".")[2]]
+                for module in used:
+                    if module in users and parts not in (["layers", module], ["layers", "__init__"]):
+                        users[module].add(place)
+    return users
+
+
+def test_no_module_of_layers_serves_one_family_only():
+    """A layer only one family uses lives in that family's folder."""
+    one_family = {
+        module: sorted(places)
+        for module, places in layer_module_users().items()
+        if len(places) == 1 and next(iter(places)).startswith("families/")
+    }
+    assert not one_family, f"layers used by one family only (move them into its folder): {one_family}"
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import pytest
 from keras import ops
 
 from bertlayers import layers
+from bertlayers.families import electra, spanbert, xlnet
 from bertlayers.testing import run_layer_test
 
 BATCH, SEQ, HIDDEN, HEADS, VOCAB = 2, 6, 16, 4, 50
@@ -661,7 +662,7 @@ def test_token_embedding():
 
 def test_mask_embedding():
     run_layer_test(
-        layers.MaskEmbedding,
+        xlnet.MaskEmbedding,
         {"hidden_size": HIDDEN},
         {"target_mapping": rng.random((BATCH, 3, SEQ)).astype("float32")},
         (BATCH, 3, HIDDEN),
@@ -670,7 +671,7 @@ def test_mask_embedding():
 
 def test_tied_output_projection():
     run_layer_test(
-        layers.TiedOutputProjection,
+        xlnet.TiedOutputProjection,
         {"token_embedding": keras.layers.ReversibleEmbedding(VOCAB, HIDDEN)},
         {"inputs": hidden_states()},
         (BATCH, SEQ, VOCAB),
@@ -680,14 +681,18 @@ def test_tied_output_projection():
 
 def test_replaced_token_detection_head():
     run_layer_test(
-        layers.ReplacedTokenDetectionHead, {}, {"sequence": hidden_states()}, (BATCH, SEQ), mixed_output_dtype="float32"
+        electra.ReplacedTokenDetectionHead,
+        {},
+        {"sequence": hidden_states()},
+        (BATCH, SEQ),
+        mixed_output_dtype="float32",
     )
 
 
 def test_generator_corruption():
     logits = rng.normal(size=(BATCH, 3, VOCAB)).astype("float32")
     run_layer_test(
-        layers.GeneratorCorruption,
+        electra.GeneratorCorruption,
         {"temperature": 1.0, "seed": 3},
         {
             "generator_logits": logits,
@@ -705,7 +710,7 @@ def test_generator_corruption():
 
 def test_span_boundary_head():
     run_layer_test(
-        layers.SpanBoundaryHead,
+        spanbert.SpanBoundaryHead,
         {"token_embedding": keras.layers.ReversibleEmbedding(VOCAB, HIDDEN), "max_span_length": 4},
         {
             "sequence": hidden_states(),
@@ -720,7 +725,7 @@ def test_span_boundary_head():
 
 def test_relative_position_encoding():
     run_layer_test(
-        layers.RelativePositionEncoding,
+        xlnet.RelativePositionEncoding,
         {"hidden_size": HIDDEN},
         {"sequence": hidden_states()},
         (1, 2 * SEQ, HIDDEN),
@@ -730,8 +735,8 @@ def test_relative_position_encoding():
 
 
 def relative_inputs():
-    encoding = layers.RelativePositionEncoding(HIDDEN)(hidden_states())
-    masks = layers.TwoStreamMasks()(PADDING, np.zeros((BATCH, SEQ), "int32"))
+    encoding = xlnet.RelativePositionEncoding(HIDDEN)(hidden_states())
+    masks = xlnet.TwoStreamMasks()(PADDING, np.zeros((BATCH, SEQ), "int32"))
     # The encoding is shared by the batch ([1, R, H]); repeated here so `fit` sees one batch size.
     return {
         "content": hidden_states(),
@@ -743,7 +748,7 @@ def relative_inputs():
 
 def test_relative_attention():
     run_layer_test(
-        layers.RelativeAttention,
+        xlnet.RelativeAttention,
         {"num_heads": HEADS, "head_size": HIDDEN // HEADS, "attention_dropout": 0.0},
         relative_inputs(),
         (BATCH, SEQ, HIDDEN),
@@ -753,7 +758,7 @@ def test_relative_attention():
 
 def test_relative_encoder_block():
     run_layer_test(
-        layers.RelativeEncoderBlock,
+        xlnet.RelativeEncoderBlock,
         {"num_heads": HEADS, "intermediate_size": 32, "dropout": 0.0, "attention_dropout": 0.0},
         relative_inputs(),
         (BATCH, SEQ, HIDDEN),
@@ -763,7 +768,7 @@ def test_relative_encoder_block():
 
 def test_two_stream_masks():
     run_layer_test(
-        layers.TwoStreamMasks,
+        xlnet.TwoStreamMasks,
         {},
         {"padding_mask": PADDING, "segment_ids": np.array([[0, 0, 0, 1, 1, 1]] * 2, "int32")},
         ((BATCH, SEQ, SEQ), (BATCH, SEQ, SEQ), (BATCH, SEQ, SEQ)),

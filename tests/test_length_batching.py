@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from bertlayers import backend
+from bertlayers.families.bert import BertEncoder
 from bertlayers.models import SequenceClassifier, SpanPredictor, TokenClassifier
-from bertlayers.networks import BertEncoder
 from bertlayers.training.length_batching import _predictor_of, length_batches, per_token_outputs, predict_by_length
 
 TINY = dict(

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from processes import run_script
 
+from bertlayers.families.bert import BertEncoder
 from bertlayers.models import MultiTask, Task
-from bertlayers.networks import BertEncoder
 from bertlayers.task_data.multi_task import mix_tasks
 from bertlayers.tokenizers import bert_uncased_vocabulary
 from bertlayers.tokenizers.checkpoint_tokenizer import text_packer

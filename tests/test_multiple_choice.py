@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from processes import run_script
 
+from bertlayers.families.bert import BertEncoder
 from bertlayers.models import MultipleChoice
-from bertlayers.networks import BertEncoder
 from bertlayers.task_data.multiple_choice import encode_choices, next_sentence_choices, read_choices, write_choices
 from bertlayers.tokenizers import bert_uncased_vocabulary
 from bertlayers.tokenizers.checkpoint_tokenizer import text_packer

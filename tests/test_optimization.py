@@ -33,8 +33,8 @@ def test_fused_adamw_matches_keras_adamw():
 
 
 def test_layerwise_decay_scales_each_layers_step():
+    from bertlayers.families.bert import BertEncoder
     from bertlayers.models import SequenceClassifier
-    from bertlayers.networks import BertEncoder
     from bertlayers.training.optimization import layerwise_decay_multipliers
 
     model = SequenceClassifier(

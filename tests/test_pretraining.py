@@ -21,7 +21,8 @@ from pretraining_fixtures import (
 )
 from processes import environment, free_ports, jax_processes, run_together, script_result, start
 
-from bertlayers.networks import AlbertEncoder, BertEncoder
+from bertlayers.families.albert import AlbertEncoder
+from bertlayers.families.bert import BertEncoder
 from bertlayers.runs.pretraining import PretrainingConfig, run_pretraining
 
 

@@ -5,7 +5,7 @@ prints a row per hidden state."""
 import numpy as np
 import pytest
 
-from bertlayers.networks import BertEncoder
+from bertlayers.families.bert import BertEncoder
 from bertlayers.runs.probing import fit_probe, probe_layers, word_states
 
 TINY = dict(vocabulary_size=1000, num_layers=2, hidden_size=16, num_heads=2, intermediate_size=32, dropout=0.0)

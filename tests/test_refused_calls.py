@@ -12,6 +12,8 @@ import keras
 import numpy as np
 import pytest
 
+from bertlayers.families.albert import AlbertEncoder
+from bertlayers.families.bert import BertEncoder
 from bertlayers.families.electra import ElectraPretrainer, electra_encoders
 from bertlayers.families.spanbert import SpanBertPretrainer
 from bertlayers.families.xlnet import XLNetEncoder, XLNetPretrainer
@@ -29,7 +31,7 @@ from bertlayers.models import (
     TokenClassifier,
     compiled_predictor,
 )
-from bertlayers.networks import AlbertEncoder, BertEncoder, EncoderConfig
+from bertlayers.networks import EncoderConfig
 from bertlayers.networks.guarded_model import GuardedModel
 
 TINY = dict(vocabulary_size=50, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32, max_sequence_length=16)

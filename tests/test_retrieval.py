@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from processes import run, run_script, script
 
+from bertlayers.families.bert import BertEncoder
 from bertlayers.models import DualEncoder
-from bertlayers.networks import BertEncoder
 from bertlayers.pretraining_data.corpus import WikipediaParagraph
 from bertlayers.runs.retrieval import bm25_scores, rerank, reranker_examples
 from bertlayers.task_data.retrieval import (

@@ -120,8 +120,8 @@ def test_a_saved_folder_holds_what_transformers_wrote_and_gives_its_outputs(grou
 def test_a_model_trained_here_saves_with_its_wordpiece_vocabulary_and_loads_back(tmp_path):
     """A classifier over a BERT encoder with the bert-base-uncased vocabulary: the folder holds
     vocab.txt and tokenizer_config.json, and load_checkpoint gives the same logits and labels."""
+    from bertlayers.families.bert import BertEncoder
     from bertlayers.models import SequenceClassifier
-    from bertlayers.networks import BertEncoder
     from bertlayers.tokenizers import bert_uncased_vocabulary
 
     encoder = BertEncoder(
@@ -155,8 +155,8 @@ def test_a_model_transformers_would_compute_otherwise_is_refused_by_what_differs
     mean of the tokens (run_classifier's choice for sentence-transformers' MiniLM), or an ELECTRA
     classifier (its head's GELU) that only a vocab.txt records, is not written as one; named, with
     what to do. ELECTRA's, written as the model_type it was loaded as, loads back with its logits."""
+    from bertlayers.families.bert import BertEncoder
     from bertlayers.models import SequenceClassifier
-    from bertlayers.networks import BertEncoder
     from bertlayers.tokenizers import bert_uncased_vocabulary
 
     sizes = dict(vocabulary_size=30522, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32)
@@ -183,8 +183,8 @@ def test_an_electra_generator_saves_with_the_one_argument_call(tmp_path, tied):
     """`save_huggingface(generator, folder)`: a vocab.txt does not say ELECTRA, the model's class
     does (ElectraForMaskedLM, tied or untied); its pooler, which no masked-LM output reads, does
     not stand in the way; loaded back, the same logits."""
+    from bertlayers.families.bert import BertEncoder
     from bertlayers.families.electra.pretrainer import ElectraGenerator
-    from bertlayers.networks import BertEncoder
     from bertlayers.tokenizers import bert_uncased_vocabulary
 
     encoder = BertEncoder(

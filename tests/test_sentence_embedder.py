@@ -5,8 +5,8 @@ import keras
 import numpy as np
 import pytest
 
+from bertlayers.families.bert import BertEncoder
 from bertlayers.models import SentenceEmbedder
-from bertlayers.networks import BertEncoder
 from bertlayers.tokenizers import bert_uncased_vocabulary
 from bertlayers.tokenizers.checkpoint_tokenizer import text_packer
 

@@ -117,7 +117,7 @@ def test_model_parallel_refuses_what_it_cannot_split():
     import keras
 
     from bertlayers import backend
-    from bertlayers.networks import BertEncoder
+    from bertlayers.families.bert import BertEncoder
     from bertlayers.networks.weight_layout import register_model_parallel_rule
     from bertlayers.training.sharding import check_model_parallel
 
@@ -143,7 +143,7 @@ def test_a_runner_under_jax_with_strategy_mirrored_trains_on_every_device_to_one
     import keras
 
     import bertlayers.models  # noqa: F401 (registers the classes the saved models name)
-    from bertlayers.networks import BertEncoder
+    from bertlayers.families.bert import BertEncoder
     from bertlayers.utils.assets import rotten_tomatoes_snippets
 
     snippets = rotten_tomatoes_snippets()

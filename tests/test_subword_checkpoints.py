@@ -30,7 +30,7 @@ def _close_at_real_tokens(ours, theirs, mask, atol=1e-4):
 
 @pytest.mark.slow
 def test_untied_models_save_and_load_with_their_own_output_matrix(tmp_path):
-    pretrainer = bertlayers.convert.load_huggingface_roberta(_folder("roberta_untied"))
+    pretrainer = bertlayers.families.roberta.load_huggingface_roberta(_folder("roberta_untied"))
     inputs = _inputs("roberta_untied")
     positions = np.tile(np.arange(12, dtype="int32"), (3, 1))
     path = str(tmp_path / "untied.keras")
@@ -366,3 +366,18 @@ def test_config_readers_name_what_they_cannot_read():
         )
     with pytest.raises(ValueError, match=r"inner_group_num 2 is not supported"):
         encoder_config_from_huggingface({"model_type": "albert", "inner_group_num": 2})
+
+
+def test_a_question_answering_text_model_of_a_layout_without_a_leading_token_is_refused_before_writing(tmp_path):
+    """XLNet's layout has no token before the text (its `<cls>` ends the row), where the served
+    span decoder reads the null answer: the text export says so by the layout, before any file."""
+    from bertlayers.convert import load_encoder
+    from bertlayers.convert.model_files import vocabulary_of
+    from bertlayers.export import export_for_serving
+    from bertlayers.models import SpanPredictor
+
+    folder = _checkpoint_folder("xlnet", str(tmp_path / "xlnet"))
+    model = SpanPredictor(load_encoder(folder))
+    with pytest.raises(ValueError, match=r"has no token before the text \(it starts \[\], ends \[\d+, \d+\]\)"):
+        export_for_serving(model, "squad", base_dir=str(tmp_path / "savedmodels"), vocabulary=vocabulary_of(folder))
+    assert not (tmp_path / "savedmodels" / "squad").exists()

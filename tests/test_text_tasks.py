@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from bertlayers.convert import record_vocabulary, save_model
-from bertlayers.networks import BertEncoder
+from bertlayers.families.bert import BertEncoder
 from bertlayers.tasks import TextClassifier
 from bertlayers.tokenizers import bert_uncased_vocabulary
 

@@ -122,7 +122,7 @@ def test_what_serving_cannot_feed_or_return_is_named(tmp_path):
     scalar = keras.Model(token_ids, keras.ops.mean(x))
     with pytest.raises(ValueError, match="have no batch axis"):
         export_for_serving(scalar, "m", base_dir=str(tmp_path), text=False)
-    from bertlayers.networks import BertEncoder
+    from bertlayers.families.bert import BertEncoder
 
     encoder = BertEncoder(
         vocabulary_size=100, num_layers=1, hidden_size=8, num_heads=2, intermediate_size=16, max_sequence_length=16

@@ -12,7 +12,6 @@ import pytest
 import tensorflow as tf
 from pretraining_fixtures import PREDICTIONS, SEQ, fine_tune_export_and_serve, tiny_family_run
 
-from bertlayers.convert import load_huggingface_xlnet
 from bertlayers.families.xlnet import (
     TARGET_FEATURE,
     RelativeAttention,
@@ -21,6 +20,7 @@ from bertlayers.families.xlnet import (
     XLNetPretrainer,
     choose_plm_targets,
     factorization_masks,
+    load_huggingface_xlnet,
     plm_objective,
     relative_shift,
     xlnet_layout,

@@ -181,9 +181,9 @@ def _text_tokenizer(model, vocabulary, options, limits, outputs):
         )
     if outputs.text_kind == "question_context" and not tokenizer.layout.start:
         raise ValueError(
-            "A question-answering text model reads the null answer at the first token; this model's layout "
-            "puts its summary token last (XLNet's <cls>), which it does not support yet. Export the ids model "
-            "alone (text=False)."
+            "A question-answering text model reads the null answer at the first token; this model's input layout "
+            f"has no token before the text (it starts {list(tokenizer.layout.start)}, ends {list(tokenizer.layout.end)}), "
+            "which it does not support yet. Export the ids model alone (text=False)."
         )
     return tokenizer
 

@@ -100,9 +100,6 @@ def recover_exports(base_dir: str) -> None:
     if not os.path.isdir(base_dir):
         return
     atomic_files.remove_orphaned_staging(base_dir)  # journals being written when their writer died
-    for name in os.listdir(base_dir):  # the same, as this library once named them
-        if name.startswith(_JOURNAL) and name.endswith(".json.partial"):
-            os.remove(os.path.join(base_dir, name))
     for journal in sorted(n for n in os.listdir(base_dir) if n.startswith(_JOURNAL) and n.endswith(".json")):
         path = os.path.join(base_dir, journal)
         with open(path, encoding="utf-8") as f:

@@ -6,13 +6,10 @@ The layers one family alone uses live in its folder (`bertlayers.families.xlnet`
 from bertlayers.layers.bert_embeddings import BertEmbeddings
 from bertlayers.layers.bias_free_layer_norm import BiasFreeLayerNorm
 from bertlayers.layers.bidirectional_lstm import BidirectionalLSTM
-from bertlayers.layers.character_cnn import CharacterCnn
 from bertlayers.layers.classification_head import ClassificationHead, NextSentenceHead
 from bertlayers.layers.crf import LinearChainCRF
-from bertlayers.layers.disentangled_attention import DisentangledAttention
 from bertlayers.layers.factorized_embedding import FactorizedEmbedding
 from bertlayers.layers.gated_feed_forward import GatedFeedForward
-from bertlayers.layers.highway import Highway
 from bertlayers.layers.masked_lm_head import MaskedLMHead
 from bertlayers.layers.masking import causal_attention_mask, merge_attention_masks
 from bertlayers.layers.mean_probabilities import MeanProbabilities
@@ -20,8 +17,6 @@ from bertlayers.layers.multi_head_attention import MultiHeadAttention
 from bertlayers.layers.packed_rows import PackedRows
 from bertlayers.layers.pooler import Pooler
 from bertlayers.layers.position_embedding import PositionEmbedding
-from bertlayers.layers.relative_position_table import RelativePositionTable
-from bertlayers.layers.residual_convolution import ResidualConvolution
 from bertlayers.layers.rotary_attention import RotaryAttention
 from bertlayers.layers.scalar_mix import ScalarMix
 from bertlayers.layers.sequence_pooling import SequencePooling
@@ -34,22 +29,17 @@ __all__ = [
     "BertEmbeddings",
     "BiasFreeLayerNorm",
     "BidirectionalLSTM",
-    "CharacterCnn",
     "ClassificationHead",
     "FactorizedEmbedding",
     "GatedFeedForward",
-    "Highway",
     "LinearChainCRF",
     "MaskedLMHead",
     "MeanProbabilities",
-    "DisentangledAttention",
     "MultiHeadAttention",
     "NextSentenceHead",
     "PackedRows",
     "Pooler",
     "PositionEmbedding",
-    "RelativePositionTable",
-    "ResidualConvolution",
     "RotaryAttention",
     "ScalarMix",
     "SequencePooling",

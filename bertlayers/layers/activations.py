@@ -41,17 +41,3 @@ def activate(fn, x, training=None):
     if training and low_precision and backend.activations_in_float32():
         return keras.ops.cast(fn(keras.ops.cast(x, "float32")), x.dtype)
     return fn(x)
-
-
-# How `activation` was spelled in configs saved before one name was used everywhere: files
-# written then still load.
-_OLD_ACTIVATION_KEYS = ("hidden_activation", "intermediate_activation", "inner_activation")
-
-
-def with_activation_renamed(config):
-    """A saved `config` dict with an older spelling of `activation` renamed to it."""
-    config = dict(config)
-    for key in _OLD_ACTIVATION_KEYS:
-        if key in config:
-            config["activation"] = config.pop(key)
-    return config

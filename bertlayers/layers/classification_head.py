@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from bertlayers.layers.activations import canonical_activation, get_activation, with_activation_renamed
+from bertlayers.layers.activations import canonical_activation, get_activation
 from bertlayers.layers.initializers import bert_initializer, clone_initializer
 
 
@@ -93,10 +93,6 @@ class ClassificationHead(keras.layers.Layer):
             }
         )
         return config
-
-    @classmethod
-    def from_config(cls, config):
-        return super().from_config(with_activation_renamed(config))
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")

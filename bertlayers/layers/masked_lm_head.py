@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from bertlayers.layers.activations import canonical_activation, get_activation, with_activation_renamed
+from bertlayers.layers.activations import canonical_activation, get_activation
 from bertlayers.layers.initializers import bert_initializer, clone_initializer
 from bertlayers.layers.input_checks import check_integer_ids
 from bertlayers.layers.registered import registered_class, registered_name
@@ -167,7 +167,3 @@ class MaskedLMHead(keras.layers.Layer):
             }
         )
         return config
-
-    @classmethod
-    def from_config(cls, config):
-        return super().from_config(with_activation_renamed(config))

@@ -6,7 +6,7 @@ import inspect
 import keras
 from keras import ops
 
-from bertlayers.layers.activations import activate, canonical_activation, get_activation, with_activation_renamed
+from bertlayers.layers.activations import activate, canonical_activation, get_activation
 from bertlayers.layers.initializers import bert_initializer, clone_initializer
 from bertlayers.layers.masking import (
     causal_attention_mask,
@@ -319,10 +319,6 @@ class TransformerEncoderBlock(keras.layers.Layer):
             }
         )
         return config
-
-    @classmethod
-    def from_config(cls, config):
-        return super().from_config(with_activation_renamed(config))
 
 
 def _rows_at(tensor, positions):

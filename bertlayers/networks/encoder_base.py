@@ -14,7 +14,6 @@ import dataclasses
 import keras
 from keras import ops
 
-from bertlayers.layers.activations import with_activation_renamed
 from bertlayers.layers.bert_embeddings import BertEmbeddings
 from bertlayers.layers.factorized_embedding import FactorizedEmbedding
 from bertlayers.layers.initializers import bert_initializer
@@ -412,7 +411,7 @@ class EncoderBase(GuardedModel, keras.Model):
 
     @classmethod
     def from_config(cls, config):
-        config = with_activation_renamed(config)
+        config = dict(config)
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         return cls(**config)

@@ -98,15 +98,6 @@ PROBABILITY = Range(float, 0, 1)
 DROPOUT = Range(float, 0, 1, high_open=True)
 
 
-def check_fields(config, ranges):
-    """Check (and convert in place) the fields of dataclass `config` named in {field: Range};
-    None passes for an optional field."""
-    for name, allowed in ranges.items():
-        value = getattr(config, name)
-        if value is not None:
-            object.__setattr__(config, name, allowed.check(name, value))
-
-
 def flag(allowed):
     """An argparse `type=` that converts and range-checks a flag's value: a bad one ends the
     script with argparse's one-line usage error (status 2) naming the flag."""

@@ -7,10 +7,13 @@ pretraining recipe "deberta_v3" (replaced-token detection with gradient-disentan
 """
 
 from bertlayers.families.deberta_v2 import presets  # noqa: F401  (registers the presets)
+from bertlayers.families.deberta_v2.disentangled_attention import DisentangledAttention
 from bertlayers.families.deberta_v2.embedding_sharing import DisentangledTokenEmbedding, SharedTableEmbeddings
 from bertlayers.families.deberta_v2.encoder import DebertaV2Encoder
 from bertlayers.families.deberta_v2.presets import deberta_v3_config
 from bertlayers.families.deberta_v2.pretrainer import DebertaV3Pretrainer, deberta_v3_encoders
+from bertlayers.families.deberta_v2.relative_position_table import RelativePositionTable
+from bertlayers.families.deberta_v2.residual_convolution import ResidualConvolution
 from bertlayers.startup import tensorflow_available
 
 if tensorflow_available():  # checkpoint folders come with their tokenizer
@@ -25,6 +28,9 @@ __all__ = [
     "RECIPE",
     "DebertaV2Encoder",
     "DebertaV3Pretrainer",
+    "DisentangledAttention",
+    "RelativePositionTable",
+    "ResidualConvolution",
     "DisentangledTokenEmbedding",
     "SharedTableEmbeddings",
     "deberta_v3_encoders",

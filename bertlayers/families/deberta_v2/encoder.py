@@ -16,10 +16,10 @@ distances, log-bucketed beyond `position_buckets / 2`, that the attention scores
 import keras
 from keras import ops
 
-from bertlayers.layers.disentangled_attention import POSITION_TERMS, DisentangledAttention
+from bertlayers.families.deberta_v2.disentangled_attention import POSITION_TERMS, DisentangledAttention
+from bertlayers.families.deberta_v2.relative_position_table import RelativePositionTable
+from bertlayers.families.deberta_v2.residual_convolution import ResidualConvolution
 from bertlayers.layers.initializers import bert_initializer
-from bertlayers.layers.relative_position_table import RelativePositionTable
-from bertlayers.layers.residual_convolution import ResidualConvolution
 from bertlayers.networks.block_parts import build_block, register_attention
 from bertlayers.networks.block_stack import BlockStack, StackOutputs
 from bertlayers.networks.encoder_base import EncoderBase

@@ -11,7 +11,9 @@ from bertlayers.families.elmo.bilm import (
     ProjectedLstmCell,
     reverse_within_lengths,
 )
+from bertlayers.families.elmo.character_cnn import CharacterCnn
 from bertlayers.families.elmo.characters import batch_character_ids, character_ids, sentence_character_ids
+from bertlayers.families.elmo.highway import Highway
 from bertlayers.startup import tensorflow_available
 
 if tensorflow_available():  # the data path and the recipe are tf.data
@@ -21,6 +23,8 @@ if tensorflow_available():  # the data path and the recipe are tf.data
 
 __all__ = [
     "BidirectionalLanguageModel",
+    "CharacterCnn",
+    "Highway",
     "LanguageModelLstm",
     "OBJECTIVE",
     "RECIPE",

@@ -21,7 +21,7 @@ import keras
 from keras import ops
 
 from bertlayers import backend
-from bertlayers.layers.character_cnn import CharacterCnn
+from bertlayers.families.elmo.character_cnn import CharacterCnn
 from bertlayers.layers.weighted_mean import weighted_mean
 from bertlayers.utils.validation import POSITIVE_INT
 

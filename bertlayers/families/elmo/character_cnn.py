@@ -5,7 +5,7 @@ from collections.abc import Callable
 import keras
 from keras import ops
 
-from bertlayers.layers.highway import Highway
+from bertlayers.families.elmo.highway import Highway
 from bertlayers.layers.initializers import clone_initializer
 
 # ELMo's published encoder: filters of widths 1..7, 2,048 in all.
