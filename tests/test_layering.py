@@ -168,6 +168,30 @@ def test_no_module_of_layers_serves_one_family_only():
     assert not one_family, f"layers used by one family only (move them into its folder): {one_family}"
 
 
+def test_no_function_is_longer_than_80_lines_of_code():
+    """A function a reader can hold: at most 80 lines, its docstring not counted."""
+    long = []
+    for folder, _, files in os.walk(ROOT):
+        for name in sorted(files):
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(folder, name)
+            for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
+                if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                lines = node.end_lineno - node.lineno + 1
+                first = node.body[0]
+                if (
+                    isinstance(first, ast.Expr)
+                    and isinstance(first.value, ast.Constant)
+                    and isinstance(first.value.value, str)
+                ):
+                    lines -= first.end_lineno - first.lineno + 1
+                if lines > 80:
+                    long.append(f"{os.path.relpath(path, ROOT)}:{node.lineno} {node.name} ({lines} lines)")
+    assert not long, "functions over 80 lines of code:\n" + "\n".join(long)
+
+
 if __name__ == "__main__":
     graph = collections.defaultdict(set)
     for source, target in package_imports():

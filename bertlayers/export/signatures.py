@@ -54,8 +54,12 @@ def id_signatures(servable, sequence_length, truncate, real_first=False):
     return signatures
 
 
+def _strings(name):
+    """A signature's input of one string a row."""
+    return tf.TensorSpec([None], tf.string, name=name)
+
+
 def text_signatures(servable, tokenizer, sequence_length, truncate):
-    text = lambda name: tf.TensorSpec([None], tf.string, name=name)  # noqa: E731
     outputs_kind = servable.outputs
 
     def run_ids(token_ids, segment_ids, padding_mask, span_mask=None):
@@ -64,60 +68,9 @@ def text_signatures(servable, tokenizer, sequence_length, truncate):
         return servable.run({**{name: given[name] for name in servable.input_names}, **extra})
 
     if outputs_kind.text_kind == "question_context":
-
-        @tf.function(input_signature=[text("question"), text("context")])
-        def serving_default(question, context):
-            checked = checked_text_request({"question": question, "context": context})
-            question, context = checked["question"], checked["context"]
-            question_ids = tokenizer.tokenize(question)
-            question_ids = question_ids[:, : outputs_kind.max_query_length]
-            context_ids, starts, ends, starts_word, ends_word = tokenizer.tokenize_with_offsets(context)
-            token_ids, segment_ids, padding_mask = tokenizer.layout.pack(
-                question_ids, context_ids, sequence_length, truncation=tokenizer.truncation, truncate=truncate
-            )
-            # Context token k sits after the special tokens and the question.
-            offset = (
-                tf.cast(question_ids.row_lengths(), tf.int32)
-                + len(tokenizer.layout.start)
-                + len(tokenizer.layout.between)
-            )
-
-            def at_positions(flags):  # ragged [b, (context)] → [b, seq], False outside the context
-                before = tf.ragged.range(tf.zeros_like(offset), offset) < 0
-                return tf.concat([before, flags], axis=1).to_tensor(False, shape=tf.shape(token_ids))
-
-            # The context's kept pieces (before the closing special tokens) and the null answer at 0.
-            column = tf.range(tf.shape(token_ids)[1])[tf.newaxis, :]
-            closing = tf.reduce_sum(padding_mask, axis=1, keepdims=True) - len(tokenizer.layout.end)
-            context_mask = at_positions(tf.ones_like(starts_word)) & (column < closing)
-            span_mask = tf.cast(context_mask | (column == 0), tf.int32)
-            outputs = run_ids(token_ids, segment_ids, padding_mask, span_mask)
-
-            start, end, score, null_score = best_span(
-                outputs["start_logits"],
-                outputs["end_logits"],
-                at_positions(starts_word),
-                at_positions(ends_word),
-                outputs_kind.max_answer_length,
-            )
-            first, last = start - offset, end - offset
-            start_byte = tf.gather(starts, tf.maximum(first, 0), batch_dims=1)
-            end_byte = tf.gather(ends, tf.maximum(last, 0), batch_dims=1)
-            start_byte, end_byte = tf.cast(start_byte, tf.int32), tf.cast(end_byte, tf.int32)
-            answer = tf.strings.substr(context, start_byte, end_byte - start_byte, unit="BYTE")
-            prefix = tf.strings.substr(context, tf.zeros_like(start_byte), start_byte, unit="BYTE")
-            answer_start = tf.strings.length(prefix, unit="UTF8_CHAR")
-            return {
-                "answer_text": answer,
-                "answer_start": answer_start,
-                "answer_end": answer_start + tf.strings.length(answer, unit="UTF8_CHAR"),
-                "score": score,
-                "null_score": null_score,
-                "start_logits": outputs["start_logits"],
-                "end_logits": outputs["end_logits"],
-            }
-
-        return {"serving_default": serving_default}
+        return {
+            "serving_default": _question_context_signature(run_ids, tokenizer, sequence_length, truncate, outputs_kind)
+        }
 
     def run(first, second):
         token_ids, segment_ids, padding_mask = tokenizer.layout.pack(
@@ -128,15 +81,72 @@ def text_signatures(servable, tokenizer, sequence_length, truncate):
             outputs["token_ids"] = token_ids
         return outputs
 
-    @tf.function(input_signature=[text("text")])
+    @tf.function(input_signature=[_strings("text")])
     def serving_default(texts):
         texts = checked_text_request({"text": texts})["text"]
         return run(tokenizer.tokenize(texts), None)
 
-    @tf.function(input_signature=[text("text_a"), text("text_b")])
+    @tf.function(input_signature=[_strings("text_a"), _strings("text_b")])
     def text_pair(text_a, text_b):
         checked = checked_text_request({"text_a": text_a, "text_b": text_b})
         text_a, text_b = checked["text_a"], checked["text_b"]
         return run(tokenizer.tokenize(text_a), tokenizer.tokenize(text_b))
 
     return {"serving_default": serving_default, "text_pair": text_pair}
+
+
+def _question_context_signature(run_ids, tokenizer, sequence_length, truncate, outputs_kind):
+    """The question-answering text signature: (question, context) strings in, the best span's
+    text and character offsets out (decoded in the graph), with its score and the null answer's."""
+
+    @tf.function(input_signature=[_strings("question"), _strings("context")])
+    def serving_default(question, context):
+        checked = checked_text_request({"question": question, "context": context})
+        question, context = checked["question"], checked["context"]
+        question_ids = tokenizer.tokenize(question)
+        question_ids = question_ids[:, : outputs_kind.max_query_length]
+        context_ids, starts, ends, starts_word, ends_word = tokenizer.tokenize_with_offsets(context)
+        token_ids, segment_ids, padding_mask = tokenizer.layout.pack(
+            question_ids, context_ids, sequence_length, truncation=tokenizer.truncation, truncate=truncate
+        )
+        # Context token k sits after the special tokens and the question.
+        offset = (
+            tf.cast(question_ids.row_lengths(), tf.int32) + len(tokenizer.layout.start) + len(tokenizer.layout.between)
+        )
+
+        def at_positions(flags):  # ragged [b, (context)] → [b, seq], False outside the context
+            before = tf.ragged.range(tf.zeros_like(offset), offset) < 0
+            return tf.concat([before, flags], axis=1).to_tensor(False, shape=tf.shape(token_ids))
+
+        # The context's kept pieces (before the closing special tokens) and the null answer at 0.
+        column = tf.range(tf.shape(token_ids)[1])[tf.newaxis, :]
+        closing = tf.reduce_sum(padding_mask, axis=1, keepdims=True) - len(tokenizer.layout.end)
+        context_mask = at_positions(tf.ones_like(starts_word)) & (column < closing)
+        span_mask = tf.cast(context_mask | (column == 0), tf.int32)
+        outputs = run_ids(token_ids, segment_ids, padding_mask, span_mask)
+
+        start, end, score, null_score = best_span(
+            outputs["start_logits"],
+            outputs["end_logits"],
+            at_positions(starts_word),
+            at_positions(ends_word),
+            outputs_kind.max_answer_length,
+        )
+        first, last = start - offset, end - offset
+        start_byte = tf.gather(starts, tf.maximum(first, 0), batch_dims=1)
+        end_byte = tf.gather(ends, tf.maximum(last, 0), batch_dims=1)
+        start_byte, end_byte = tf.cast(start_byte, tf.int32), tf.cast(end_byte, tf.int32)
+        answer = tf.strings.substr(context, start_byte, end_byte - start_byte, unit="BYTE")
+        prefix = tf.strings.substr(context, tf.zeros_like(start_byte), start_byte, unit="BYTE")
+        answer_start = tf.strings.length(prefix, unit="UTF8_CHAR")
+        return {
+            "answer_text": answer,
+            "answer_start": answer_start,
+            "answer_end": answer_start + tf.strings.length(answer, unit="UTF8_CHAR"),
+            "score": score,
+            "null_score": null_score,
+            "start_logits": outputs["start_logits"],
+            "end_logits": outputs["end_logits"],
+        }
+
+    return serving_default

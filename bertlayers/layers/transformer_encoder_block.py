@@ -206,6 +206,51 @@ class TransformerEncoderBlock(keras.layers.Layer):
         rows = self.attention_layer_norm(rows)
         return self.output_layer_norm(rows + self._feed_forward(rows, training))
 
+    def _mask(self, inputs, padding_mask, attention_mask, use_causal_mask, output_positions, banded):
+        """The attention mask of the queries' rows, `[B, 1 or S or P, S]` (or None): padding, the
+        given mask, causal, and the window where it is not computed band by band."""
+        for allowed in (
+            causal_attention_mask(inputs) if use_causal_mask else None,
+            local_attention_mask(inputs, self.attention_window)
+            if self.attention_window and not banded and output_positions is None
+            else None,
+        ):
+            if allowed is not None:  # [B, S, S]
+                attention_mask = (
+                    allowed if attention_mask is None else ops.logical_and(ops.cast(attention_mask, "bool"), allowed)
+                )
+        mask = merge_attention_masks(padding_mask, attention_mask)  # [B, 1 or S, S]
+        if mask is not None and mask.shape[1] != 1:
+            mask = _rows_at(mask, output_positions)  # [B, S or P, S]
+        if self.attention_window and output_positions is not None:  # the band's rows alone, not [S, S]
+            keys = ops.reshape(ops.arange(ops.shape(inputs)[1]), (1, 1, -1))
+            near = ops.abs(ops.expand_dims(output_positions, -1) - keys) <= self.attention_window // 2  # [B, P, S]
+            mask = near if mask is None else ops.logical_and(mask, near)
+        return mask
+
+    def _where(self, output_positions, positions, banded):
+        """The attention layer's position arguments: where its queries sit (rows computed alone),
+        where every token sits in its own sequence (packed rows), the window it computes by bands."""
+        if output_positions is not None and not self.computes_rows:
+            raise ValueError(
+                f"{type(self.attention_layer).__name__} takes no query_positions, so the rows at output_positions "
+                f"cannot be computed alone; compute the full output and gather them."
+            )
+        where = {"query_positions": output_positions} if self.computes_rows else {}
+        if positions is not None:  # packed rows: each token's place in its own sequence
+            if "key_positions" not in inspect.signature(self.attention_layer.call).parameters:
+                raise ValueError(
+                    f"{type(self.attention_layer).__name__} takes no key_positions, so it cannot read packed rows "
+                    "(where positions restart in every sequence)."
+                )
+            where = {
+                "query_positions": _rows_at(ops.expand_dims(positions, -1), output_positions)[..., 0],
+                "key_positions": positions,
+            }
+        if banded:
+            where["attention_window"] = self.attention_window
+        return where
+
     def call(
         self,
         inputs,
@@ -228,45 +273,11 @@ class TransformerEncoderBlock(keras.layers.Layer):
             and not use_causal_mask
             and self.takes_window
         )
-        for allowed in (
-            causal_attention_mask(inputs) if use_causal_mask else None,
-            local_attention_mask(inputs, self.attention_window)
-            if self.attention_window and not banded and output_positions is None
-            else None,
-        ):
-            if allowed is not None:  # [B, S, S]
-                attention_mask = (
-                    allowed if attention_mask is None else ops.logical_and(ops.cast(attention_mask, "bool"), allowed)
-                )
-        mask = merge_attention_masks(padding_mask, attention_mask)  # [B, 1 or S, S]
+        mask = self._mask(inputs, padding_mask, attention_mask, use_causal_mask, output_positions, banded)
         residual = _rows_at(inputs, output_positions)  # [B, S or P, H]
-        if mask is not None and mask.shape[1] != 1:
-            mask = _rows_at(mask, output_positions)  # [B, S or P, S]
-        if self.attention_window and output_positions is not None:  # the band's rows alone, not [S, S]
-            keys = ops.reshape(ops.arange(ops.shape(inputs)[1]), (1, 1, -1))
-            near = ops.abs(ops.expand_dims(output_positions, -1) - keys) <= self.attention_window // 2  # [B, P, S]
-            mask = near if mask is None else ops.logical_and(mask, near)
-
-        if output_positions is not None and not self.computes_rows:
-            raise ValueError(
-                f"{type(self.attention_layer).__name__} takes no query_positions, so the rows at output_positions "
-                f"cannot be computed alone; compute the full output and gather them."
-            )
+        where = self._where(output_positions, positions, banded)
         x = self.attention_layer_norm(inputs) if self.norm_first and self.attention_layer_norm else inputs
         query = _rows_at(x, output_positions)  # [B, S or P, H]
-        where = {"query_positions": output_positions} if self.computes_rows else {}
-        if positions is not None:  # packed rows: each token's place in its own sequence
-            if "key_positions" not in inspect.signature(self.attention_layer.call).parameters:
-                raise ValueError(
-                    f"{type(self.attention_layer).__name__} takes no key_positions, so it cannot read packed rows "
-                    "(where positions restart in every sequence)."
-                )
-            where = {
-                "query_positions": _rows_at(ops.expand_dims(positions, -1), output_positions)[..., 0],
-                "key_positions": positions,
-            }
-        if banded:
-            where["attention_window"] = self.attention_window
         attended = self.attention_layer(
             query,
             x,

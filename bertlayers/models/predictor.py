@@ -33,51 +33,13 @@ def compiled_predictor(model: keras.Model) -> Callable:
         raise TypeError(f"compiled_predictor needs a keras.Model, got {type(model).__name__}")
     guarded = isinstance(model, GuardedModel)
     backend = backend_name()
-    to_host = np.asarray
     if backend == "jax":
-        import jax
-
-        # A model whose value checks are its limits (not checks of its own) has them computed in
-        # the compiled function: a few fused reductions there, where the host's NumPy checks cost
-        # more than the rest of a small model's call (benchmarks/host_overhead.py).
-        limits = model.input_value_limits() if guarded and _checks_by_limits(model) else None
-
-        @jax.jit
-        def forward(trainable, non_trainable, inputs):
-            outputs, _ = model.stateless_call(trainable, non_trainable, inputs, training=False)
-            return outputs, (values_within(inputs, limits) if limits and isinstance(inputs, dict) else None)
-
-        # Across JAX processes (fixed once JAX has started, as it has for a built model), `inputs`
-        # are this process's rows of each batch, and every process gets every row's outputs.
-        if keras_backend.process_index_and_count()[1] > 1:
-            place, to_host = keras_backend.global_batch, keras_backend.host_array
-        else:
-            place = lambda inputs: inputs  # noqa: E731
-
-        # The trainable / non-trainable partition once, and again only when a variable's trainable
-        # flag changed (a layer frozen since): Keras walks every layer for each property read (~30 µs
-        # a call on a 2-core AMD EPYC, benchmarks/host_overhead.py). The values every call, so
-        # weights trained since are the ones used.
-        variables = model.variables
-        partition = {}
-
-        def run(inputs):
-            flags = tuple(variable.trainable for variable in variables)
-            if partition.get("flags") != flags:
-                partition.update(flags=flags, trainable=model.trainable_variables, rest=model.non_trainable_variables)
-            trainable = keras_backend.variable_values(partition["trainable"])
-            non_trainable = keras_backend.variable_values(partition["rest"])
-            return forward(trainable, non_trainable, place(inputs))
-
+        run, limits, to_host = _jax_runner(model, guarded)
     elif backend == "tensorflow":
         import tensorflow as tf
 
-        limits = None
         call = tf.function(lambda inputs: model(inputs, training=False), reduce_retracing=True)
-
-        def run(inputs):
-            return call(inputs), None
-
+        run, limits, to_host = (lambda inputs: (call(inputs), None)), None, np.asarray
     else:
         return model.predict_on_batch
 
@@ -111,6 +73,47 @@ def compiled_predictor(model: keras.Model) -> Callable:
         return keras.tree.map_structure(to_host, outputs)
 
     return predict
+
+
+def _jax_runner(model, guarded):
+    """(run(inputs) -> (outputs, values within limits or None), the limits checked inside, to_host)
+    for `model` under JAX: one `jax.jit` function of the variables' values and the inputs."""
+    import jax
+
+    to_host = np.asarray
+    # A model whose value checks are its limits (not checks of its own) has them computed in
+    # the compiled function: a few fused reductions there, where the host's NumPy checks cost
+    # more than the rest of a small model's call (benchmarks/host_overhead.py).
+    limits = model.input_value_limits() if guarded and _checks_by_limits(model) else None
+
+    @jax.jit
+    def forward(trainable, non_trainable, inputs):
+        outputs, _ = model.stateless_call(trainable, non_trainable, inputs, training=False)
+        return outputs, (values_within(inputs, limits) if limits and isinstance(inputs, dict) else None)
+
+    # Across JAX processes (fixed once JAX has started, as it has for a built model), `inputs`
+    # are this process's rows of each batch, and every process gets every row's outputs.
+    if keras_backend.process_index_and_count()[1] > 1:
+        place, to_host = keras_backend.global_batch, keras_backend.host_array
+    else:
+        place = lambda inputs: inputs  # noqa: E731
+
+    # The trainable / non-trainable partition once, and again only when a variable's trainable
+    # flag changed (a layer frozen since): Keras walks every layer for each property read (~30 µs
+    # a call on a 2-core AMD EPYC, benchmarks/host_overhead.py). The values every call, so
+    # weights trained since are the ones used.
+    variables = model.variables
+    partition = {}
+
+    def run(inputs):
+        flags = tuple(variable.trainable for variable in variables)
+        if partition.get("flags") != flags:
+            partition.update(flags=flags, trainable=model.trainable_variables, rest=model.non_trainable_variables)
+        trainable = keras_backend.variable_values(partition["trainable"])
+        non_trainable = keras_backend.variable_values(partition["rest"])
+        return forward(trainable, non_trainable, place(inputs))
+
+    return run, limits, to_host
 
 
 def _checks_by_limits(model):
