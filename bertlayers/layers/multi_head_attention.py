@@ -48,6 +48,11 @@ class MultiHeadAttention(keras.layers.Layer):
       `[batch, query_len, hidden]` (and the probabilities, if asked for).
     """
 
+    # What `TransformerEncoderBlock` may pass to `call` besides the query, value and mask. An
+    # attention layer of another kind says what it takes the same way; one that says nothing is
+    # passed none of them (its block then computes no rows alone and windows by a dense mask).
+    position_arguments = frozenset({"query_positions", "key_positions", "attention_window"})
+
     def __init__(
         self,
         num_heads: int,

@@ -1,8 +1,6 @@
 """The Transformer encoder block: self-attention and a feed-forward network, each with a
 residual connection and LayerNorm."""
 
-import inspect
-
 import keras
 from keras import ops
 
@@ -41,11 +39,12 @@ class TransformerEncoderBlock(keras.layers.Layer):
       kernel_initializer: initializer of every kernel.
       attention_layer: an attention layer to use instead of `MultiHeadAttention` (for example
         rotary or relative attention); it is called as `attention_layer(query, value,
-        attention_mask=..., return_attention_scores=..., training=..., query_positions=...)`.
-        `query_positions` (int `[batch, Q]`, or None for every position 0..S-1 in order) says
-        where the queries sit in the sequence; the keys always span it. A layer whose call has
-        no `query_positions` argument is taken to ignore positions (content attention): it gets
-        none, and the block then never computes chosen rows alone (`computes_rows`).
+        attention_mask=..., return_attention_scores=..., training=...)`, plus what its class
+        declares in `position_arguments` (`MultiHeadAttention`'s: `query_positions`, int
+        `[batch, Q]` saying where the queries sit, the keys always spanning the sequence;
+        `key_positions` for packed rows; `attention_window`, computed band by band). A layer that
+        declares none is taken to ignore positions (content attention): it gets none, the block
+        never computes chosen rows alone (`computes_rows`), and a window is a dense mask.
       feed_forward_layer: a position-wise layer `[tokens, H] -> [tokens, H]` to use instead of
         the two dense layers (for example `GatedFeedForward`, GeGLU); the block keeps the
         dropout, residual and LayerNorm around it, and runs it on real tokens' rows only.
@@ -181,15 +180,18 @@ class TransformerEncoderBlock(keras.layers.Layer):
     def computes_rows(self):
         """Whether `output_positions` may be used: the attention layer is told where its queries
         sit (or is the default one), so rows computed alone equal the full output's rows."""
-        return (
-            self.attention_layer is None or "query_positions" in inspect.signature(self.attention_layer.call).parameters
-        )
+        return "query_positions" in self._position_arguments()
 
     @property
     def takes_window(self):
         """Whether the attention layer computes a sliding window itself (`attention_window`)."""
-        layer = self.attention_layer
-        return layer is None or "attention_window" in inspect.signature(layer.call).parameters
+        return "attention_window" in self._position_arguments()
+
+    def _position_arguments(self):
+        """What the attention layer takes besides query, value and mask (its `position_arguments`)."""
+        if self.attention_layer is None:
+            return MultiHeadAttention.position_arguments
+        return getattr(self.attention_layer, "position_arguments", frozenset())
 
     def _feed_forward(self, rows, training):
         if self.feed_forward_layer is not None:
@@ -238,7 +240,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
             )
         where = {"query_positions": output_positions} if self.computes_rows else {}
         if positions is not None:  # packed rows: each token's place in its own sequence
-            if "key_positions" not in inspect.signature(self.attention_layer.call).parameters:
+            if "key_positions" not in self._position_arguments():
                 raise ValueError(
                     f"{type(self.attention_layer).__name__} takes no key_positions, so it cannot read packed rows "
                     "(where positions restart in every sequence)."

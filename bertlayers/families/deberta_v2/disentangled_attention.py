@@ -68,6 +68,9 @@ class DisentangledAttention(MultiHeadAttention):
       `[batch, query_len, hidden]` (and the probabilities `[batch, N, query_len, key_len]`).
     """
 
+    # Its positions are relative, from the encoder's table: the block passes it none.
+    position_arguments = frozenset()
+
     def __init__(
         self,
         num_heads: int,
