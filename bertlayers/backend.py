@@ -185,8 +185,8 @@ def tensorflow_trainer_module():
 
 def variable_values(variables):
     """The values of `variables` as stored: what `variable.value` returns outside a layer's call
-    (no autocast scope there), without its per-read work, about 0.5 µs a variable (a predictor
-    reads every weight at every call). A value a JAX loop has cleared is read through the property."""
+    (no autocast scope there), without its per-read work (a predictor reads every weight at
+    every call; `benchmarks/host_overhead.py` measures it). A value a JAX loop has cleared is read through the property."""
     values = [variable._value for variable in variables]
     if any(value is None for value in values):
         return [variable.value for variable in variables]
@@ -311,8 +311,8 @@ def activations_in_float32():
     """Whether training computes a bfloat16 or float16 model's activations (GELU, SiLU, ...) in
     float32, cast up before and back after: TensorFlow on the CPU, whose low-precision
     element-wise kernels are slower than its float32 ones (GELU's forward and backward on a
-    fine-tuning batch's `[896, 1536]`: 7.7 ms in bfloat16, 4.8 through float32 on a 2-core AMD
-    EPYC with AVX-512 BF16, `benchmarks/matmul_dtypes.py --activations`; `benchmarks/analysis.md`).
+    fine-tuning batch: `benchmarks/matmul_dtypes.py --activations`, figures in
+    `benchmarks/analysis.md`).
     Not in inference, where TensorFlow fuses the activation into the product before it (MatMul +
     BiasAdd + GELU: one oneDNN kernel), which the casts would split; not under JAX, whose compiled
     steps fuse the element-wise ops (and casts) into their neighbours; not on a GPU, where it was

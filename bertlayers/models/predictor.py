@@ -1,9 +1,9 @@
 """A model's inference as one compiled function per input shape: NumPy in, NumPy out.
 
 `model.predict_on_batch` pays Keras's per-call work each time: under JAX it gathers the model's
-state, lays out the batch for a distribution and writes the state back, about 10 ms a call on an
-H100 whatever the batch (benchmarks/README.md, "On accelerators"), which is most of the time a
-BERT-base forward takes there. `compiled_predictor(model)` compiles the forward pass once per input
+state, lays out the batch for a distribution and writes the state back, whatever the batch: on
+an accelerator most of the time a BERT-base forward takes (benchmarks/README.md, "On
+accelerators"). `compiled_predictor(model)` compiles the forward pass once per input
 shape (`jax.jit` of `model.stateless_call`; under TensorFlow a `tf.function` that does not retrace
 for new lengths) and hands it the weights as they are at each call, so it stays right after more
 training. It works on any Keras model, ours or not.
@@ -99,8 +99,8 @@ def _jax_runner(model, guarded):
         place = lambda inputs: inputs  # noqa: E731
 
     # The trainable / non-trainable partition once, and again only when a variable's trainable
-    # flag changed (a layer frozen since): Keras walks every layer for each property read (~30 µs
-    # a call on a 2-core AMD EPYC, benchmarks/host_overhead.py). The values every call, so
+    # flag changed (a layer frozen since): Keras walks every layer for each property read
+    # (benchmarks/host_overhead.py measures it). The values every call, so
     # weights trained since are the ones used.
     variables = model.variables
     partition = {}
