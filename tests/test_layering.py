@@ -192,10 +192,23 @@ def test_no_function_is_longer_than_80_lines_of_code():
     assert not long, "functions over 80 lines of code:\n" + "\n".join(long)
 
 
-if __name__ == "__main__":
+def graph_lines():
+    """The tiers' import graph, top down: `package -> the packages it imports`."""
     graph = collections.defaultdict(set)
     for source, target in package_imports():
         if target not in BELOW_ALL:  # every tier may use them (`docs/architecture.md`)
             graph[source].add(target)
-    for package in reversed(TIERS):
-        print(f"{package:9s} -> {', '.join(sorted(graph[package], key=TIERS.index)) or '(nothing of ours)'}")
+    return [
+        f"{package:9s} -> {', '.join(sorted(graph[package], key=TIERS.index)) or '(nothing of ours)'}"
+        for package in reversed(TIERS)
+    ]
+
+
+def test_the_architecture_page_draws_the_graph_the_code_has():
+    page = open(os.path.join(os.path.dirname(ROOT), "docs", "architecture.md"), encoding="utf-8").read()
+    drawn = page.split("```\n", 2)[1].split("```")[0].splitlines()
+    assert drawn == graph_lines(), "docs/architecture.md's graph: `python tests/test_layering.py` prints it"
+
+
+if __name__ == "__main__":
+    print("\n".join(graph_lines()))
