@@ -101,6 +101,9 @@ def test_albert_groups_cannot_exceed_layers():
 def test_unknown_preset_lists_the_known_ones():
     with pytest.raises(ValueError, match=r"Unknown preset 'bert_huge'. Known presets: .*bert_base.*bert_tiny"):
         get_preset("bert_huge")
+    # A Hub id, as keras-hub's from_preset takes it: where pretrained weights come from here.
+    with pytest.raises(ValueError, match=r"random weights; pretrained weights load from a checkpoint folder"):
+        BertEncoder.from_preset("hf://sentence-transformers/all-MiniLM-L6-v2")
 
 
 def test_compact_bert_presets():

@@ -372,9 +372,12 @@ class EncoderBase(GuardedModel, keras.Model):
 
     @classmethod
     def from_preset(cls, name, **overrides):
-        """An encoder with the architecture of preset `name` (randomly initialized); `overrides`
+        """An encoder with the architecture of preset `name`, randomly initialized; `overrides`
         change `EncoderConfig` fields (`num_layers=4`) or go to the constructor
-        (`return_attention_scores=True`, `dtype`, `name`)."""
+        (`return_attention_scores=True`, `dtype`, `name`).
+
+        Unlike keras-hub's `from_preset`, no weights are loaded: pretrained weights come from a
+        checkpoint folder through `bertlayers.convert.load_checkpoint(folder)` (or `load_encoder`)."""
         config = get_preset(name)
         if config.architecture != cls.architecture:
             raise ValueError(

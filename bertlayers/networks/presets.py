@@ -28,5 +28,12 @@ def get_preset(name: str) -> EncoderConfig:
     """The EncoderConfig named `name`, or a ValueError listing the known names."""
     config = _PRESETS.get(_ALIASES.get(name, name))
     if config is None:
-        raise ValueError(f"Unknown preset {name!r}. Known presets: {', '.join(preset_names())}.")
+        where = ""
+        if "/" in name or name.startswith("hf://"):  # a Hub id or a path, as keras-hub's from_preset takes
+            where = (
+                " A preset is an architecture with random weights; pretrained weights load from a checkpoint "
+                "folder: bertlayers.convert.load_checkpoint(folder) (download a Hub model with huggingface_hub's "
+                "snapshot_download first)."
+            )
+        raise ValueError(f"Unknown preset {name!r}.{where} Known presets: {', '.join(preset_names())}.")
     return config
