@@ -8,6 +8,8 @@ data/wnut16/{train,dev,test}.conll         WNUT-2016 NER, CoNLL BIO (the package
 data/wiki_next_sentence/{train,dev,test}.jsonl   multiple choice from the Wikipedia excerpt (gensim's):
                                            a sentence, its true next sentence among 4, distractors
                                            from the same article; split by article
+data/bbc_next_sentence/test.jsonl          the same kind of items from other text: BBC News articles'
+                                           sentences (the bbc_news test split's articles)
 data/wiki_retrieval/{train,dev,test}.jsonl       query → passage pairs from the same excerpt's paragraphs:
                                            "heading: first sentence" → the paragraph's other
                                            sentences; split by article
@@ -20,7 +22,12 @@ import os
 import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: examples/usage/)
 import numpy as np
 
-from bertlayers.pretraining_data.corpus import read_wikipedia_dump, read_wikipedia_paragraphs, wikipedia_excerpt_path
+from bertlayers.pretraining_data.corpus import (
+    read_wikipedia_dump,
+    read_wikipedia_paragraphs,
+    split_sentences,
+    wikipedia_excerpt_path,
+)
 from bertlayers.task_data.multiple_choice import next_sentence_choices, write_choices
 from bertlayers.task_data.ner import read_conll, write_conll
 from bertlayers.task_data.retrieval import inverse_cloze_pairs, squad_question_pairs, write_pairs
@@ -66,6 +73,14 @@ def main():
         examples = next_sentence_choices(articles, num_choices=4, seed=args.seed)
         write_choices(os.path.join(folder, f"{name}.jsonl"), examples)
         print(f"{folder}/{name}.jsonl: {len(examples)} examples from {len(articles)} articles")
+
+    # The same task on other text: held-out items for a model trained on the Wikipedia set.
+    folder = os.path.join(args.output_dir, "bbc_next_sentence")
+    os.makedirs(folder, exist_ok=True)
+    articles = [split_sentences(text) for text, _ in split(bbc_news_articles(), args.seed, 0.1, 0.2)[2]]
+    examples = next_sentence_choices(articles, num_choices=4, seed=args.seed)
+    write_choices(os.path.join(folder, "test.jsonl"), examples)
+    print(f"{folder}/test.jsonl: {len(examples)} examples from {len(articles)} articles")
 
     folder = os.path.join(args.output_dir, "wiki_retrieval")
     os.makedirs(folder, exist_ok=True)

@@ -139,10 +139,58 @@ def test_run_multiple_choice_end_to_end(tmp_path):
         "0",
         "--ensemble",
         "2",
+        "--scorer",
+        "cross",
     )
     metrics = json.load(open(out / "metrics.json"))
     assert metrics["chance"] == 0.25 and metrics["eval_examples"] == 9 and 0 <= metrics["untuned_cosine_accuracy"] <= 1
     assert metrics["ensemble_seeds"] == [0, 1] and len(metrics["member_accuracies"]) == 2
     members = keras.saving.load_model(str(out / "model.keras")).members
     assert [member.scorer is not None for member in members] == [True, True]
-    assert "9 training and 9 evaluation examples, 4 choices each" in output
+    assert "9 training and 9 evaluation examples, 4 choices each" in output and metrics["scorer"] == "cross"
+
+
+def test_the_similarity_scorer_starts_as_the_untuned_cosine_and_is_served_as_its_embedder(tmp_path):
+    """scorer="similarity": logits = 20 · cos(context, choice) of the embedder's vectors, so the
+    untrained model picks what the encoder's embeddings pick; it trains, saves and loads, and its
+    served text model is the embedder."""
+    import tensorflow as tf
+
+    from bertlayers.export import export_for_serving
+    from bertlayers.models import SentenceEmbedder
+
+    keras.utils.set_random_seed(1)
+    model = MultipleChoice(BertEncoder(**TINY), scorer="similarity")
+    examples = next_sentence_choices(ARTICLES, seed=0)
+    packer = text_packer(bert_uncased_vocabulary(), 32)
+    inputs, labels = encode_choices(packer, examples, "similarity")
+    assert inputs["token_ids"].shape == (9, 5, 32) and not inputs["segment_ids"].any()  # context + 4 choices, alone
+    logits = model.predict_on_batch(inputs)["logits"]  # [9, 4]
+    embedder = SentenceEmbedder(model.encoder)  # the same encoder's mean-pooled unit vectors
+    contexts = embedder.predict_on_batch(packer([e.context for e in examples]))["embedding"]
+    choices = embedder.predict_on_batch(packer([c for e in examples for c in e.choices]))["embedding"]
+    cosines = np.einsum("nh,nch->nc", contexts, choices.reshape(9, 4, -1))
+    np.testing.assert_allclose(logits, 20 * cosines, atol=1e-4)
+    assert not model.uses_pooled_output and model.serving_model() is model.embedder
+
+    model.compile(keras.optimizers.Adam(3e-3))
+    history = model.fit(inputs, {"logits": labels}, epochs=10, batch_size=9, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    model.save(str(tmp_path / "choice.keras"))
+    loaded = keras.saving.load_model(str(tmp_path / "choice.keras"))
+    assert loaded.scorer_kind == "similarity" and loaded.similarity_scale == 20.0
+    np.testing.assert_allclose(
+        loaded.predict_on_batch(inputs)["logits"], model.predict_on_batch(inputs)["logits"], atol=1e-5
+    )
+
+    paths = export_for_serving(
+        model, "choice", base_dir=str(tmp_path), vocabulary=bert_uncased_vocabulary(), sequence_length=32
+    )
+    served = (
+        tf.saved_model.load(paths["choice_text"])
+        .signatures["serving_default"](text=tf.constant([examples[0].context, *examples[0].choices]))["embedding"]
+        .numpy()
+    )
+    np.testing.assert_allclose(20 * served[1:] @ served[0], model.predict_on_batch(inputs)["logits"][0], atol=1e-4)
+    with pytest.raises(ValueError, match='pooling "mean", "first" or "max", not the pooler'):
+        MultipleChoice(BertEncoder(**TINY), scorer="similarity", pooling="pooler")

@@ -82,6 +82,11 @@ class ClassifierEnsemble(EncoderModel):
         parts = [member.serving_model() for member in self.members]
         if all(part is member for part, member in zip(parts, self.members)):
             return self
+        if any("logits" not in part.output for part in parts):
+            raise ValueError(
+                "An ensemble whose members are served as embedders (multiple choice with the similarity scorer) "
+                "is not served as one model yet: export each member (`model.members[k]`) on its own."
+            )
         parts = [_renamed(part, f"member_{k}_{part.name}") for k, part in enumerate(parts)]
         inputs = encoder_inputs()
         scores = keras.layers.Concatenate(name="member_scores")([part(inputs)["logits"] for part in parts])  # [B, N]

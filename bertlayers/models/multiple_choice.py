@@ -1,19 +1,24 @@
-"""Multiple choice (SWAG-style): each (context, choice) pair scored through the encoder, a softmax
-over the choices.
+"""Multiple choice (SWAG-style): a score for each of a context's choices, a softmax over them.
 
-Dimensions: B batch, C choices, S sequence.
+Dimensions: B batch, C choices, S sequence, H hidden. Two scorers:
 
-    [B, C, S] ids --fold--> [B·C, S] --scorer: SequenceClassifier(encoder, 1)--> [B·C, 1] --unfold--> [B, C]
+    cross:       [B, C, S] pairs --fold--> [B·C, S] --SequenceClassifier(encoder, 1)--> [B·C, 1] --> [B, C]
+    similarity:  [B, 1 + C, S] texts --fold--> [B·(1+C), S] --SentenceEmbedder(encoder)--> [B·(1+C), H]
+                 --> scale · cos(context, choice) [B, C]
 
-The scorer is a model of its own (`model.scorer`), sharing every weight: it is what serving runs,
-one (context, choice) pair per row, and the client takes the best score among a question's
-choices (`export_for_serving` exports a `MultipleChoice` so).
+"cross" reads each (context, choice) pair packed as one sentence pair (BERT's recipe);
+"similarity" embeds the context and each choice alone and scores their cosine, so that before
+any training it answers what the encoder's embeddings answer (a sentence-embedding checkpoint
+such as all-MiniLM-L6-v2 is strong there), and fine-tuning starts from that. The part that scores
+is a model of its own sharing every weight, what serving runs (`serving_model`): the pair scorer
+(one (context, choice) pair a row) or the embedder (one text a row; the client compares).
 """
 
 import keras
 from keras import ops
 
 from bertlayers.models.encoder_model import EncoderModel
+from bertlayers.models.sentence_embedder import SentenceEmbedder
 from bertlayers.models.sequence_classifier import SequenceClassifier
 from bertlayers.networks.encoder_base import INPUT_NAMES
 
@@ -44,46 +49,100 @@ class UnfoldChoices(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
-class MultipleChoice(EncoderModel):
-    """logits `[B, C]`: W · Dropout(pooled_output) + b for each (context, choice) pair.
+class ChoiceSimilarity(keras.layers.Layer):
+    """Unit vectors `[B·(1+C), H]` (each question's context, then its choices) -> logits `[B, C]`:
+    `scale` times the cosine of each choice with its context."""
 
-    Inputs: the encoder's, with a choices axis: int `[batch, choices, seq]` (each choice packed as
-    a sentence pair after its context: `bertlayers.task_data.multiple_choice.encode_choices`).
-    Output `logits`: `[batch, choices]`, trained with a softmax over the choices (the default loss,
-    accuracy the default metric).
+    def __init__(self, scale: float = 20.0, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.scale = float(scale)
+
+    def call(self, vectors, token_ids):
+        rows = ops.reshape(vectors, (-1, ops.shape(token_ids)[1], ops.shape(vectors)[-1]))  # [B, 1 + C, H]
+        context, choices = rows[:, :1], rows[:, 1:]
+        return self.scale * ops.sum(context * choices, axis=-1)  # [B, C]
+
+    def compute_output_spec(self, vectors, token_ids):
+        choices = None if token_ids.shape[1] is None else token_ids.shape[1] - 1
+        return keras.KerasTensor((token_ids.shape[0], choices), dtype=vectors.dtype)
+
+    def get_config(self):
+        return {**super().get_config(), "scale": self.scale}
+
+
+SCORERS = ("cross", "similarity")
+
+
+@keras.saving.register_keras_serializable(package="bertlayers")
+class MultipleChoice(EncoderModel):
+    """logits `[B, C]`: a score for each of a context's choices.
+
+    Inputs: the encoder's, with a choices axis: int `[batch, rows, seq]`, packed by
+    `bertlayers.task_data.multiple_choice.encode_choices(packer, examples, scorer)`: for "cross"
+    each choice after its context as a sentence pair (rows = choices), for "similarity" the
+    context alone and then each choice alone (rows = 1 + choices). Output `logits`:
+    `[batch, choices]`, trained with a softmax over the choices (the default loss, accuracy the
+    default metric).
 
     Args:
       encoder: a pretrained encoder.
-      dropout: dropout before the scoring layer (0.1 in BERT).
-      pooling: what the scorer reads of each pair (`SequenceClassifier`'s `pooling`).
+      dropout: "cross": dropout before the scoring layer (0.1 in BERT).
+      pooling: what is read of each row: `SequenceClassifier`'s `pooling` for "cross" (the
+        pooler by default); "mean", "first" or "max" for "similarity" (the mean by default).
+      scorer: "cross" (each pair through the encoder, a dense unit on it) or "similarity" (the
+        cosine of the context's and the choice's embeddings, times `similarity_scale`).
+      similarity_scale: the cosine's multiplier before the softmax (sentence-transformers' 20).
     """
 
     def __init__(
         self,
         encoder: keras.Model,
         dropout: float = 0.1,
-        pooling: str = "pooler",
+        pooling: str | None = None,
+        scorer: str = "cross",
+        similarity_scale: float = 20.0,
         name: str = "multiple_choice",
         **kwargs,
     ) -> None:
-        scorer = SequenceClassifier(encoder, 1, dropout=dropout, pooling=pooling, name="choice_scorer")
-        inputs = {name: keras.Input((None, None), dtype="int32", name=name) for name in INPUT_NAMES}  # [B, C, S]
-        pairs = FoldChoices(name="fold_choices")(inputs)  # [B·C, S]
-        scores = scorer(pairs)["logits"]  # [B·C, 1]
-        logits = UnfoldChoices(name="unfold_choices")(scores, inputs["token_ids"])  # [B, C]
+        if scorer not in SCORERS:
+            raise ValueError(f"scorer must be one of {SCORERS}, got {scorer!r}.")
+        inputs = {name: keras.Input((None, None), dtype="int32", name=name) for name in INPUT_NAMES}  # [B, R, S]
+        rows = FoldChoices(name="fold_choices")(inputs)  # [B·R, S]
+        if scorer == "cross":
+            part = SequenceClassifier(encoder, 1, dropout=dropout, pooling=pooling or "pooler", name="choice_scorer")
+            scores = part(rows)["logits"]  # [B·C, 1]
+            logits = UnfoldChoices(name="unfold_choices")(scores, inputs["token_ids"])  # [B, C]
+        else:
+            if pooling == "pooler":
+                raise ValueError(
+                    'The similarity scorer compares sentence embeddings pooled over the tokens: pooling "mean", '
+                    '"first" or "max", not the pooler.'
+                )
+            part = SentenceEmbedder(encoder, pooling=pooling or "mean", name="choice_embedder")
+            vectors = part(rows)["embedding"]  # [B·(1+C), H]
+            logits = ChoiceSimilarity(similarity_scale, name="choice_similarity")(vectors, inputs["token_ids"])
         super().__init__(inputs=inputs, outputs={"logits": logits}, name=name, **kwargs)
         self.encoder = encoder
-        self.scorer = scorer
+        self.scorer = part if scorer == "cross" else None
+        self.embedder = part if scorer == "similarity" else None
+        self.scorer_kind = scorer
         self.dropout = float(dropout)
-        self.pooling = pooling
-        self.uses_pooled_output = scorer.uses_pooled_output
+        self.pooling = part.pooling
+        self.similarity_scale = float(similarity_scale)
+        self.uses_pooled_output = part.uses_pooled_output
 
     def _constructor_args(self):
-        return {"dropout": self.dropout, "pooling": self.pooling}
+        return {
+            "dropout": self.dropout,
+            "pooling": self.pooling,
+            "scorer": self.scorer_kind,
+            "similarity_scale": self.similarity_scale,
+        }
 
     def serving_model(self):
-        # One (context, choice) pair a row: the client compares a question's choices.
-        return self.scorer
+        # One row a request: a (context, choice) pair's score, or a text's embedding (the client
+        # compares a question's choices).
+        return self.scorer if self.scorer_kind == "cross" else self.embedder
 
     def default_losses(self):
         return {"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)}

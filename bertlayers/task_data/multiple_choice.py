@@ -3,8 +3,8 @@
 `next_sentence_choices` builds a SWAG-style set from documents (lists of sentences, such as the
 Wikipedia excerpt's articles): each context is a sentence, the right choice the sentence that
 follows it, the distractors other sentences of the same article (so topic words do not give the
-answer away). `encode_choices` packs every (context, choice) pair as one sentence pair:
-`[N, choices, seq]` arrays for `bertlayers.models.MultipleChoice`.
+answer away). `encode_choices` packs them for `bertlayers.models.MultipleChoice`: every
+(context, choice) pair as one sentence pair, or the context and each choice alone.
 """
 
 import dataclasses
@@ -87,15 +87,20 @@ def read_choices(path):
     return examples
 
 
-def encode_choices(packer, examples):
-    """Encoder inputs `[N, choices, seq]` (each choice packed after its context as a sentence pair)
-    and the labels `[N]`."""
+def encode_choices(packer, examples, scorer="cross"):
+    """Encoder inputs `[N, rows, seq]` for `MultipleChoice(scorer=scorer)` and the labels `[N]`:
+    for "cross" each choice packed after its context as a sentence pair (rows = choices), for
+    "similarity" the context alone, then each choice alone (rows = 1 + choices)."""
     from bertlayers.tokenizers.checkpoint_tokenizer import pack_in_chunks
 
-    choices = len(examples[0].choices)
-    first = [e.context for e in examples for _ in e.choices]
-    second = [c for e in examples for c in e.choices]
-    inputs = {
-        key: value.reshape(len(examples), choices, -1) for key, value in pack_in_chunks(packer, first, second).items()
-    }
+    if scorer == "similarity":
+        texts = [text for e in examples for text in (e.context, *e.choices)]
+        packed, rows = pack_in_chunks(packer, texts), 1 + len(examples[0].choices)
+    elif scorer == "cross":
+        first = [e.context for e in examples for _ in e.choices]
+        second = [c for e in examples for c in e.choices]
+        packed, rows = pack_in_chunks(packer, first, second), len(examples[0].choices)
+    else:
+        raise ValueError(f'scorer must be "cross" or "similarity", got {scorer!r}.')
+    inputs = {key: value.reshape(len(examples), rows, -1) for key, value in packed.items()}
     return inputs, np.array([e.label for e in examples], "int32")
