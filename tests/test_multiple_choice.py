@@ -194,3 +194,11 @@ def test_the_similarity_scorer_starts_as_the_untuned_cosine_and_is_served_as_its
     np.testing.assert_allclose(20 * served[1:] @ served[0], model.predict_on_batch(inputs)["logits"][0], atol=1e-4)
     with pytest.raises(ValueError, match='pooling "mean", "first" or "max", not the pooler'):
         MultipleChoice(BertEncoder(**TINY), scorer="similarity", pooling="pooler")
+
+
+def test_an_ensemble_of_similarity_scorers_is_refused_for_serving_by_name():
+    from bertlayers.models import ClassifierEnsemble
+
+    members = [MultipleChoice(BertEncoder(**TINY), scorer="similarity", name=f"member_{k}") for k in range(2)]
+    with pytest.raises(ValueError, match=r"export each member \(`model.members\[k\]`\) on its own"):
+        ClassifierEnsemble(members).serving_model()
