@@ -740,11 +740,11 @@ def prepare():
     import numpy as np
 
     sys.path.insert(0, REPO)
-    from bertlayers.tokenizers import BertInputPacker, bert_uncased_vocabulary, wordpiece_tokenizer
+    from bertlayers.tokenizers import bert_uncased_vocabulary, model_tokenizer
     from bertlayers.utils.assets import rotten_tomatoes_snippets
 
     snippets = rotten_tomatoes_snippets()[:REAL_EXAMPLES]
-    packer = BertInputPacker(wordpiece_tokenizer(bert_uncased_vocabulary()), sequence_length=REAL_LENGTH)
+    packer = model_tokenizer(bert_uncased_vocabulary()).packer(REAL_LENGTH)
     token_ids = np.asarray(packer([text for text, _ in snippets])["token_ids"], "int32")
     labels = np.array([label == "fresh" for _, label in snippets], "int32")
     np.savez_compressed(INPUTS, token_ids=token_ids, labels=labels)

@@ -147,13 +147,13 @@ def run_bertlayers(work, precision, data, quick):
     from bertlayers.export import export_for_serving
     from bertlayers.export.serving_latency import serving_latency
     from bertlayers.models import SequenceClassifier
-    from bertlayers.tokenizers.tokenizer import BertInputPacker, wordpiece_tokenizer
+    from bertlayers.tokenizers import model_tokenizer
     from bertlayers.training.length_batching import length_batches
     from bertlayers.training.optimization import create_optimizer
 
     dtype = "mixed_bfloat16" if precision == "bfloat16" else "float32"
     if work == "finetune":
-        packer = BertInputPacker(wordpiece_tokenizer(data["vocabulary"]), FINETUNE_LENGTH)
+        packer = model_tokenizer(data["vocabulary"]).packer(FINETUNE_LENGTH)
         x = packer(data["texts"])
         model = SequenceClassifier(load_encoder(data["minilm"], dtype=dtype), 2)
         steps = -(-len(data["texts"]) // FINETUNE_BATCH)
@@ -762,9 +762,9 @@ def print_table(path, chart_path=None):
 def real_tokens_per_example(data):
     """Mean WordPiece tokens per training snippet, [CLS] and [SEP] included, at most 64: every
     library trains on all of them once per epoch, so real tokens/s = examples/s x this."""
-    from bertlayers.tokenizers.tokenizer import BertInputPacker, wordpiece_tokenizer
+    from bertlayers.tokenizers import model_tokenizer
 
-    packer = BertInputPacker(wordpiece_tokenizer(data["vocabulary"]), FINETUNE_LENGTH)
+    packer = model_tokenizer(data["vocabulary"]).packer(FINETUNE_LENGTH)
     return float(packer(data["texts"])["padding_mask"].sum(axis=1).mean())
 
 

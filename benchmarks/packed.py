@@ -36,13 +36,13 @@ def main(argv=None):
     from bertlayers.models import SequenceClassifier
     from bertlayers.networks import build_encoder, get_preset
     from bertlayers.networks.packing import pack_sequences, packed_classifier, packed_labels
-    from bertlayers.tokenizers import BertInputPacker, bert_uncased_vocabulary, wordpiece_tokenizer
+    from bertlayers.tokenizers import bert_uncased_vocabulary, model_tokenizer
     from bertlayers.utils.assets import rotten_tomatoes_snippets
 
     snippets = rotten_tomatoes_snippets()[: args.examples]
     texts = [text for text, _ in snippets]
     labels = np.array([label == "fresh" for _, label in snippets], "int32")
-    padded = BertInputPacker(wordpiece_tokenizer(bert_uncased_vocabulary()), 128)(texts)
+    padded = model_tokenizer(bert_uncased_vocabulary()).packer(128)(texts)
     padded = {key: np.asarray(value, "int32") for key, value in padded.items()}
     lengths = padded["padding_mask"].sum(axis=1)
     config = get_preset(args.preset).replace(vocabulary_size=30522, max_sequence_length=512)

@@ -48,14 +48,14 @@ def pretokenized_call(path, texts, args, multiple):
     """A text-in call for `request_latency` over an ids SavedModel: every request it will send is
     tokenized and cut to its longest (rounded up to a multiple of `multiple`) before the clock
     starts."""
+    from bertlayers.tokenizers import model_tokenizer
     from bertlayers.tokenizers.padding import padded_length
-    from bertlayers.tokenizers.tokenizer import BertInputPacker, wordpiece_tokenizer
 
     if not args.vocabulary:
         raise ValueError("--ids_model needs --vocabulary (the model's vocab.txt)")
     signature = serving_signature(path)
     length = signature.structured_input_signature[1]["token_ids"].shape[1] or 128
-    packer = BertInputPacker(wordpiece_tokenizer(args.vocabulary), length)
+    packer = model_tokenizer(args.vocabulary).packer(length)
     requests = [[text] for text in texts] + [
         texts[i : i + args.batch_size] for i in range(0, len(texts), args.batch_size)
     ]

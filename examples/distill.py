@@ -40,7 +40,8 @@ from bertlayers.networks import reinitialized
 from bertlayers.runs.finetuning import write_json
 from bertlayers.runs.output_folder import take_output_folder
 from bertlayers.task_data.classification import LabelMap, TextExample, encode_examples, read_text_examples
-from bertlayers.tokenizers.tokenizer import BertInputPacker, check_vocabulary_fits, wordpiece_tokenizer
+from bertlayers.tokenizers import model_tokenizer
+from bertlayers.tokenizers.tokenizer import check_vocabulary_fits
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.training.optimization import create_optimizer
 from bertlayers.utils.assets import bert_uncased_vocabulary
@@ -137,7 +138,7 @@ def main():
         raise ValueError(f"{args.teacher} holds a {type(teacher).__name__}; the teacher must be a SequenceClassifier.")
     vocabulary = args.vocabulary or bert_uncased_vocabulary()
     check_vocabulary_fits(vocabulary, teacher.encoder.config.vocabulary_size, source=vocabulary)
-    packer = BertInputPacker(wordpiece_tokenizer(vocabulary), args.sequence_length)
+    packer = model_tokenizer(vocabulary).packer(args.sequence_length)
 
     examples = read_text_examples(args.train_file)
     labelled, transfer = examples[: args.labelled_examples], examples[args.labelled_examples :]

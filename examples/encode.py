@@ -18,7 +18,7 @@ import numpy as np
 from bertlayers.families.bert import load_huggingface_bert
 from bertlayers.layers import SequencePooling
 from bertlayers.networks import build_encoder
-from bertlayers.tokenizers import BertInputPacker, bert_uncased_vocabulary, wordpiece_tokenizer
+from bertlayers.tokenizers import bert_uncased_vocabulary, model_tokenizer
 from bertlayers.utils.assets import minilm_path
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import Range, flag
@@ -55,15 +55,15 @@ def main():
         f"I={config.intermediate_size}, {encoder.count_params():,} parameters"
     )
 
-    tokenizer = wordpiece_tokenizer(vocabulary)
+    tokenizer = model_tokenizer(vocabulary)
     texts = args.text or DEFAULT_TEXTS
-    inputs = BertInputPacker(tokenizer, args.sequence_length)(texts)
+    inputs = tokenizer.packer(args.sequence_length)(texts)
     outputs = encoder(inputs)
 
     print("\nInputs:")
     for text, ids, mask in zip(texts, inputs["token_ids"], inputs["padding_mask"]):
         ids = ids[mask.astype(bool)]
-        pieces = [tokenizer.id_to_token(int(i)) for i in ids]
+        pieces = [tokenizer.tokens[int(i)] for i in ids]
         print(f"  {text!r}\n    wordpieces: {' '.join(pieces)}\n    token_ids:  {ids.tolist()}")
 
     sequence = np.asarray(outputs["sequence_output"])

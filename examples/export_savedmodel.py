@@ -19,7 +19,6 @@ import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: exa
 
 from bertlayers.convert import load_encoder, load_model_file, recorded_vocabulary
 from bertlayers.export import ExportOptions, check_serving_base, export_for_serving, export_tflite
-from bertlayers.tokenizers.checkpoint_tokenizer import TokenizerFiles
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.options import add_flags, options_from_flags
 
@@ -56,12 +55,12 @@ def main():
     check_serving_base(args.base_dir, args.serving_base)  # before the model loads
     model = load_model_file(args.model) if args.model.endswith(".keras") else load_encoder(args.model)
     if args.tflite and not args.no_text:  # before anything is written: TFLite runs WordPiece's kernels only
-        vocabulary = args.vocabulary or recorded_vocabulary(model)
-        if isinstance(vocabulary, TokenizerFiles) and vocabulary.checkpoint_tokenizer().kind != "wordpiece":
+        recorded = recorded_vocabulary(model)
+        kind = recorded.in_graph().kind if recorded is not None and not args.vocabulary else "wordpiece"
+        if kind != "wordpiece":
             raise ValueError(
                 f"--tflite converts a text model whose tokenizer is WordPiece (tensorflow-text's TFLite kernels); "
-                f"this {vocabulary.model_type} model's is {vocabulary.checkpoint_tokenizer().kind}: add --no_text to "
-                "convert its ids model alone."
+                f"this {recorded.model_type} model's is {kind}: add --no_text to convert its ids model alone."
             )
     written = export_for_serving(
         model,

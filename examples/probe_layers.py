@@ -18,7 +18,6 @@ from bertlayers.runs.finetuning import vocabulary_of_source
 from bertlayers.runs.output_folder import take_output_folder
 from bertlayers.runs.probing import probe_bilm_layers, probe_layers
 from bertlayers.task_data.ner import read_conll, tag_vocabulary
-from bertlayers.tokenizers.checkpoint_tokenizer import text_tokenizer
 from bertlayers.utils import atomic_files
 from bertlayers.utils.assets import minilm_path
 from bertlayers.utils.cli import argument_parser, run_script
@@ -75,7 +74,7 @@ def main():
     else:
         source = args.init or minilm_path()
         encoder = load_encoder(source)
-        tokenizer = text_tokenizer(vocabulary_of_source(source))
+        tokenizer = vocabulary_of_source(source).in_graph()
         print(
             f"Probing {encoder.config.num_layers + 1} hidden states of {source}: {len(train)} training and "
             f"{len(evaluation)} evaluation sentences, {len(tags)} tags"

@@ -36,7 +36,6 @@ from bertlayers.runs.finetuning import (
 from bertlayers.task_data.classification import LabelMap, encode_examples, read_text_examples
 from bertlayers.task_data.multi_task import mix_tasks
 from bertlayers.task_data.ner import decode_tags, encode_sentences, read_conll, tag_vocabulary
-from bertlayers.tokenizers.checkpoint_tokenizer import text_tokenizer
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import POSITIVE_INT, flag
@@ -105,7 +104,7 @@ def main():
     strategy = start(config)
 
     packer = packer_for(config, args.sequence_length)
-    tokenizer = text_tokenizer(vocabulary_for(config))
+    tokenizer = vocabulary_for(config).in_graph()
     tasks, train, evaluation = {}, {}, {}
     for name, train_file, eval_file in args.classification:
         examples, held_out = read_text_examples(train_file)[: args.max_train_examples], read_text_examples(eval_file)

@@ -37,7 +37,6 @@ from bertlayers.runs.finetuning import (
     write_json,
 )
 from bertlayers.task_data.ner import decode_tags, encode_sentences, read_conll, tag_vocabulary, word_tags, write_conll
-from bertlayers.tokenizers.checkpoint_tokenizer import text_tokenizer
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import POSITIVE_INT, flag
@@ -80,7 +79,7 @@ def main():
         print(f"Training on the first {args.max_train_examples} of {len(train)} sentences of {args.train_file}")
         train = train[: args.max_train_examples]
     tags = tag_vocabulary(train)
-    tokenizer = text_tokenizer(vocabulary_for(config))
+    tokenizer = vocabulary_for(config).in_graph()
     x_train, y_train, w_train, _ = encode_sentences(
         train, tokenizer, args.sequence_length, tags, args.train_file, every_piece=args.crf
     )

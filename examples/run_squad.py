@@ -28,7 +28,7 @@ from bertlayers.runs.finetuning import (
     vocabulary_for,
     write_json,
 )
-from bertlayers.task_data.squad import decode_answers, make_windows, read_squad, squad_tokenizer
+from bertlayers.task_data.squad import decode_answers, make_windows, read_squad
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import POSITIVE_INT, Range, flag
@@ -99,12 +99,11 @@ def main():
                     f"(use --version_2_with_negative)."
                 )
     vocabulary = vocabulary_for(config)
-    tokenizer, lowercase = squad_tokenizer(vocabulary)
+    tokenizer = vocabulary.in_graph()
     window = dict(
         sequence_length=args.sequence_length,
         doc_stride=args.doc_stride,
         max_query_length=args.max_query_length,
-        lowercase=lowercase,
     )
     train_features = make_windows(train, tokenizer, **window)
     eval_features = make_windows(evaluation, tokenizer, **window)

@@ -31,10 +31,10 @@ SLOW_FIXTURES = {
 
 def pytest_configure(config):
     register(config)  # the slow tier's total at the end of the run
-    if os.environ.get("BERTLAYERS_TRACE_SHARE"):  # the tracing profile (tests/trace_share.py)
-        import trace_share
+    if os.environ.get("BERTLAYERS_TEST_PROFILE"):  # where the time goes (tests/cost_profile.py)
+        import cost_profile
 
-        trace_share.register(config)
+        cost_profile.register(config)
 
 
 def pytest_collection_modifyitems(items):

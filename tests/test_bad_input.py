@@ -714,21 +714,21 @@ def test_byte_level_bpe_files_are_checked_whole(tmp_path, vocabulary, merges, me
     )
     assert good == ({"a": 0, "b": 1, "ab": 2}, [("a", "b")])
     # Read as a model records them (a copy in a temporary folder): the error names the user's folder.
-    from bertlayers.tokenizers.checkpoint_tokenizer import TokenizerFiles
+    from bertlayers.tokenizers import ModelTokenizer
 
     write(tmp_path / "config.json", '{"model_type": "roberta"}')
     write(tmp_path / "vocab.json", json.dumps(vocabulary))
     write(tmp_path / "merges.txt", merges)
     with pytest.raises(ValueError, match=message) as refused:
-        TokenizerFiles.from_folder(str(tmp_path)).checkpoint_tokenizer()
+        ModelTokenizer.from_folder(str(tmp_path)).in_graph()
     assert str(tmp_path) in str(refused.value) and "/tmp/tmp" not in str(refused.value).replace(str(tmp_path), "")
 
 
 def test_a_lone_surrogate_is_named_with_its_text():
-    from bertlayers.tokenizers.tokenizer import BertInputPacker, wordpiece_tokenizer
+    from bertlayers.tokenizers import model_tokenizer
     from bertlayers.utils.assets import bert_uncased_vocabulary
 
-    packer = BertInputPacker(wordpiece_tokenizer(bert_uncased_vocabulary()), 16)
+    packer = model_tokenizer(bert_uncased_vocabulary()).packer(16)
     bad = b"caf\xe9 au lait".decode("utf-8", errors="surrogateescape")
     with pytest.raises(ValueError, match=r"text 1 holds '\\udce9' at character 3, a lone surrogate"):
         packer(["fine", bad])
@@ -966,11 +966,11 @@ def test_continued_pretraining_names_a_tokenizer_it_cannot_read_yet(tmp_path):
     is refused with that tokenizer's files named (it once failed inside its own refusal)."""
     from bertlayers.convert.model_files import _ATTRIBUTE, save_model
     from bertlayers.runs.pretraining import initial_weights
-    from bertlayers.tokenizers.checkpoint_tokenizer import TokenizerFiles
+    from bertlayers.tokenizers import ModelTokenizer
 
     encoder = BertEncoder(**TINY)
     files = (("spm.model", b"x"), ("tokenizer_config.json", b"{}"))
-    object.__setattr__(encoder, _ATTRIBUTE, TokenizerFiles("deberta-v2", files, 0))  # as recorded, unchecked
+    object.__setattr__(encoder, _ATTRIBUTE, ModelTokenizer(files, "deberta-v2", pad_id=0))  # as recorded, unchecked
     save_model(encoder, str(tmp_path / "encoder.keras"))
     with pytest.raises(ValueError, match=r"this checkpoint's tokenizer is deberta-v2's spm\.model \+ tokenizer_config"):
         initial_weights(str(tmp_path / "encoder.keras"))

@@ -428,13 +428,13 @@ def test_a_folder_saved_back_holds_what_transformers_wrote(name, tmp_path):
 
     from bertlayers.convert import save_huggingface
     from bertlayers.convert.model_files import _ATTRIBUTE
-    from bertlayers.tokenizers.checkpoint_tokenizer import TokenizerFiles
+    from bertlayers.tokenizers import ModelTokenizer
 
     source = _folder(name)
     with open(os.path.join(source, "config.json")) as f:
         config = json.load(f)
     model = HUGGINGFACE_FAMILIES["deberta-v2"].loader(source)
-    object.__setattr__(model, _ATTRIBUTE, TokenizerFiles("deberta-v2", (), 0))  # no tokenizer files here
+    object.__setattr__(model, _ATTRIBUTE, ModelTokenizer((), "deberta-v2", pad_id=0))  # no tokenizer files here
     saved = save_huggingface(model, str(tmp_path / name))
     theirs, ours = (
         load_file(os.path.join(source, "model.safetensors")),
@@ -526,7 +526,7 @@ def test_run_classifier_fine_tunes_from_a_folder(tmp_path):
     recorded = recorded_vocabulary(load_model_file(str(out / "model.keras")))
     assert recorded.model_type == "deberta-v2" and "spm.model" in dict(recorded.files)
     texts = [text for text, _ in snippets[:8]]
-    ours, theirs = recorded.checkpoint_tokenizer(), checkpoint_tokenizer(folder)
+    ours, theirs = recorded.in_graph(), checkpoint_tokenizer(folder)
     np.testing.assert_array_equal(
         ours.encode(texts, sequence_length=40)["token_ids"], theirs.encode(texts, sequence_length=40)["token_ids"]
     )

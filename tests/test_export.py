@@ -12,13 +12,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from fresh_serving import poisoned_path, run_fresh
+from keras_hub_reference import keras_hub_packer
 from processes import REPO, environment, python, run, script
 
 from bertlayers.export import export_for_serving
 from bertlayers.families.bert import BertEncoder
 from bertlayers.models import SequenceClassifier, SpanPredictor, TokenClassifier
 from bertlayers.task_data.squad import SquadExample, decode_answers, make_windows, read_squad
-from bertlayers.tokenizers import BertInputPacker, bert_uncased_vocabulary, wordpiece_tokenizer
+from bertlayers.tokenizers import bert_uncased_vocabulary, model_tokenizer
 
 SEQ = 32
 TINY = dict(
@@ -120,9 +121,7 @@ def test_optional_inputs_are_derived(exported, tmp_path):
 def test_text_model_tokenizes_in_the_graph(exported, tmp_path):
     _, models, paths = exported
     served = run_fresh(paths["classifier_text"], "serving_default", {"text": np.array(TEXTS)}, tmp_path, text=True)
-    from bertlayers.tokenizers import BertInputPacker
-
-    packed = BertInputPacker(wordpiece_tokenizer(bert_uncased_vocabulary()), SEQ)(TEXTS)
+    packed = keras_hub_packer(bert_uncased_vocabulary(), SEQ)(TEXTS)
     np.testing.assert_allclose(served["logits"], keras_outputs(models["classifier"], packed)["logits"], atol=1e-5)
     pair = run_fresh(
         paths["classifier_text"],
@@ -131,7 +130,7 @@ def test_text_model_tokenizes_in_the_graph(exported, tmp_path):
         tmp_path,
         text=True,
     )
-    packed = BertInputPacker(wordpiece_tokenizer(bert_uncased_vocabulary()), SEQ)(TEXTS, ["yes", "no"])
+    packed = keras_hub_packer(bert_uncased_vocabulary(), SEQ)(TEXTS, ["yes", "no"])
     np.testing.assert_allclose(pair["logits"], keras_outputs(models["classifier"], packed)["logits"], atol=1e-5)
 
 
@@ -148,7 +147,7 @@ def test_squad_text_model_decodes_answers_in_the_graph(exported, tmp_path):
     )
     short = [SquadExample(e.qid, e.question, c, [], True) for e, c in zip(examples, contexts)]
     features = make_windows(
-        short, wordpiece_tokenizer(bert_uncased_vocabulary()), sequence_length=SEQ, max_query_length=64
+        short, model_tokenizer(bert_uncased_vocabulary()).in_graph(), sequence_length=SEQ, max_query_length=64
     )
     assert len(features.example_index) == len(short)
     predictions, _ = decode_answers(short, features, served["start_logits"], served["end_logits"], n_best_size=SEQ)
@@ -559,11 +558,7 @@ def test_the_demo_client_answers_as_the_python_model(exported, tmp_path):
     assert request == {"signature_name": "serving_default", "instances": [{"text": t} for t in TEXTS]}
     end = next(i for i, line in enumerate(lines) if line.startswith("(answered by TensorFlow"))
     response = json.loads("\n".join(lines[curl + 1 : end]))
-    from bertlayers.tokenizers import BertInputPacker
-
-    expected = keras_outputs(
-        models["classifier"], BertInputPacker(wordpiece_tokenizer(bert_uncased_vocabulary()), SEQ)(TEXTS)
-    )["logits"]
+    expected = keras_outputs(models["classifier"], keras_hub_packer(bert_uncased_vocabulary(), SEQ)(TEXTS))["logits"]
     served = np.array([p["logits"] for p in response["predictions"]])
     np.testing.assert_allclose(served, expected, atol=1e-4)  # the response rounds to 4 decimals
     assert [p["label"] for p in response["predictions"]] == expected.argmax(-1).tolist()
@@ -781,7 +776,7 @@ def test_the_ids_and_text_models_convert_to_tflite_with_the_keras_outputs(export
     with open(tmp_path / "classifier_text.tflite", "rb") as f:
         assert set(custom_ops(f.read())) == TEXT_OPS  # the tokenizer's kernels, and nothing else custom
     answer = text.get_signature_runner("serving_default")(text=np.array(TEXTS))
-    packed = BertInputPacker(wordpiece_tokenizer(bert_uncased_vocabulary()), SEQ)(TEXTS)
+    packed = keras_hub_packer(bert_uncased_vocabulary(), SEQ)(TEXTS)
     np.testing.assert_allclose(answer["logits"], np.asarray(models["classifier"](packed)["logits"]), atol=1e-5)
     with pytest.raises(FileNotFoundError, match="No SavedModel at"):
         export_tflite(str(tmp_path / "nothing"), str(tmp_path / "x.tflite"))
@@ -795,15 +790,13 @@ def test_tflite_of_a_text_model_tflite_cannot_run_is_refused_before_anything_is_
     from processes import script_result
 
     from bertlayers.convert.model_files import _ATTRIBUTE, save_model
-    from bertlayers.tokenizers.checkpoint_tokenizer import TokenizerFiles
+    from bertlayers.tokenizers import ModelTokenizer
 
     encoder = BertEncoder(**TINY)
-    object.__setattr__(encoder, _ATTRIBUTE, TokenizerFiles("roberta", (("vocab.json", b"{}"),), 1))
+    object.__setattr__(encoder, _ATTRIBUTE, ModelTokenizer((("vocab.json", b"{}"),), "roberta", pad_id=1))
     save_model(encoder, str(tmp_path / "encoder.keras"))
     # The BPE tokenizer itself is not what is under test: its kind is.
-    monkeypatch.setattr(
-        TokenizerFiles, "checkpoint_tokenizer", lambda self, size=None: SimpleNamespace(kind="byte_level_bpe")
-    )
+    monkeypatch.setattr(ModelTokenizer, "in_graph", lambda self, size=None: SimpleNamespace(kind="byte_level_bpe"))
     base = tmp_path / "savedmodels"
     args = ("--model", tmp_path / "encoder.keras", "--name", "enc", "--base_dir", base, "--sequence_length", 16)
     failed = script_result("export_savedmodel.py", *args, "--tflite", expect=2)

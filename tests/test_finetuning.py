@@ -25,7 +25,7 @@ from bertlayers.task_data.classification import LabelMap, read_text_examples
 from bertlayers.task_data.ner import decode_tags, encode_sentences, tag_vocabulary
 from bertlayers.task_data.squad import SquadExample, decode_answers, make_windows, read_squad
 from bertlayers.tasks import TextClassifier
-from bertlayers.tokenizers import bert_uncased_vocabulary, wordpiece_tokenizer
+from bertlayers.tokenizers import bert_uncased_vocabulary, model_tokenizer
 from bertlayers.utils.assets import minilm_path
 
 SQUAD = os.path.join(REPO, "examples", "data", "squad_mini")
@@ -36,7 +36,7 @@ TINY = dict(
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    return wordpiece_tokenizer(bert_uncased_vocabulary())
+    return model_tokenizer(bert_uncased_vocabulary()).in_graph()
 
 
 # --- SQuAD ----------------------------------------------------------------------------------
@@ -78,7 +78,7 @@ def test_answers_start_and_end_on_word_boundaries(tokenizer):
     context = "The Tarsen Glacier moved north."
     example = SquadExample("q", "Which glacier?", context, [], True)
     features = make_windows([example], tokenizer, sequence_length=32)
-    pieces = [tokenizer.id_to_token(int(t)) for t in features.inputs["token_ids"][0]]
+    pieces = [tokenizer.tokenizer.vocabulary[int(t)] for t in features.inputs["token_ids"][0]]
     inside, first = pieces.index("##sen"), pieces.index("##sen") - 1
     start = np.zeros((1, 32), "float32")
     end = np.zeros((1, 32), "float32")
@@ -136,9 +136,7 @@ def test_classification_files_and_their_errors(tmp_path):
 
 
 def test_ner_labels_sit_on_the_first_wordpiece():
-    from bertlayers.tokenizers.checkpoint_tokenizer import text_tokenizer
-
-    tokenizer = text_tokenizer(bert_uncased_vocabulary())
+    tokenizer = model_tokenizer(bert_uncased_vocabulary()).in_graph()
     vocabulary = tokenizer.tokenizer.vocabulary
     sentences = [[("Unbelievably", "O"), ("Zürich", "B-geo-loc"), ("rocks", "O")]]
     tags = tag_vocabulary(sentences)
@@ -642,9 +640,7 @@ def test_run_ner_end_to_end(tmp_path, tiny_encoder, flags):
 
 
 def test_crf_labels_continue_a_words_entity_and_need_an_o_tag():
-    from bertlayers.tokenizers.checkpoint_tokenizer import text_tokenizer
-
-    tokenizer = text_tokenizer(bert_uncased_vocabulary())
+    tokenizer = model_tokenizer(bert_uncased_vocabulary()).in_graph()
     sentence = [("Anna", "B-person"), ("Zwolinski", "I-person"), ("visits", "O"), ("Oslo", "B-geo-loc")]
     tags = ["O", "B-geo-loc", "B-person", "I-person"]
     x, labels, weights, starts = encode_sentences([sentence], tokenizer, 16, tags, "test", every_piece=True)
@@ -793,7 +789,6 @@ def test_the_fine_tuning_config_is_typed_and_range_checked(capsys):
 @pytest.mark.slow(reason="fine-tunes the real MiniLM for 60 steps: real weights are what it checks")
 def test_short_minilm_fine_tune_beats_chance():
     from bertlayers.task_data.classification import TextExample, encode_examples
-    from bertlayers.tokenizers.tokenizer import BertInputPacker
     from bertlayers.training.optimization import create_optimizer
     from bertlayers.utils.assets import rotten_tomatoes_snippets
 
@@ -801,7 +796,7 @@ def test_short_minilm_fine_tune_beats_chance():
     order = np.random.default_rng(0).permutation(len(snippets))
     train = [snippets[i] for i in order[:640]]
     test = [snippets[i] for i in order[-400:]]
-    packer = BertInputPacker(wordpiece_tokenizer(os.path.join(minilm_path(), "vocab.txt")), 32)
+    packer = model_tokenizer(os.path.join(minilm_path(), "vocab.txt")).packer(32)
     encode = lambda rows: encode_examples(packer, [TextExample("rt", t, None, l) for t, l in rows], "rt")  # noqa: E731
     labels = lambda rows: np.array([l == "fresh" for _, l in rows], "int32")  # noqa: E731
     model = SequenceClassifier(load_encoder(minilm_path()), 2)

@@ -192,6 +192,39 @@ def test_no_function_is_longer_than_80_lines_of_code():
     assert not long, "functions over 80 lines of code:\n" + "\n".join(long)
 
 
+def python_files(*folders):
+    """(path, parsed module) of every Python file under `folders` (relative to the repository)."""
+    for top in folders:
+        for folder, _, files in os.walk(os.path.join(os.path.dirname(ROOT), top)):
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    path = os.path.join(folder, name)
+                    yield path, ast.parse(open(path, encoding="utf-8").read())
+
+
+def test_what_a_model_tokenizes_with_is_asked_not_sniffed():
+    """Outside the tokenizers package no code branches on a tokenizer's type (`isinstance`): a
+    model's tokenizer is one value (`ModelTokenizer`) that answers for every format."""
+    tokenizer_types = {
+        node.name
+        for _, module in python_files("bertlayers/tokenizers")
+        for node in ast.walk(module)
+        if isinstance(node, ast.ClassDef)
+    }
+    sniffed = []
+    for path, module in python_files("bertlayers", "examples"):
+        if os.sep + "tokenizers" + os.sep in path:
+            continue
+        for node in ast.walk(module):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance" and len(node.args) == 2:
+                kinds = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+                named = {getattr(kind, "id", getattr(kind, "attr", None)) for kind in kinds} & tokenizer_types
+                if named:
+                    sniffed.append(f"{os.path.relpath(path, os.path.dirname(ROOT))}:{node.lineno} {sorted(named)}")
+    assert "ModelTokenizer" in tokenizer_types
+    assert not sniffed, "branches on a tokenizer's type outside bertlayers/tokenizers:\n" + "\n".join(sniffed)
+
+
 def graph_lines():
     """The tiers' import graph, top down: `package -> the packages it imports`."""
     graph = collections.defaultdict(set)

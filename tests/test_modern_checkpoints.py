@@ -218,7 +218,7 @@ def test_run_classifier_fine_tunes_from_the_folder(name, tmp_path):
     # The recorded tokenizer (what the export tokenizes with) pads as the folder's config says.
     from bertlayers.tokenizers import checkpoint_tokenizer
 
-    assert recorded.checkpoint_tokenizer().layout == checkpoint_tokenizer(folder).layout
+    assert recorded.in_graph().layout == checkpoint_tokenizer(folder).layout
 
 
 @pytest.mark.slow

@@ -12,8 +12,7 @@ from processes import run_script
 from bertlayers.families.bert import BertEncoder
 from bertlayers.models import MultiTask, Task
 from bertlayers.task_data.multi_task import mix_tasks
-from bertlayers.tokenizers import bert_uncased_vocabulary
-from bertlayers.tokenizers.checkpoint_tokenizer import text_packer
+from bertlayers.tokenizers import bert_uncased_vocabulary, model_tokenizer
 
 TINY = dict(
     vocabulary_size=30522, num_layers=1, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=64
@@ -145,7 +144,7 @@ def test_the_export_serves_every_head_equal_to_keras(tmp_path):
 
     model = MultiTask(BertEncoder(**TINY), TASKS)
     texts = ["a fine film about london", "shares fell in tokyo"]
-    packed = text_packer(bert_uncased_vocabulary(), 16)(texts)
+    packed = model_tokenizer(bert_uncased_vocabulary()).packer(16)(texts)
     expected = model.predict_on_batch(packed)
     paths = export_for_serving(
         model, "multi", base_dir=str(tmp_path), vocabulary=bert_uncased_vocabulary(), sequence_length=16

@@ -11,8 +11,7 @@ from processes import run_script
 from bertlayers.families.bert import BertEncoder
 from bertlayers.models import MultipleChoice
 from bertlayers.task_data.multiple_choice import encode_choices, next_sentence_choices, read_choices, write_choices
-from bertlayers.tokenizers import bert_uncased_vocabulary
-from bertlayers.tokenizers.checkpoint_tokenizer import text_packer
+from bertlayers.tokenizers import bert_uncased_vocabulary, model_tokenizer
 
 TINY = dict(
     vocabulary_size=30522, num_layers=1, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=64
@@ -64,7 +63,7 @@ def choice_model():
     keras.utils.set_random_seed(0)
     model = MultipleChoice(BertEncoder(**TINY))
     examples = next_sentence_choices(ARTICLES, seed=0)
-    inputs, labels = encode_choices(text_packer(bert_uncased_vocabulary(), 32), examples)
+    inputs, labels = encode_choices(model_tokenizer(bert_uncased_vocabulary()).packer(32), examples)
     return model, examples, inputs, labels
 
 
@@ -162,7 +161,7 @@ def test_the_similarity_scorer_starts_as_the_untuned_cosine_and_is_served_as_its
     keras.utils.set_random_seed(1)
     model = MultipleChoice(BertEncoder(**TINY), scorer="similarity")
     examples = next_sentence_choices(ARTICLES, seed=0)
-    packer = text_packer(bert_uncased_vocabulary(), 32)
+    packer = model_tokenizer(bert_uncased_vocabulary()).packer(32)
     inputs, labels = encode_choices(packer, examples, "similarity")
     assert inputs["token_ids"].shape == (9, 5, 32) and not inputs["segment_ids"].any()  # context + 4 choices, alone
     logits = model.predict_on_batch(inputs)["logits"]  # [9, 4]

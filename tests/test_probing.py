@@ -74,14 +74,13 @@ def test_word_states_are_each_hidden_state_at_each_words_first_piece():
 @pytest.mark.tensorflow_only
 def test_probe_layers_scores_every_hidden_state_on_real_tweets():
     from bertlayers.task_data.ner import read_conll, tag_vocabulary
-    from bertlayers.tokenizers.checkpoint_tokenizer import text_tokenizer
-    from bertlayers.tokenizers.tokenizer import ModelVocabulary
+    from bertlayers.tokenizers import model_tokenizer
     from bertlayers.utils.assets import asset_path, bert_uncased_vocabulary
 
     sentences = read_conll(asset_path("wnut16"))
     train, evaluation = sentences[:200], sentences[200:260]
     tags = tag_vocabulary(sentences[:260])
-    tokenizer = text_tokenizer(ModelVocabulary.from_file(bert_uncased_vocabulary()))
+    tokenizer = model_tokenizer(bert_uncased_vocabulary()).in_graph()
     encoder = BertEncoder(**{**TINY, "vocabulary_size": 30522})
     results = probe_layers(encoder, tokenizer, train, evaluation, tags, sequence_length=48, epochs=20, seeds=(0, 1))
     assert [r["layer"] for r in results] == [0, 1, 2]

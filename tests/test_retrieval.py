@@ -23,8 +23,7 @@ from bertlayers.task_data.retrieval import (
     squad_question_pairs,
     write_pairs,
 )
-from bertlayers.tokenizers import bert_uncased_vocabulary
-from bertlayers.tokenizers.checkpoint_tokenizer import text_packer
+from bertlayers.tokenizers import bert_uncased_vocabulary, model_tokenizer
 
 TINY = dict(
     vocabulary_size=30522, num_layers=1, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=64
@@ -161,7 +160,9 @@ def test_an_exported_dual_encoder_serves_the_keras_embedding(tmp_path):
     served = tf.saved_model.load(paths["retriever_text"]).signatures["serving_default"](text=tf.constant(texts))[
         "embedding"
     ]
-    expected = model.query_embedder.predict_on_batch(text_packer(bert_uncased_vocabulary(), 24)(texts))["embedding"]
+    expected = model.query_embedder.predict_on_batch(model_tokenizer(bert_uncased_vocabulary()).packer(24)(texts))[
+        "embedding"
+    ]
     np.testing.assert_allclose(served.numpy(), expected, atol=1e-5)
     with pytest.raises(ValueError, match="two encoders serves two models: export model.query_embedder"):
         export_for_serving(DualEncoder(BertEncoder(**TINY), BertEncoder(**TINY)), "two", base_dir=str(tmp_path))

@@ -16,7 +16,7 @@ from safetensors.numpy import load_file
 from bertlayers.convert import load_checkpoint, record_vocabulary, save_huggingface
 from bertlayers.convert.huggingface import HUGGINGFACE_FAMILIES
 from bertlayers.convert.model_files import _ATTRIBUTE
-from bertlayers.tokenizers.checkpoint_tokenizer import TokenizerFiles
+from bertlayers.tokenizers import ModelTokenizer
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 REFERENCES = {
@@ -70,7 +70,7 @@ def _loaded(group, name):
     model = HUGGINGFACE_FAMILIES[config["model_type"]].loader(folder)
     # These folders hold no tokenizer files: the model records an empty set of its model_type's
     # (set as record_vocabulary does, without the tokenizer it would build to check the size).
-    object.__setattr__(model, _ATTRIBUTE, TokenizerFiles(config["model_type"], (), config.get("pad_token_id")))
+    object.__setattr__(model, _ATTRIBUTE, ModelTokenizer((), config["model_type"], pad_id=config.get("pad_token_id")))
     return folder, config, model
 
 

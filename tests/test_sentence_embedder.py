@@ -7,8 +7,7 @@ import pytest
 
 from bertlayers.families.bert import BertEncoder
 from bertlayers.models import SentenceEmbedder
-from bertlayers.tokenizers import bert_uncased_vocabulary
-from bertlayers.tokenizers.checkpoint_tokenizer import text_packer
+from bertlayers.tokenizers import bert_uncased_vocabulary, model_tokenizer
 
 TINY = dict(
     vocabulary_size=30522, num_layers=1, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=64
@@ -22,7 +21,7 @@ def embedder():
 
 
 def test_the_embedding_is_the_normalized_mean_of_the_real_tokens(embedder, tmp_path):
-    inputs = text_packer(bert_uncased_vocabulary(), 24)(TEXTS)
+    inputs = model_tokenizer(bert_uncased_vocabulary()).packer(24)(TEXTS)
     embedding = embedder.predict_on_batch(inputs)["embedding"]
     sequence = np.asarray(embedder.encoder(inputs)["sequence_output"])
     mask = inputs["padding_mask"][..., None].astype("float32")
@@ -50,5 +49,5 @@ def test_the_text_savedmodel_serves_unit_vectors_equal_to_keras(embedder, tmp_pa
         .numpy()
     )
     np.testing.assert_allclose(np.linalg.norm(served, axis=-1), 1.0, atol=1e-5)
-    expected = embedder.predict_on_batch(text_packer(bert_uncased_vocabulary(), 24)(TEXTS))["embedding"]
+    expected = embedder.predict_on_batch(model_tokenizer(bert_uncased_vocabulary()).packer(24)(TEXTS))["embedding"]
     np.testing.assert_allclose(served, expected, atol=1e-5)

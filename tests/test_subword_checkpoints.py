@@ -90,7 +90,6 @@ def served_families(tmp_path_factory):
     from bertlayers.convert.model_files import vocabulary_of
     from bertlayers.export import export_for_serving
     from bertlayers.models import SequenceClassifier
-    from bertlayers.tokenizers.checkpoint_tokenizer import text_packer
     from bertlayers.utils.assets import rotten_tomatoes_snippets
 
     root = tmp_path_factory.mktemp("families")
@@ -99,7 +98,7 @@ def served_families(tmp_path_factory):
     results = {}
     for family in FINE_TUNED:
         folder = _checkpoint_folder(family, str(root / family))
-        packer = text_packer(vocabulary_of(folder), 48)
+        packer = vocabulary_of(folder).packer(48)
         x = packer([text for text, _ in train])
         y = np.array([label == "fresh" for _, label in train], "int32")
         keras.utils.set_random_seed(0)
@@ -308,7 +307,7 @@ def test_a_squad_text_model_answers_whole_words_as_the_python_decoder(family, tm
     served = tf.saved_model.load(paths["qa_text"]).signatures["serving_default"](
         question=tf.constant([e.question for e in short]), context=tf.constant(contexts)
     )
-    features = make_windows(short, vocabulary_of(folder).checkpoint_tokenizer(), sequence_length=64)
+    features = make_windows(short, vocabulary_of(folder).in_graph(), sequence_length=64)
     keras_logits = model.predict(features.inputs, verbose=0)["start_logits"]
     width = served["start_logits"].shape[1]  # the served batch is cut to its longest request
     real = features.inputs["span_mask"][:, :width] == 1

@@ -1,9 +1,11 @@
-"""WordPiece through keras-hub / tensorflow-text on the real bert-base-uncased vocabulary."""
+"""WordPiece on the real bert-base-uncased vocabulary: the packer training uses (`ModelTokenizer.packer`)
+against BERT's known ids and keras-hub's packer, and the in-graph tokenizer against keras-hub's."""
 
 import numpy as np
 import pytest
+from keras_hub_reference import keras_hub_packer
 
-from bertlayers.tokenizers import BertInputPacker, bert_uncased_vocabulary, load_vocabulary, wordpiece_tokenizer
+from bertlayers.tokenizers import bert_uncased_vocabulary, load_vocabulary, model_tokenizer, wordpiece_tokenizer
 
 FOX_IDS = [101, 1996, 4248, 2829, 4419, 14523, 2058, 1996, 13971, 3899, 1012, 102]
 
@@ -27,16 +29,20 @@ def test_real_vocabulary():
     assert [vocabulary.index(t) for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")] == [0, 100, 101, 102, 103]
 
 
-def test_known_sentence_ids(tokenizer):
-    packed = BertInputPacker(tokenizer, sequence_length=16)("The quick brown fox jumps over the lazy dog.")
+def test_known_sentence_ids():
+    packed = model_tokenizer(bert_uncased_vocabulary()).packer(16)("The quick brown fox jumps over the lazy dog.")
     assert packed["token_ids"][0, : len(FOX_IDS)].tolist() == FOX_IDS
     assert packed["token_ids"][0, len(FOX_IDS) :].tolist() == [0] * (16 - len(FOX_IDS))
     assert packed["padding_mask"][0].tolist() == [1] * len(FOX_IDS) + [0] * (16 - len(FOX_IDS))
 
 
-def test_pair_packing_and_truncation(tokenizer):
-    packer = BertInputPacker(tokenizer, sequence_length=8)
-    packed = packer(["hello world"], ["a much longer second sentence here"])
+def test_pair_packing_and_truncation():
+    packer = model_tokenizer(bert_uncased_vocabulary()).packer(8)
+    pair = (["hello world", "a much longer first sentence here"], ["a much longer second sentence here", "yes"])
+    packed = packer(*pair)
+    reference = keras_hub_packer(bert_uncased_vocabulary(), 8)(*pair)
+    for name in ("token_ids", "segment_ids", "padding_mask"):
+        np.testing.assert_array_equal(packed[name], reference[name], err_msg=name)
     ids, segments = packed["token_ids"][0], packed["segment_ids"][0]
     assert ids[0] == 101 and list(ids).count(102) == 2 and ids[-1] == 102
     # [CLS] hello world [SEP] | a much longer [SEP]: waterfall truncation cuts the second text.

@@ -12,7 +12,7 @@ from fresh_serving import run_fresh
 from bertlayers.convert import load_encoder, load_model_file, record_vocabulary, recorded_vocabulary, save_model
 from bertlayers.export import ClassifierOutputs, export_for_serving
 from bertlayers.layers import BertEmbeddings, ClassificationHead, TransformerEncoderBlock
-from bertlayers.tokenizers import BertInputPacker, bert_uncased_vocabulary, wordpiece_tokenizer
+from bertlayers.tokenizers import bert_uncased_vocabulary, model_tokenizer
 from bertlayers.utils.assets import minilm_path
 
 SEQ = 24
@@ -46,7 +46,7 @@ def minilm_with_a_head():
 @pytest.mark.slow(reason="fits, saves, reloads and exports a user's model (one over the real MiniLM)")
 @pytest.mark.parametrize("build, as_classifier", [("composed", True), ("minilm", False)])
 def test_a_users_model_fits_saves_reloads_exports_and_serves(build, as_classifier, tmp_path):
-    packer = BertInputPacker(wordpiece_tokenizer(bert_uncased_vocabulary()), sequence_length=SEQ)
+    packer = model_tokenizer(bert_uncased_vocabulary()).packer(SEQ)
     packed = {name: np.asarray(value) for name, value in packer(TEXTS * 4).items()}
     labels = np.array([1, 0] * 4)
     if build == "composed":

@@ -22,8 +22,7 @@ import keras
 
 from bertlayers import backend
 from bertlayers.networks.input_limits import input_limits
-from bertlayers.tokenizers.checkpoint_tokenizer import TokenizerFiles, reads_tokenizer_json, tokenizer_settings
-from bertlayers.tokenizers.tokenizer import ModelVocabulary, check_vocabulary_fits
+from bertlayers.tokenizers.model_tokenizer import VOCABULARY_FILE, ModelTokenizer, model_tokenizer
 from bertlayers.utils import atomic_files
 
 VOCABULARY_MEMBER = "bertlayers/vocab.txt"
@@ -33,24 +32,21 @@ SETTINGS_MEMBER = "bertlayers/settings.json"  # how the model reads text: a task
 _ATTRIBUTE = "_bertlayers_vocabulary"  # set with object.__setattr__: Keras does not track it
 
 
-def record_vocabulary(model: keras.Model, vocabulary: object, lowercase: bool = True) -> keras.Model:
-    """Record on `model` the vocabulary it was trained with (a vocab.txt path, tokens, a
-    `ModelVocabulary`, or a checkpoint's `TokenizerFiles`), after checking it has one token per
-    row of the model's token embedding. `save_model` stores it and `export_for_serving` uses
-    it. Returns `model`."""
-    if isinstance(vocabulary, TokenizerFiles):
-        vocabulary.checkpoint_tokenizer(input_limits(model).vocabulary_size)
-        object.__setattr__(model, _ATTRIBUTE, vocabulary)
-        return model
-    if isinstance(vocabulary, ModelVocabulary):
-        vocabulary, lowercase = vocabulary.tokens, vocabulary.lowercase
-    tokens = check_vocabulary_fits(vocabulary, input_limits(model).vocabulary_size)
-    object.__setattr__(model, _ATTRIBUTE, ModelVocabulary(tuple(tokens), bool(lowercase)))
+def record_vocabulary(
+    model: keras.Model, vocabulary: ModelTokenizer | str | list, lowercase: bool = True
+) -> keras.Model:
+    """Record on `model` the tokenizer it was trained with (a `ModelTokenizer`, or a WordPiece
+    vocab.txt path or tokens, lower-cased as `lowercase` says), after checking it has one token per
+    row of the model's token embedding. `save_model` stores it and `export_for_serving` uses it.
+    Returns `model`."""
+    tokenizer = model_tokenizer(vocabulary, lowercase)
+    tokenizer.in_graph(input_limits(model).vocabulary_size)
+    object.__setattr__(model, _ATTRIBUTE, tokenizer)
     return model
 
 
-def recorded_vocabulary(model: keras.Model) -> object:
-    """The `ModelVocabulary` or `TokenizerFiles` recorded on `model`, else on a layer inside it
+def recorded_vocabulary(model: keras.Model) -> ModelTokenizer | None:
+    """The `ModelTokenizer` recorded on `model`, else on a layer inside it
     (the encoder a task model or a user's own model was built on), or None."""
     recorded = getattr(model, _ATTRIBUTE, None)
     if recorded is None and isinstance(model, keras.layers.Layer):
@@ -85,17 +81,10 @@ def save_model(model: keras.Model, path: str, include_optimizer: bool = False, s
     vocabulary, the text `settings` it was trained with (JSON values: a sequence length; read back
     with `saved_settings`), and the optimizer's state only with `include_optimizer` (a resumable
     backup needs it; serving does not, and for Adam it is twice the weights)."""
-    vocabulary = recorded_vocabulary(model)
+    tokenizer = recorded_vocabulary(model)
     members = {SETTINGS_MEMBER: json.dumps(settings)} if settings else {}
-    if isinstance(vocabulary, TokenizerFiles):
-        settings = {"tokenizer": "checkpoint", "model_type": vocabulary.model_type}
-        if vocabulary.pad_id is not None:
-            settings["pad_token_id"] = vocabulary.pad_id
-        members[TEXT_MEMBER] = json.dumps(settings)
-        members.update({TOKENIZER_FOLDER + name: data for name, data in vocabulary.files})
-    elif vocabulary is not None:
-        members[VOCABULARY_MEMBER] = "\n".join(vocabulary.tokens) + "\n"
-        members[TEXT_MEMBER] = json.dumps({"tokenizer": "wordpiece", "lowercase": vocabulary.lowercase})
+    if tokenizer is not None:
+        members.update(_archive_members(tokenizer))
     if include_optimizer:
         atomic_files.save_model(model, path, extra_members=members)
         return
@@ -103,8 +92,21 @@ def save_model(model: keras.Model, path: str, include_optimizer: bool = False, s
         atomic_files.save_model(model, path, extra_members=members)
 
 
-def read_recorded_vocabulary(archive):
-    """The `ModelVocabulary` or `TokenizerFiles` inside an open `.keras` `zipfile.ZipFile`, or None."""
+def _archive_members(tokenizer):
+    """{member name: content} that store `tokenizer` in a `.keras` archive (`_read_tokenizer` reads them)."""
+    if tokenizer.is_wordpiece_vocabulary:
+        return {
+            VOCABULARY_MEMBER: dict(tokenizer.files)[VOCABULARY_FILE],
+            TEXT_MEMBER: json.dumps({"tokenizer": "wordpiece", "lowercase": tokenizer.lowercase}),
+        }
+    settings = {"tokenizer": "checkpoint", "model_type": tokenizer.model_type}
+    if tokenizer.pad_id is not None:
+        settings["pad_token_id"] = tokenizer.pad_id
+    return {TEXT_MEMBER: json.dumps(settings), **{TOKENIZER_FOLDER + name: data for name, data in tokenizer.files}}
+
+
+def _read_tokenizer(archive):
+    """The `ModelTokenizer` stored in an open `.keras` `zipfile.ZipFile`, or None."""
     names = set(archive.namelist())
     settings = json.loads(archive.read(TEXT_MEMBER)) if TEXT_MEMBER in names else {}
     if settings.get("tokenizer") == "checkpoint":
@@ -113,31 +115,25 @@ def read_recorded_vocabulary(archive):
             for name in sorted(names)
             if name.startswith(TOKENIZER_FOLDER)
         )
-        return TokenizerFiles(settings["model_type"], files, settings.get("pad_token_id"))
+        return ModelTokenizer(files, settings["model_type"], pad_id=settings.get("pad_token_id"))
     if VOCABULARY_MEMBER not in names:
         return None
     tokens = archive.read(VOCABULARY_MEMBER).decode("utf-8").splitlines()
-    return ModelVocabulary(tuple(tokens), bool(settings.get("lowercase", True)))
+    return ModelTokenizer.wordpiece(tokens, bool(settings.get("lowercase", True)))
 
 
-def vocabulary_of(source):
-    """The `ModelVocabulary` (or `TokenizerFiles`) that goes with a model `source`, or None: the
-    one recorded in a `.keras` file; for a folder, a Hugging Face `vocab.txt` (lower-cased as its
-    `tokenizer_config.json` says), another checkpoint's tokenizer files (byte-level BPE,
-    SentencePiece), or the one recorded in its `encoder.keras`."""
+def vocabulary_of(source: str) -> ModelTokenizer | None:
+    """The `ModelTokenizer` that goes with a model `source`, or None: the one recorded in a `.keras`
+    file; for a folder, a Hugging Face checkpoint's (`ModelTokenizer.from_folder`), or the one
+    recorded in its `encoder.keras` (a pretraining run)."""
     if os.path.isfile(source) and zipfile.is_zipfile(source):
         with zipfile.ZipFile(source) as archive:
-            return read_recorded_vocabulary(archive)
+            return _read_tokenizer(archive)
     if not os.path.isdir(source):
         return None
-    vocabulary = os.path.join(source, "vocab.txt")
-    if os.path.isfile(vocabulary) and not reads_tokenizer_json(source):
-        settings = tokenizer_settings(source)
-        return ModelVocabulary.from_file(vocabulary, settings.get("do_lower_case", True))
-    if os.path.isfile(os.path.join(source, "config.json")):
-        files = TokenizerFiles.from_folder(source)
-        if any(name != "tokenizer_config.json" for name, _ in files.files):
-            return files
+    tokenizer = ModelTokenizer.from_folder(source)
+    if tokenizer is not None:
+        return tokenizer
     return vocabulary_of(os.path.join(source, "encoder.keras"))
 
 
@@ -156,7 +152,7 @@ def attach_recorded_vocabulary(model, path):
 
 
 __all__ = [
-    "ModelVocabulary",
+    "ModelTokenizer",
     "record_vocabulary",
     "recorded_vocabulary",
     "optimizer_left_out",

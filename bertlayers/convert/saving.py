@@ -20,8 +20,6 @@ from bertlayers.convert.huggingface import HUGGINGFACE_FAMILIES
 from bertlayers.convert.model_files import recorded_vocabulary
 from bertlayers.convert.weight_map import Probe
 from bertlayers.networks.encoder_base import EncoderBase
-from bertlayers.tokenizers.checkpoint_tokenizer import TokenizerFiles
-from bertlayers.tokenizers.tokenizer import ModelVocabulary
 from bertlayers.utils import atomic_files
 
 logger = logging.getLogger(__name__)
@@ -139,7 +137,7 @@ def save_huggingface(model: keras.Model, folder: str, model_type: str | None = N
     if model_type is None:
         model_type = (
             vocabulary.model_type
-            if isinstance(vocabulary, TokenizerFiles)
+            if vocabulary.model_type is not None
             else model.checkpoint_model_type  # a family's own model class (ELECTRA's generator, discriminator)
             if getattr(model, "checkpoint_model_type", None)
             else "nomic_bert"
@@ -159,7 +157,7 @@ def save_huggingface(model: keras.Model, folder: str, model_type: str | None = N
     if os.path.exists(folder):
         raise FileExistsError(f"{folder} exists; save_huggingface writes a new folder.")
 
-    pad_id = vocabulary.pad_id if isinstance(vocabulary, TokenizerFiles) else None
+    pad_id = vocabulary.pad_id
     hf_config = {
         "architectures": [family.architectures[kind]],
         "model_type": model_type,
@@ -183,7 +181,8 @@ def save_huggingface(model: keras.Model, folder: str, model_type: str | None = N
     with atomic_files.atomic_path(folder) as staging:
         os.makedirs(staging)
         atomic_files.write_json(os.path.join(staging, "config.json"), hf_config, indent=2)
-        _write_tokenizer(vocabulary, staging)
+        for name, data in vocabulary.folder_files().items():
+            atomic_files.write_bytes(os.path.join(staging, name), data)
         tensors = _checkpoint_tensors(model, encoder, family, kind, staging, num_labels)
         from safetensors.numpy import save_file
 
@@ -204,18 +203,6 @@ def _head_kind(model):
     if hasattr(model, "lm_head") or hasattr(model, "generator_head"):
         return "mlm"
     return type(model).__name__
-
-
-def _write_tokenizer(vocabulary, folder):
-    if isinstance(vocabulary, TokenizerFiles):
-        for name, data in vocabulary.files:
-            atomic_files.write_bytes(os.path.join(folder, name), data)
-        return
-    if not isinstance(vocabulary, ModelVocabulary):
-        raise ValueError(f"Cannot write a {type(vocabulary).__name__} as tokenizer files.")
-    atomic_files.write_text(os.path.join(folder, "vocab.txt"), "".join(token + "\n" for token in vocabulary.tokens))
-    settings = {"do_lower_case": vocabulary.lowercase, "tokenizer_class": "BertTokenizer", "model_max_length": 512}
-    atomic_files.write_json(os.path.join(folder, "tokenizer_config.json"), settings, indent=2)
 
 
 def _checkpoint_tensors(model, encoder, family, kind, folder, num_labels):

@@ -40,9 +40,7 @@ from bertlayers.models.encoder_model import EncoderModel
 from bertlayers.networks.encoder_base import EncoderBase
 from bertlayers.networks.input_limits import input_limits
 from bertlayers.startup import require_tensorflow
-from bertlayers.tokenizers.checkpoint_tokenizer import CheckpointTokenizer, TokenizerFiles
-from bertlayers.tokenizers.tokenizer import ModelVocabulary, check_vocabulary_fits
-from bertlayers.tokenizers.wordpiece import InGraphTokenizer
+from bertlayers.tokenizers.model_tokenizer import ModelTokenizer, model_tokenizer
 from bertlayers.utils import atomic_files
 from bertlayers.utils.options import check_options, option, options_with
 from bertlayers.utils.validation import POSITIVE_INT, Range
@@ -83,7 +81,7 @@ def export_for_serving(
     model: keras.Model,
     name: str,
     base_dir: str = "savedmodels",
-    vocabulary: object | None = None,
+    vocabulary: ModelTokenizer | str | list | None = None,
     outputs: ModelOutputs | None = None,
     options: ExportOptions | None = None,
     **settings,
@@ -100,8 +98,8 @@ def export_for_serving(
         `embedding` out).
       name: the model's name in TF Serving (letters, digits, `_`, `.`, `-`; a folder under `base_dir`).
       base_dir: the serving folder (TF Serving's layout, with its `models.config`).
-      vocabulary: the WordPiece vocab.txt (or tokens, or a `ModelVocabulary`), or a checkpoint's
-        `TokenizerFiles` (byte-level BPE, SentencePiece), the model was trained with. Default: the one
+      vocabulary: the tokenizer the model was trained with: a `ModelTokenizer` (any format), or a
+        WordPiece vocab.txt path or its tokens. Default: the one
         recorded with the model (`bertlayers.convert.record_vocabulary`; the runners and
         `load_encoder` record theirs, and `load_model_file` reads it back).
       outputs: what the served model returns (`bertlayers.export.serving_outputs`): default the
@@ -170,15 +168,11 @@ def _text_tokenizer(model, vocabulary, options, limits, outputs):
             "with a guess: pass vocabulary= (the vocab.txt it was trained with), record one with "
             "bertlayers.convert.record_vocabulary(model, path), or export the ids model alone (text=False)."
         )
-    lowercase = options.lowercase
-    if isinstance(vocabulary, TokenizerFiles):
-        tokenizer = vocabulary.checkpoint_tokenizer(limits.vocabulary_size)
-    else:
-        if isinstance(vocabulary, ModelVocabulary):
-            vocabulary, lowercase = vocabulary.tokens, vocabulary.lowercase if lowercase is None else lowercase
-        tokenizer = InGraphTokenizer(
-            check_vocabulary_fits(vocabulary, limits.vocabulary_size), True if lowercase is None else lowercase
-        )
+    lowercase = options.lowercase  # a WordPiece vocabulary's lower-casing, where it is given
+    tokenizer = model_tokenizer(vocabulary, True if lowercase is None else lowercase)
+    if lowercase is not None and tokenizer.is_wordpiece_vocabulary:
+        tokenizer = dataclasses.replace(tokenizer, lowercase=bool(lowercase))
+    tokenizer = tokenizer.in_graph(limits.vocabulary_size)
     if outputs.text_kind == "question_context" and not tokenizer.layout.start:
         raise ValueError(
             "A question-answering text model reads the null answer at the first token; this model's input layout "
@@ -207,13 +201,13 @@ def _write(servable, tokenizer, names, base_dir, options, real_first):
         for n in names:
             os.makedirs(os.path.dirname(finals[n]), exist_ok=True)
             staging = os.path.join(base_dir, n, atomic_files.staging_name(str(version)))
-            if n.endswith("_text"):  # the tokenizer's tables and files travel with the text model
-                servable.tokenizer = tokenizer.tokenizer if isinstance(tokenizer, CheckpointTokenizer) else tokenizer
+            if tokenizer is not None and n == f"{ids_name}_text":  # its tables and files travel with it
+                servable.tokenizer = tokenizer.tokenizer
             if options.verbose:
                 logger.info(f"Writing {finals[n]} ({len(signatures[n])} signatures) ...")
             staged[staging] = finals[n]
             tf.saved_model.save(servable, staging, signatures=signatures[n])
-            if n.endswith("_text"):  # batched by TF Serving; the ids model is not (serving_folder)
+            if n != ids_name:  # the text model is batched by TF Serving; the ids model is not (serving_folder)
                 batch_in_tf_serving(staging)
             check_same_endpoint(os.path.join(base_dir, n), staging)
         commit_together(base_dir, staged)

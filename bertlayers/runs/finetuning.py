@@ -22,8 +22,7 @@ from bertlayers.networks.input_limits import input_limits
 from bertlayers.runs.output_folder import take_output_folder
 from bertlayers.runs.pretraining import PRECISIONS
 from bertlayers.startup import require_tensorflow
-from bertlayers.tokenizers.checkpoint_tokenizer import TokenizerFiles, text_packer
-from bertlayers.tokenizers.tokenizer import ModelVocabulary, check_vocabulary_fits
+from bertlayers.tokenizers.model_tokenizer import ModelTokenizer
 from bertlayers.training.callbacks import JsonHistory, StopOnDivergence
 from bertlayers.training.distribute import STRATEGIES, build_strategy, compile_options, worker_info
 from bertlayers.training.length_batching import length_batches, per_token_outputs
@@ -307,27 +306,26 @@ def encoder_source(config: object) -> str:
     return config.init or minilm_path()
 
 
-def vocabulary_for(config: object) -> object:
-    """The `ModelVocabulary` (or a checkpoint's `TokenizerFiles`) a run tokenizes with: its
-    `vocabulary` (lower-cased), else the one recorded with (or beside) the encoder it starts
-    from, else bert-base-uncased's."""
+def vocabulary_for(config: object) -> ModelTokenizer:
+    """The `ModelTokenizer` a run tokenizes with: its `vocabulary` (a vocab.txt, lower-cased), else
+    the one recorded with (or beside) the encoder it starts from, else bert-base-uncased's."""
     if config.vocabulary:
-        return ModelVocabulary.from_file(config.vocabulary)
+        return ModelTokenizer.from_vocab_file(config.vocabulary)
     return vocabulary_of_source(encoder_source(config))
 
 
-def vocabulary_of_source(source: str) -> object:
-    """The vocabulary recorded with (or beside) the encoder at `source`, else bert-base-uncased's."""
+def vocabulary_of_source(source: str) -> ModelTokenizer:
+    """The tokenizer recorded with (or beside) the encoder at `source`, else bert-base-uncased's."""
     from bertlayers.utils.assets import bert_uncased_vocabulary
 
     recorded = vocabulary_of(source)
-    return recorded if recorded is not None else ModelVocabulary.from_file(bert_uncased_vocabulary())
+    return recorded if recorded is not None else ModelTokenizer.from_vocab_file(bert_uncased_vocabulary())
 
 
 def packer_for(config: object, sequence_length: int) -> Callable:
-    """What turns a run's texts into its encoder's inputs: the starting checkpoint's own
-    tokenizer and layout (`CheckpointPacker`), or WordPiece (`BertInputPacker`)."""
-    return text_packer(vocabulary_for(config), sequence_length)
+    """What turns a run's texts into its encoder's inputs (`ModelTokenizer.packer`): the starting
+    checkpoint's own tokenizer and layout, or the run's WordPiece vocabulary in BERT's."""
+    return vocabulary_for(config).packer(sequence_length)
 
 
 def finetune(
@@ -393,10 +391,7 @@ def _compiled_model(strategy, config, build_model, steps):
         encoder = load_encoder(encoder_source(config), dtype=config.precision)
         input_limits(encoder).check_sequence_length(config.sequence_length)
         vocabulary = vocabulary_for(config)
-        if isinstance(vocabulary, TokenizerFiles):
-            vocabulary.checkpoint_tokenizer(encoder.config.vocabulary_size)  # fits, before any training
-        else:
-            check_vocabulary_fits(vocabulary.tokens, encoder.config.vocabulary_size, "the run's vocabulary")
+        vocabulary.in_graph(encoder.config.vocabulary_size)  # fits, before any training
         if config.random_init:
             encoder = reinitialized(encoder, seed=config.seed)
         model = build_model(encoder)

@@ -19,8 +19,7 @@ from bertlayers.families.recipes import get_recipe, recipe_names
 from bertlayers.networks import get_preset
 from bertlayers.networks.encoder_base import EncoderBase
 from bertlayers.pretraining_data.inputs import PretrainingDataConfig, pretraining_inputs
-from bertlayers.tokenizers.tokenizer import ModelVocabulary
-from bertlayers.tokenizers.vocabulary import VocabularyInfo
+from bertlayers.tokenizers.model_tokenizer import ModelTokenizer
 from bertlayers.training.callbacks import JsonHistory, LearningRateLogger, StopOnDivergence
 from bertlayers.training.checkpointing import ResumableBackup
 from bertlayers.training.distribute import STRATEGIES, build_strategy, compile_options, worker_info
@@ -236,7 +235,7 @@ class InitialWeights:
     source: str
     encoder: keras.Model
     lm_head: Optional[keras.layers.Layer]
-    vocabulary: ModelVocabulary
+    vocabulary: ModelTokenizer
 
 
 def initial_weights(source: str) -> InitialWeights:
@@ -261,12 +260,8 @@ def initial_weights(source: str) -> InitialWeights:
     if not isinstance(encoder, EncoderBase):
         raise ValueError(f"{source} holds a {type(model).__name__}, which has no bertlayers encoder.")
     vocabulary = recorded_vocabulary(model) or recorded_vocabulary(encoder)
-    if not isinstance(vocabulary, ModelVocabulary):
-        kind = (
-            "none recorded"
-            if vocabulary is None
-            else f"{vocabulary.model_type}'s {' + '.join(name for name, _ in vocabulary.files) or 'own files'}"
-        )
+    if vocabulary is None or not vocabulary.is_wordpiece_vocabulary:
+        kind = "none recorded" if vocabulary is None else vocabulary.describe()
         raise ValueError(
             f"{source}: continued pretraining reads a WordPiece vocabulary (vocab.txt), and this checkpoint's "
             f"tokenizer is {kind}; the pretraining data path does not read other tokenizers yet."
@@ -454,9 +449,9 @@ def _train_stage(run, strategy, data_config, initial_epoch, start, previous, is_
     if is_chief:
         # Weights, config and the run's vocabulary, without optimizer state (the backup keeps that).
         encoder = _finished_encoder(model)
-        if isinstance(vocab, VocabularyInfo):  # WordPiece: what fine-tuning tokenizes with
-            vocabulary = ModelVocabulary(tuple(vocab.tokens), data_config.lowercase)
-            model, encoder = record_vocabulary(model, vocabulary), record_vocabulary(encoder, vocabulary)
+        tokenizer = vocab.model_tokenizer(data_config.lowercase)  # what fine-tuning tokenizes with
+        if tokenizer is not None:
+            model, encoder = record_vocabulary(model, tokenizer), record_vocabulary(encoder, tokenizer)
         for folder in run.model_folders:
             save_model(model, os.path.join(folder, "pretrainer.keras"))
             save_model(encoder, os.path.join(folder, "encoder.keras"))

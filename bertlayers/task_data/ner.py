@@ -75,7 +75,7 @@ def encode_sentences(sentences, tokenizer, sequence_length, tags, source, every_
     `word_starts` records where each kept word starts (-1 if cut).
 
     Args:
-      tokenizer: a `CheckpointTokenizer` (`bertlayers.tokenizers.checkpoint_tokenizer.text_tokenizer`).
+      tokenizer: a `CheckpointTokenizer` (`ModelTokenizer.in_graph()`).
 
     Raises:
       ValueError naming the sentence for a tag the model does not know.

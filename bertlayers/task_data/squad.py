@@ -1,22 +1,19 @@
 """SQuAD v1.1 / v2.0 data: reading, pieces with character offsets, windows, answer decoding.
 
-Answers map back to the original context through each piece's character span (computed here on
-the original text), never by joining pieces back into words. WordPieces get their own spans;
-a byte-level BPE or SentencePiece checkpoint's pieces get their whitespace-delimited word's
-(google-research/bert's `doc_tokens`), so its answers are whole words.
+Answers map back to the original context through each piece's character span in the original
+text, never by joining pieces back into words: the spans the model's in-graph tokenizer gives, as
+its served answerer computes them. WordPieces get their own spans; a byte-level BPE or
+SentencePiece checkpoint's pieces get their whitespace-delimited word's (google-research/bert's
+`doc_tokens`), so its answers are whole words.
 """
 
 import collections
 import dataclasses
 import json
-import unicodedata
 
 import numpy as np
 
 from bertlayers.startup import require_tensorflow
-from bertlayers.tokenizers.checkpoint_tokenizer import CheckpointTokenizer, TokenizerFiles, text_tokenizer
-from bertlayers.tokenizers.input_layout import bert_layout
-from bertlayers.tokenizers.tokenizer import wordpiece_tokenizer
 from bertlayers.utils.text_files import json_value, read_text
 
 tf = require_tensorflow(__name__)
@@ -99,97 +96,12 @@ def read_squad(path):
 # --- WordPieces with character offsets -----------------------------------------------------
 
 
-def _is_punctuation(char):
-    code = ord(char)
-    if 33 <= code <= 47 or 58 <= code <= 64 or 91 <= code <= 96 or 123 <= code <= 126:
-        return True
-    return unicodedata.category(char).startswith("P")
-
-
-def _basic_tokens(text, lowercase):
-    """BERT's basic tokens of `text`: (normalized text, original start, original end) each.
-
-    Whitespace separates tokens and every punctuation character is a token of its own.
-    Lower-casing strips accents (NFD, marks dropped), as uncased BERT does; the original
-    character each normalized character came from is kept, so spans refer to `text`.
-    """
-    tokens, current, start = [], [], None
-
-    def flush(end):
-        nonlocal current, start
-        if current:
-            tokens.append(("".join(current), start, end))
-        current, start = [], None
-
-    for index, char in enumerate(text):
-        if char.isspace() or unicodedata.category(char) in ("Cc", "Cf"):
-            flush(index)
-            continue
-        normalized = char
-        if lowercase:
-            normalized = "".join(
-                c for c in unicodedata.normalize("NFD", char.lower()) if unicodedata.category(c) != "Mn"
-            )
-        if not normalized:
-            continue
-        if _is_punctuation(char):
-            flush(index)
-            tokens.append((normalized, index, index + 1))
-            continue
-        if start is None:
-            start = index
-        current.append(normalized)
-    flush(len(text))
-    return tokens
-
-
-def tokenize_with_offsets(texts, tokenizer, lowercase=True):
-    """For each text, a list of (token id, start char, end char, word) over the original text;
-    `word` numbers the basic token (word or punctuation mark) the piece belongs to.
-
-    `tokenizer`: a keras-hub WordPiece tokenizer, or a `CheckpointTokenizer`, whose pieces
-    each span their whole whitespace-delimited word."""
-    if isinstance(tokenizer, CheckpointTokenizer):
-        return _word_spans(texts, tokenizer)
-    basic = [_basic_tokens(text, lowercase) for text in texts]
-    flat = [token for tokens in basic for token, _, _ in tokens]
-    pieces = tokenizer(tf.constant(flat)) if flat else []
-    pieces = pieces.to_list() if hasattr(pieces, "to_list") else pieces
-    unk = tokenizer.token_to_id("[UNK]")
-    results, offset = [], 0
-    for text, tokens in zip(texts, basic):
-        result = []
-        for word, ((_normalized, start, end), ids) in enumerate(zip(tokens, pieces[offset : offset + len(tokens)])):
-            ids = list(ids)
-            if not ids or unk in ids:
-                result.append((unk, start, end, word))  # BERT's WordPiece turns a whole failing token into [UNK]
-                continue
-            # Map normalized characters back to original ones to place each piece.
-            origin = []
-            for index in range(start, end):
-                char = text[index]
-                normalized_char = (
-                    "".join(c for c in unicodedata.normalize("NFD", char.lower()) if unicodedata.category(c) != "Mn")
-                    if lowercase
-                    else char
-                )
-                origin.extend([index] * len(normalized_char))
-            cursor = 0
-            for token_id in ids:
-                length = len(tokenizer.id_to_token(token_id).removeprefix("##"))
-                first = origin[min(cursor, len(origin) - 1)]
-                last = origin[min(cursor + length, len(origin)) - 1]
-                result.append((token_id, first, last + 1, word))
-                cursor += length
-        offset += len(tokens)
-        results.append(result)
-    return results
-
-
-def _word_spans(texts, tokenizer):
-    """The pieces the served graph makes (`CheckpointTokenizer.tokenize_with_offsets`: each
-    whitespace-delimited word tokenized as inside a text, its byte span on every piece), with
-    the byte spans turned into character spans of the original text."""
+def tokenize_with_offsets(texts, tokenizer):
+    """For each text, a list of (token id, start char, end char, word) over the original text:
+    the pieces the served graph makes (`CheckpointTokenizer.tokenize_with_offsets`: WordPieces
+    each placed in the text, other tokenizers' pieces spanning their whitespace-delimited word),
+    with their byte spans turned into character spans; `word` numbers the word (or punctuation
+    mark) each piece belongs to."""
     if not texts:
         return []
     ids, starts, ends, starts_word, _ = (
@@ -202,13 +114,6 @@ def _word_spans(texts, tokenizer):
         words = np.cumsum(row[3]) - 1  # each piece's word number
         results.append([(int(i), char_at[s], char_at[e], int(w)) for i, s, e, w in zip(row[0], row[1], row[2], words)])
     return results
-
-
-def _layout(tokenizer):
-    """The layout windows are packed in: a `CheckpointTokenizer`'s, or BERT's for WordPiece."""
-    if isinstance(tokenizer, CheckpointTokenizer):
-        return tokenizer.layout
-    return bert_layout(tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]"), tokenizer.token_to_id("[PAD]"))
 
 
 # --- Windows ------------------------------------------------------------------------------
@@ -228,33 +133,26 @@ class SquadFeatures:
     null_positions: np.ndarray = None  # [windows]: the summary token ([CLS]: 0; XLNet's <cls>: after the context)
 
 
-def squad_tokenizer(vocabulary):
-    """(tokenizer, lowercase) that `make_windows` reads a model's text with, for what the model
-    records: WordPiece for a WordPiece vocabulary (each piece placed in the text, lower-cased as
-    the vocabulary says), else the checkpoint's own tokenizer (its pieces span their whole word)."""
-    if isinstance(vocabulary, TokenizerFiles):
-        return text_tokenizer(vocabulary), True
-    return wordpiece_tokenizer(vocabulary), getattr(vocabulary, "lowercase", True)
-
-
-def make_windows(examples, tokenizer, sequence_length=384, doc_stride=128, max_query_length=64, lowercase=True):
+def make_windows(examples, tokenizer, sequence_length=384, doc_stride=128, max_query_length=64):
     """Split each (question, context) into windows `[CLS] question [SEP] context-part [SEP]`
     (or the tokenizer's family's layout: RoBERTa's `<s> Q </s></s> C </s>`, XLNet's
     `Q <sep> C <sep> <cls>`), padded on the right.
 
-    Contexts longer than a window are covered by windows `doc_stride` tokens apart. A window
+    `tokenizer`: the model's `CheckpointTokenizer` (`ModelTokenizer.in_graph()`: what its served
+    answerer tokenizes with). Contexts longer than a window are covered by windows `doc_stride`
+    tokens apart. A window
     whose context part holds the whole gold answer targets its first and last tokens; others
     target the summary token (`[CLS]`, XLNet's `<cls>`: no answer here). `span_mask` is 1 on
     the context tokens and on that token.
     """
     if not examples:
         raise ValueError("make_windows: no questions to window.")
-    layout = _layout(tokenizer)
+    layout = tokenizer.layout
     end_segments = [
         layout.second_segment if s is None else s for s in (layout.end_segments or (None,) * len(layout.end))
     ]
-    questions = tokenize_with_offsets([e.question for e in examples], tokenizer, lowercase)
-    contexts = tokenize_with_offsets([e.context for e in examples], tokenizer, lowercase)
+    questions = tokenize_with_offsets([e.question for e in examples], tokenizer)
+    contexts = tokenize_with_offsets([e.context for e in examples], tokenizer)
     rows = collections.defaultdict(list)
     token_spans, word_edges, max_context = [], [], []
     for index, (example, question, context) in enumerate(zip(examples, questions, contexts)):

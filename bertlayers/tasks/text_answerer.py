@@ -21,7 +21,7 @@ from bertlayers.convert.model_files import record_vocabulary, recorded_vocabular
 from bertlayers.export.saved_model import export_for_serving
 from bertlayers.models.span_predictor import SpanPredictor
 from bertlayers.networks.input_limits import input_limits
-from bertlayers.task_data.squad import SquadExample, decode_answers, make_windows, squad_tokenizer
+from bertlayers.task_data.squad import SquadExample, decode_answers, make_windows
 from bertlayers.tasks.inputs import examples_given, text_list
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.training.optimization import create_optimizer
@@ -56,7 +56,7 @@ class TextAnswerer:
         self.windows = dict(sequence_length=sequence_length, doc_stride=doc_stride, max_query_length=max_query_length)
         self.max_answer_length = int(max_answer_length)
         self.allow_no_answer = bool(allow_no_answer)
-        self.tokenizer, self.lowercase = squad_tokenizer(vocabulary)
+        self.tokenizer = vocabulary.in_graph()
 
     @classmethod
     def from_checkpoint(cls, source: str, **settings) -> "TextAnswerer":
@@ -108,9 +108,7 @@ class TextAnswerer:
         context), (text, start character), or "" / None for none (with `allow_no_answer`)."""
         if answers is None:
             raise TypeError('answers must be a list of one answer a question ("" or None for none), got None.')
-        features = make_windows(
-            self._examples(questions, contexts, answers), self.tokenizer, lowercase=self.lowercase, **self.windows
-        )
+        features = make_windows(self._examples(questions, contexts, answers), self.tokenizer, **self.windows)
         steps = epochs * math.ceil(len(features.example_index) / batch_size)
         self.model.compile(optimizer=create_optimizer(learning_rate, steps, steps // 10, model=self.model))
         targets = {"start_logits": features.start_positions, "end_logits": features.end_positions}
@@ -124,7 +122,7 @@ class TextAnswerer:
         examples = self._examples(questions, contexts)
         if not examples:
             return []
-        features = make_windows(examples, self.tokenizer, lowercase=self.lowercase, **self.windows)
+        features = make_windows(examples, self.tokenizer, **self.windows)
         outputs = predict_by_length(self.model, features.inputs, verbose=0)
         texts, nbest = decode_answers(
             examples,

@@ -23,7 +23,7 @@ from bertlayers.export.saved_model import export_for_serving
 from bertlayers.models.sequence_classifier import SequenceClassifier
 from bertlayers.networks.input_limits import input_limits
 from bertlayers.tasks.inputs import examples_given, text_list
-from bertlayers.tokenizers.checkpoint_tokenizer import pack_in_chunks, text_packer
+from bertlayers.tokenizers.checkpoint_tokenizer import pack_in_chunks
 from bertlayers.training.length_batching import length_batches, predict_by_length
 from bertlayers.training.optimization import create_optimizer
 
@@ -60,7 +60,7 @@ class TextClassifier:
             )
         self.model = model
         self.sequence_length = input_limits(model).check_sequence_length(sequence_length)
-        self.packer = text_packer(vocabulary, self.sequence_length)
+        self.packer = vocabulary.packer(self.sequence_length)
 
     @classmethod
     def from_checkpoint(

@@ -23,7 +23,6 @@ from bertlayers.models.token_classifier import TokenClassifier
 from bertlayers.networks.input_limits import input_limits
 from bertlayers.task_data.ner import decode_tags, encode_sentences, word_tags
 from bertlayers.tasks.inputs import examples_given, text_list
-from bertlayers.tokenizers.checkpoint_tokenizer import text_tokenizer
 from bertlayers.training.length_batching import length_batches, per_token_outputs, predict_by_length
 from bertlayers.training.optimization import create_optimizer
 
@@ -60,7 +59,7 @@ class TextTagger:
             raise ValueError("The tagger has no vocabulary recorded: load it with from_checkpoint or load.")
         self.model = model
         self.sequence_length = input_limits(model).check_sequence_length(sequence_length)
-        self.tokenizer = text_tokenizer(vocabulary)
+        self.tokenizer = vocabulary.in_graph()
 
     @classmethod
     def from_checkpoint(

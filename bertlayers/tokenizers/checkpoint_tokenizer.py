@@ -12,7 +12,6 @@ folder registers its own.
 """
 
 import dataclasses
-import functools
 import json
 import os
 import tempfile
@@ -22,7 +21,7 @@ import numpy as np
 from bertlayers.startup import require_tensorflow
 from bertlayers.tokenizers.input_layout import InputLayout, bert_layout
 from bertlayers.tokenizers.sentencepiece_model import SentencePiece, read_sentencepiece_model
-from bertlayers.tokenizers.tokenizer import BertInputPacker, ModelVocabulary, load_vocabulary, wordpiece_tokenizer
+from bertlayers.tokenizers.tokenizer import load_vocabulary
 from bertlayers.tokenizers.wordpiece import InGraphTokenizer
 from bertlayers.utils.text_files import read_json_object, text_batch
 
@@ -44,7 +43,7 @@ class CheckpointTokenizer:
       vocabulary_size: how many ids the tokenizer can give (the model's embedding rows).
       kind: "wordpiece", "byte_level_bpe" or "sentencepiece".
       truncation: how a long pair is cut ("longest_first" as transformers; "waterfall" for
-        WordPiece models trained with `BertInputPacker`).
+        the library's WordPiece vocabularies, as keras-hub's packer cuts).
       unknown_id: the id of a word no piece came out of.
     """
 
@@ -116,8 +115,8 @@ class CheckpointTokenizer:
 
 
 class CheckpointPacker:
-    """Texts → a checkpoint's model inputs at a fixed `sequence_length` (what the runners'
-    data preparation calls; `BertInputPacker` is its WordPiece twin).
+    """Texts → a model's inputs at a fixed `sequence_length` (what the runners' data preparation
+    calls; `ModelTokenizer.packer` makes one).
 
     Call args:
       first: a string or a batch of strings; second: optional pair texts, same batch.
@@ -160,92 +159,26 @@ def fits_rows(tokens, rows):
     return tokens == rows or (tokens < rows and rows % PADDED_ROWS == 0 and rows - tokens < PADDED_ROWS)
 
 
-@dataclasses.dataclass(frozen=True)
-class TokenizerFiles:
-    """A checkpoint's tokenizer as its files: what a model records so that its text is
-    tokenized in training, in a saved `.keras` file and in a served graph alike.
-
-    Attributes:
-      model_type: the checkpoint's transformers model_type (it picks the reader and layout).
-      files: ((file name, bytes), ...) of the folder's `TOKENIZER_FILES`.
-      pad_id: the config's `pad_token_id` (a tokenizer.json's padding id comes from it), or None.
-      source: where the files were read (errors name it), or None; not part of the value.
-    """
-
-    model_type: str
-    files: tuple
-    pad_id: int | None = None
-    source: str | None = dataclasses.field(default=None, compare=False)
-
-    @classmethod
-    def from_folder(cls, folder):
-        """The tokenizer files of a checkpoint folder (its config.json names the model_type)."""
-        config = _json(os.path.join(folder, "config.json"))
-        model_type = config.get("model_type", "bert")
-        files = []
-        for name in TOKENIZER_FILES:
-            path = os.path.join(folder, name)
-            if os.path.isfile(path):
-                with open(path, "rb") as f:
-                    files.append((name, f.read()))
-        return cls(model_type, tuple(files), config.get("pad_token_id"), source=folder)
-
-    def checkpoint_tokenizer(self, vocabulary_size=None):
-        """The `CheckpointTokenizer` these files make; with `vocabulary_size` (a model's token
-        embedding rows), a ValueError unless the tokenizer has exactly that many tokens."""
-        tokenizer = _built(self)
-        if vocabulary_size is not None and not fits_rows(tokenizer.vocabulary_size, vocabulary_size):
-            raise ValueError(
-                f"The {self.model_type} tokenizer has {tokenizer.vocabulary_size} tokens, but the model's token embedding "
-                f"has {vocabulary_size} rows: the tokenizer belongs to another model."
-            )
-        return tokenizer
+def read_config(folder: str) -> dict:
+    """A checkpoint folder's config.json ({} when it has none), refused by name unless a JSON object."""
+    return _json(os.path.join(folder, "config.json"))
 
 
-@functools.lru_cache(maxsize=8)
-def _built(files):
-    """The tokenizer of `files`, built once: loading, recording, training and export each ask
-    for it, and a real vocabulary's tables (50k BPE merges) take a while to build."""
+def built_checkpoint_tokenizer(files, model_type, pad_id=None, source=None):
+    """The `CheckpointTokenizer` that a checkpoint's tokenizer `files` ((name, bytes), ...) make
+    under `model_type` (its reader and layout), padding with `pad_id`; errors name `source`."""
     with tempfile.TemporaryDirectory() as folder:
-        for name, data in files.files:
+        for name, data in files:
             with open(os.path.join(folder, name), "wb") as f:
                 f.write(data)
         with open(os.path.join(folder, "config.json"), "w") as f:
-            json.dump({"model_type": files.model_type, "pad_token_id": files.pad_id}, f)
+            json.dump({"model_type": model_type, "pad_token_id": pad_id}, f)
         try:
             return checkpoint_tokenizer(folder)
         except (ValueError, FileNotFoundError) as error:
             # Named by where the user's files are, not by this temporary copy of them.
-            where = files.source or f"the {files.model_type} tokenizer files recorded with the model"
+            where = source or f"the {model_type} tokenizer files recorded with the model"
             raise type(error)(str(error).replace(folder, where)) from None
-
-
-def text_tokenizer(vocabulary: object) -> CheckpointTokenizer:
-    """The `CheckpointTokenizer` of what a model records: a checkpoint's `TokenizerFiles`, or a
-    WordPiece `ModelVocabulary` / vocab.txt (BERT's layout, keras-hub's waterfall truncation)."""
-    if isinstance(vocabulary, TokenizerFiles):
-        return vocabulary.checkpoint_tokenizer()
-    if isinstance(vocabulary, str):
-        vocabulary = ModelVocabulary.from_file(vocabulary)
-    tokenizer = InGraphTokenizer(list(vocabulary.tokens), lowercase=vocabulary.lowercase)
-    layout = bert_layout(tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
-    return CheckpointTokenizer(
-        tokenizer,
-        layout,
-        len(vocabulary.tokens),
-        "wordpiece",
-        truncation=InGraphTokenizer.truncation,
-        unknown_id=tokenizer.vocabulary.index("[UNK]"),
-    )
-
-
-def text_packer(vocabulary, sequence_length):
-    """What turns texts into a model's inputs at `sequence_length`, for what a model records
-    (`bertlayers.convert.vocabulary_of`): a checkpoint's `TokenizerFiles` give its own tokenizer
-    and layout (`CheckpointPacker`), a WordPiece `ModelVocabulary` (or vocab.txt) a `BertInputPacker`."""
-    if isinstance(vocabulary, TokenizerFiles):
-        return vocabulary.checkpoint_tokenizer().packer(sequence_length)
-    return BertInputPacker(wordpiece_tokenizer(vocabulary), sequence_length)
 
 
 def pack_in_chunks(packer, *columns, chunk=512):

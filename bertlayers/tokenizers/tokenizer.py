@@ -1,13 +1,10 @@
-"""WordPiece tokenization and BERT input packing (tensorflow-text through keras-hub)."""
-
-import dataclasses
+"""WordPiece vocab.txt files, read and checked, and keras-hub's WordPiece tokenizer (the pretraining data path's)."""
 
 import keras
 import keras_hub
-import numpy as np
 
 from bertlayers.startup import require_tensorflow
-from bertlayers.utils.text_files import numbered_lines, text_batch
+from bertlayers.utils.text_files import numbered_lines
 
 tf = require_tensorflow(__name__)
 
@@ -64,38 +61,16 @@ def check_vocabulary_fits(vocabulary, vocabulary_size, source="the vocabulary"):
     return tokens
 
 
-@dataclasses.dataclass(frozen=True)
-class ModelVocabulary:
-    """The WordPiece vocabulary a model's token ids index, and whether text is lower-cased first:
-    what a model records so that its text is tokenized as in training (`bertlayers.convert.record_vocabulary`)."""
-
-    tokens: tuple
-    lowercase: bool = True
-
-    @classmethod
-    def from_file(cls, path, lowercase=True):
-        """The tokens of a `vocab.txt` at `path` (checked for BERT's special tokens)."""
-        return cls(tuple(load_vocabulary(path)), bool(lowercase))
-
-
 def wordpiece_tokenizer(
     vocabulary: str | list[str], lowercase: bool = True, sequence_length: int | None = None
 ) -> keras.layers.Layer:
     """A `keras_hub.tokenizers.WordPieceTokenizer` (tensorflow-text's fast WordPiece).
 
     Args:
-      vocabulary: a `vocab.txt` path, a list of tokens, or a `ModelVocabulary` (whose own
-        lower-casing then applies).
+      vocabulary: a `vocab.txt` path or a list of tokens.
       lowercase: lower-case and strip accents first (uncased models).
       sequence_length: if set, pad/truncate outputs to this length.
     """
-    if isinstance(vocabulary, ModelVocabulary):
-        vocabulary, lowercase = list(vocabulary.tokens), vocabulary.lowercase
-    if hasattr(vocabulary, "model_type"):  # a checkpoint's TokenizerFiles
-        raise ValueError(
-            f"This {vocabulary.model_type} checkpoint's tokenizer is not WordPiece; this step takes WordPiece "
-            "checkpoints (BERT, ELECTRA, DistilBERT) only so far."
-        )
     if isinstance(vocabulary, str):
         vocabulary = load_vocabulary(vocabulary)
     return keras_hub.tokenizers.WordPieceTokenizer(
@@ -105,51 +80,3 @@ def wordpiece_tokenizer(
         sequence_length=sequence_length,
         oov_token="[UNK]",
     )
-
-
-class BertInputPacker:
-    """Tokenize one or two texts and pack `[CLS] A [SEP] (B [SEP])` into encoder inputs.
-
-    Truncation is "waterfall" (B is cut before A): unlike round-robin it adds no
-    tensorflow-text op that older TF Serving builds lack.
-
-    Args:
-      tokenizer: a WordPiece tokenizer (see `wordpiece_tokenizer`).
-      sequence_length: packed length, special tokens included.
-
-    Call args:
-      first: a string or a batch of strings.
-      second: optional second segment(s), same batch.
-
-    Returns:
-      dict of int32 `[batch, sequence_length]` numpy arrays: token_ids, segment_ids, padding_mask.
-    """
-
-    def __init__(self, tokenizer: object, sequence_length: int) -> None:
-        self.tokenizer = tokenizer
-        self.sequence_length = int(sequence_length)
-        self._packer = keras_hub.layers.MultiSegmentPacker(
-            sequence_length=self.sequence_length,
-            start_value=tokenizer.token_to_id("[CLS]"),
-            end_value=tokenizer.token_to_id("[SEP]"),
-            pad_value=tokenizer.token_to_id("[PAD]"),
-            truncate="waterfall",
-        )
-
-    def special_tokens(self, pair):
-        """How many special tokens a single text (`pair` False) or a pair gets: [CLS] and [SEP]s."""
-        return 3 if pair else 2
-
-    def __call__(self, first, second=None):
-        first = tf.constant(text_batch(first))
-        segments = [self.tokenizer(first)]
-        if second is not None:
-            second = tf.constant(text_batch(second, "second text"))
-            segments.append(self.tokenizer(second))
-        token_ids, segment_ids = self._packer(tuple(segments))
-        token_ids = np.asarray(token_ids, dtype="int32")
-        return {
-            "token_ids": token_ids,
-            "segment_ids": np.asarray(segment_ids, dtype="int32"),
-            "padding_mask": (token_ids != self.tokenizer.token_to_id("[PAD]")).astype("int32"),
-        }

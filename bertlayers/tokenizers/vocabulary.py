@@ -57,6 +57,12 @@ class VocabularyInfo:
     def size(self):
         return len(self.tokens)
 
+    def model_tokenizer(self, lowercase):
+        """What a model trained on these ids records (`ModelTokenizer`): this vocabulary in BERT's layout."""
+        from bertlayers.tokenizers.model_tokenizer import ModelTokenizer
+
+        return ModelTokenizer.wordpiece(self.tokens, lowercase)
+
     @property
     def never_masked_ids(self):
         return (self.pad_id, self.cls_id, self.sep_id)

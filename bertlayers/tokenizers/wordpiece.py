@@ -43,7 +43,7 @@ class InGraphTokenizer(tf.Module):
         made spaces, accents stripped after NFD, then lower case; "ß", "…", "ﬁ" kept).
     """
 
-    # How BertInputPacker (keras-hub's packer), this tokenizer's Python twin, cuts a long pair.
+    # How keras-hub's MultiSegmentPacker cuts a long pair (the library's WordPiece runs were trained so).
     truncation = "waterfall"
 
     def __init__(

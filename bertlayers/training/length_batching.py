@@ -95,7 +95,7 @@ def length_batches(
     """A `tf.data.Dataset` of `(x, y, sample_weight)` batches, each cut to its longest example.
 
     Args:
-      x: dict of `[N, S]` arrays with a `padding_mask` (what `BertInputPacker` gives); any arrays
+      x: dict of `[N, S]` arrays with a `padding_mask` (what `ModelTokenizer.packer` gives); any arrays
         with `cut=False`.
       y, sample_weight: optional dicts keyed by output name, `[N, ...]` arrays.
       batch_size: examples per batch (global, as for `fit`).

@@ -51,6 +51,10 @@ class WordVocabulary:
         """How many words the softmax has."""
         return len(self.tokens)
 
+    def model_tokenizer(self, lowercase: bool) -> None:
+        """None: a biLM reads words and their characters, which no subword tokenizer gives."""
+        return None
+
     @classmethod
     def from_file(cls, path: str) -> "WordVocabulary":
         """The word list of `path` (a word a line), or a ValueError naming the file when it does not
