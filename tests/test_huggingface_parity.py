@@ -157,3 +157,33 @@ def test_missing_files(tmp_path):
     (tmp_path / "pytorch_model.bin").write_bytes(b"")
     with pytest.raises(FileNotFoundError, match="has no model.safetensors. It has pytorch_model.bin"):
         load_huggingface_bert(str(tmp_path))
+
+
+def test_load_checkpoint_reads_each_tokenizer_file_once(monkeypatch):
+    """The folder's tokenizer files (vocab.txt, tokenizer.json, tokenizer_config.json) are read once,
+    and both the checkpoint's tokenizer and the one recorded on its encoder come from that read
+    (they were read 3, 1 and 2 times). vocab.txt is opened once more by the BERT loader, which
+    counts its lines against config.json's vocab_size for a direct `load_huggingface_bert` call."""
+    import builtins
+    import collections
+
+    from bertlayers.convert import load_checkpoint, recorded_vocabulary
+    from bertlayers.tokenizers import ModelTokenizer
+
+    folder, opened, real_open = os.path.realpath(minilm_path()), collections.Counter(), builtins.open
+
+    def counting_open(file, *args, **kwargs):
+        if isinstance(file, (str, os.PathLike)) and os.path.dirname(os.path.realpath(file)) == folder:
+            opened[os.path.basename(file)] += 1
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", counting_open)
+    checkpoint = load_checkpoint(minilm_path())
+    monkeypatch.undo()
+    tokenizer_files = {
+        name: count for name, count in opened.items() if name not in ("config.json", "model.safetensors")
+    }
+    assert tokenizer_files == {"vocab.txt": 1 + 1, "tokenizer.json": 1, "tokenizer_config.json": 1}
+    recorded = recorded_vocabulary(checkpoint.encoder)
+    assert recorded == ModelTokenizer.from_folder(minilm_path()) and recorded.source == minilm_path()
+    assert checkpoint.tokenizer.vocabulary_size == len(recorded.tokens) == 30522

@@ -2,8 +2,8 @@
 case in child processes on host CPU devices (Keras picks its backend, and JAX its device count,
 once per process):
   - model parallelism on a 2x2 `batch` x `model` mesh, for every encoder family: the attention
-    and feed-forward kernels are split over `model` as the rules say, and a classifier's outputs
-    and its weights after a training step equal one device's;
+    and feed-forward kernels are split over `model` as the rules say, and (one family a kind of
+    attention) a classifier's outputs and its weights after a training step equal one device's;
   - data parallelism across processes: through the runners (test_finetuning's and
     test_pretraining's two JAX processes of 2 devices each, against one process on one device).
 """
@@ -32,6 +32,10 @@ TINY = dict(vocabulary_size=64, num_layers=2, hidden_size=16, num_heads=4, inter
             max_sequence_length=16, dropout=0.0, attention_dropout=0.0)
 PRESETS = ("bert_tiny", "albert_base", "deberta_v3_base", "modernbert_base", "eurobert_210m",
            "gte_base_en_v1_5", "nomic_embed_text_v1_5", "xlnet_base")
+# Compiled on both and compared: one family a kind of attention (absolute, shared blocks,
+# disentangled, rotary local/global, two-stream). The other rotary families' weights are placed and
+# checked without compiling: what XLA computes from a placement is not the library's code.
+COMPARED = ("bert_tiny", "albert_base", "deberta_v3_base", "modernbert_base", "xlnet_base")
 rng = np.random.default_rng(0)
 B, S = 4, 12
 mask = np.ones((B, S), "int32"); mask[1, 7:] = 0
@@ -55,8 +59,10 @@ for name in PRESETS:
     keras.utils.set_random_seed(1)
     one = classifier(name)
     start = one.get_weights()
-    before = one.predict_on_batch(inputs)["logits"]
-    one.fit(inputs, labels, batch_size=B, epochs=1, shuffle=False, verbose=0)
+    compared = name in COMPARED
+    if compared:
+        before = one.predict_on_batch(inputs)["logits"]
+        one.fit(inputs, labels, batch_size=B, epochs=1, shuffle=False, verbose=0)
     keras.distribution.set_distribution(model_parallel(model_devices=2))
     try:
         mesh = classifier(name)
@@ -68,34 +74,40 @@ for name in PRESETS:
             if axes is not None:
                 spec = tuple(variable.value.sharding.spec) + (None,) * (len(axes) - len(variable.value.sharding.spec))
                 placed[variable.path] = spec == axes
-        mesh_before = mesh.predict_on_batch(inputs)["logits"]
-        mesh.fit(inputs, labels, batch_size=B, epochs=1, shuffle=False, verbose=0)
+        if compared:
+            mesh_before = mesh.predict_on_batch(inputs)["logits"]
+            mesh.fit(inputs, labels, batch_size=B, epochs=1, shuffle=False, verbose=0)
     finally:
         keras.distribution.set_distribution(None)
     report[name] = {
         "sharded": len(sharded),
         "blocks": len({v.path.split("/")[0] for v in mesh.variables if v.path.startswith("transformer_layer_")}),
         "misplaced": sorted(path for path, ok in placed.items() if not ok),
-        "output_difference": float(np.abs(before - mesh_before).max()),
-        "step_difference": max(float(np.abs(a - np.asarray(b)).max()) for a, b in zip(one.get_weights(), mesh.get_weights())),
-        "step_largest_move": max(float(np.abs(a - b).max()) for a, b in zip(one.get_weights(), start)),
     }
+    if compared:
+        report[name].update(
+            output_difference=float(np.abs(before - mesh_before).max()),
+            step_difference=max(float(np.abs(a - np.asarray(b)).max()) for a, b in zip(one.get_weights(), mesh.get_weights())),
+            step_largest_move=max(float(np.abs(a - b).max()) for a, b in zip(one.get_weights(), start)),
+        )
 print(json.dumps(report))
 """
 
 
-@pytest.mark.slow(reason="a JAX child compiles every family's classifier on one device and on a 2x2 mesh")
+@pytest.mark.slow(reason="a JAX child places every family's classifier on a 2x2 mesh and compiles five of them")
 def test_model_parallel_splits_every_family_and_equals_one_device():
     env = environment(KERAS_BACKEND="jax", XLA_FLAGS="--xla_force_host_platform_device_count=4")
     report = json.loads(run(python(_MODEL_PARALLEL), env=env, timeout=900).stdout.strip().splitlines()[-1])
     assert report["devices"] == 4
-    for name, found in report.items():
-        if name == "devices":
-            continue
+    families = {name: found for name, found in report.items() if name != "devices"}
+    assert len(families) == 8 and sum("output_difference" in found for found in families.values()) == 5
+    for name, found in families.items():
         # Each block's query/key/value/output and two feed-forward kernels at least (ALBERT's
         # blocks share one set; biases where a family has them).
         assert found["sharded"] >= 6 * found["blocks"], (name, found)
         assert found["misplaced"] == [], (name, found)
+        if "output_difference" not in found:  # placed and checked, not compiled
+            continue
         assert found["output_difference"] < 1e-5, (name, found)
         assert found["step_largest_move"] > 1e-3, (name, found)  # the step moved the weights
         assert found["step_difference"] < 1e-5, (name, found)

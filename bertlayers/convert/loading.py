@@ -17,7 +17,14 @@ from bertlayers.convert.model_files import (
 )
 from bertlayers.convert.weight_map import describe_non_finite
 from bertlayers.networks.encoder_base import EncoderBase
-from bertlayers.tokenizers.checkpoint_tokenizer import CheckpointTokenizer, checkpoint_tokenizer
+from bertlayers.tokenizers.checkpoint_tokenizer import (
+    CheckpointTokenizer,
+    checkpoint_tokenizer,
+    folder_of,
+    read_config,
+    read_tokenizer_files,
+)
+from bertlayers.tokenizers.model_tokenizer import ModelTokenizer
 from bertlayers.utils.text_files import read_json_object
 from bertlayers.utils.validation import not_found
 
@@ -98,9 +105,12 @@ def load_checkpoint(folder: str, dtype: str | keras.DTypePolicy | None = None) -
     config_path = os.path.join(folder, "config.json")
     if not os.path.isfile(config_path):
         raise FileNotFoundError(f"{folder} has no config.json: not a Hugging Face checkpoint folder.")
-    tokenizer = checkpoint_tokenizer(folder)  # first: a folder without tokenizer files fails before the weights load
+    # First, each tokenizer file read once: a folder without them fails before the weights load.
+    with folder_of(read_tokenizer_files(folder), read_config(folder), folder) as copy:
+        tokenizer = checkpoint_tokenizer(copy)
+        recorded = dataclasses.replace(ModelTokenizer.from_folder(copy), source=folder)
     model = _load_folder(folder, config_path, dtype)
-    encoder = _with_folder_vocabulary(getattr(model, "encoder", model), folder)
+    encoder = record_vocabulary(getattr(model, "encoder", model), recorded)
     return Checkpoint(model, encoder, tokenizer)
 
 

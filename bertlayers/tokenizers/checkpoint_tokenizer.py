@@ -11,6 +11,7 @@ Each model_type's reader is registered here (`register_checkpoint_tokenizer`); a
 folder registers its own.
 """
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -164,21 +165,40 @@ def read_config(folder: str) -> dict:
     return _json(os.path.join(folder, "config.json"))
 
 
-def built_checkpoint_tokenizer(files, model_type, pad_id=None, source=None):
-    """The `CheckpointTokenizer` that a checkpoint's tokenizer `files` ((name, bytes), ...) make
-    under `model_type` (its reader and layout), padding with `pad_id`; errors name `source`."""
+def read_tokenizer_files(folder: str) -> tuple:
+    """((file name, bytes), ...) of the `TOKENIZER_FILES` a checkpoint folder holds, each read once."""
+    files = []
+    for name in TOKENIZER_FILES:
+        path = os.path.join(folder, name)
+        if os.path.isfile(path):
+            with open(path, "rb") as f:
+                files.append((name, f.read()))
+    return tuple(files)
+
+
+@contextlib.contextmanager
+def folder_of(files, config, source=None):
+    """A temporary checkpoint folder holding `files` ((name, bytes), ...) and `config` as its
+    config.json, for the readers that take a folder; an error raised inside names `source` (where
+    the files came from) instead of the copy."""
     with tempfile.TemporaryDirectory() as folder:
         for name, data in files:
             with open(os.path.join(folder, name), "wb") as f:
                 f.write(data)
         with open(os.path.join(folder, "config.json"), "w") as f:
-            json.dump({"model_type": model_type, "pad_token_id": pad_id}, f)
+            json.dump(config, f)
         try:
-            return checkpoint_tokenizer(folder)
+            yield folder
         except (ValueError, FileNotFoundError) as error:
-            # Named by where the user's files are, not by this temporary copy of them.
-            where = source or f"the {model_type} tokenizer files recorded with the model"
+            where = source or f"the {config.get('model_type')} tokenizer files recorded with the model"
             raise type(error)(str(error).replace(folder, where)) from None
+
+
+def built_checkpoint_tokenizer(files, model_type, pad_id=None, source=None):
+    """The `CheckpointTokenizer` that a checkpoint's tokenizer `files` ((name, bytes), ...) make
+    under `model_type` (its reader and layout), padding with `pad_id`; errors name `source`."""
+    with folder_of(files, {"model_type": model_type, "pad_token_id": pad_id}, source) as folder:
+        return checkpoint_tokenizer(folder)
 
 
 def pack_in_chunks(packer, *columns, chunk=512):

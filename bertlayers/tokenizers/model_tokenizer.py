@@ -13,12 +13,12 @@ import functools
 import os
 
 from bertlayers.tokenizers.checkpoint_tokenizer import (
-    TOKENIZER_FILES,
     CheckpointPacker,
     CheckpointTokenizer,
     built_checkpoint_tokenizer,
     fits_rows,
     read_config,
+    read_tokenizer_files,
     reads_tokenizer_json,
     tokenizer_settings,
 )
@@ -75,12 +75,7 @@ class ModelTokenizer:
             return cls.from_vocab_file(vocabulary, tokenizer_settings(folder).get("do_lower_case", True))
         if not os.path.isfile(os.path.join(folder, "config.json")):
             return None
-        files = []
-        for name in TOKENIZER_FILES:
-            path = os.path.join(folder, name)
-            if os.path.isfile(path):
-                with open(path, "rb") as f:
-                    files.append((name, f.read()))
+        files = read_tokenizer_files(folder)
         if not any(name != "tokenizer_config.json" for name, _ in files):
             return None
         return cls(tuple(files), model_type, pad_id=config.get("pad_token_id"), source=folder)
