@@ -113,12 +113,12 @@ def main():
 
 def bert_base_folder(folder):
     """A Hugging Face folder of a BERT-base-size encoder with random weights and MiniLM's vocabulary."""
-    from bertlayers.convert import record_vocabulary, save_huggingface
-    from bertlayers.convert.loading import vocabulary_of
+    from bertlayers.convert import record_tokenizer, save_huggingface
+    from bertlayers.convert.loading import tokenizer_of
     from bertlayers.families.bert import BertEncoder
     from bertlayers.utils.assets import minilm_path
 
-    encoder = record_vocabulary(BertEncoder.from_preset("bert_base"), vocabulary_of(minilm_path()))
+    encoder = record_tokenizer(BertEncoder.from_preset("bert_base"), tokenizer_of(minilm_path()))
     return save_huggingface(encoder, folder)
 
 

@@ -8,8 +8,8 @@
 
 --model takes a .keras file (any model built from the library's layers whose inputs are named
 token_ids / segment_ids / padding_mask), a pretrain.py output folder, or a Hugging Face folder.
-The text model tokenizes with the vocabulary recorded with the model (the runners and
-bertlayers.convert.record_vocabulary record it). Versions are integers, the next free one by default.
+The text model tokenizes with the tokenizer recorded with the model (the runners and
+bertlayers.convert.record_tokenizer record it). Versions are integers, the next free one by default.
 """
 
 import argparse
@@ -17,7 +17,7 @@ import os
 
 import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: examples/usage/)
 
-from bertlayers.convert import load_encoder, load_model_file, recorded_vocabulary
+from bertlayers.convert import load_encoder, load_model_file, recorded_tokenizer
 from bertlayers.export import ExportOptions, check_serving_base, export_for_serving, export_tflite
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.options import add_flags, options_from_flags
@@ -55,7 +55,7 @@ def main():
     check_serving_base(args.base_dir, args.serving_base)  # before the model loads
     model = load_model_file(args.model) if args.model.endswith(".keras") else load_encoder(args.model)
     if args.tflite and not args.no_text:  # before anything is written: TFLite runs WordPiece's kernels only
-        recorded = recorded_vocabulary(model)
+        recorded = recorded_tokenizer(model)
         kind = recorded.in_graph().kind if recorded is not None and not args.vocabulary else "wordpiece"
         if kind != "wordpiece":
             raise ValueError(

@@ -14,7 +14,7 @@ import os
 import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: examples/usage/)
 
 from bertlayers.convert import load_encoder
-from bertlayers.runs.finetuning import vocabulary_of_source
+from bertlayers.runs.finetuning import tokenizer_of_source
 from bertlayers.runs.output_folder import take_output_folder
 from bertlayers.runs.probing import probe_bilm_layers, probe_layers
 from bertlayers.task_data.ner import read_conll, tag_vocabulary
@@ -74,7 +74,7 @@ def main():
     else:
         source = args.init or minilm_path()
         encoder = load_encoder(source)
-        tokenizer = vocabulary_of_source(source).in_graph()
+        tokenizer = tokenizer_of_source(source).in_graph()
         print(
             f"Probing {encoder.config.num_layers + 1} hidden states of {source}: {len(train)} training and "
             f"{len(evaluation)} evaluation sentences, {len(tags)} tags"

@@ -30,7 +30,7 @@ from bertlayers.runs.finetuning import (
     finetuning_config,
     packer_for,
     start,
-    vocabulary_for,
+    tokenizer_for,
     write_json,
 )
 from bertlayers.task_data.classification import LabelMap, encode_examples, read_text_examples
@@ -104,7 +104,7 @@ def main():
     strategy = start(config)
 
     packer = packer_for(config, args.sequence_length)
-    tokenizer = vocabulary_for(config).in_graph()
+    tokenizer = tokenizer_for(config).in_graph()
     tasks, train, evaluation = {}, {}, {}
     for name, train_file, eval_file in args.classification:
         examples, held_out = read_text_examples(train_file)[: args.max_train_examples], read_text_examples(eval_file)

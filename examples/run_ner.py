@@ -33,7 +33,7 @@ from bertlayers.runs.finetuning import (
     finetune_restarts,
     finetuning_config,
     start,
-    vocabulary_for,
+    tokenizer_for,
     write_json,
 )
 from bertlayers.task_data.ner import decode_tags, encode_sentences, read_conll, tag_vocabulary, word_tags, write_conll
@@ -79,7 +79,7 @@ def main():
         print(f"Training on the first {args.max_train_examples} of {len(train)} sentences of {args.train_file}")
         train = train[: args.max_train_examples]
     tags = tag_vocabulary(train)
-    tokenizer = vocabulary_for(config).in_graph()
+    tokenizer = tokenizer_for(config).in_graph()
     x_train, y_train, w_train, _ = encode_sentences(
         train, tokenizer, args.sequence_length, tags, args.train_file, every_piece=args.crf
     )

@@ -25,7 +25,7 @@ from bertlayers.runs.finetuning import (
     finetune_restarts,
     finetuning_config,
     start,
-    vocabulary_for,
+    tokenizer_for,
     write_json,
 )
 from bertlayers.task_data.squad import decode_answers, make_windows, read_squad
@@ -98,7 +98,7 @@ def main():
                     f"{path} holds only unanswerable questions; SQuAD v1.1 mode leaves none "
                     f"(use --version_2_with_negative)."
                 )
-    vocabulary = vocabulary_for(config)
+    vocabulary = tokenizer_for(config)
     tokenizer = vocabulary.in_graph()
     window = dict(
         sequence_length=args.sequence_length,

@@ -788,14 +788,14 @@ def test_tokenizer_settings_and_configs_of_the_wrong_kind_are_refused(tmp_path, 
     place and not another; a config that is no JSON object, or gives a key twice (json.load keeps
     the last), fails by name before anything loads, not deep in a runner."""
     from bertlayers.convert import load_encoder
-    from bertlayers.convert.model_files import vocabulary_of
+    from bertlayers.convert.model_files import tokenizer_of
     from bertlayers.tokenizers.checkpoint_tokenizer import checkpoint_tokenizer
 
     folder = tmp_path / "folder"
     shutil.copytree(os.path.join(os.path.dirname(__file__), "fixtures", "layouts", "bert", "base"), folder)
     write(folder / "vocab.txt", "".join(t + "\n" for t in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "fine"]))
     write(folder / name, content)
-    for read in (checkpoint_tokenizer, vocabulary_of if name == "tokenizer_config.json" else load_encoder):
+    for read in (checkpoint_tokenizer, tokenizer_of if name == "tokenizer_config.json" else load_encoder):
         with pytest.raises(ValueError, match=message):
             read(str(folder))
 

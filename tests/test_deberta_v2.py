@@ -507,7 +507,7 @@ def test_run_classifier_fine_tunes_from_a_folder(tmp_path):
     from processes import run_script
 
     from bertlayers.convert import load_model_file
-    from bertlayers.convert.model_files import recorded_vocabulary
+    from bertlayers.convert.model_files import recorded_tokenizer
     from bertlayers.tokenizers import checkpoint_tokenizer
     from bertlayers.utils.assets import rotten_tomatoes_snippets
 
@@ -523,7 +523,7 @@ def test_run_classifier_fine_tunes_from_a_folder(tmp_path):
         *("--output_dir", out, "--epochs", 1, "--batch_size", 16, "--sequence_length", 40, "--verbose", 0),
     )
     assert json.load(open(out / "metrics.json"))["eval_examples"] == 16
-    recorded = recorded_vocabulary(load_model_file(str(out / "model.keras")))
+    recorded = recorded_tokenizer(load_model_file(str(out / "model.keras")))
     assert recorded.model_type == "deberta-v2" and "spm.model" in dict(recorded.files)
     texts = [text for text, _ in snippets[:8]]
     ours, theirs = recorded.in_graph(), checkpoint_tokenizer(folder)

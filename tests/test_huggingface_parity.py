@@ -167,7 +167,7 @@ def test_load_checkpoint_reads_each_tokenizer_file_once(monkeypatch):
     import builtins
     import collections
 
-    from bertlayers.convert import load_checkpoint, recorded_vocabulary
+    from bertlayers.convert import load_checkpoint, recorded_tokenizer
     from bertlayers.tokenizers import ModelTokenizer
 
     folder, opened, real_open = os.path.realpath(minilm_path()), collections.Counter(), builtins.open
@@ -184,6 +184,6 @@ def test_load_checkpoint_reads_each_tokenizer_file_once(monkeypatch):
         name: count for name, count in opened.items() if name not in ("config.json", "model.safetensors")
     }
     assert tokenizer_files == {"vocab.txt": 1 + 1, "tokenizer.json": 1, "tokenizer_config.json": 1}
-    recorded = recorded_vocabulary(checkpoint.encoder)
+    recorded = recorded_tokenizer(checkpoint.encoder)
     assert recorded == ModelTokenizer.from_folder(minilm_path()) and recorded.source == minilm_path()
     assert checkpoint.tokenizer.vocabulary_size == len(recorded.tokens) == 30522

@@ -184,7 +184,7 @@ def test_run_classifier_fine_tunes_from_the_folder(name, tmp_path):
     from processes import run_script
 
     from bertlayers.convert import load_model_file
-    from bertlayers.convert.model_files import recorded_vocabulary
+    from bertlayers.convert.model_files import recorded_tokenizer
     from bertlayers.utils.assets import rotten_tomatoes_snippets
 
     snippets = rotten_tomatoes_snippets()
@@ -212,7 +212,7 @@ def test_run_classifier_fine_tunes_from_the_folder(name, tmp_path):
         0,
     )
     assert json.load(open(tmp_path / "sentiment" / "metrics.json"))["eval_examples"] == 16
-    recorded = recorded_vocabulary(load_model_file(str(tmp_path / "sentiment" / "model.keras")))
+    recorded = recorded_tokenizer(load_model_file(str(tmp_path / "sentiment" / "model.keras")))
     assert recorded.model_type == json.load(open(os.path.join(folder, "config.json")))["model_type"]
     assert "tokenizer.json" in dict(recorded.files)
     # The recorded tokenizer (what the export tokenizes with) pads as the folder's config says.

@@ -436,14 +436,14 @@ def _checkpoint_folder(tmp_path):
     """A Hugging Face BERT folder as transformers lays it out, with MiniLM's real vocabulary and
     a one-layer encoder: what `--init` reads, at a size that trains in seconds."""
     from bertlayers.convert import save_huggingface
-    from bertlayers.convert.model_files import record_vocabulary, vocabulary_of
+    from bertlayers.convert.model_files import record_tokenizer, tokenizer_of
     from bertlayers.utils.assets import minilm_path
 
     keras.utils.set_random_seed(5)
     encoder = BertEncoder(
         vocabulary_size=30522, num_layers=1, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=64
     )
-    record_vocabulary(encoder, vocabulary_of(minilm_path()))
+    record_tokenizer(encoder, tokenizer_of(minilm_path()))
     return save_huggingface(encoder, str(tmp_path / "checkpoint"))
 
 
@@ -453,7 +453,7 @@ def test_continued_pretraining_from_a_checkpoint_starts_from_it_learns_and_resum
     held-out text of the domain falls, a run killed mid-way resumes to the same weights, and the
     recipes that cannot start from a checkpoint say so by name."""
     from bertlayers.convert import load_encoder
-    from bertlayers.convert.model_files import recorded_vocabulary
+    from bertlayers.convert.model_files import recorded_tokenizer
     from bertlayers.runs.pretraining import build_pretrainer, initial_weights
 
     domain, heldout = _domain_text(tmp_path)
@@ -483,7 +483,7 @@ def test_continued_pretraining_from_a_checkpoint_starts_from_it_learns_and_resum
     assert summary["heldout_after_mlm_loss"] < summary["heldout_before_mlm_loss"] - 1.0, summary
     assert f"mlm_loss on {heldout}:" in output
     encoder = keras.saving.load_model(str(reference / "encoder.keras"), safe_mode=True)
-    assert recorded_vocabulary(load_encoder(str(reference))).tokens == start_weights.vocabulary.tokens
+    assert recorded_tokenizer(load_encoder(str(reference))).tokens == start_weights.vocabulary.tokens
     assert encoder.config.hidden_size == 32 and encoder.config.num_layers == 1
 
     killed = tmp_path / "killed"

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-from bertlayers.convert import load_checkpoint, record_vocabulary, save_huggingface
+from bertlayers.convert import load_checkpoint, record_tokenizer, save_huggingface
 from bertlayers.convert.huggingface import HUGGINGFACE_FAMILIES
 from bertlayers.convert.model_files import _ATTRIBUTE
 from bertlayers.tokenizers import ModelTokenizer
@@ -69,7 +69,7 @@ def _loaded(group, name):
         config = json.load(f)
     model = HUGGINGFACE_FAMILIES[config["model_type"]].loader(folder)
     # These folders hold no tokenizer files: the model records an empty set of its model_type's
-    # (set as record_vocabulary does, without the tokenizer it would build to check the size).
+    # (set as record_tokenizer does, without the tokenizer it would build to check the size).
     object.__setattr__(model, _ATTRIBUTE, ModelTokenizer((), config["model_type"], pad_id=config.get("pad_token_id")))
     return folder, config, model
 
@@ -127,9 +127,7 @@ def test_a_model_trained_here_saves_with_its_wordpiece_vocabulary_and_loads_back
     encoder = BertEncoder(
         vocabulary_size=30522, num_layers=2, hidden_size=16, num_heads=2, intermediate_size=32, max_sequence_length=32
     )
-    model = record_vocabulary(
-        SequenceClassifier(encoder, label_names=["no", "yes", "maybe"]), bert_uncased_vocabulary()
-    )
+    model = record_tokenizer(SequenceClassifier(encoder, label_names=["no", "yes", "maybe"]), bert_uncased_vocabulary())
     folder = save_huggingface(model, str(tmp_path / "mine"))
     assert {"config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json"} <= set(os.listdir(folder))
     with open(os.path.join(folder, "config.json")) as f:
@@ -160,11 +158,11 @@ def test_a_model_transformers_would_compute_otherwise_is_refused_by_what_differs
     from bertlayers.tokenizers import bert_uncased_vocabulary
 
     sizes = dict(vocabulary_size=30522, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32)
-    mean = record_vocabulary(SequenceClassifier(BertEncoder(**sizes), 2, pooling="mean"), bert_uncased_vocabulary())
+    mean = record_tokenizer(SequenceClassifier(BertEncoder(**sizes), 2, pooling="mean"), bert_uncased_vocabulary())
     with pytest.raises(ValueError, match=r"BertForSequenceClassification would compute this SequenceClassifier "
                        r"differently: pooling 'mean' here, 'pooler' there .*build it with pooling='pooler'"):  # fmt: skip
         save_huggingface(mean, str(tmp_path / "mean"))
-    electra = record_vocabulary(
+    electra = record_tokenizer(
         SequenceClassifier(BertEncoder(**sizes, pooler_activation="gelu"), 2), bert_uncased_vocabulary()
     )
     with pytest.raises(ValueError, match=r"pooler_activation 'gelu' here, 'tanh' there.*model_type="):
@@ -191,7 +189,7 @@ def test_an_electra_generator_saves_with_the_one_argument_call(tmp_path, tied):
         vocabulary_size=30522, num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32, embedding_size=8,
         tie_word_embeddings=tied,
     )  # fmt: skip
-    generator = record_vocabulary(ElectraGenerator(encoder), bert_uncased_vocabulary())
+    generator = record_tokenizer(ElectraGenerator(encoder), bert_uncased_vocabulary())
     folder = save_huggingface(generator, str(tmp_path / "generator"))
     with open(os.path.join(folder, "config.json")) as f:
         config = json.load(f)

@@ -87,7 +87,7 @@ def served_families(tmp_path_factory):
     import keras
 
     from bertlayers.convert import load_model_file, save_model
-    from bertlayers.convert.model_files import vocabulary_of
+    from bertlayers.convert.model_files import tokenizer_of
     from bertlayers.export import export_for_serving
     from bertlayers.models import SequenceClassifier
     from bertlayers.utils.assets import rotten_tomatoes_snippets
@@ -98,7 +98,7 @@ def served_families(tmp_path_factory):
     results = {}
     for family in FINE_TUNED:
         folder = _checkpoint_folder(family, str(root / family))
-        packer = vocabulary_of(folder).packer(48)
+        packer = tokenizer_of(folder).packer(48)
         x = packer([text for text, _ in train])
         y = np.array([label == "fresh" for _, label in train], "int32")
         keras.utils.set_random_seed(0)
@@ -168,7 +168,7 @@ def test_the_runners_start_from_a_folder_with_its_own_tokenizer(tmp_path):
     from processes import run_script
 
     from bertlayers.convert import load_model_file
-    from bertlayers.convert.model_files import recorded_vocabulary
+    from bertlayers.convert.model_files import recorded_tokenizer
     from bertlayers.task_data.ner import read_conll, write_conll
     from bertlayers.utils.assets import asset_path, rotten_tomatoes_snippets
 
@@ -191,7 +191,7 @@ def test_the_runners_start_from_a_folder_with_its_own_tokenizer(tmp_path):
         *common,
     )
     assert json.load(open(tmp_path / "sentiment" / "metrics.json"))["eval_examples"] == 16
-    assert recorded_vocabulary(load_model_file(str(tmp_path / "sentiment" / "model.keras"))).model_type == "roberta"
+    assert recorded_tokenizer(load_model_file(str(tmp_path / "sentiment" / "model.keras"))).model_type == "roberta"
 
     sentences = read_conll(asset_path("wnut16"))
     write_conll(str(tmp_path / "train.conll"), sentences[:48])
@@ -215,7 +215,7 @@ def test_the_runners_start_from_a_folder_with_its_own_tokenizer(tmp_path):
     )
     metrics = json.load(open(tmp_path / "tags" / "metrics.json"))
     assert metrics["eval_sentences"] == 16 and 0.0 <= metrics["f1"] <= 100.0
-    assert recorded_vocabulary(load_model_file(str(tmp_path / "tags" / "model.keras"))).model_type == "xlnet"
+    assert recorded_tokenizer(load_model_file(str(tmp_path / "tags" / "model.keras"))).model_type == "xlnet"
 
     # SQuAD 2.0 from the XLNet folder: windows `Q <sep> C <sep> <cls>`, the null answer at <cls>.
     run_script(
@@ -242,12 +242,12 @@ def test_the_runners_start_from_a_folder_with_its_own_tokenizer(tmp_path):
 @pytest.mark.parametrize("family", ["xlm-roberta", "albert"])
 def test_load_checkpoint_gives_model_encoder_and_tokenizer_in_one_call(family, tmp_path):
     from bertlayers.convert import load_checkpoint
-    from bertlayers.convert.model_files import recorded_vocabulary
+    from bertlayers.convert.model_files import recorded_tokenizer
 
     folder = _checkpoint_folder(family, str(tmp_path / family))
     checkpoint = load_checkpoint(folder)
     assert type(checkpoint.model).__name__ == "BertPretrainer" and checkpoint.model.encoder is checkpoint.encoder
-    assert recorded_vocabulary(checkpoint.encoder).model_type == family
+    assert recorded_tokenizer(checkpoint.encoder).model_type == family
     inputs = checkpoint.tokenizer.encode(["A fine film.", "Dull."], ["Yes.", "No."], sequence_length=24)
     outputs = checkpoint.encoder(inputs)
     assert outputs["sequence_output"].shape == (2, 24, 32) and np.isfinite(outputs["sequence_output"]).all()
@@ -292,7 +292,7 @@ def test_a_squad_text_model_answers_whole_words_as_the_python_decoder(family, tm
     decodes the answer the Python decoder picks, cut from the context on word boundaries."""
     import tensorflow as tf
 
-    from bertlayers.convert.model_files import vocabulary_of
+    from bertlayers.convert.model_files import tokenizer_of
     from bertlayers.export import export_for_serving
     from bertlayers.models import SpanPredictor
     from bertlayers.task_data.squad import SquadExample, decode_answers, make_windows, read_squad
@@ -307,7 +307,7 @@ def test_a_squad_text_model_answers_whole_words_as_the_python_decoder(family, tm
     served = tf.saved_model.load(paths["qa_text"]).signatures["serving_default"](
         question=tf.constant([e.question for e in short]), context=tf.constant(contexts)
     )
-    features = make_windows(short, vocabulary_of(folder).in_graph(), sequence_length=64)
+    features = make_windows(short, tokenizer_of(folder).in_graph(), sequence_length=64)
     keras_logits = model.predict(features.inputs, verbose=0)["start_logits"]
     width = served["start_logits"].shape[1]  # the served batch is cut to its longest request
     real = features.inputs["span_mask"][:, :width] == 1
@@ -371,12 +371,12 @@ def test_a_question_answering_text_model_of_a_layout_without_a_leading_token_is_
     """XLNet's layout has no token before the text (its `<cls>` ends the row), where the served
     span decoder reads the null answer: the text export says so by the layout, before any file."""
     from bertlayers.convert import load_encoder
-    from bertlayers.convert.model_files import vocabulary_of
+    from bertlayers.convert.model_files import tokenizer_of
     from bertlayers.export import export_for_serving
     from bertlayers.models import SpanPredictor
 
     folder = _checkpoint_folder("xlnet", str(tmp_path / "xlnet"))
     model = SpanPredictor(load_encoder(folder))
     with pytest.raises(ValueError, match=r"has no token before the text \(it starts \[\], ends \[\d+, \d+\]\)"):
-        export_for_serving(model, "squad", base_dir=str(tmp_path / "savedmodels"), vocabulary=vocabulary_of(folder))
+        export_for_serving(model, "squad", base_dir=str(tmp_path / "savedmodels"), vocabulary=tokenizer_of(folder))
     assert not (tmp_path / "savedmodels" / "squad").exists()

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bertlayers.convert import record_vocabulary, save_model
+from bertlayers.convert import record_tokenizer, save_model
 from bertlayers.families.bert import BertEncoder
 from bertlayers.tasks import TextClassifier
 from bertlayers.tokenizers import bert_uncased_vocabulary
@@ -19,7 +19,7 @@ TEXTS = ["a warm, funny film", "a dull mess", "Zürich's café—open late!", "t
 @pytest.fixture(scope="module")
 def encoder_file(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("encoder") / "encoder.keras")
-    save_model(record_vocabulary(BertEncoder(**TINY), bert_uncased_vocabulary()), path)
+    save_model(record_tokenizer(BertEncoder(**TINY), bert_uncased_vocabulary()), path)
     return path
 
 

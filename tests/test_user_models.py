@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from fresh_serving import run_fresh
 
-from bertlayers.convert import load_encoder, load_model_file, record_vocabulary, recorded_vocabulary, save_model
+from bertlayers.convert import load_encoder, load_model_file, record_tokenizer, recorded_tokenizer, save_model
 from bertlayers.export import ClassifierOutputs, export_for_serving
 from bertlayers.layers import BertEmbeddings, ClassificationHead, TransformerEncoderBlock
 from bertlayers.tokenizers import bert_uncased_vocabulary, model_tokenizer
@@ -40,7 +40,7 @@ def minilm_with_a_head():
     pooled = sequence[:, 0]  # [batch, 384]
     outputs = {"logits": keras.layers.Dense(2, name="logits")(pooled), "embedding": pooled}
     model = keras.Model(inputs, outputs, name="minilm_user")
-    return record_vocabulary(model, f"{minilm_path()}/vocab.txt"), encoder
+    return record_tokenizer(model, f"{minilm_path()}/vocab.txt"), encoder
 
 
 @pytest.mark.slow(reason="fits, saves, reloads and exports a user's model (one over the real MiniLM)")
@@ -50,13 +50,13 @@ def test_a_users_model_fits_saves_reloads_exports_and_serves(build, as_classifie
     packed = {name: np.asarray(value) for name, value in packer(TEXTS * 4).items()}
     labels = np.array([1, 0] * 4)
     if build == "composed":
-        model = record_vocabulary(composed_model(), bert_uncased_vocabulary())
+        model = record_tokenizer(composed_model(), bert_uncased_vocabulary())
         x = {name: packed[name] for name in ("token_ids", "padding_mask")}
         model.compile(keras.optimizers.Adam(1e-3), keras.losses.SparseCategoricalCrossentropy(from_logits=True))
         logits_name, y = "sentiment", labels
     else:
         model, encoder = minilm_with_a_head()
-        assert recorded_vocabulary(encoder).lowercase  # read from the folder's vocab.txt and tokenizer_config.json
+        assert recorded_tokenizer(encoder).lowercase  # read from the folder's vocab.txt and tokenizer_config.json
         x = packed
         model.compile(
             keras.optimizers.Adam(1e-4),
@@ -75,7 +75,7 @@ def test_a_users_model_fits_saves_reloads_exports_and_serves(build, as_classifie
     model.save(str(tmp_path / "with_optimizer.keras"))
     assert os.path.getsize(path) < os.path.getsize(tmp_path / "with_optimizer.keras")
     reloaded = load_model_file(path)
-    assert recorded_vocabulary(reloaded) == recorded_vocabulary(model)
+    assert recorded_tokenizer(reloaded) == recorded_tokenizer(model)
     expected = reloaded.predict(x, verbose=0)
     expected = expected if isinstance(expected, dict) else {logits_name: expected}
 

@@ -10,10 +10,10 @@ import numpy as np
 
 from bertlayers.convert.huggingface import HUGGINGFACE_FAMILIES, read_huggingface_folder
 from bertlayers.convert.model_files import (
-    attach_recorded_vocabulary,
-    record_vocabulary,
-    recorded_vocabulary,
-    vocabulary_of,
+    attach_recorded_tokenizer,
+    record_tokenizer,
+    recorded_tokenizer,
+    tokenizer_of,
 )
 from bertlayers.convert.weight_map import describe_non_finite
 from bertlayers.networks.encoder_base import EncoderBase
@@ -43,7 +43,7 @@ def load_encoder(source: str, dtype: str | keras.DTypePolicy | None = None) -> k
         config_path = os.path.join(source, "config.json")
         if os.path.isfile(config_path):
             model = _load_folder(source, config_path, dtype)
-            return _with_folder_vocabulary(getattr(model, "encoder", model), source)
+            return _with_folder_tokenizer(getattr(model, "encoder", model), source)
         if os.path.isfile(os.path.join(source, "encoder.keras")):
             return load_encoder(os.path.join(source, "encoder.keras"), dtype=dtype)
         raise FileNotFoundError(f"{source} holds neither a Hugging Face checkpoint (config.json) nor encoder.keras.")
@@ -57,8 +57,8 @@ def load_encoder(source: str, dtype: str | keras.DTypePolicy | None = None) -> k
         rebuilt = type(encoder).from_config({**encoder.get_config(), "dtype": dtype})
         rebuilt.set_weights(encoder.get_weights())
         encoder = rebuilt
-    vocabulary = recorded_vocabulary(model)
-    return record_vocabulary(encoder, vocabulary) if vocabulary is not None else encoder
+    vocabulary = recorded_tokenizer(model)
+    return record_tokenizer(encoder, vocabulary) if vocabulary is not None else encoder
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,14 +110,14 @@ def load_checkpoint(folder: str, dtype: str | keras.DTypePolicy | None = None) -
         tokenizer = checkpoint_tokenizer(copy)
         recorded = dataclasses.replace(ModelTokenizer.from_folder(copy), source=folder)
     model = _load_folder(folder, config_path, dtype)
-    encoder = record_vocabulary(getattr(model, "encoder", model), recorded)
+    encoder = record_tokenizer(getattr(model, "encoder", model), recorded)
     return Checkpoint(model, encoder, tokenizer)
 
 
-def _with_folder_vocabulary(encoder, folder):
+def _with_folder_tokenizer(encoder, folder):
     """`encoder` with the Hugging Face folder's vocabulary recorded on it, where it has one."""
-    vocabulary = vocabulary_of(folder)
-    return record_vocabulary(encoder, vocabulary) if vocabulary is not None else encoder
+    vocabulary = tokenizer_of(folder)
+    return record_tokenizer(encoder, vocabulary) if vocabulary is not None else encoder
 
 
 def load_model_file(path: str) -> keras.Model:
@@ -141,7 +141,7 @@ def load_model_file(path: str) -> keras.Model:
         broken = archive.testzip()
         if broken is not None:
             raise ValueError(f"{path} is corrupt: the archive member {broken} fails its checksum.")
-    model = attach_recorded_vocabulary(keras.saving.load_model(path, safe_mode=True), path)
+    model = attach_recorded_tokenizer(keras.saving.load_model(path, safe_mode=True), path)
     not_finite = [
         f"{variable.path}: {describe_non_finite(value)}"
         for variable, value in ((v, keras.ops.convert_to_numpy(v)) for v in model.weights)

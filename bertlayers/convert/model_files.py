@@ -1,5 +1,5 @@
-"""A model file that serves: weights and config (no optimizer state), with the vocabulary the
-model was trained with recorded inside it.
+"""A model file that serves: weights and config (no optimizer state), with the tokenizer the
+model was trained with (its `ModelTokenizer`) recorded inside it.
 
 A `.keras` archive holds the model's config and weights; Keras reads only its own members, so
 the vocabulary and its lower-casing travel as two more (`bertlayers/vocab.txt`,
@@ -8,7 +8,7 @@ its tokenizer files (`bertlayers/tokenizer/<name>`, its model_type in `bertlayer
 `save_model` writes them, `load_model_file` reads them back, and `export_for_serving` builds
 the text SavedModel's tokenizer from them:
 
-    record_vocabulary(model, "vocab.txt", lowercase=True)   # once, for a model you composed
+    record_tokenizer(model, "vocab.txt", lowercase=True)   # once, for a model you composed
     save_model(model, "model.keras")                        # weights + config + vocabulary
     export_for_serving(load_model_file("model.keras"), "my_model")
 """
@@ -32,7 +32,7 @@ SETTINGS_MEMBER = "bertlayers/settings.json"  # how the model reads text: a task
 _ATTRIBUTE = "_bertlayers_vocabulary"  # set with object.__setattr__: Keras does not track it
 
 
-def record_vocabulary(
+def record_tokenizer(
     model: keras.Model, vocabulary: ModelTokenizer | str | list, lowercase: bool = True
 ) -> keras.Model:
     """Record on `model` the tokenizer it was trained with (a `ModelTokenizer`, or a WordPiece
@@ -45,7 +45,7 @@ def record_vocabulary(
     return model
 
 
-def recorded_vocabulary(model: keras.Model) -> ModelTokenizer | None:
+def recorded_tokenizer(model: keras.Model) -> ModelTokenizer | None:
     """The `ModelTokenizer` recorded on `model`, else on a layer inside it
     (the encoder a task model or a user's own model was built on), or None."""
     recorded = getattr(model, _ATTRIBUTE, None)
@@ -81,7 +81,7 @@ def save_model(model: keras.Model, path: str, include_optimizer: bool = False, s
     vocabulary, the text `settings` it was trained with (JSON values: a sequence length; read back
     with `saved_settings`), and the optimizer's state only with `include_optimizer` (a resumable
     backup needs it; serving does not, and for Adam it is twice the weights)."""
-    tokenizer = recorded_vocabulary(model)
+    tokenizer = recorded_tokenizer(model)
     members = {SETTINGS_MEMBER: json.dumps(settings)} if settings else {}
     if tokenizer is not None:
         members.update(_archive_members(tokenizer))
@@ -122,7 +122,7 @@ def _read_tokenizer(archive):
     return ModelTokenizer.wordpiece(tokens, bool(settings.get("lowercase", True)))
 
 
-def vocabulary_of(source: str) -> ModelTokenizer | None:
+def tokenizer_of(source: str) -> ModelTokenizer | None:
     """The `ModelTokenizer` that goes with a model `source`, or None: the one recorded in a `.keras`
     file; for a folder, a Hugging Face checkpoint's (`ModelTokenizer.from_folder`), or the one
     recorded in its `encoder.keras` (a pretraining run)."""
@@ -134,7 +134,7 @@ def vocabulary_of(source: str) -> ModelTokenizer | None:
     tokenizer = ModelTokenizer.from_folder(source)
     if tokenizer is not None:
         return tokenizer
-    return vocabulary_of(os.path.join(source, "encoder.keras"))
+    return tokenizer_of(os.path.join(source, "encoder.keras"))
 
 
 def saved_settings(path: str) -> dict:
@@ -143,9 +143,9 @@ def saved_settings(path: str) -> dict:
         return json.loads(archive.read(SETTINGS_MEMBER)) if SETTINGS_MEMBER in archive.namelist() else {}
 
 
-def attach_recorded_vocabulary(model, path):
+def attach_recorded_tokenizer(model, path):
     """Record on `model` (loaded from the `.keras` file `path`) the vocabulary recorded in that file."""
-    vocabulary = vocabulary_of(path)
+    vocabulary = tokenizer_of(path)
     if vocabulary is not None:
         object.__setattr__(model, _ATTRIBUTE, vocabulary)
     return model
@@ -153,10 +153,10 @@ def attach_recorded_vocabulary(model, path):
 
 __all__ = [
     "ModelTokenizer",
-    "record_vocabulary",
-    "recorded_vocabulary",
+    "record_tokenizer",
+    "recorded_tokenizer",
     "optimizer_left_out",
     "save_model",
     "saved_settings",
-    "vocabulary_of",
+    "tokenizer_of",
 ]

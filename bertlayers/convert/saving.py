@@ -17,7 +17,7 @@ import keras
 import numpy as np
 
 from bertlayers.convert.huggingface import HUGGINGFACE_FAMILIES
-from bertlayers.convert.model_files import recorded_vocabulary
+from bertlayers.convert.model_files import recorded_tokenizer
 from bertlayers.convert.weight_map import Probe
 from bertlayers.networks.encoder_base import EncoderBase
 from bertlayers.utils import atomic_files
@@ -128,11 +128,11 @@ def save_huggingface(model: keras.Model, folder: str, model_type: str | None = N
     encoder = model if isinstance(model, EncoderBase) else getattr(model, "encoder", None)
     if not isinstance(encoder, EncoderBase):
         raise ValueError(f"save_huggingface takes a model built on a bertlayers encoder, got a {type(model).__name__}.")
-    vocabulary = recorded_vocabulary(model)
+    vocabulary = recorded_tokenizer(model)
     if vocabulary is None:
         raise ValueError(
             "The model has no vocabulary recorded, and a checkpoint folder needs its tokenizer: record it with "
-            "bertlayers.convert.record_vocabulary(model, ...) first."
+            "bertlayers.convert.record_tokenizer(model, ...) first."
         )
     if model_type is None:
         model_type = (

@@ -21,7 +21,7 @@ from typing import Optional
 import keras
 
 from bertlayers import backend
-from bertlayers.convert.model_files import recorded_vocabulary
+from bertlayers.convert.model_files import recorded_tokenizer
 from bertlayers.export.precision import PRECISIONS, in_precision
 from bertlayers.export.servable import Servable
 from bertlayers.export.serving_folder import (
@@ -100,7 +100,7 @@ def export_for_serving(
       base_dir: the serving folder (TF Serving's layout, with its `models.config`).
       vocabulary: the tokenizer the model was trained with: a `ModelTokenizer` (any format), or a
         WordPiece vocab.txt path or its tokens. Default: the one
-        recorded with the model (`bertlayers.convert.record_vocabulary`; the runners and
+        recorded with the model (`bertlayers.convert.record_tokenizer`; the runners and
         `load_encoder` record theirs, and `load_model_file` reads it back).
       outputs: what the served model returns (`bertlayers.export.serving_outputs`): default the
         task's outputs for the library's models and every model output under its name otherwise;
@@ -123,7 +123,7 @@ def export_for_serving(
     check_model_name(name)
     check_serving_base(base_dir, options.serving_base)
     if vocabulary is None:  # looked up once, on the model given (a part served alone has none of its own)
-        vocabulary = recorded_vocabulary(model)
+        vocabulary = recorded_tokenizer(model)
     if isinstance(model, EncoderModel):
         model = model.serving_model()
     outputs = _outputs(model, outputs, options)
@@ -166,7 +166,7 @@ def _text_tokenizer(model, vocabulary, options, limits, outputs):
         raise ValueError(
             f"{type(model).__name__} {model.name!r} has no recorded vocabulary, so its text model would tokenize "
             "with a guess: pass vocabulary= (the vocab.txt it was trained with), record one with "
-            "bertlayers.convert.record_vocabulary(model, path), or export the ids model alone (text=False)."
+            "bertlayers.convert.record_tokenizer(model, path), or export the ids model alone (text=False)."
         )
     lowercase = options.lowercase  # a WordPiece vocabulary's lower-casing, where it is given
     tokenizer = model_tokenizer(vocabulary, True if lowercase is None else lowercase)

@@ -15,7 +15,7 @@ import keras
 
 from bertlayers import backend
 from bertlayers.convert.loading import load_encoder, trained_pooling
-from bertlayers.convert.model_files import record_vocabulary, recorded_vocabulary, save_model, vocabulary_of
+from bertlayers.convert.model_files import record_tokenizer, recorded_tokenizer, save_model, tokenizer_of
 from bertlayers.models.logits_model import LogitsModel
 from bertlayers.networks import reinitialized
 from bertlayers.networks.input_limits import input_limits
@@ -60,8 +60,8 @@ __all__ = [
     "packer_for",
     "pooling_for",
     "start",
-    "vocabulary_for",
-    "vocabulary_of_source",
+    "tokenizer_for",
+    "tokenizer_of_source",
     "write_json",
 ]
 
@@ -306,26 +306,26 @@ def encoder_source(config: object) -> str:
     return config.init or minilm_path()
 
 
-def vocabulary_for(config: object) -> ModelTokenizer:
+def tokenizer_for(config: object) -> ModelTokenizer:
     """The `ModelTokenizer` a run tokenizes with: its `vocabulary` (a vocab.txt, lower-cased), else
     the one recorded with (or beside) the encoder it starts from, else bert-base-uncased's."""
     if config.vocabulary:
         return ModelTokenizer.from_vocab_file(config.vocabulary)
-    return vocabulary_of_source(encoder_source(config))
+    return tokenizer_of_source(encoder_source(config))
 
 
-def vocabulary_of_source(source: str) -> ModelTokenizer:
+def tokenizer_of_source(source: str) -> ModelTokenizer:
     """The tokenizer recorded with (or beside) the encoder at `source`, else bert-base-uncased's."""
     from bertlayers.utils.assets import bert_uncased_vocabulary
 
-    recorded = vocabulary_of(source)
+    recorded = tokenizer_of(source)
     return recorded if recorded is not None else ModelTokenizer.from_vocab_file(bert_uncased_vocabulary())
 
 
 def packer_for(config: object, sequence_length: int) -> Callable:
     """What turns a run's texts into its encoder's inputs (`ModelTokenizer.packer`): the starting
     checkpoint's own tokenizer and layout, or the run's WordPiece vocabulary in BERT's."""
-    return vocabulary_for(config).packer(sequence_length)
+    return tokenizer_for(config).packer(sequence_length)
 
 
 def finetune(
@@ -374,7 +374,7 @@ def finetune(
     _fit(model, strategy, config, train, validation)
     # For serving: weights, config and the vocabulary (the resumable state is the backup's job).
     save_model(
-        record_vocabulary(model, vocabulary), os.path.join(config.output_dir, "model.keras"), settings=_settings(config)
+        record_tokenizer(model, vocabulary), os.path.join(config.output_dir, "model.keras"), settings=_settings(config)
     )
     return model
 
@@ -390,7 +390,7 @@ def _compiled_model(strategy, config, build_model, steps):
     with strategy.scope():
         encoder = load_encoder(encoder_source(config), dtype=config.precision)
         input_limits(encoder).check_sequence_length(config.sequence_length)
-        vocabulary = vocabulary_for(config)
+        vocabulary = tokenizer_for(config)
         vocabulary.in_graph(encoder.config.vocabulary_size)  # fits, before any training
         if config.random_init:
             encoder = reinitialized(encoder, seed=config.seed)
@@ -588,7 +588,7 @@ def _finetune_ensemble(strategy, config, build_model, train, validation, size):
         members.append(finetune(strategy, run, build_model, train, validation))
         logger.info(f"ensemble member {k} (seed {seed}) trained")
     ensemble = ClassifierEnsemble(members)
-    record_vocabulary(ensemble, recorded_vocabulary(members[0]))  # what finetune recorded on each member
+    record_tokenizer(ensemble, recorded_tokenizer(members[0]))  # what finetune recorded on each member
     save_model(ensemble, os.path.join(config.output_dir, "model.keras"), settings=_settings(config))
     return ensemble, {"ensemble_seeds": [config.seed + k for k in range(size)]}
 

@@ -14,7 +14,7 @@ from typing import Optional
 import keras
 import numpy as np
 
-from bertlayers.convert.model_files import record_vocabulary, save_model
+from bertlayers.convert.model_files import record_tokenizer, save_model
 from bertlayers.families.recipes import get_recipe, recipe_names
 from bertlayers.networks import get_preset
 from bertlayers.networks.encoder_base import EncoderBase
@@ -244,7 +244,7 @@ def initial_weights(source: str) -> InitialWeights:
     examples/pretrain.py output folder (its pretrainer.keras). A ValueError names a checkpoint
     whose tokenizer is not a WordPiece vocabulary (the pretraining data path reads vocab.txt)."""
     from bertlayers.convert.loading import load_checkpoint, load_model_file
-    from bertlayers.convert.model_files import recorded_vocabulary
+    from bertlayers.convert.model_files import recorded_tokenizer
 
     if os.path.isdir(source) and os.path.isfile(os.path.join(source, "config.json")):
         model = load_checkpoint(source).model
@@ -259,7 +259,7 @@ def initial_weights(source: str) -> InitialWeights:
     encoder = model if isinstance(model, EncoderBase) else getattr(model, "encoder", None)
     if not isinstance(encoder, EncoderBase):
         raise ValueError(f"{source} holds a {type(model).__name__}, which has no bertlayers encoder.")
-    vocabulary = recorded_vocabulary(model) or recorded_vocabulary(encoder)
+    vocabulary = recorded_tokenizer(model) or recorded_tokenizer(encoder)
     if vocabulary is None or not vocabulary.is_wordpiece_vocabulary:
         kind = "none recorded" if vocabulary is None else vocabulary.describe()
         raise ValueError(
@@ -451,7 +451,7 @@ def _train_stage(run, strategy, data_config, initial_epoch, start, previous, is_
         encoder = _finished_encoder(model)
         tokenizer = vocab.model_tokenizer(data_config.lowercase)  # what fine-tuning tokenizes with
         if tokenizer is not None:
-            model, encoder = record_vocabulary(model, tokenizer), record_vocabulary(encoder, tokenizer)
+            model, encoder = record_tokenizer(model, tokenizer), record_tokenizer(encoder, tokenizer)
         for folder in run.model_folders:
             save_model(model, os.path.join(folder, "pretrainer.keras"))
             save_model(encoder, os.path.join(folder, "encoder.keras"))

@@ -17,7 +17,7 @@ from typing import Optional
 import keras
 
 from bertlayers.convert.loading import load_encoder, load_model_file
-from bertlayers.convert.model_files import record_vocabulary, recorded_vocabulary, save_model, saved_settings
+from bertlayers.convert.model_files import record_tokenizer, recorded_tokenizer, save_model, saved_settings
 from bertlayers.export.saved_model import export_for_serving
 from bertlayers.models.span_predictor import SpanPredictor
 from bertlayers.networks.input_limits import input_limits
@@ -48,7 +48,7 @@ class TextAnswerer:
     ):
         if not isinstance(model, SpanPredictor):
             raise ValueError("TextAnswerer takes a SpanPredictor.")
-        vocabulary = recorded_vocabulary(model)
+        vocabulary = recorded_tokenizer(model)
         if vocabulary is None:
             raise ValueError("The model has no vocabulary recorded: load it with from_checkpoint or load.")
         self.model = model
@@ -63,9 +63,9 @@ class TextAnswerer:
         """A new answerer over the pretrained encoder at `source` (`bertlayers.convert.load_encoder`);
         `settings` as the constructor's."""
         encoder = load_encoder(source)
-        if recorded_vocabulary(encoder) is None:
+        if recorded_tokenizer(encoder) is None:
             raise ValueError(f"{source} has no tokenizer recorded.")
-        return cls(record_vocabulary(SpanPredictor(encoder), recorded_vocabulary(encoder)), **settings)
+        return cls(record_tokenizer(SpanPredictor(encoder), recorded_tokenizer(encoder)), **settings)
 
     @classmethod
     def load(cls, path: str, **settings) -> "TextAnswerer":

@@ -18,7 +18,7 @@ import keras
 import numpy as np
 
 from bertlayers.convert.loading import load_encoder, load_model_file, trained_pooling
-from bertlayers.convert.model_files import record_vocabulary, recorded_vocabulary, save_model, saved_settings
+from bertlayers.convert.model_files import record_tokenizer, recorded_tokenizer, save_model, saved_settings
 from bertlayers.export.saved_model import export_for_serving
 from bertlayers.models.sequence_classifier import SequenceClassifier
 from bertlayers.networks.input_limits import input_limits
@@ -35,7 +35,7 @@ class TextClassifier:
 
     Args:
       model: a `SequenceClassifier` with `label_names`, the vocabulary it reads recorded on it
-        (`bertlayers.convert.record_vocabulary`; `from_checkpoint` and `load` see to it).
+        (`bertlayers.convert.record_tokenizer`; `from_checkpoint` and `load` see to it).
       sequence_length: pieces per example; longer texts are truncated.
 
     Example (the bundled MiniLM, a few steps on real review snippets):
@@ -52,11 +52,11 @@ class TextClassifier:
     def __init__(self, model: SequenceClassifier, sequence_length: int = 128):
         if not isinstance(model, SequenceClassifier) or not model.label_names:
             raise ValueError("TextClassifier takes a SequenceClassifier with label_names.")
-        vocabulary = recorded_vocabulary(model)
+        vocabulary = recorded_tokenizer(model)
         if vocabulary is None:
             raise ValueError(
                 "The classifier has no vocabulary recorded: load it with from_checkpoint or load, or record the "
-                "one it was trained with (bertlayers.convert.record_vocabulary)."
+                "one it was trained with (bertlayers.convert.record_tokenizer)."
             )
         self.model = model
         self.sequence_length = input_limits(model).check_sequence_length(sequence_length)
@@ -79,15 +79,15 @@ class TextClassifier:
         if len(labels) < 2 or len(set(labels)) != len(labels):
             raise ValueError(f"labels must be two or more distinct names, got {labels}.")
         encoder = load_encoder(source)
-        if recorded_vocabulary(encoder) is None:
+        if recorded_tokenizer(encoder) is None:
             raise ValueError(
                 f"{source} has no tokenizer recorded: save the encoder with bertlayers.convert.save_model after "
-                "record_vocabulary, or start from a checkpoint folder with its tokenizer files."
+                "record_tokenizer, or start from a checkpoint folder with its tokenizer files."
             )
         if pooling == "auto":
             pooling = trained_pooling(source)
         model = SequenceClassifier(encoder, len(labels), label_names=labels, pooling=pooling, dropout=dropout)
-        return cls(record_vocabulary(model, recorded_vocabulary(encoder)), sequence_length)
+        return cls(record_tokenizer(model, recorded_tokenizer(encoder)), sequence_length)
 
     @classmethod
     def load(cls, path: str, sequence_length: int | None = None) -> "TextClassifier":

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import keras
 
 from bertlayers.convert.loading import load_encoder, load_model_file
-from bertlayers.convert.model_files import record_vocabulary, recorded_vocabulary, save_model, saved_settings
+from bertlayers.convert.model_files import record_tokenizer, recorded_tokenizer, save_model, saved_settings
 from bertlayers.export.saved_model import export_for_serving
 from bertlayers.models.token_classifier import TokenClassifier
 from bertlayers.networks.input_limits import input_limits
@@ -54,7 +54,7 @@ class TextTagger:
     def __init__(self, model: TokenClassifier, sequence_length: int = 128):
         if not isinstance(model, TokenClassifier) or not model.tag_names:
             raise ValueError("TextTagger takes a TokenClassifier with tag_names.")
-        vocabulary = recorded_vocabulary(model)
+        vocabulary = recorded_tokenizer(model)
         if vocabulary is None:
             raise ValueError("The tagger has no vocabulary recorded: load it with from_checkpoint or load.")
         self.model = model
@@ -71,10 +71,10 @@ class TextTagger:
         if len(tags) < 2 or len(set(tags)) != len(tags):
             raise ValueError(f"tags must be two or more distinct names, got {tags}.")
         encoder = load_encoder(source)
-        if recorded_vocabulary(encoder) is None:
+        if recorded_tokenizer(encoder) is None:
             raise ValueError(f"{source} has no tokenizer recorded.")
         model = TokenClassifier(encoder, tag_names=tags, crf=crf, dropout=dropout)
-        return cls(record_vocabulary(model, recorded_vocabulary(encoder)), sequence_length)
+        return cls(record_tokenizer(model, recorded_tokenizer(encoder)), sequence_length)
 
     @classmethod
     def load(cls, path: str, sequence_length: int | None = None) -> "TextTagger":

@@ -1,6 +1,6 @@
 """What a model tokenizes with, as one value: `ModelTokenizer`.
 
-A model records one (`bertlayers.convert.record_vocabulary`); a `.keras` file, a checkpoint folder
+A model records one (`bertlayers.convert.record_tokenizer`); a `.keras` file, a checkpoint folder
 and a pretraining run give one back; training packs its texts with it, export builds the served
 graph's tokenizer from it, and `save_huggingface` writes its files. Every format is the same type:
 a WordPiece `vocab.txt` the library trained or was given (BERT's layout), or a checkpoint's own
