@@ -36,7 +36,7 @@ from bertlayers.runs.finetuning import (
 from bertlayers.runs.retrieval import bm25_scores, embedding_scores, rerank, reranker_examples
 from bertlayers.task_data.multiple_choice import encode_choices
 from bertlayers.task_data.retrieval import check_training_pairs, read_pairs, retrieval_set
-from bertlayers.tokenizers.checkpoint_tokenizer import pack_in_chunks
+from bertlayers.tokenizers.in_graph_tokenizer import pack_in_chunks
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import NON_NEGATIVE_INT, POSITIVE_INT, flag
 

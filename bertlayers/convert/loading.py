@@ -18,12 +18,12 @@ from bertlayers.convert.model_files import (
 from bertlayers.convert.weight_map import describe_non_finite
 from bertlayers.networks.encoder_base import EncoderBase
 from bertlayers.tokenizers.checkpoint_tokenizer import (
-    CheckpointTokenizer,
     checkpoint_tokenizer,
     folder_of,
     read_config,
     read_tokenizer_files,
 )
+from bertlayers.tokenizers.in_graph_tokenizer import CheckpointTokenizer
 from bertlayers.tokenizers.model_tokenizer import ModelTokenizer
 from bertlayers.utils.text_files import read_json_object
 from bertlayers.utils.validation import not_found

@@ -13,7 +13,7 @@ import numpy as np
 
 from bertlayers.metrics.ranking import ranked
 from bertlayers.task_data.multiple_choice import ChoiceExample
-from bertlayers.tokenizers.checkpoint_tokenizer import pack_in_chunks
+from bertlayers.tokenizers.in_graph_tokenizer import pack_in_chunks
 
 __all__ = [
     "bm25_scores",

@@ -91,7 +91,7 @@ def encode_choices(packer, examples, scorer="cross"):
     """Encoder inputs `[N, rows, seq]` for `MultipleChoice(scorer=scorer)` and the labels `[N]`:
     for "cross" each choice packed after its context as a sentence pair (rows = choices), for
     "similarity" the context alone, then each choice alone (rows = 1 + choices)."""
-    from bertlayers.tokenizers.checkpoint_tokenizer import pack_in_chunks
+    from bertlayers.tokenizers.in_graph_tokenizer import pack_in_chunks
 
     if scorer == "similarity":
         texts = [text for e in examples for text in (e.context, *e.choices)]

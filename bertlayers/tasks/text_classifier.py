@@ -23,7 +23,7 @@ from bertlayers.export.saved_model import export_for_serving
 from bertlayers.models.sequence_classifier import SequenceClassifier
 from bertlayers.networks.input_limits import input_limits
 from bertlayers.tasks.inputs import examples_given, text_list
-from bertlayers.tokenizers.checkpoint_tokenizer import pack_in_chunks
+from bertlayers.tokenizers.in_graph_tokenizer import pack_in_chunks
 from bertlayers.training.length_batching import length_batches, predict_by_length
 from bertlayers.training.optimization import create_optimizer
 

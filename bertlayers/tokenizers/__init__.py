@@ -2,7 +2,8 @@
 `vocab.json` + `merges.txt`, SentencePiece), the families' input layouts, and the packers that
 make a model's inputs. Needs TensorFlow (the tokenizers are graph ops that export with a model)."""
 
-from bertlayers.tokenizers.checkpoint_tokenizer import CheckpointTokenizer, checkpoint_tokenizer
+from bertlayers.tokenizers.checkpoint_tokenizer import checkpoint_tokenizer
+from bertlayers.tokenizers.in_graph_tokenizer import CheckpointTokenizer
 from bertlayers.tokenizers.input_layout import InputLayout
 from bertlayers.tokenizers.model_tokenizer import ModelTokenizer, model_tokenizer
 from bertlayers.tokenizers.tokenizer import load_vocabulary, wordpiece_tokenizer

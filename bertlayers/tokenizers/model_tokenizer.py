@@ -13,8 +13,6 @@ import functools
 import os
 
 from bertlayers.tokenizers.checkpoint_tokenizer import (
-    CheckpointPacker,
-    CheckpointTokenizer,
     built_checkpoint_tokenizer,
     fits_rows,
     read_config,
@@ -22,6 +20,7 @@ from bertlayers.tokenizers.checkpoint_tokenizer import (
     reads_tokenizer_json,
     tokenizer_settings,
 )
+from bertlayers.tokenizers.in_graph_tokenizer import CheckpointPacker, CheckpointTokenizer
 from bertlayers.tokenizers.input_layout import bert_layout
 from bertlayers.tokenizers.tokenizer import check_vocabulary_fits, load_vocabulary
 from bertlayers.tokenizers.wordpiece import InGraphTokenizer

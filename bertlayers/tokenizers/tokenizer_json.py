@@ -19,7 +19,7 @@ import unicodedata
 
 from bertlayers.startup import require_tensorflow
 from bertlayers.tokenizers.byte_level_bpe import WHITESPACE, ByteLevelBPE
-from bertlayers.tokenizers.checkpoint_tokenizer import CheckpointTokenizer
+from bertlayers.tokenizers.in_graph_tokenizer import CheckpointTokenizer
 from bertlayers.tokenizers.input_layout import InputLayout
 from bertlayers.tokenizers.wordpiece import InGraphTokenizer
 from bertlayers.utils.text_files import read_text

@@ -2,10 +2,10 @@
 tokenizer_config.json says otherwise, packed as BERT's `[CLS] A [SEP] B [SEP]`."""
 
 from bertlayers.tokenizers.checkpoint_tokenizer import (
-    CheckpointTokenizer,
     register_checkpoint_tokenizer,
     spiece_tokenizer,
 )
+from bertlayers.tokenizers.in_graph_tokenizer import CheckpointTokenizer
 from bertlayers.tokenizers.input_layout import bert_layout
 
 

@@ -3,11 +3,11 @@ whitespace collapsed, NFC, the SentencePiece pieces; `[PAD] [CLS] [SEP] [UNK] [M
 text as whole tokens), packed as BERT's `[CLS] A [SEP] B [SEP]`."""
 
 from bertlayers.tokenizers.checkpoint_tokenizer import (
-    CheckpointTokenizer,
     register_checkpoint_tokenizer,
     required_file,
     special_id,
 )
+from bertlayers.tokenizers.in_graph_tokenizer import CheckpointTokenizer
 from bertlayers.tokenizers.input_layout import bert_layout
 from bertlayers.tokenizers.sentencepiece_model import SentencePiece, read_sentencepiece_model
 from bertlayers.tokenizers.tokenizer_json import WithAddedTokens

@@ -2,11 +2,11 @@
 
 from bertlayers.tokenizers.byte_level_bpe import ByteLevelBPE
 from bertlayers.tokenizers.checkpoint_tokenizer import (
-    CheckpointTokenizer,
     register_checkpoint_tokenizer,
     required_file,
     special_id,
 )
+from bertlayers.tokenizers.in_graph_tokenizer import CheckpointTokenizer
 from bertlayers.tokenizers.input_layout import InputLayout
 from bertlayers.tokenizers.sentencepiece_model import SentencePiece, read_sentencepiece_model
 

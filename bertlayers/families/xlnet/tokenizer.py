@@ -1,10 +1,10 @@
 """XLNet's text: its `spiece.model` and its layout, `A <sep> B <sep> <cls>`, padded on the left."""
 
 from bertlayers.tokenizers.checkpoint_tokenizer import (
-    CheckpointTokenizer,
     register_checkpoint_tokenizer,
     spiece_tokenizer,
 )
+from bertlayers.tokenizers.in_graph_tokenizer import CheckpointTokenizer
 from bertlayers.tokenizers.input_layout import InputLayout
 
 
