@@ -5,6 +5,7 @@ in its folder (`bertlayers.families.bert.load_google_bert`, `...albert.load_goog
 
 import json
 import os
+from collections.abc import Callable
 
 import keras
 
@@ -111,7 +112,7 @@ def load_google_checkpoint(
     checkpoint_prefix: str,
     config_path: str,
     encoder_class: type,
-    map_layers: object,
+    map_layers: Callable,
     pretrainer: bool,
     dtype: str | keras.DTypePolicy | None,
 ) -> keras.Model:

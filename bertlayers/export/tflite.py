@@ -55,7 +55,7 @@ def custom_ops(model: bytes) -> list:
     ]
 
 
-def tflite_interpreter(path: str) -> object:
+def tflite_interpreter(path: str) -> "tf.lite.Interpreter":
     """A TFLite interpreter for the model at `path`, with tensorflow-text's kernels registered
     (what an app does to run a text model); `.get_signature_runner()` calls it."""
     import warnings

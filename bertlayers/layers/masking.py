@@ -7,6 +7,8 @@ shaped `[batch, query, key]` or `[batch, 1, key]` (broadcast over queries).
 import keras
 from keras import ops
 
+from bertlayers.backend import TensorLike
+
 # Masked logits must stay finite in every floating dtype: float16's max is 65504, so
 # -1e9 would overflow to -inf there and turn a fully masked row into NaN.
 _FLOAT16_LARGE_NEGATIVE = -3.0e4
@@ -26,7 +28,9 @@ def mask_logits(logits, mask):
     return ops.where(ops.cast(mask, "bool"), logits, fill)
 
 
-def merge_attention_masks(padding_mask: object | None = None, attention_mask: object | None = None) -> object:
+def merge_attention_masks(
+    padding_mask: TensorLike | None = None, attention_mask: TensorLike | None = None
+) -> TensorLike | None:
     """Combine a key padding mask and an explicit attention mask.
 
     Args:
@@ -45,7 +49,7 @@ def merge_attention_masks(padding_mask: object | None = None, attention_mask: ob
     return mask
 
 
-def per_query_attention_mask(attention_mask: object, query_length: int) -> object:
+def per_query_attention_mask(attention_mask: TensorLike, query_length: int) -> TensorLike:
     """`attention_mask` (`[B, 1 or Q, K]`, nonzero where a query may attend) as the boolean
     `[B, 1, Q, K]` that `ops.dot_product_attention` takes, spelled out for every query: cuDNN's
     fused kernel refuses a mask broadcast over the queries ("Bias must have same seq length as
@@ -56,7 +60,7 @@ def per_query_attention_mask(attention_mask: object, query_length: int) -> objec
     return mask
 
 
-def causal_attention_mask(inputs: object) -> object:
+def causal_attention_mask(inputs: TensorLike) -> TensorLike:
     """Lower-triangular mask `[batch, seq, seq]` for left-to-right attention.
 
     Args:

@@ -3,8 +3,10 @@ the distiller's losses and metrics average."""
 
 from keras import ops
 
+from bertlayers.backend import TensorLike
 
-def weighted_mean(values: object, weights: object) -> object:
+
+def weighted_mean(values: TensorLike, weights: TensorLike) -> TensorLike:
     """Σ w·v / Σ w in float32 (0 where every weight is 0): `values` and `weights` of one shape,
     weights 1 at real tokens and 0 at padding (or any non-negative weights)."""
     weights = ops.cast(weights, "float32")

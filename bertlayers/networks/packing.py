@@ -15,6 +15,7 @@ import bisect
 import keras
 import numpy as np
 
+from bertlayers.backend import TensorLike
 from bertlayers.layers.packed_rows import PackedRows
 from bertlayers.networks.block_stack import PACKED_INPUT_NAMES, BlockStack
 
@@ -79,7 +80,7 @@ def pack_sequences(inputs: dict, token_budget: int, max_sequences: int = 16) -> 
     return packed, placement
 
 
-def unpacked(values: object, placement: np.ndarray, lengths: object | None = None) -> object:
+def unpacked(values: TensorLike, placement: np.ndarray, lengths: TensorLike | None = None) -> np.ndarray:
     """Per-sequence values of packed outputs, in the input order: `values` `[R, K, ...]` (one per
     sequence: pooled outputs, logits) → `[N, ...]`; with `lengths`, `values` `[R, T, ...]` (one per
     token) → a list of N arrays `[length, ...]`."""
@@ -136,7 +137,7 @@ def packed_classifier(classifier: keras.Model, max_sequences: int) -> keras.Mode
     return keras.Model(inputs, {"logits": classifier.head(pooled)}, name=f"packed_{classifier.name}")
 
 
-def packed_labels(labels: object, placement: np.ndarray, rows: int, max_sequences: int) -> tuple:
+def packed_labels(labels: TensorLike, placement: np.ndarray, rows: int, max_sequences: int) -> tuple:
     """Per-sequence `labels` `[N]` laid out as packed logits are, `[R, K]`, and sample weights
     `[R, K]`: 0 at empty slots, R·K/N at the N sequences, so that Keras's mean over the R·K slots
     is the mean over the sequences (the padded batch's loss)."""

@@ -157,7 +157,7 @@ def write_pretraining_data(
     vocabulary_path: str,
     output_dir: str,
     masking: MaskingConfig | None = None,
-    objective: object | None = None,
+    objective: DataObjective | None = None,
     options: RecordOptions | None = None,
     **settings,
 ) -> DataStats:

@@ -131,7 +131,7 @@ def add_pooling_argument(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
     return parser
 
 
-def pooling_for(config: object, pooling: str) -> str:
+def pooling_for(config: "FinetuningConfig", pooling: str) -> str:
     """`pooling`, or for "auto" what the run's checkpoint was trained with (`trained_pooling`)."""
     if pooling != "auto":
         return pooling
@@ -256,12 +256,12 @@ def fixed_length_config(parser: argparse.ArgumentParser, args: argparse.Namespac
     return finetuning_config(parser, args)
 
 
-def feature_based_options(config: object) -> dict:
+def feature_based_options(config: "FinetuningConfig") -> dict:
     """The model keywords of the feature-based settings."""
     return {"feature_based": config.feature_based, "lstm_units": config.lstm_units}
 
 
-def start(config: object) -> object:
+def start(config: "FinetuningConfig") -> "tf.distribute.Strategy":
     """Build the strategy (before TensorFlow runs any op), seed everything, and take the output
     folder (a second live run into it is refused, `FolderBusyError`; one holding an earlier run's
     files too, `FileExistsError`, unless `config.overwrite`).
@@ -299,14 +299,14 @@ def _check_config(config):
         )
 
 
-def encoder_source(config: object) -> str:
+def encoder_source(config: "FinetuningConfig") -> str:
     """Where a run's encoder comes from: `config.init`, else the real all-MiniLM-L6-v2."""
     from bertlayers.utils.assets import minilm_path
 
     return config.init or minilm_path()
 
 
-def tokenizer_for(config: object) -> ModelTokenizer:
+def tokenizer_for(config: "FinetuningConfig") -> ModelTokenizer:
     """The `ModelTokenizer` a run tokenizes with: its `vocabulary` (a vocab.txt, lower-cased), else
     the one recorded with (or beside) the encoder it starts from, else bert-base-uncased's."""
     if config.vocabulary:
@@ -322,15 +322,15 @@ def tokenizer_of_source(source: str) -> ModelTokenizer:
     return recorded if recorded is not None else ModelTokenizer.from_vocab_file(bert_uncased_vocabulary())
 
 
-def packer_for(config: object, sequence_length: int) -> Callable:
+def packer_for(config: "FinetuningConfig", sequence_length: int) -> Callable:
     """What turns a run's texts into its encoder's inputs (`ModelTokenizer.packer`): the starting
     checkpoint's own tokenizer and layout, or the run's WordPiece vocabulary in BERT's."""
     return tokenizer_for(config).packer(sequence_length)
 
 
 def finetune(
-    strategy: object,
-    config: object,
+    strategy: "tf.distribute.Strategy",
+    config: "FinetuningConfig",
     build_model: Callable,
     train: tuple,
     validation: tuple | None = None,
@@ -536,8 +536,8 @@ def check_restart_arguments(parser: argparse.ArgumentParser, args: argparse.Name
 
 
 def finetune_restarts(
-    strategy: object,
-    config: object,
+    strategy: "tf.distribute.Strategy",
+    config: "FinetuningConfig",
     build_model: Callable,
     train: tuple,
     dev_score: Callable | None = None,
@@ -611,6 +611,6 @@ def files_written(output_dir: str) -> str:
     return f"Files in {os.path.abspath(output_dir)}: {', '.join(shown)}"
 
 
-def write_json(path: str, value: object) -> None:
+def write_json(path: str, value: dict | list) -> None:
     """Write `value` as indented JSON to `path`, atomically."""
     atomic_files.write_json(path, value, indent=1)

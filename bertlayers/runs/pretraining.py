@@ -170,7 +170,7 @@ RESUMABLE_CHANGES = (
 )
 
 
-def check_run_settings(config: object, trained: bool) -> None:
+def check_run_settings(config: "PretrainingConfig", trained: bool) -> None:
     """Record the run's settings in `<output_dir>/run_config.json`, or check them against it.
 
     Resuming a run (`trained`: it has a backup) with other settings (another preset, step
@@ -197,7 +197,9 @@ def check_run_settings(config: object, trained: bool) -> None:
     atomic_files.write_json(path, settings, indent=1)
 
 
-def build_pretrainer(config: object, vocabulary_size: int, start: Optional["InitialWeights"] = None) -> keras.Model:
+def build_pretrainer(
+    config: "PretrainingConfig", vocabulary_size: int, start: Optional["InitialWeights"] = None
+) -> keras.Model:
     """The recipe's pretrainer over the preset's architecture (random initialization), or over
     the architecture of `start` (a checkpoint's, `initial_weights`) with its weights."""
     first = config.recipe_spec.stages_for(config.recipe_options)[0]
@@ -270,7 +272,7 @@ def initial_weights(source: str) -> InitialWeights:
     return InitialWeights(source, encoder, lm_head, vocabulary)
 
 
-def check_start(config: object, start: InitialWeights) -> None:
+def check_start(config: "PretrainingConfig", start: InitialWeights) -> None:
     """A ValueError naming what keeps the run's recipe and settings from starting at `start`."""
     recipe = config.recipe_spec
     encoder_config = start.encoder.config
@@ -309,7 +311,7 @@ def init_recipes() -> list:
     return [name for name in recipe_names() if get_recipe(name).continues_checkpoint]
 
 
-def run_pretraining(config: object) -> dict:
+def run_pretraining(config: "PretrainingConfig") -> dict:
     """Run (or resume) a pretraining run; returns a summary dict (also written to summary.json).
 
     A run killed at any point and started again with the same config resumes from its last

@@ -30,7 +30,7 @@ def build_strategy(
     tpu: str | None = None,
     num_cpu_devices: int | None = None,
     shares_batches: bool = False,
-) -> object:
+) -> "tf.distribute.Strategy":
     """The tf.distribute strategy named `name`.
 
     Args:
@@ -123,7 +123,9 @@ def gathers_across_workers(model: keras.Model) -> bool:
     return isinstance(getattr(model, "distribute_strategy", None), tf.distribute.MultiWorkerMirroredStrategy)
 
 
-def compile_options(strategy: object, jit_compile: bool = False, steps_per_execution: int = 1) -> dict:
+def compile_options(
+    strategy: "tf.distribute.Strategy", jit_compile: bool = False, steps_per_execution: int = 1
+) -> dict:
     """`jit_compile` / `steps_per_execution` for `model.compile`, refusing what breaks under `strategy`.
 
     Under KERAS_BACKEND=jax the step is always compiled (`jax.jit`, whatever `jit_compile` says):

@@ -79,9 +79,9 @@ def _sort_group(x, y, sample_weight):
 
 
 def length_batches(
-    x: object,
-    y: object | None = None,
-    sample_weight: object | None = None,
+    x: dict,
+    y: np.ndarray | dict | None = None,
+    sample_weight: np.ndarray | dict | None = None,
     *,
     batch_size: int,
     token_outputs: tuple[str, ...] = (),
@@ -152,7 +152,9 @@ def length_batches(
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def predict_by_length(model: keras.Model, x: object, batch_size: int = 32, verbose: str | int = "auto") -> object:
+def predict_by_length(
+    model: keras.Model, x: dict, batch_size: int = 32, verbose: str | int = "auto"
+) -> np.ndarray | dict:
     """`model.predict(x)` with the examples sorted by length and each batch cut to its longest.
 
     Returns the same dict of numpy arrays, in the original order, with per-token outputs

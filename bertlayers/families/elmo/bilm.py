@@ -21,6 +21,7 @@ import keras
 from keras import ops
 
 from bertlayers import backend
+from bertlayers.backend import TensorLike
 from bertlayers.families.elmo.character_cnn import CharacterCnn
 from bertlayers.layers.weighted_mean import weighted_mean
 from bertlayers.utils.validation import POSITIVE_INT
@@ -100,7 +101,7 @@ class ProjectedLstmCell(keras.layers.Layer):
         }
 
 
-def reverse_within_lengths(sequence: object, padding_mask: object) -> object:
+def reverse_within_lengths(sequence: TensorLike, padding_mask: TensorLike) -> TensorLike:
     """`sequence` `[B, S, ...]` with each example's real (leading) positions in reverse order and
     its padding left in place: the backward LSTM reads from each sentence's own end."""
     lengths = ops.sum(ops.cast(padding_mask, "int32"), axis=1, keepdims=True)  # [B, 1]
