@@ -7,6 +7,7 @@ Writes predictions.jsonl, metrics.json, model.keras and TensorBoard logs to --ou
     python examples/prepare_datasets.py                 # the real Rotten Tomatoes splits
     python examples/run_classifier.py --train_file data/rotten_tomatoes/train.csv \\
         --eval_file data/rotten_tomatoes/test.csv --output_dir runs/sentiment
+    python examples/run_classifier.py --train_file my.csv --validation_split 0.1 --output_dir runs/mine  # no eval file
     python examples/run_classifier.py ... --random_init  # the same encoder size, no pretraining
     python examples/run_classifier.py ... --feature_based  # frozen encoder, scalar mix + BiLSTM (ELMo style)
     python examples/run_classifier.py ... --restarts 3 --dev_file data/rotten_tomatoes/dev.csv  # the best of 3 seeds on dev
@@ -43,11 +44,17 @@ from bertlayers.runs.finetuning import (
     start,
     write_json,
 )
-from bertlayers.task_data.classification import LabelMap, encode_examples, read_text_examples, regression_targets
+from bertlayers.task_data.classification import (
+    LabelMap,
+    encode_examples,
+    held_out,
+    read_text_examples,
+    regression_targets,
+)
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.utils.atomic_files import write_text
 from bertlayers.utils.cli import argument_parser, run_script
-from bertlayers.utils.validation import POSITIVE_INT, flag
+from bertlayers.utils.validation import POSITIVE_INT, Range, flag
 
 
 def main():
@@ -55,9 +62,16 @@ def main():
     parser.add_argument("--train_file", required=True, help="CSV or JSON lines of training examples")
     parser.add_argument(
         "--eval_file",
-        required=True,
+        default=None,
         help="CSV or JSON lines of evaluation examples: scored after training, and validated on after every "
-        "epoch unless --dev_file is given",
+        "epoch unless --dev_file is given (or --validation_split)",
+    )
+    parser.add_argument(
+        "--validation_split",
+        type=flag(Range(float, 0, 1, low_open=True, high_open=True)),
+        default=None,
+        help="instead of --eval_file: hold out this fraction of the training examples (drawn with --seed) "
+        "as the evaluation examples",
     )
     parser.add_argument("--text_a", default="text", help="column of the (first) text")
     parser.add_argument("--text_b", default=None, help="column of the second text, for sentence pairs")
@@ -77,18 +91,25 @@ def main():
     check_restart_arguments(parser, args)
     if args.ensemble > 1 and args.regression:
         parser.error("--ensemble averages class probabilities; a regression has none (drop --ensemble)")
+    if (args.eval_file is None) == (args.validation_split is None):
+        parser.error("give one of --eval_file and --validation_split (a fraction of --train_file held out)")
     config = finetuning_config(parser, args)
     strategy = start(config)
 
     read = lambda path: read_text_examples(path, args.text_a, args.text_b, args.label)  # noqa: E731
-    train, evaluation = read(args.train_file), read(args.eval_file)
+    train = read(args.train_file)
     if args.max_train_examples:
         print(f"Training on the first {args.max_train_examples} of {len(train)} examples of {args.train_file}")
         train = train[: args.max_train_examples]
+    if args.eval_file:
+        evaluation, eval_name = read(args.eval_file), args.eval_file
+    else:
+        train, evaluation = held_out(train, args.validation_split, config.seed, args.train_file)
+        eval_name = f"{args.train_file} (the {len(evaluation)} examples held out by --validation_split)"
     packer = packer_for(config, args.sequence_length)
     x_train, x_eval = (
         encode_examples(packer, train, args.train_file),
-        encode_examples(packer, evaluation, args.eval_file),
+        encode_examples(packer, evaluation, eval_name),
     )
     if args.regression:
         y_train, y_eval = regression_targets(train), regression_targets(evaluation)
@@ -118,8 +139,8 @@ def main():
 
     if not args.dev_file:
         # The curve and the kept epoch come from the eval file: say so (a --dev_file keeps it held out).
-        validation, validated_on = (x_eval, {"logits": y_eval}, None), args.eval_file
-        print(f"Validating on {args.eval_file} after every epoch (give --dev_file to keep it held out)")
+        validation, validated_on = (x_eval, {"logits": y_eval}, None), eval_name
+        print(f"Validating on {eval_name} after every epoch (give --dev_file to keep it held out)")
     pooling = pooling_for(config, args.pooling)
     model, restarts = finetune_restarts(
         strategy,

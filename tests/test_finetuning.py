@@ -323,8 +323,8 @@ def test_run_classifier_end_to_end(tmp_path, tiny_encoder):
         "run_classifier.py",
         "--train_file",
         str(data),
-        "--eval_file",
-        str(data),
+        "--validation_split",  # no eval file: a quarter of the training rows held out (--eval_file: the other tests)
+        "0.25",
         "--text_a",
         "a",
         "--text_b",
@@ -346,7 +346,9 @@ def test_run_classifier_end_to_end(tmp_path, tiny_encoder):
     )
     metrics = json.load(open(out / "metrics.json"))
     assert {"accuracy", "f1", "matthews_correlation"} <= set(metrics)
-    assert len(open(out / "predictions.jsonl").readlines()) == 24
+    assert metrics["eval_examples"] == 6 and "held out by --validation_split" in metrics["validated_on"]
+    held = [json.loads(line)["text"] for line in open(out / "predictions.jsonl")]
+    assert len(held) == 6 and held == sorted(held, key=lambda text: int(text.split()[1]))  # in the file's order
     assert (out / "model.keras").exists() and os.listdir(out / "logs")
     assert keras.saving.load_model(str(out / "model.keras")).pooling == "mean"
     assert TextClassifier.load(str(out / "model.keras")).sequence_length == 24  # the run's, not the default
@@ -375,6 +377,13 @@ def test_run_classifier_end_to_end(tmp_path, tiny_encoder):
         expect=2,
     )
     assert "pooling='mean' pools the sequence" in done.stderr and not (tmp_path / "bad").exists()
+    for given in ((), ("--eval_file", str(data), "--validation_split", "0.25")):
+        refused = script_result(
+            "run_classifier.py", "--train_file", data, "--output_dir", tmp_path / "x", *given, expect=2
+        )
+        assert "give one of --eval_file and --validation_split" in refused.stderr and not (tmp_path / "x").exists()
+    refused = script_result("run_classifier.py", "--train_file", data, "--validation_split", "1", expect=2)
+    assert "--validation_split: must be a float with 0 < value < 1, got '1'" in refused.stderr
 
 
 def snippets(path, count, seed):

@@ -174,6 +174,21 @@ def regression_targets(examples):
     return np.array(targets, "float32")[:, None]
 
 
+def held_out(examples: list, fraction: float, seed: int, source: str) -> tuple[list, list]:
+    """(kept, held out): a `fraction` of `examples` drawn with `seed` (the same every run), held out
+    to validate and score on, both in the file's order; a ValueError naming `source` when either
+    part would be empty."""
+    count = round(len(examples) * fraction)
+    if not 0 < count < len(examples):
+        raise ValueError(
+            f"{source}: holding out {fraction:g} of its {len(examples)} examples leaves "
+            f"{'none held out' if count == 0 else 'none to train on'}; give another fraction or an eval file."
+        )
+    chosen = set(np.random.default_rng(seed).permutation(len(examples))[:count].tolist())
+    kept = [example for i, example in enumerate(examples) if i not in chosen]
+    return kept, [example for i, example in enumerate(examples) if i in chosen]
+
+
 def encode_examples(packer, examples, source):
     """Pack examples into encoder inputs; over-long ones are truncated, with one line that counts them."""
     tokenizer = packer.tokenizer
