@@ -353,6 +353,31 @@ def test_run_classifier_end_to_end(tmp_path, tiny_encoder):
     assert keras.saving.load_model(str(out / "model.keras")).pooling == "mean"
     assert TextClassifier.load(str(out / "model.keras")).sequence_length == 24  # the run's, not the default
     assert trained_pooling(str(out / "model.keras")) == "mean"  # --pooling auto from it reads what it was tuned with
+    # New texts labelled with the finished run (examples/classify.py), as the run's own model labels them.
+    expected = TextClassifier.load(str(out / "model.keras")).predict(["sentence 3"], ["other 3"])
+    run_script(
+        "classify.py",
+        "--model",
+        out,
+        "--input_file",
+        data,
+        "--text_b",
+        "b",
+        "--text_a",
+        "a",
+        "--output_file",
+        tmp_path / "labelled.jsonl",
+    )
+    labelled = [json.loads(line) for line in open(tmp_path / "labelled.jsonl")]
+    assert len(labelled) == 24 and labelled[3]["text"] == "sentence 3" and labelled[3]["text_b"] == "other 3"
+    assert labelled[3]["label"] == expected[0]["label"]
+    np.testing.assert_allclose(
+        list(labelled[3]["probabilities"].values()), list(expected[0]["probabilities"].values()), atol=1e-6
+    )
+    refused = script_result(
+        "classify.py", "--model", out, "--input_file", data, "--output_file", tmp_path / "labelled.jsonl", expect=2
+    )
+    assert "labelled.jsonl exists; this script writes a new file" in refused.stderr
     done = run(
         script(
             "run_classifier.py",

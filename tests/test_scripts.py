@@ -79,6 +79,7 @@ def bad_inputs(tmp):
     return {
         "ablation.py": (["--output_dir", out, "--objectives", "no_such_objective"], out),
         "demo.py": (["--workdir", out, "--pretrain_steps", "many"], out),
+        "classify.py": (["--model", tmp / "missing.keras", "--text", "A fine film."], None),
         "distill.py": (["--teacher", tmp / "missing.keras", "--output_dir", out], out),
         "elmo.py": (["--output_dir", out, "--rt_dir", tmp / "no_such_folder"], out),
         "encode.py": (["--sequence-length", "1"], None),
