@@ -12,18 +12,19 @@ It sits below every tier beside `bertlayers.startup` and imports nothing else of
 
 import functools
 import sys
-from typing import TYPE_CHECKING, Union
+from typing import Protocol
 
 import keras
-import numpy as np
 
-if TYPE_CHECKING:  # names in annotations only: neither backend is imported for them
-    import jax
-    import tensorflow as tf
 
-# What `keras.ops` takes and gives, in the public signatures: a tensor of the running backend, a
-# NumPy array, or a symbolic `keras.KerasTensor` while a functional model is built.
-TensorLike = Union[np.ndarray, keras.KerasTensor, "tf.Tensor", "jax.Array"]
+class TensorLike(Protocol):
+    """What `keras.ops` takes and gives, in the public signatures: a tensor of the running backend
+    (`tf.Tensor`, `jax.Array`), a NumPy array, or a symbolic `keras.KerasTensor` while a functional
+    model is built; anything with a shape and a dtype."""
+
+    shape: tuple
+    dtype: object
+
 
 # The Keras release every internal below was read against.
 KERAS_CHECKED = "3.15.1"

@@ -16,16 +16,13 @@ TensorFlow's strategies (`--strategy mirrored|multi_worker|tpu`) are `bertlayers
 """
 
 import os
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
 
 import keras
 import numpy as np
 
 from bertlayers import backend
 from bertlayers.networks.weight_layout import MODEL_AXIS, model_parallel_axes, model_parallel_rules
-
-if TYPE_CHECKING:  # in annotations only: this module runs under JAX without TensorFlow
-    import tensorflow as tf
 
 BATCH_AXIS = "batch"
 
@@ -164,7 +161,7 @@ def multi_process_data_parallel(num_cpu_devices: int | None = None) -> "keras.di
     return keras.distribution.DataParallel(devices=keras.distribution.list_devices(), auto_shard_dataset=False)
 
 
-def process_share(dataset: "tf.data.Dataset", global_batch_size: int) -> "tf.data.Dataset":
+def process_share(dataset: Iterable, global_batch_size: int) -> Iterable:
     """This process's rows of every batch of the `tf.data.Dataset` `dataset` (batches of up to
     `global_batch_size` rows): with P processes, process p's p-th contiguous `1/P` of each, so that
     the processes together train on the batches one process would. `dataset` itself in a single
