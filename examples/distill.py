@@ -37,8 +37,7 @@ from bertlayers.families.bert import BertEncoder
 from bertlayers.metrics import accuracy
 from bertlayers.models import Distiller, SequenceClassifier
 from bertlayers.networks import reinitialized
-from bertlayers.runs.finetuning import write_json
-from bertlayers.runs.output_folder import take_output_folder
+from bertlayers.runs.output_folder import take_output_folder, write_json
 from bertlayers.task_data.classification import LabelMap, TextExample, encode_examples, read_text_examples
 from bertlayers.tokenizers import model_tokenizer
 from bertlayers.tokenizers.tokenizer import check_vocabulary_fits

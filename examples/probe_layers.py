@@ -14,7 +14,7 @@ import os
 import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: examples/usage/)
 
 from bertlayers.convert import load_encoder
-from bertlayers.runs.finetuning import tokenizer_of_source
+from bertlayers.runs.finetuning_config import tokenizer_of_source
 from bertlayers.runs.output_folder import take_output_folder
 from bertlayers.runs.probing import probe_bilm_layers, probe_layers
 from bertlayers.task_data.ner import read_conll, tag_vocabulary

@@ -27,22 +27,22 @@ import numpy as np
 
 from bertlayers.metrics import accuracy, classification_metrics, pearson, spearman
 from bertlayers.models import SequenceClassifier
-from bertlayers.runs.finetuning import (
-    add_ensemble_argument,
+from bertlayers.runs.finetuning_config import (
     add_feature_based_arguments,
     add_finetuning_arguments,
     add_pooling_argument,
-    add_restart_arguments,
-    check_restart_arguments,
     encoder_source,
     feature_based_options,
-    files_written,
-    finetune_restarts,
     finetuning_config,
     packer_for,
     pooling_for,
-    start,
-    write_json,
+)
+from bertlayers.runs.output_folder import files_written, start, write_json
+from bertlayers.runs.restarts import (
+    add_ensemble_argument,
+    add_restart_arguments,
+    check_restart_arguments,
+    finetune_restarts,
 )
 from bertlayers.task_data.classification import (
     LabelMap,

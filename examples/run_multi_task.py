@@ -21,18 +21,15 @@ import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: exa
 
 from bertlayers.metrics import classification_metrics, entity_scores
 from bertlayers.models import MultiTask, Task
-from bertlayers.runs.finetuning import (
-    add_ensemble_argument,
+from bertlayers.runs.finetuning_config import (
     add_finetuning_arguments,
     encoder_source,
-    files_written,
-    finetune_restarts,
     finetuning_config,
     packer_for,
-    start,
     tokenizer_for,
-    write_json,
 )
+from bertlayers.runs.output_folder import files_written, start, write_json
+from bertlayers.runs.restarts import add_ensemble_argument, finetune_restarts
 from bertlayers.task_data.classification import LabelMap, encode_examples, read_text_examples
 from bertlayers.task_data.multi_task import mix_tasks
 from bertlayers.task_data.ner import decode_tags, encode_sentences, read_conll, tag_vocabulary

@@ -28,19 +28,16 @@ import numpy as np
 from bertlayers.metrics import accuracy
 from bertlayers.models import MultipleChoice, SentenceEmbedder
 from bertlayers.models.multiple_choice import SCORERS
-from bertlayers.runs.finetuning import (
-    add_ensemble_argument,
+from bertlayers.runs.finetuning_config import (
     add_finetuning_arguments,
     add_pooling_argument,
     encoder_source,
-    files_written,
-    finetune_restarts,
     fixed_length_config,
     packer_for,
     pooling_for,
-    start,
-    write_json,
 )
+from bertlayers.runs.output_folder import files_written, start, write_json
+from bertlayers.runs.restarts import add_ensemble_argument, finetune_restarts
 from bertlayers.task_data.multiple_choice import encode_choices, read_choices
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.utils.cli import argument_parser, run_script

@@ -21,20 +21,20 @@ import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: exa
 
 from bertlayers.metrics import entity_scores
 from bertlayers.models import TokenClassifier
-from bertlayers.runs.finetuning import (
-    add_ensemble_argument,
+from bertlayers.runs.finetuning_config import (
     add_feature_based_arguments,
     add_finetuning_arguments,
-    add_restart_arguments,
-    check_restart_arguments,
     encoder_source,
     feature_based_options,
-    files_written,
-    finetune_restarts,
     finetuning_config,
-    start,
     tokenizer_for,
-    write_json,
+)
+from bertlayers.runs.output_folder import files_written, start, write_json
+from bertlayers.runs.restarts import (
+    add_ensemble_argument,
+    add_restart_arguments,
+    check_restart_arguments,
+    finetune_restarts,
 )
 from bertlayers.task_data.ner import decode_tags, encode_sentences, read_conll, tag_vocabulary, word_tags, write_conll
 from bertlayers.training.length_batching import predict_by_length

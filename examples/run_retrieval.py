@@ -21,18 +21,16 @@ import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: exa
 from bertlayers.convert import load_encoder, load_model_file
 from bertlayers.metrics import ranking_metrics
 from bertlayers.models import DualEncoder, MultipleChoice, SentenceEmbedder
-from bertlayers.runs.finetuning import (
+from bertlayers.runs.finetuning import finetune
+from bertlayers.runs.finetuning_config import (
     add_finetuning_arguments,
     add_pooling_argument,
     encoder_source,
-    files_written,
-    finetune,
     fixed_length_config,
     packer_for,
     pooling_for,
-    start,
-    write_json,
 )
+from bertlayers.runs.output_folder import files_written, start, write_json
 from bertlayers.runs.retrieval import bm25_scores, embedding_scores, rerank, reranker_examples
 from bertlayers.task_data.multiple_choice import encode_choices
 from bertlayers.task_data.retrieval import check_training_pairs, read_pairs, retrieval_set

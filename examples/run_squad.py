@@ -17,17 +17,9 @@ import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: exa
 
 from bertlayers.metrics import squad_scores
 from bertlayers.models import SpanPredictor
-from bertlayers.runs.finetuning import (
-    add_ensemble_argument,
-    add_finetuning_arguments,
-    encoder_source,
-    files_written,
-    finetune_restarts,
-    finetuning_config,
-    start,
-    tokenizer_for,
-    write_json,
-)
+from bertlayers.runs.finetuning_config import add_finetuning_arguments, encoder_source, finetuning_config, tokenizer_for
+from bertlayers.runs.output_folder import files_written, start, write_json
+from bertlayers.runs.restarts import add_ensemble_argument, finetune_restarts
 from bertlayers.task_data.squad import decode_answers, make_windows, read_squad
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.utils.cli import argument_parser, run_script

@@ -24,6 +24,9 @@ PUBLIC = (
     "bertlayers.families.xlnet",
     "bertlayers.runs.pretraining",
     "bertlayers.runs.finetuning",
+    "bertlayers.runs.finetuning_config",
+    "bertlayers.runs.restarts",
+    "bertlayers.runs.output_folder",
     "bertlayers.utils.atomic_files",
     "bertlayers.utils.validation",
     "bertlayers.utils.cli",
@@ -111,6 +114,8 @@ TYPED = [
     "bertlayers.tokenizers",
     "bertlayers.runs.pretraining",
     "bertlayers.runs.finetuning",
+    "bertlayers.runs.finetuning_config",
+    "bertlayers.runs.restarts",
     "bertlayers.runs.retrieval",
     "bertlayers.runs.output_folder",
 ]

@@ -138,7 +138,8 @@ def test_a_second_pretraining_run_in_a_busy_folder_is_refused(corpus, tmp_path):
 
 
 def test_a_second_fine_tuning_run_in_a_busy_folder_is_refused(tmp_path):
-    from bertlayers.runs.finetuning import FinetuningConfig, start
+    from bertlayers.runs.finetuning_config import FinetuningConfig
+    from bertlayers.runs.output_folder import start
 
     config = FinetuningConfig(output_dir=str(tmp_path / "run"))
     with atomic_files.locked(config.output_dir, "test"):

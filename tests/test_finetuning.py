@@ -18,7 +18,7 @@ from processes import (
     script_result,
 )
 
-from bertlayers.convert import load_encoder, trained_pooling
+from bertlayers.convert import head_pooling, load_encoder
 from bertlayers.families.bert import BertEncoder
 from bertlayers.models import BertPretrainer, SequenceClassifier, SpanPredictor, TokenClassifier
 from bertlayers.task_data.classification import LabelMap, read_text_examples
@@ -352,7 +352,7 @@ def test_run_classifier_end_to_end(tmp_path, tiny_encoder):
     assert (out / "model.keras").exists() and os.listdir(out / "logs")
     assert keras.saving.load_model(str(out / "model.keras")).pooling == "mean"
     assert TextClassifier.load(str(out / "model.keras")).sequence_length == 24  # the run's, not the default
-    assert trained_pooling(str(out / "model.keras")) == "mean"  # --pooling auto from it reads what it was tuned with
+    assert head_pooling(str(out / "model.keras")) == "mean"  # --pooling auto from it reads what it was tuned with
     # New texts labelled with the finished run (examples/classify.py), as the run's own model labels them.
     expected = TextClassifier.load(str(out / "model.keras")).predict(["sentence 3"], ["other 3"])
     run_script(
@@ -729,7 +729,9 @@ def test_training_batches_are_cut_to_their_longest_unless_padding_is_asked_for(
 ):
     import argparse
 
-    from bertlayers.runs.finetuning import FinetuningConfig, add_finetuning_arguments, finetune, start
+    from bertlayers.runs.finetuning import finetune
+    from bertlayers.runs.finetuning_config import FinetuningConfig, add_finetuning_arguments
+    from bertlayers.runs.output_folder import start
 
     args = add_finetuning_arguments(argparse.ArgumentParser(), sequence_length=16).parse_args(
         [
@@ -770,7 +772,7 @@ def test_training_batches_are_cut_to_their_longest_unless_padding_is_asked_for(
 def test_training_batch_flags_exclude_each_other(capsys):
     import argparse
 
-    from bertlayers.runs.finetuning import FinetuningConfig, add_finetuning_arguments
+    from bertlayers.runs.finetuning_config import FinetuningConfig, add_finetuning_arguments
 
     parser = add_finetuning_arguments(argparse.ArgumentParser())
     with pytest.raises(SystemExit):
@@ -783,11 +785,11 @@ def test_training_batch_flags_exclude_each_other(capsys):
 def test_the_fine_tuning_config_is_typed_and_range_checked(capsys):
     import argparse
 
-    from bertlayers.runs.finetuning import (
+    from bertlayers.runs.finetuning import finetune
+    from bertlayers.runs.finetuning_config import (
         FinetuningConfig,
         add_feature_based_arguments,
         add_finetuning_arguments,
-        finetune,
         finetuning_config,
     )
 
@@ -848,7 +850,7 @@ def test_run_classifier_validates_every_epoch_keeps_the_best_and_says_where_its_
     early stopping (on a model whose validation loss rises: a learning rate that overshoots), the
     predictions with their texts and probabilities, a warning on too few steps, where the files
     went, and --pooling auto choosing mean for the sentence-transformers MiniLM."""
-    from bertlayers.runs.finetuning import FinetuningConfig, pooling_for
+    from bertlayers.runs.finetuning_config import FinetuningConfig, pooling_for
 
     train = tmp_path / "train.csv"
     train.write_text("text,label\n" + "".join(f"sentence {i},{'yes' if i % 2 else 'no'}\n" for i in range(32)))

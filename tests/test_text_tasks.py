@@ -1,6 +1,8 @@
 """`TextClassifier`: strings in, labels out, from a checkpoint's tokenizer; it fits, predicts what
 its Keras model computes, saves, loads and exports a text model that answers the same."""
 
+import json
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -49,6 +51,47 @@ def test_fit_predict_save_load_and_export(encoder_file, tmp_path):
     np.testing.assert_allclose(answer["probabilities"].numpy(), expected, atol=1e-5)
 
 
+@pytest.mark.slow(reason="the same classifier fine-tuned twice: by TextClassifier.fit and by a run")
+def test_the_task_model_and_a_run_train_through_one_path_to_the_same_weights(encoder_file, tmp_path):
+    """`TextClassifier.fit` and `runs.finetuning.finetune` (what run_classifier.py calls) with the
+    same settings and seed: one optimizer, one batching, one validation and one kept epoch, so
+    the same weights, the same history and the same epoch kept."""
+    import keras
+
+    from bertlayers.models import SequenceClassifier
+    from bertlayers.runs.finetuning import finetune
+    from bertlayers.runs.finetuning_config import FinetuningConfig
+    from bertlayers.runs.output_folder import start
+
+    texts, labels = TEXTS * 3, ["yes", "no", "yes", "no"] * 3
+    held = (TEXTS, ["no", "yes", "no", "yes"])  # the training texts mislabelled: worse as it learns
+    settings = dict(epochs=3, batch_size=4, learning_rate=1e-2, seed=3, verbose=0)
+
+    keras.utils.set_random_seed(3)
+    classifier = TextClassifier.from_checkpoint(encoder_file, labels=["no", "yes"], sequence_length=16)
+    history = classifier.fit(texts, labels, validation=held, **settings).history
+
+    config = FinetuningConfig(output_dir=str(tmp_path / "run"), init=encoder_file, sequence_length=16, **settings)
+    ids = {"no": 0, "yes": 1}
+    x, held_x = classifier.inputs(texts), classifier.inputs(held[0])
+    model = finetune(
+        start(config),
+        config,
+        lambda encoder: SequenceClassifier(encoder, 2, label_names=["no", "yes"], pooling="pooler"),
+        (x, {"logits": np.array([ids[label] for label in labels])}, None),
+        (held_x, {"logits": np.array([ids[label] for label in held[1]])}, None),
+    )
+    run = json.loads((tmp_path / "run" / "history.json").read_text())
+    np.testing.assert_allclose([e["val_loss"] for e in run], history["val_loss"], atol=1e-6)
+    np.testing.assert_allclose([e["loss"] for e in run], history["loss"], atol=1e-6)
+    for ours, theirs in zip(classifier.model.weights, model.weights):
+        np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), atol=1e-6)
+    # The epoch kept is the lowest validation loss's (not the last, where they differ).
+    kept = classifier.model.evaluate(held_x, {"logits": np.array([0, 1, 0, 1])}, verbose=0, return_dict=True)
+    assert np.argmin(history["val_loss"]) < 2, history["val_loss"]
+    assert abs(kept["loss"] - min(history["val_loss"])) < 1e-5
+
+
 def test_bad_calls_are_refused_by_name(encoder_file, tmp_path):
     BertEncoder(**TINY).save(str(tmp_path / "bare.keras"))
     with pytest.raises(ValueError, match="bare.keras has no tokenizer recorded"):
@@ -72,6 +115,8 @@ def test_bad_calls_are_refused_by_name(encoder_file, tmp_path):
         classifier.fit([], [], epochs=1, verbose=0)
     with pytest.raises(TypeError, match="labels must be a list of label names, got NoneType"):
         classifier.fit(TEXTS, None, epochs=1, verbose=0)
+    with pytest.raises(TypeError, match="fit got epoch: not a fit setting; the settings are epochs, batch_size"):
+        classifier.fit(TEXTS, ["yes", "no", "yes", "no"], epoch=1)
     with pytest.raises(ValueError, match=r"sequence_length 64 exceeds the model's 32 positions"):
         TextClassifier.from_checkpoint(encoder_file, labels=["no", "yes"], sequence_length=64)
     from bertlayers.tasks import TextAnswerer, TextTagger
@@ -102,8 +147,8 @@ def test_the_tagger_fits_on_words_predicts_on_strings_and_saves_its_tags(encoder
     tagger = TextTagger.from_checkpoint(encoder_file, tags, sequence_length=16, crf=crf)
     sentences = [["Flights", "to", "New", "York"], ["Rain", "in", "Paris"]] * 4
     labels = [["O", "O", "B-LOC", "I-LOC"], ["O", "O", "B-LOC"]] * 4
-    history = tagger.fit(sentences, labels, epochs=2, batch_size=4, verbose=0)
-    assert len(history.history["loss"]) == 2
+    history = tagger.fit(sentences, labels, validation=(sentences[:2], labels[:2]), epochs=2, batch_size=4, verbose=0)
+    assert len(history.history["loss"]) == len(history.history["val_loss"]) == 2
     texts = ["Flights to New York, today.", "Rain in Paris"]
     predicted = tagger.predict(texts)
     assert [[word for word, _ in row] for row in predicted] == [words_of(text) for text in texts]
@@ -129,8 +174,16 @@ def test_the_answerer_fits_and_answers_with_spans_of_the_context_as_the_served_m
     answerer = TextAnswerer.from_checkpoint(encoder_file, sequence_length=32, doc_stride=8, max_query_length=8)
     contexts = ["The Scarth public library moved into the old corn exchange in 1988.", "Rain fell on Paris all day."]
     questions = ["When did the library move?", "Where did rain fall?"]
-    history = answerer.fit(questions * 4, contexts * 4, ["1988", "Paris"] * 4, epochs=2, batch_size=4, verbose=0)
-    assert len(history.history["loss"]) == 2
+    history = answerer.fit(
+        questions * 4,
+        contexts * 4,
+        ["1988", "Paris"] * 4,
+        validation=(questions, contexts, ["1988", "Paris"]),
+        epochs=2,
+        batch_size=4,
+        verbose=0,
+    )
+    assert len(history.history["loss"]) == len(history.history["val_loss"]) == 2
     answers = answerer.predict(questions, contexts)
     for answer, context in zip(answers, contexts):
         start = answer["start_char"]

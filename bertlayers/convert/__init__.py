@@ -6,7 +6,7 @@ The machinery every family's loader uses; each family's loaders live in its fold
 
 from bertlayers.convert.google import load_google_checkpoint
 from bertlayers.convert.huggingface import encoder_config_from_huggingface, register_huggingface_family
-from bertlayers.convert.loading import Checkpoint, load_checkpoint, load_encoder, load_model_file, trained_pooling
+from bertlayers.convert.loading import Checkpoint, head_pooling, load_checkpoint, load_encoder, load_model_file
 from bertlayers.convert.model_files import ModelTokenizer, record_tokenizer, recorded_tokenizer, save_model
 from bertlayers.convert.saving import save_huggingface
 from bertlayers.convert.weight_map import CheckpointMismatchError
@@ -25,5 +25,5 @@ __all__ = [
     "register_huggingface_family",
     "save_huggingface",
     "save_model",
-    "trained_pooling",
+    "head_pooling",
 ]

@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import logging
 import os
 import zipfile
 
@@ -27,6 +28,8 @@ from bertlayers.tokenizers.in_graph_tokenizer import CheckpointTokenizer
 from bertlayers.tokenizers.model_tokenizer import ModelTokenizer
 from bertlayers.utils.text_files import read_json_object
 from bertlayers.utils.validation import not_found
+
+logger = logging.getLogger(__name__)
 
 
 def load_encoder(source: str, dtype: str | keras.DTypePolicy | None = None) -> keras.Model:
@@ -173,11 +176,20 @@ SENTENCE_TRANSFORMERS_POOLING = {
 }
 
 
-def trained_pooling(source: str) -> str:
-    """What a task head should read of the encoder at `source`: the pooling a
-    sentence-transformers folder declares (its `1_Pooling/config.json`: "mean", "first" or
-    "max"), the one a fine-tuned model in a `.keras` file reads (a classifier's `pooling`), else
-    "pooler" (the encoder's own)."""
+def head_pooling(source: str | None, pooling: str = "auto") -> str:
+    """What a task head reads of the encoder at `source`: `pooling` where it is not "auto"; for
+    "auto" what the encoder was trained with: the pooling a sentence-transformers folder declares
+    (its `1_Pooling/config.json`: "mean", "first" or "max"), the one a fine-tuned model in a
+    `.keras` file reads (a classifier's `pooling`), else "pooler" (the encoder's own; also where
+    `source` is None: random weights)."""
+    if pooling != "auto":
+        return pooling
+    chosen = "pooler" if source is None else _trained_pooling(source)
+    logger.info(f"Pooling: {chosen} (pooling auto)")
+    return chosen
+
+
+def _trained_pooling(source):
     if os.path.isfile(source) and zipfile.is_zipfile(source):
         with zipfile.ZipFile(source) as archive:  # the model's config, nothing loaded
             saved = json.loads(archive.read("config.json")) if "config.json" in archive.namelist() else {}

@@ -10,7 +10,6 @@ Contexts longer than a window are read in windows `doc_stride` pieces apart, and
 best span over all of them, on word boundaries (`bertlayers.task_data.squad`).
 """
 
-import math
 from collections.abc import Sequence
 from typing import Optional
 
@@ -24,7 +23,7 @@ from bertlayers.networks.input_limits import input_limits
 from bertlayers.task_data.squad import SquadExample, decode_answers, make_windows
 from bertlayers.tasks.inputs import examples_given, text_list
 from bertlayers.training.length_batching import predict_by_length
-from bertlayers.training.optimization import create_optimizer
+from bertlayers.training.task_fitting import compile_task_model, fit_settings, fit_task_model, optimizer_steps
 
 
 class TextAnswerer:
@@ -99,22 +98,35 @@ class TextAnswerer:
         questions: Sequence[str],
         contexts: Sequence[str],
         answers: Sequence,
-        epochs: int = 2,
-        batch_size: int = 16,
-        learning_rate: float = 5e-5,
-        **fit_kwargs,
+        validation: Optional[tuple] = None,
+        callbacks: Sequence[keras.callbacks.Callback] = (),
+        **settings,
     ) -> keras.callbacks.History:
         """Fine-tune on questions, contexts and answers: the answer's text (its first place in the
-        context), (text, start character), or "" / None for none (with `allow_no_answer`)."""
+        context), (text, start character), or "" / None for none (with `allow_no_answer`); as the
+        fine-tuning runners do (`bertlayers.training.task_fitting`).
+
+        Args:
+          validation: (questions, contexts, answers), validated after every epoch; the answerer
+            ends with the weights of the epoch with the lowest validation loss (`keep_best=False`
+            keeps the last).
+          callbacks: Keras callbacks for `fit`.
+          settings: `FitSettings` fields: epochs (2), batch_size (16), learning_rate (5e-5),
+            keep_best, early_stopping, seed, verbose, ...
+        """
+        settings = fit_settings(settings, epochs=2, batch_size=16, learning_rate=5e-5)
+        train = self._windows(questions, contexts, answers)
+        if validation is not None:
+            validation = self._windows(*validation)
+        compile_task_model(self.model, optimizer_steps(len(train[0]["token_ids"]), settings), settings)
+        return fit_task_model(self.model, train, settings, validation, callbacks)
+
+    def _windows(self, questions, contexts, answers):
+        """(x, y) of the windows of answered questions, the answer's start and end piece a window."""
         if answers is None:
             raise TypeError('answers must be a list of one answer a question ("" or None for none), got None.')
         features = make_windows(self._examples(questions, contexts, answers), self.tokenizer, **self.windows)
-        steps = epochs * math.ceil(len(features.example_index) / batch_size)
-        self.model.compile(optimizer=create_optimizer(learning_rate, steps, steps // 10, model=self.model))
-        targets = {"start_logits": features.start_positions, "end_logits": features.end_positions}
-        return self.model.fit(
-            features.inputs, targets, batch_size=batch_size, epochs=epochs, shuffle=True, **fit_kwargs
-        )
+        return features.inputs, {"start_logits": features.start_positions, "end_logits": features.end_positions}
 
     def predict(self, questions: Sequence[str], contexts: Sequence[str], n_best_size: int = 20) -> list:
         """One {"answer", "score", "start_char"} a question ("" and the null score where it has

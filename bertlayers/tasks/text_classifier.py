@@ -10,22 +10,21 @@ The Keras model is `classifier.model` (ids in, logits out), for anything the wra
 """
 
 import logging
-import math
 from collections.abc import Sequence
 from typing import Optional
 
 import keras
 import numpy as np
 
-from bertlayers.convert.loading import load_encoder, load_model_file, trained_pooling
+from bertlayers.convert.loading import head_pooling, load_encoder, load_model_file
 from bertlayers.convert.model_files import record_tokenizer, recorded_tokenizer, save_model, saved_settings
 from bertlayers.export.saved_model import export_for_serving
 from bertlayers.models.sequence_classifier import SequenceClassifier
 from bertlayers.networks.input_limits import input_limits
 from bertlayers.tasks.inputs import examples_given, text_list
 from bertlayers.tokenizers.in_graph_tokenizer import pack_in_chunks
-from bertlayers.training.length_batching import length_batches, predict_by_length
-from bertlayers.training.optimization import create_optimizer
+from bertlayers.training.length_batching import predict_by_length
+from bertlayers.training.task_fitting import compile_task_model, fit_settings, fit_task_model, optimizer_steps
 
 logger = logging.getLogger(__name__)
 
@@ -84,8 +83,7 @@ class TextClassifier:
                 f"{source} has no tokenizer recorded: save the encoder with bertlayers.convert.save_model after "
                 "record_tokenizer, or start from a checkpoint folder with its tokenizer files."
             )
-        if pooling == "auto":
-            pooling = trained_pooling(source)
+        pooling = head_pooling(source, pooling)
         model = SequenceClassifier(encoder, len(labels), label_names=labels, pooling=pooling, dropout=dropout)
         return cls(record_tokenizer(model, recorded_tokenizer(encoder)), sequence_length)
 
@@ -114,29 +112,33 @@ class TextClassifier:
         texts: Sequence[str],
         labels: Sequence[str],
         pairs: Optional[Sequence[str]] = None,
-        epochs: int = 3,
-        batch_size: int = 32,
-        learning_rate: float = 5e-5,
         validation: Optional[tuple] = None,
-        seed: int = 0,
-        **fit_kwargs,
+        callbacks: Sequence[keras.callbacks.Callback] = (),
+        **settings,
     ) -> keras.callbacks.History:
-        """Fine-tune on `texts` (and `pairs`) and their `labels` (names among `self.labels`):
-        AdamW with 10% warmup and linear decay, batches cut to their longest text.
-        `validation`: (texts, labels) or (texts, pairs, labels), validated after every epoch.
-        Other keywords go to `keras.Model.fit` (callbacks, verbose)."""
-        x, y = (
+        """Fine-tune on `texts` (and `pairs`) and their `labels` (names among `self.labels`), as the
+        fine-tuning runners do (`bertlayers.training.task_fitting`): AdamW with 10% warmup and
+        linear decay, random batches cut to their longest text.
+
+        Args:
+          validation: (texts, labels) or (texts, pairs, labels), validated after every epoch; the
+            classifier ends with the weights of the epoch with the lowest validation loss
+            (`keep_best=False` keeps the last).
+          callbacks: Keras callbacks for `fit`.
+          settings: `FitSettings` fields: epochs (3), batch_size (32), learning_rate (5e-5),
+            warmup_proportion, weight_decay, layerwise_decay, keep_best, early_stopping, seed,
+            verbose, ...
+        """
+        settings = fit_settings(settings, epochs=3, batch_size=32, learning_rate=5e-5)
+        train = (
             self.inputs(examples_given(text_list(texts, "texts"), "texts"), pairs),
             {"logits": self._label_ids(labels)},
         )
-        steps = epochs * math.ceil(len(y["logits"]) / batch_size)
-        self.model.compile(optimizer=create_optimizer(learning_rate, steps, steps // 10, model=self.model))
-        data = length_batches(x, y, batch_size=batch_size, shuffle=True, seed=seed)
         if validation is not None:
             *held_texts, held_labels = validation
-            held = self.inputs(*held_texts)
-            validation = length_batches(held, {"logits": self._label_ids(held_labels)}, batch_size=batch_size)
-        return self.model.fit(data, epochs=epochs, validation_data=validation, shuffle=False, **fit_kwargs)
+            validation = (self.inputs(*held_texts), {"logits": self._label_ids(held_labels)})
+        compile_task_model(self.model, optimizer_steps(len(train[1]["logits"]), settings), settings)
+        return fit_task_model(self.model, train, settings, validation, callbacks)
 
     def predict_proba(
         self, texts: Sequence[str], pairs: Optional[Sequence[str]] = None, batch_size: int = 32

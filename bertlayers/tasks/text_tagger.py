@@ -10,9 +10,9 @@ A word's tag sits on its first piece, as in BERT's NER (`bertlayers.task_data.ne
 spaces and punctuation (as BERT's basic tokenizer does); lists of words are taken as they are.
 """
 
-import math
 import re
 from collections.abc import Sequence
+from typing import Optional
 
 import keras
 
@@ -23,8 +23,8 @@ from bertlayers.models.token_classifier import TokenClassifier
 from bertlayers.networks.input_limits import input_limits
 from bertlayers.task_data.ner import decode_tags, encode_sentences, word_tags
 from bertlayers.tasks.inputs import examples_given, text_list
-from bertlayers.training.length_batching import length_batches, per_token_outputs, predict_by_length
-from bertlayers.training.optimization import create_optimizer
+from bertlayers.training.length_batching import predict_by_length
+from bertlayers.training.task_fitting import compile_task_model, fit_settings, fit_task_model, optimizer_steps
 
 # A word: a run of letters and digits, or one other non-space character (punctuation).
 _WORDS = re.compile(r"\w+|[^\w\s]", re.UNICODE)
@@ -107,26 +107,36 @@ class TextTagger:
         self,
         texts: Sequence,
         tags: Sequence[Sequence[str]],
-        epochs: int = 3,
-        batch_size: int = 32,
-        learning_rate: float = 5e-4,
-        **fit_kwargs,
+        validation: Optional[tuple] = None,
+        callbacks: Sequence[keras.callbacks.Callback] = (),
+        **settings,
     ) -> keras.callbacks.History:
-        """Fine-tune on `texts` (strings, or lists of words) and their tags, one a word. AdamW with
-        10% warmup and linear decay. Other keywords go to `keras.Model.fit`."""
+        """Fine-tune on `texts` (strings, or lists of words) and their tags, one a word, as the
+        fine-tuning runners do (`bertlayers.training.task_fitting`): AdamW with 10% warmup and
+        linear decay, random batches cut to their longest text.
+
+        Args:
+          validation: (texts, tags), validated after every epoch; the tagger ends with the weights
+            of the epoch with the lowest validation loss (`keep_best=False` keeps the last).
+          callbacks: Keras callbacks for `fit`.
+          settings: `FitSettings` fields: epochs (3), batch_size (32), learning_rate (5e-4),
+            keep_best, early_stopping, seed, verbose, ...
+        """
+        settings = fit_settings(settings, epochs=3, batch_size=32, learning_rate=5e-4)
+        train = self._examples(texts, tags, "fit")
+        if validation is not None:
+            validation = self._examples(*validation, "validate")
+        compile_task_model(self.model, optimizer_steps(len(train[0]["token_ids"]), settings), settings)
+        return fit_task_model(self.model, train, settings, validation, callbacks)
+
+    def _examples(self, texts, tags, what):
+        """(x, y, sample_weight) of tagged texts; a word's tag on its first piece, or on every
+        piece for the CRF."""
         crf = self.model.crf is not None
         x, labels, weights, _ = encode_sentences(
-            self._sentences(texts, tags), self.tokenizer, self.sequence_length, self.tags, "fit", every_piece=crf
+            self._sentences(texts, tags), self.tokenizer, self.sequence_length, self.tags, what, every_piece=crf
         )
-        steps = epochs * math.ceil(len(labels) / batch_size)
-        self.model.compile(optimizer=create_optimizer(learning_rate, steps, steps // 10, model=self.model))
-        y = {"tags": labels} if crf else {"logits": labels}
-        sample_weight = None if crf else {"logits": weights}
-        # Random batches cut to their longest text, the per-token labels and weights with them.
-        data = length_batches(
-            x, y, sample_weight, batch_size=batch_size, token_outputs=per_token_outputs(self.model), shuffle=True
-        )
-        return self.model.fit(data, epochs=epochs, shuffle=False, **fit_kwargs)
+        return (x, {"tags": labels}, None) if crf else (x, {"logits": labels}, {"logits": weights})
 
     def predict(self, texts: Sequence, batch_size: int = 32) -> list:
         """For each text, its [(word, tag), ...]."""

@@ -1,12 +1,16 @@
-"""Callbacks for training runs: learning-rate logging, a JSON history, and a stop where training diverges."""
+"""Callbacks for training runs: learning-rate logging, a JSON history, a stop where training
+diverges, and the epoch kept on the validation loss."""
 
 import json
+import logging
 import math
 import os
 
 import keras
 
 from bertlayers.utils import atomic_files
+
+logger = logging.getLogger(__name__)
 
 
 class LearningRateLogger(keras.callbacks.Callback):
@@ -68,3 +72,18 @@ class JsonHistory(keras.callbacks.Callback):
         history = [h for h in history if h["epoch"] < epoch]
         history.append({"epoch": epoch, **{k: float(v) for k, v in (logs or {}).items()}})
         atomic_files.write_json(self.path, history, indent=1)
+
+
+class BestEpoch(keras.callbacks.EarlyStopping):
+    """Keras's early stopping on the validation loss, which logs the epoch it keeps instead of
+    printing it. `keep_best`: the model ends with that epoch's weights."""
+
+    def __init__(self, keep_best: bool, patience: int):
+        super().__init__(monitor="val_loss", patience=patience, restore_best_weights=keep_best, verbose=0)
+
+    def on_train_end(self, logs=None):
+        super().on_train_end(logs)
+        if self.stopped_epoch > 0:
+            logger.info(f"Stopped after epoch {self.stopped_epoch + 1}: no lower validation loss for {self.patience}")
+        if self.restore_best_weights and self.best_weights is not None:
+            logger.info(f"Keeping the weights of epoch {self.best_epoch + 1} (validation loss {self.best:.4f})")
