@@ -34,7 +34,6 @@ from bertlayers.runs.finetuning_config import (
     encoder_source,
     feature_based_options,
     finetuning_config,
-    packer_for,
     pooling_for,
 )
 from bertlayers.runs.output_folder import files_written, start, write_json
@@ -106,7 +105,7 @@ def main():
     else:
         train, evaluation = held_out(train, args.validation_split, config.seed, args.train_file)
         eval_name = f"{args.train_file} (the {len(evaluation)} examples held out by --validation_split)"
-    packer = packer_for(config, args.sequence_length)
+    packer = config.tokenizer.packer(args.sequence_length)
     x_train, x_eval = (
         encode_examples(packer, train, args.train_file),
         encode_examples(packer, evaluation, eval_name),

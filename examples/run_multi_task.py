@@ -25,8 +25,6 @@ from bertlayers.runs.finetuning_config import (
     add_finetuning_arguments,
     encoder_source,
     finetuning_config,
-    packer_for,
-    tokenizer_for,
 )
 from bertlayers.runs.output_folder import files_written, start, write_json
 from bertlayers.runs.restarts import add_ensemble_argument, finetune_restarts
@@ -100,8 +98,8 @@ def main():
     config = finetuning_config(parser, args)
     strategy = start(config)
 
-    packer = packer_for(config, args.sequence_length)
-    tokenizer = tokenizer_for(config).in_graph()
+    packer = config.tokenizer.packer(args.sequence_length)
+    tokenizer = config.tokenizer.in_graph()
     tasks, train, evaluation = {}, {}, {}
     for name, train_file, eval_file in args.classification:
         examples, held_out = read_text_examples(train_file)[: args.max_train_examples], read_text_examples(eval_file)

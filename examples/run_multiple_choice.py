@@ -33,7 +33,6 @@ from bertlayers.runs.finetuning_config import (
     add_pooling_argument,
     encoder_source,
     fixed_length_config,
-    packer_for,
     pooling_for,
 )
 from bertlayers.runs.output_folder import files_written, start, write_json
@@ -105,7 +104,7 @@ def main():
                 "--scorer similarity compares embeddings pooled over the tokens: --pooling mean, first or max."
             )
         pooling = "mean"  # --pooling auto on a checkpoint trained for its pooler: the tokens' mean to compare
-    packer = packer_for(config, args.sequence_length)
+    packer = config.tokenizer.packer(args.sequence_length)
     x_train, y_train = encode_choices(packer, train, args.scorer)
     evaluation = evaluations[args.eval_file[0]]
     print(f"{len(train)} training and {len(evaluation)} evaluation examples, {choices} choices each")

@@ -27,7 +27,6 @@ from bertlayers.runs.finetuning_config import (
     encoder_source,
     feature_based_options,
     finetuning_config,
-    tokenizer_for,
 )
 from bertlayers.runs.output_folder import files_written, start, write_json
 from bertlayers.runs.restarts import (
@@ -79,7 +78,7 @@ def main():
         print(f"Training on the first {args.max_train_examples} of {len(train)} sentences of {args.train_file}")
         train = train[: args.max_train_examples]
     tags = tag_vocabulary(train)
-    tokenizer = tokenizer_for(config).in_graph()
+    tokenizer = config.tokenizer.in_graph()
     x_train, y_train, w_train, _ = encode_sentences(
         train, tokenizer, args.sequence_length, tags, args.train_file, every_piece=args.crf
     )

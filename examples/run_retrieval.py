@@ -27,7 +27,6 @@ from bertlayers.runs.finetuning_config import (
     add_pooling_argument,
     encoder_source,
     fixed_length_config,
-    packer_for,
     pooling_for,
 )
 from bertlayers.runs.output_folder import files_written, start, write_json
@@ -103,8 +102,11 @@ def main():
         )
         for path in args.eval_file
     }
-    query_packer, passage_packer = packer_for(config, args.query_length), packer_for(config, args.sequence_length)
-    pair_packer = packer_for(config, args.query_length + args.sequence_length)
+    query_packer, passage_packer = (
+        config.tokenizer.packer(args.query_length),
+        config.tokenizer.packer(args.sequence_length),
+    )
+    pair_packer = config.tokenizer.packer(args.query_length + args.sequence_length)
     print(
         f"{len(pairs)} training pairs; "
         + "; ".join(

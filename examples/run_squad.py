@@ -17,7 +17,7 @@ import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: exa
 
 from bertlayers.metrics import squad_scores
 from bertlayers.models import SpanPredictor
-from bertlayers.runs.finetuning_config import add_finetuning_arguments, encoder_source, finetuning_config, tokenizer_for
+from bertlayers.runs.finetuning_config import add_finetuning_arguments, encoder_source, finetuning_config
 from bertlayers.runs.output_folder import files_written, start, write_json
 from bertlayers.runs.restarts import add_ensemble_argument, finetune_restarts
 from bertlayers.task_data.squad import decode_answers, make_windows, read_squad
@@ -90,7 +90,7 @@ def main():
                     f"{path} holds only unanswerable questions; SQuAD v1.1 mode leaves none "
                     f"(use --version_2_with_negative)."
                 )
-    vocabulary = tokenizer_for(config)
+    vocabulary = config.tokenizer
     tokenizer = vocabulary.in_graph()
     window = dict(
         sequence_length=args.sequence_length,

@@ -158,10 +158,12 @@ def test_every_family_text_model_uses_only_ops_tf_serving_links(served_families)
 
 
 @pytest.mark.slow(reason="three runners (classifier, tagger, SQuAD) from folders")
-def test_the_runners_start_from_a_folder_with_its_own_tokenizer(tmp_path):
+def test_the_runners_start_from_a_folder_with_its_own_tokenizer(tmp_path, monkeypatch):
     """`--init FOLDER` is all a runner needs: run_classifier from a RoBERTa folder (byte-level
     BPE, `<s> A </s>`), run_ner and run_squad from an XLNet one (SentencePiece, left padding,
     `<cls>` last); each records the folder's tokenizer in its model.keras."""
+    import builtins
+    import collections
     import csv
     import json
 
@@ -178,6 +180,16 @@ def test_the_runners_start_from_a_folder_with_its_own_tokenizer(tmp_path):
             csv.writer(f).writerows([("text", "label"), *rows])
     roberta = _checkpoint_folder("roberta", str(tmp_path / "roberta"))
     common = ("--epochs", 1, "--batch_size", 16, "--sequence_length", 40, "--verbose", 0)
+    opened, real_open = collections.Counter(), builtins.open
+
+    def counting_open(file, *args, **kwargs):
+        if isinstance(file, (str, os.PathLike)) and os.path.dirname(os.path.realpath(file)) == os.path.realpath(
+            roberta
+        ):
+            opened[os.path.basename(file)] += 1
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", counting_open)
     run_script(
         "run_classifier.py",
         "--init",
@@ -190,6 +202,12 @@ def test_the_runners_start_from_a_folder_with_its_own_tokenizer(tmp_path):
         tmp_path / "sentiment",
         *common,
     )
+    monkeypatch.undo()
+    # The run resolves its tokenizer once: each of the folder's tokenizer files read once.
+    assert {name: n for name, n in opened.items() if name not in ("config.json", "model.safetensors")} == {
+        "vocab.json": 1,
+        "merges.txt": 1,
+    }, opened
     assert json.load(open(tmp_path / "sentiment" / "metrics.json"))["eval_examples"] == 16
     assert recorded_tokenizer(load_model_file(str(tmp_path / "sentiment" / "model.keras"))).model_type == "roberta"
 

@@ -32,7 +32,9 @@ from bertlayers.utils.validation import not_found
 logger = logging.getLogger(__name__)
 
 
-def load_encoder(source: str, dtype: str | keras.DTypePolicy | None = None) -> keras.Model:
+def load_encoder(
+    source: str, dtype: str | keras.DTypePolicy | None = None, tokenizer: ModelTokenizer | None = None
+) -> keras.Model:
     """A pretrained encoder from `source`:
 
     - a Hugging Face folder of any registered model_type (BERT, ELECTRA, XLNet) (config.json + model.safetensors; an
@@ -41,14 +43,18 @@ def load_encoder(source: str, dtype: str | keras.DTypePolicy | None = None) -> k
     - an `encoder.keras` file, or any `.keras` model with an `.encoder` (a pretrainer, a task
       model),
     - an examples/pretrain.py output folder (its `encoder.keras`).
+
+    The tokenizer recorded on it is the one recorded with it (or the folder's), or `tokenizer`
+    where the caller has resolved it already (a run: its files are then not read again).
     """
     if os.path.isdir(source):
         config_path = os.path.join(source, "config.json")
         if os.path.isfile(config_path):
             model = _load_folder(source, config_path, dtype)
-            return _with_folder_tokenizer(getattr(model, "encoder", model), source)
+            encoder = getattr(model, "encoder", model)
+            return record_tokenizer(encoder, tokenizer) if tokenizer else _with_folder_tokenizer(encoder, source)
         if os.path.isfile(os.path.join(source, "encoder.keras")):
-            return load_encoder(os.path.join(source, "encoder.keras"), dtype=dtype)
+            return load_encoder(os.path.join(source, "encoder.keras"), dtype=dtype, tokenizer=tokenizer)
         raise FileNotFoundError(f"{source} holds neither a Hugging Face checkpoint (config.json) nor encoder.keras.")
     if not os.path.isfile(source):
         raise not_found(source, "encoder")
@@ -60,7 +66,7 @@ def load_encoder(source: str, dtype: str | keras.DTypePolicy | None = None) -> k
         rebuilt = type(encoder).from_config({**encoder.get_config(), "dtype": dtype})
         rebuilt.set_weights(encoder.get_weights())
         encoder = rebuilt
-    vocabulary = recorded_tokenizer(model)
+    vocabulary = tokenizer or recorded_tokenizer(model)
     return record_tokenizer(encoder, vocabulary) if vocabulary is not None else encoder
 
 

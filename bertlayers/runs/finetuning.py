@@ -10,7 +10,7 @@ from bertlayers.convert.loading import load_encoder
 from bertlayers.convert.model_files import record_tokenizer, save_model
 from bertlayers.networks import reinitialized
 from bertlayers.networks.input_limits import input_limits
-from bertlayers.runs.finetuning_config import FinetuningConfig, check_config, encoder_source, tokenizer_for
+from bertlayers.runs.finetuning_config import FinetuningConfig, check_config, encoder_source
 from bertlayers.startup import require_tensorflow
 from bertlayers.training.callbacks import JsonHistory, StopOnDivergence
 from bertlayers.training.task_fitting import compile_task_model, fit_task_model, optimizer_steps
@@ -72,9 +72,9 @@ def finetune(
 def _task_model(config, build_model):
     """The task model over the run's encoder, and the run's tokenizer (checked against the
     encoder before any training)."""
-    encoder = load_encoder(encoder_source(config), dtype=config.precision)
+    tokenizer = config.tokenizer
+    encoder = load_encoder(encoder_source(config), dtype=config.precision, tokenizer=tokenizer)
     input_limits(encoder).check_sequence_length(config.sequence_length)
-    tokenizer = tokenizer_for(config)
     tokenizer.in_graph(encoder.config.vocabulary_size)  # fits, before any training
     if config.random_init:
         encoder = reinitialized(encoder, seed=config.seed)

@@ -3,8 +3,8 @@ make, and what the run starts from (its encoder's source and tokenizer)."""
 
 import argparse
 import dataclasses
+import functools
 import os
-from collections.abc import Callable
 from typing import Optional
 
 from bertlayers.convert.loading import head_pooling
@@ -35,9 +35,7 @@ __all__ = [
     "feature_based_options",
     "finetuning_config",
     "fixed_length_config",
-    "packer_for",
     "pooling_for",
-    "tokenizer_for",
     "tokenizer_of_source",
 ]
 
@@ -204,6 +202,24 @@ class FinetuningConfig:
             )
         return cls(**values)
 
+    @functools.cached_property
+    def tokenizer(self) -> ModelTokenizer:
+        """The `ModelTokenizer` the run tokenizes with, resolved once: its `vocabulary` (a vocab.txt,
+        lower-cased), else the one recorded with (or beside) the encoder it starts from, else
+        bert-base-uncased's. Its packer (`tokenizer.packer(length)`) gives the encoder's inputs in
+        the checkpoint's own layout."""
+        if self.vocabulary:
+            return ModelTokenizer.from_vocab_file(self.vocabulary)
+        return tokenizer_of_source(encoder_source(self))
+
+    def replaced(self, **changes) -> "FinetuningConfig":
+        """A copy with `changes` (a restart's seed and folder), keeping the tokenizer resolved
+        already where the changes do not touch what it comes from."""
+        copy = dataclasses.replace(self, **changes)
+        if "tokenizer" in self.__dict__ and not {"init", "vocabulary"} & set(changes):
+            copy.__dict__["tokenizer"] = self.tokenizer
+        return copy
+
     def model_settings(self) -> dict:
         """What a run's model.keras keeps of it for those who load it (`bertlayers.tasks`)."""
         return {"sequence_length": self.sequence_length}
@@ -243,26 +259,12 @@ def encoder_source(config: "FinetuningConfig") -> str:
     return config.init or minilm_path()
 
 
-def tokenizer_for(config: "FinetuningConfig") -> ModelTokenizer:
-    """The `ModelTokenizer` a run tokenizes with: its `vocabulary` (a vocab.txt, lower-cased), else
-    the one recorded with (or beside) the encoder it starts from, else bert-base-uncased's."""
-    if config.vocabulary:
-        return ModelTokenizer.from_vocab_file(config.vocabulary)
-    return tokenizer_of_source(encoder_source(config))
-
-
 def tokenizer_of_source(source: str) -> ModelTokenizer:
     """The tokenizer recorded with (or beside) the encoder at `source`, else bert-base-uncased's."""
     from bertlayers.utils.assets import bert_uncased_vocabulary
 
     recorded = tokenizer_of(source)
     return recorded if recorded is not None else ModelTokenizer.from_vocab_file(bert_uncased_vocabulary())
-
-
-def packer_for(config: "FinetuningConfig", sequence_length: int) -> Callable:
-    """What turns a run's texts into its encoder's inputs (`ModelTokenizer.packer`): the starting
-    checkpoint's own tokenizer and layout, or the run's WordPiece vocabulary in BERT's."""
-    return tokenizer_for(config).packer(sequence_length)
 
 
 def check_config(config: "FinetuningConfig") -> None:

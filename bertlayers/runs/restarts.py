@@ -2,7 +2,6 @@
 ensembles (every member kept, answering as one model)."""
 
 import argparse
-import dataclasses
 import logging
 import os
 from collections.abc import Callable
@@ -97,7 +96,7 @@ def finetune_restarts(
     for k in range(restarts):
         seed = config.seed + k
         keras.utils.set_random_seed(seed)
-        run = dataclasses.replace(config, seed=seed, output_dir=os.path.join(config.output_dir, f"restart_{k}"))
+        run = config.replaced(seed=seed, output_dir=os.path.join(config.output_dir, f"restart_{k}"))
         model = finetune(strategy, run, build_model, train, validation)
         scores.append(float(dev_score(model)))
         logger.info(f"restart {k} (seed {seed}): dev score {scores[-1]:.4f}")
@@ -118,7 +117,7 @@ def _finetune_ensemble(strategy, config, build_model, train, validation, size):
     for k in range(size):
         seed = config.seed + k
         keras.utils.set_random_seed(seed)
-        run = dataclasses.replace(config, seed=seed, output_dir=os.path.join(config.output_dir, f"member_{k}"))
+        run = config.replaced(seed=seed, output_dir=os.path.join(config.output_dir, f"member_{k}"))
         members.append(finetune(strategy, run, build_model, train, validation))
         logger.info(f"ensemble member {k} (seed {seed}) trained")
     ensemble = ClassifierEnsemble(members)
