@@ -304,13 +304,10 @@ def table(results, seeds):
 
 
 def chart(results, path):
-    try:
-        import matplotlib
+    from bertlayers.utils.charts import pyplot, save_figure  # this process stays without TensorFlow until here
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed (pip install matplotlib): no chart.")
+    plt = pyplot()
+    if plt is None:  # logged: the table is written without its chart
         return
     rows = list(results)
     figure, axes = plt.subplots(1, 2, figsize=(11, 0.55 * len(rows) + 1.5), sharey=True)
@@ -331,7 +328,7 @@ def chart(results, path):
     axes[0].invert_yaxis()
     figure.suptitle("Pretraining objectives, same tiny encoder and steps (dots: fine-tuning seeds; bar: mean)")
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    save_figure(figure, path)
     print(f"Chart: {path}")
 
 

@@ -20,6 +20,7 @@ from bertlayers.runs.probing import probe_bilm_layers, probe_layers
 from bertlayers.task_data.ner import read_conll, tag_vocabulary
 from bertlayers.utils import atomic_files
 from bertlayers.utils.assets import minilm_path
+from bertlayers.utils.charts import pyplot, save_figure
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import NON_NEGATIVE_FLOAT, NON_NEGATIVE_INT, POSITIVE_FLOAT, POSITIVE_INT, flag
 
@@ -116,13 +117,8 @@ def _cell(measure, scale, digits):
 
 
 def _chart(results, path):
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed (pip install matplotlib): no chart.")
+    plt = pyplot()
+    if plt is None:  # logged: the table is written without its chart
         return
     layers = [r["layer"] for r in results]
     figure, axis = plt.subplots(figsize=(6, 3.5))
@@ -135,7 +131,7 @@ def _chart(results, path):
     axis.legend()
     axis.grid(alpha=0.3)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    save_figure(figure, path)
     print(f"Chart: {path}")
 
 

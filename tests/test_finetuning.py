@@ -202,11 +202,13 @@ def test_a_mean_pooled_classifier_reads_the_real_tokens_mean_and_leaves_the_pool
     assert pooler and not pooler & {id(w) for w in model.trainable_weights}  # it gets no gradient
     for build, message in (
         (lambda e: SequenceClassifier(e, 2, pooling="avg"), "pooling must be one of pooler, mean, first, max"),
-        (lambda e: TokenClassifier(e, 2, pooling="mean"), "a per-token head"),
         (lambda e: SequenceClassifier(e, 2, pooling="max", feature_based=True), "feature_based"),
     ):
         with pytest.raises(ValueError, match=message):
             build(BertEncoder(**TINY))
+    # Keras's functional models would drop a keyword they do not know: a tagger has no pooling.
+    with pytest.raises(TypeError, match=r"TokenClassifier got pooling: not among its arguments \(encoder, num_classes"):
+        TokenClassifier(BertEncoder(**TINY), 2, pooling="mean")
 
 
 @pytest.mark.parametrize("model_class", [SequenceClassifier, TokenClassifier])
@@ -440,6 +442,7 @@ def test_two_jax_processes_fine_tune_and_predict_as_one_process(tmp_path, tiny_e
     assert not os.path.exists(copies)
     assert sorted(n for n in os.listdir(two) if n[0] != ".") == [
         "history.json",
+        "history.png",
         "logs",
         "metrics.json",
         "model.keras",
@@ -879,8 +882,38 @@ def test_run_classifier_validates_every_epoch_keeps_the_best_and_says_where_its_
     truth = ["no" if i % 3 else "yes" for i in range(12)]
     loss = -np.mean([np.log(p["probabilities"][label]) for p, label in zip(predictions, truth)])
     assert abs(loss - val_losses[best]) < 1e-3, (loss, val_losses)
-    assert f"Files in {out}: history.json, logs/" in output and "predictions.jsonl" in output
+    assert f"Files in {out}: history.json, history.png, logs/" in output and "predictions.jsonl" in output
+    # The curves beside the history: a panel a logged quantity (loss, accuracy), training and validation.
+    assert (out / "history.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert model.pooling == "pooler"
     minilm = FinetuningConfig(output_dir=str(tmp_path / "m"))
     assert pooling_for(minilm, "auto") == "mean" and pooling_for(minilm, "first") == "first"
     assert pooling_for(FinetuningConfig(output_dir=str(tmp_path / "m"), random_init=True), "auto") == "pooler"
+
+
+def test_the_training_curves_draw_every_logged_quantity_and_are_left_out_without_matplotlib(tmp_path, monkeypatch):
+    """A run's history.png: one panel a quantity (loss, accuracy; not the learning rate), the
+    training and validation curves on it; without matplotlib the run goes on without it."""
+    import sys
+
+    import matplotlib.pyplot as plt
+
+    from bertlayers.utils.charts import training_curves
+
+    history = [
+        {"epoch": e, "loss": 1.0 / (e + 1), "accuracy": 0.5 + 0.1 * e, "learning_rate": 1e-4, "val_loss": 0.9 - 0.1 * e}
+        for e in range(3)
+    ]
+    drawn = []
+    monkeypatch.setattr(plt.Axes, "plot", lambda self, *a, **k: drawn.append((self.get_title(), a, k.get("label"))))
+    assert training_curves(history, str(tmp_path / "history.png"))
+    assert (tmp_path / "history.png").read_bytes()[:4] == b"\x89PNG"
+    # Two panels in the history's order (loss with its validation curve, then accuracy), no learning rate.
+    assert [(a[0], label) for _, a, label in drawn] == [
+        ((1, 2, 3), "training"),
+        ((1, 2, 3), "validation"),
+        ((1, 2, 3), "training"),
+    ]
+    np.testing.assert_allclose(drawn[1][1][1], [0.9, 0.8, 0.7])  # the validation loss by epoch
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed
+    assert not training_curves(history, str(tmp_path / "none.png")) and not (tmp_path / "none.png").exists()

@@ -65,7 +65,7 @@ def test_the_task_model_and_a_run_train_through_one_path_to_the_same_weights(enc
 
     texts, labels = TEXTS * 3, ["yes", "no", "yes", "no"] * 3
     held = (TEXTS, ["no", "yes", "no", "yes"])  # the training texts mislabelled: worse as it learns
-    settings = dict(epochs=3, batch_size=4, learning_rate=1e-2, seed=3, verbose=0)
+    settings = dict(epochs=4, batch_size=2, learning_rate=3e-2, seed=3, verbose=0)  # it learns: 24 steps
 
     keras.utils.set_random_seed(3)
     classifier = TextClassifier.from_checkpoint(encoder_file, labels=["no", "yes"], sequence_length=16)
@@ -88,7 +88,7 @@ def test_the_task_model_and_a_run_train_through_one_path_to_the_same_weights(enc
         np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), atol=1e-6)
     # The epoch kept is the lowest validation loss's (not the last, where they differ).
     kept = classifier.model.evaluate(held_x, {"logits": np.array([0, 1, 0, 1])}, verbose=0, return_dict=True)
-    assert np.argmin(history["val_loss"]) < 2, history["val_loss"]
+    assert np.argmin(history["val_loss"]) < 3, history["val_loss"]
     assert abs(kept["loss"] - min(history["val_loss"])) < 1e-5
 
 

@@ -1,6 +1,8 @@
 """The base of every model built on an encoder: heads over its outputs, a config that
 rebuilds them over the deserialized encoder, and default losses per head."""
 
+import inspect
+
 import keras
 from keras import ops
 
@@ -33,6 +35,16 @@ class EncoderModel(GuardedModel, keras.Model):
     deserializes the encoder and calls the constructor again, so heads tied to the encoder's
     variables are tied again after loading.
     """
+
+    def __init__(self, inputs: dict, outputs: dict, name: str | None = None, trainable: bool = True, **kwargs) -> None:
+        # Keras's functional models drop the keywords they do not know: a misspelt or misplaced
+        # setting (a tagger given `pooling`) would build another model than the one asked for.
+        if kwargs:
+            known = [p for p in inspect.signature(type(self).__init__).parameters if p not in ("self", "kwargs")]
+            raise TypeError(
+                f"{type(self).__name__} got {', '.join(sorted(kwargs))}: not among its arguments ({', '.join(known)})."
+            )
+        super().__init__(inputs=inputs, outputs=outputs, name=name, trainable=trainable)
 
     # Whether a head reads the encoder's `pooled_output`. Models that do not leave the pooler
     # out of training: it gets no gradient, and Keras would warn about it on every fit.

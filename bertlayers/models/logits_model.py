@@ -1,5 +1,7 @@
 """A classification head over one encoder output: what sentence and token classifiers share."""
 
+import dataclasses
+
 import keras
 
 from bertlayers.layers.initializers import bert_initializer
@@ -7,53 +9,79 @@ from bertlayers.layers.sequence_pooling import POOLING_MODES, SequencePooling
 from bertlayers.models.encoder_model import EncoderModel, encoder_inputs
 from bertlayers.models.feature_based import feature_based_features
 
+POOLINGS = ("pooler",) + POOLING_MODES
+
+
+@dataclasses.dataclass(frozen=True)
+class HeadInput:
+    """What a classification head reads of the encoder: one value, checked when made.
+
+    `per_token`: a head per token (`[B, S, H]`), else one vector a sequence (`[B, H]`), read as
+    `pooling` says: "pooler" (the encoder's `pooled_output`, tanh(W · [CLS]), as BERT fine-tunes)
+    or a `SequencePooling` mode over the sequence output: "mean" of the real tokens (what
+    sentence-transformers checkpoints such as all-MiniLM-L6-v2 were trained to produce; their
+    pooler never was), "first" ([CLS] without the pooler's dense + tanh) or "max".
+
+    With `feature_based` the encoder is frozen and the head reads a BiLSTM of `lstm_units` over a
+    scalar mix of all the encoder's hidden states instead (ELMo style, see
+    `bertlayers.models.feature_based`): per token, or its final states for a sentence.
+    """
+
+    per_token: bool
+    pooling: str = "pooler"
+    feature_based: bool = False
+    lstm_units: int = 256
+
+    def __post_init__(self):
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}; got {self.pooling!r}.")
+        if self.pooling != "pooler" and (self.per_token or self.feature_based):
+            raise ValueError(
+                f"pooling={self.pooling!r} pools the sequence for a sentence-level head; a per-token head "
+                "or feature_based=True (a BiLSTM's final states) reads no pooled vector."
+            )
+
+    @property
+    def reads_pooled_output(self) -> bool:
+        """Whether the head reads the encoder's pooler (which then trains)."""
+        return not self.per_token and not self.feature_based and self.pooling == "pooler"
+
+    def features(self, encoder: keras.Model, inputs: dict) -> keras.KerasTensor:
+        """What the head reads: `[B, S, H]` per token, `[B, H]` a sequence."""
+        if self.feature_based:
+            return feature_based_features(encoder, inputs, self.lstm_units, return_sequences=self.per_token)
+        if self.per_token:
+            return encoder(inputs)["sequence_output"]  # [B, S, H]
+        if self.pooling == "pooler":
+            return encoder(inputs)["pooled_output"]  # [B, H]
+        sequence = encoder(inputs)["sequence_output"]  # [B, S, H]
+        pool = SequencePooling(self.pooling, dtype=encoder.layer_dtype_policy, name="pooling")
+        return pool(sequence, inputs["padding_mask"])
+
 
 class LogitsModel(EncoderModel):
     """`logits = head(features)` with `num_classes` classes and dropout, where the subclass says
-    what the head reads (`reads`) and which head it is (`head_class`, taking num_classes, dropout,
-    kernel_initializer).
-
-    `reads` is "sequence" (a head per token) or "sentence" (one vector a sequence). A sentence is
-    read as `pooling` says: "pooler" (the encoder's `pooled_output`, tanh(W · [CLS]), as BERT
-    fine-tunes) or a `SequencePooling` mode over the sequence output: "mean" of the real tokens
-    (what sentence-transformers checkpoints such as all-MiniLM-L6-v2 were trained to produce;
-    their pooler never was), "first" ([CLS] without the pooler's dense + tanh) or "max".
-
-    With `feature_based=True` the encoder is frozen and the head reads a BiLSTM of `lstm_units`
-    over a scalar mix of all the encoder's hidden states instead (ELMo style, see
-    `bertlayers.models.feature_based`): per token, or its final states for a sentence.
+    what the head reads (`head_input`, a `HeadInput`) and which head it is (`head_class`, taking
+    num_classes, dropout, kernel_initializer).
 
     A `decoder` layer, called on the logits and the padding mask, adds its result as the output
     `tags` (`TokenClassifier(crf=True)`'s Viterbi path).
     """
 
-    POOLINGS = ("pooler",) + POOLING_MODES
-    READS = ("sequence", "sentence")
+    POOLINGS = POOLINGS
 
     def __init__(
         self,
         encoder: keras.Model,
         num_classes: int,
         head_class: type,
-        reads: str,
+        head_input: HeadInput,
         dropout: float = 0.1,
-        feature_based: bool = False,
-        lstm_units: int = 256,
         decoder: keras.layers.Layer | None = None,
-        pooling: str = "pooler",
         name: str | None = None,
         trainable: bool = True,
         **kwargs,
     ) -> None:
-        if reads not in self.READS:
-            raise ValueError(f"reads must be one of {', '.join(self.READS)}; got {reads!r}.")
-        if pooling not in self.POOLINGS:
-            raise ValueError(f"pooling must be one of {', '.join(self.POOLINGS)}; got {pooling!r}.")
-        if pooling != "pooler" and (reads != "sentence" or feature_based):
-            raise ValueError(
-                f"pooling={pooling!r} pools the sequence for a sentence-level head; a per-token head "
-                "or feature_based=True (a BiLSTM's final states) reads no pooled vector."
-            )
         inputs = encoder_inputs()
         # The head first: its initializer draws the global seed before any feature layer's does.
         head = head_class(
@@ -63,16 +91,16 @@ class LogitsModel(EncoderModel):
             dtype=encoder.layer_dtype_policy,
             name="head",
         )
-        features = _features(encoder, inputs, reads, pooling, feature_based, lstm_units)
-        outputs = {"logits": head(features)}
+        outputs = {"logits": head(head_input.features(encoder, inputs))}
         if decoder is not None:  # a layer reading the logits and the padding mask: a tagger's CRF
             outputs["tags"] = decoder(outputs["logits"], inputs["padding_mask"])
         super().__init__(inputs=inputs, outputs=outputs, name=name, trainable=trainable, **kwargs)
         self.encoder = encoder
-        self.uses_pooled_output = reads == "sentence" and not feature_based and pooling == "pooler"
-        self.pooling = pooling
-        self.feature_based = bool(feature_based)
-        self.lstm_units = int(lstm_units)
+        self.head_input = head_input
+        self.uses_pooled_output = head_input.reads_pooled_output
+        self.pooling = head_input.pooling
+        self.feature_based = head_input.feature_based
+        self.lstm_units = head_input.lstm_units
         self.head = head
         self.num_classes = int(num_classes)
         self.dropout = float(dropout)
@@ -90,15 +118,3 @@ class LogitsModel(EncoderModel):
 
     def default_metrics(self):
         return {"logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
-
-
-def _features(encoder, inputs, reads, pooling, feature_based, lstm_units):
-    """What the head reads: `[B, S, H]` per token, `[B, H]` a sentence (see `LogitsModel`)."""
-    if feature_based:
-        return feature_based_features(encoder, inputs, lstm_units, return_sequences=reads == "sequence")
-    if reads == "sequence":
-        return encoder(inputs)["sequence_output"]  # [B, S, H]
-    if pooling == "pooler":
-        return encoder(inputs)["pooled_output"]  # [B, H]
-    sequence = encoder(inputs)["sequence_output"]  # [B, S, H]
-    return SequencePooling(pooling, dtype=encoder.layer_dtype_policy, name="pooling")(sequence, inputs["padding_mask"])

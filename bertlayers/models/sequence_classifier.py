@@ -3,7 +3,7 @@
 import keras
 
 from bertlayers.layers.classification_head import ClassificationHead
-from bertlayers.models.logits_model import LogitsModel
+from bertlayers.models.logits_model import HeadInput, LogitsModel
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
@@ -34,6 +34,8 @@ class SequenceClassifier(LogitsModel):
         dropout: float = 0.1,
         label_names: list[str] | None = None,
         pooling: str = "pooler",
+        feature_based: bool = False,
+        lstm_units: int = 256,
         name: str = "sequence_classifier",
         **kwargs,
     ) -> None:
@@ -48,9 +50,8 @@ class SequenceClassifier(LogitsModel):
                 )
         if num_classes is None:
             raise ValueError("SequenceClassifier needs num_classes or label_names.")
-        super().__init__(
-            encoder, num_classes, ClassificationHead, "sentence", dropout=dropout, pooling=pooling, name=name, **kwargs
-        )
+        head_input = HeadInput(per_token=False, pooling=pooling, feature_based=feature_based, lstm_units=lstm_units)
+        super().__init__(encoder, num_classes, ClassificationHead, head_input, dropout=dropout, name=name, **kwargs)
         self.label_names = label_names
 
     def _constructor_args(self):

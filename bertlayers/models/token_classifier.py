@@ -5,7 +5,7 @@ import keras
 from bertlayers.layers.crf import LinearChainCRF
 from bertlayers.layers.initializers import bert_initializer
 from bertlayers.layers.token_classification_head import TokenClassificationHead
-from bertlayers.models.logits_model import LogitsModel
+from bertlayers.models.logits_model import HeadInput, LogitsModel
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
@@ -39,6 +39,8 @@ class TokenClassifier(LogitsModel):
         crf: bool = False,
         name: str = "token_classifier",
         tag_names: list[str] | None = None,
+        feature_based: bool = False,
+        lstm_units: int = 256,
         **kwargs,
     ) -> None:
         if tag_names is not None:
@@ -60,7 +62,7 @@ class TokenClassifier(LogitsModel):
             encoder,
             num_classes,
             TokenClassificationHead,
-            "sequence",
+            HeadInput(per_token=True, feature_based=feature_based, lstm_units=lstm_units),
             dropout=dropout,
             decoder=decoder,
             name=name,

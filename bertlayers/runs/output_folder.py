@@ -39,6 +39,7 @@ RUN_OUTPUTS = (
     "model.keras",
     "metrics.json",
     "history.json",
+    "history.png",
     "logs",
     "predictions.json",
     "predictions.jsonl",

@@ -9,6 +9,7 @@ import os
 import keras
 
 from bertlayers.utils import atomic_files
+from bertlayers.utils.charts import training_curves
 
 logger = logging.getLogger(__name__)
 
@@ -58,11 +59,19 @@ class StopOnDivergence(keras.callbacks.Callback):
 
 
 class JsonHistory(keras.callbacks.Callback):
-    """Appends each epoch's logs to a JSON file (kept across resumed runs), written atomically."""
+    """Appends each epoch's logs to a JSON file (kept across resumed runs), written atomically;
+    with `chart`, the curves of the whole history are drawn beside it when training ends (the
+    same name, `.png`; `bertlayers.utils.charts.training_curves`, where matplotlib is installed)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, chart: bool = True) -> None:
         super().__init__()
         self.path = path
+        self.chart = chart
+
+    def on_train_end(self, logs=None):
+        if self.chart and os.path.exists(self.path):
+            with open(self.path, encoding="utf-8") as f:
+                training_curves(json.load(f), os.path.splitext(self.path)[0] + ".png")
 
     def on_epoch_end(self, epoch, logs=None):
         history = []

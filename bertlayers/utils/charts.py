@@ -1,0 +1,69 @@
+"""Charts beside a run's numbers (training curves, a study's rows), where matplotlib is installed
+(`pip install bertlayers[charts]`); without it the numbers are written and the chart is not."""
+
+import io
+import logging
+import math
+import os
+
+from bertlayers.utils import atomic_files
+
+logger = logging.getLogger(__name__)
+
+
+def pyplot():
+    """matplotlib's `pyplot` on its file-only backend (Agg: no display needed), or None where
+    matplotlib is not installed (logged)."""
+    try:
+        import matplotlib
+    except ImportError:
+        logger.info("matplotlib is not installed (pip install matplotlib): no chart.")
+        return None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(figure, path: str, dpi: int = 110) -> None:
+    """Write `figure` as a PNG to `path` atomically (a reader never sees half a file) and close it."""
+    buffer = io.BytesIO()
+    try:
+        figure.savefig(buffer, dpi=dpi, format="png")
+    finally:
+        pyplot().close(figure)
+    atomic_files.write_bytes(path, buffer.getvalue())
+    logger.info(f"Chart: {path}")
+
+
+def training_curves(history: list[dict], path: str) -> bool:
+    """A PNG at `path` of a run's `history` (one dict a logged epoch, as `JsonHistory` writes):
+    the loss and each metric by epoch, one panel each, training and validation (`val_*`) on the
+    same axes. Returns whether it was written (False without matplotlib or epochs)."""
+    plt = pyplot()
+    names = [
+        k for k in dict.fromkeys(k for entry in history for k in entry) if k != "epoch" and not k.startswith("val_")
+    ]
+    names = [k for k in names if k != "learning_rate"]
+    if plt is None or not history or not names:
+        return False
+    epochs = [entry.get("epoch", index) + 1 for index, entry in enumerate(history)]
+    columns = min(len(names), 3)
+    rows = math.ceil(len(names) / columns)
+    figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.2 * rows), squeeze=False)
+    for axis, name in zip(axes.flat, names):
+        for key, label, style in ((name, "training", "o-"), (f"val_{name}", "validation", "s--")):
+            points = [(e, entry[key]) for e, entry in zip(epochs, history) if key in entry]
+            if points:
+                axis.plot(*zip(*points), style, label=label, markersize=4)
+        axis.set_title(name)
+        axis.set_xlabel("epoch")
+        axis.grid(alpha=0.3)
+        if axis.get_legend_handles_labels()[0]:
+            axis.legend(fontsize="small")
+    for axis in list(axes.flat)[len(names) :]:
+        axis.set_visible(False)
+    figure.suptitle(os.path.basename(os.path.dirname(os.path.abspath(path))) or "training")
+    figure.tight_layout()
+    save_figure(figure, path)
+    return True
