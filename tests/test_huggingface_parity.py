@@ -118,8 +118,17 @@ def test_config_that_disagrees_with_the_weights(tmp_path):
 
 
 def test_vocabulary_that_does_not_belong_to_the_checkpoint(tmp_path):
-    with pytest.raises(ValueError, match="vocab.txt has 5 entries but .* says vocab_size 30522"):
-        load_huggingface_bert(copy_checkpoint(tmp_path, vocab_lines=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]))
+    from bertlayers.convert import load_checkpoint
+
+    folder = copy_checkpoint(tmp_path, vocab_lines=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "##s"])
+    with pytest.raises(ValueError, match="vocab.txt has 7 entries but .* says vocab_size 30522"):
+        load_huggingface_bert(folder)
+    with pytest.raises(ValueError, match="the wordpiece tokenizer has 7 tokens but config.json says vocab_size 30522"):
+        load_checkpoint(folder)
+    (tmp_path / "special_only").mkdir()
+    special = copy_checkpoint(tmp_path / "special_only", vocab_lines=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+    with pytest.raises(ValueError, match="no WordPiece tokenizer can be built from its 5 tokens"):
+        load_checkpoint(special)
 
 
 def test_unexpected_tensors_are_reported(tmp_path):
@@ -161,9 +170,8 @@ def test_missing_files(tmp_path):
 
 def test_load_checkpoint_reads_each_tokenizer_file_once(monkeypatch):
     """The folder's tokenizer files (vocab.txt, tokenizer.json, tokenizer_config.json) are read once,
-    and both the checkpoint's tokenizer and the one recorded on its encoder come from that read
-    (they were read 3, 1 and 2 times). vocab.txt is opened once more by the BERT loader, which
-    counts its lines against config.json's vocab_size for a direct `load_huggingface_bert` call."""
+    and the checkpoint's tokenizer, the one recorded on its encoder and the BERT loader's count of
+    vocab.txt's lines against config.json's vocab_size all come from that read."""
     import builtins
     import collections
 
@@ -183,7 +191,7 @@ def test_load_checkpoint_reads_each_tokenizer_file_once(monkeypatch):
     tokenizer_files = {
         name: count for name, count in opened.items() if name not in ("config.json", "model.safetensors")
     }
-    assert tokenizer_files == {"vocab.txt": 1 + 1, "tokenizer.json": 1, "tokenizer_config.json": 1}
+    assert tokenizer_files == {"vocab.txt": 1, "tokenizer.json": 1, "tokenizer_config.json": 1}
     recorded = recorded_tokenizer(checkpoint.encoder)
     assert recorded == ModelTokenizer.from_folder(minilm_path()) and recorded.source == minilm_path()
     assert checkpoint.tokenizer.vocabulary_size == len(recorded.tokens) == 30522

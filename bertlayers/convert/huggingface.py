@@ -5,6 +5,9 @@ default); each family in `bertlayers.families` registers its own model_type
 (`register_huggingface_family`).
 """
 
+import contextlib
+import contextvars
+import io
 import os
 from collections.abc import Callable
 
@@ -223,7 +226,27 @@ def bert_config(hf_config, source):
     return config_from_fields(bert_config_fields(hf_config, source), source)
 
 
+# A vocab.txt a caller has read already ((absolute path, bytes)): `load_checkpoint` reads each
+# tokenizer file once and hands the family loader's size check those bytes, not the file again.
+_VOCABULARY_READ = contextvars.ContextVar("vocabulary_read", default=None)
+
+
+@contextlib.contextmanager
+def vocabulary_read(path: str, data: bytes | None):
+    """Within it, `read_huggingface_folder` counts the vocab.txt at `path` from `data`, its bytes
+    read already (None: from the file, as without it)."""
+    token = _VOCABULARY_READ.set(None if data is None else (os.path.abspath(path), data))
+    try:
+        yield
+    finally:
+        _VOCABULARY_READ.reset(token)
+
+
 def _read_vocabulary_size(path):
+    read = _VOCABULARY_READ.get()
+    if read is not None and read[0] == os.path.abspath(path):
+        # Counted as the file would be: universal newlines, a line an entry.
+        return sum(1 for _ in io.StringIO(read[1].decode("utf-8"), newline=None))
     with open(path, encoding="utf-8") as f:
         return sum(1 for _ in f)
 

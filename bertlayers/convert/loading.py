@@ -9,7 +9,7 @@ import zipfile
 import keras
 import numpy as np
 
-from bertlayers.convert.huggingface import HUGGINGFACE_FAMILIES, read_huggingface_folder
+from bertlayers.convert.huggingface import HUGGINGFACE_FAMILIES, read_huggingface_folder, vocabulary_read
 from bertlayers.convert.model_files import (
     attach_recorded_tokenizer,
     record_tokenizer,
@@ -115,10 +115,12 @@ def load_checkpoint(folder: str, dtype: str | keras.DTypePolicy | None = None) -
     if not os.path.isfile(config_path):
         raise FileNotFoundError(f"{folder} has no config.json: not a Hugging Face checkpoint folder.")
     # First, each tokenizer file read once: a folder without them fails before the weights load.
-    with folder_of(read_tokenizer_files(folder), read_config(folder), folder) as copy:
+    files = read_tokenizer_files(folder)
+    with folder_of(files, read_config(folder), folder) as copy:
         tokenizer = checkpoint_tokenizer(copy)
         recorded = dataclasses.replace(ModelTokenizer.from_folder(copy), source=folder)
-    model = _load_folder(folder, config_path, dtype)
+    with vocabulary_read(os.path.join(folder, "vocab.txt"), dict(files).get("vocab.txt")):
+        model = _load_folder(folder, config_path, dtype)
     encoder = record_tokenizer(getattr(model, "encoder", model), recorded)
     return Checkpoint(model, encoder, tokenizer)
 

@@ -57,14 +57,21 @@ class InGraphTokenizer(tf.Module):
             raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {normalization!r}.")
         self.normalization = normalization
         self.normalizer = tf_text.FastBertNormalizer(lower_case_nfd_strip_accents=self.lowercase)
-        self.wordpiece = tf_text.FastWordpieceTokenizer(
-            tokens,
-            suffix_indicator="##",
-            unknown_token="[UNK]",
-            no_pretokenization=False,
-            token_out_type=tf.int32,
-            support_detokenization=False,
-        )
+        try:
+            self.wordpiece = tf_text.FastWordpieceTokenizer(
+                tokens,
+                suffix_indicator="##",
+                unknown_token="[UNK]",
+                no_pretokenization=False,
+                token_out_type=tf.int32,
+                support_detokenization=False,
+            )
+        except RuntimeError as error:  # its trie refuses a vocabulary of special tokens only
+            where = vocabulary if isinstance(vocabulary, str) else "the vocabulary"
+            raise ValueError(
+                f"{where}: no WordPiece tokenizer can be built from its {len(tokens)} tokens ({error}); a vocab.txt "
+                "holds the special tokens and the word pieces, one a line."
+            ) from None
         # A word's first piece is the only one without the "##" prefix.
         self._continues_word = tf.constant([t.startswith("##") for t in tokens])
         self.cls_id, self.sep_id, self.pad_id = (tokens.index(t) for t in ("[CLS]", "[SEP]", "[PAD]"))
