@@ -13,6 +13,7 @@ band), the global one's quadratically.
     python benchmarks/long_context.py --repeats 3          # the table (about 6 minutes on 2 cores)
     python benchmarks/long_context.py --lengths 1024 2048  # fewer lengths
     python benchmarks/long_context.py --output long_context.json
+    python benchmarks/long_context.py --repeats 3 --chart docs/images/long_context.png  # and its chart
 """
 
 import argparse
@@ -92,6 +93,7 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=1, help="timed calls per (model, length); the median")
     parser.add_argument("--num_layers", type=int, default=0, help="fewer layers than the preset's 22 (0: all)")
     parser.add_argument("--output", help="also write the results as JSON here")
+    parser.add_argument("--chart", help="also draw the results as a PNG here (needs matplotlib)")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -127,9 +129,43 @@ def main(argv=None):
             f"| {local} | {blocks['global']:.3f} |"
         )
     print("\n".join(table))
+    if args.chart:
+        chart([r for r in results if "failed" not in r], args.chart)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
             json.dump({"cpu": cpu_name(), "results": results}, f, indent=1)
+
+
+def chart(results, path):
+    """Two panels by tokens: the whole encoder's seconds (each model), and one local and one
+    global layer's (linear against quadratic)."""
+    from bertlayers.utils.charts import pyplot, save_figure
+
+    plt = pyplot()
+    if plt is None or not results:
+        return
+    figure, (whole, layers) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for model in dict.fromkeys(r["model"] for r in results):
+        rows = [r for r in results if r["model"] == model]
+        label = f"{model} ({rows[0]['global_layers']} global layers)"
+        whole.plot([r["length"] for r in rows], [r["seconds"] for r in rows], "o-", label=label)
+    ours = [r for r in results if "local" in r["block_seconds"]]
+    for kind, style in (("local", "o-"), ("global", "s--")):
+        layers.plot(
+            [r["length"] for r in ours], [r["block_seconds"][kind] for r in ours], style, label=f"one {kind} layer"
+        )
+    for axis, title in ((whole, "encode one sequence (s)"), (layers, "one layer (s)")):
+        axis.set_xscale("log", base=2)
+        axis.set_xticks(
+            sorted({r["length"] for r in results}), [f"{r // 1024}k" for r in sorted({r["length"] for r in results})]
+        )
+        axis.set_xlabel("tokens")
+        axis.set_title(title)
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize="small")
+    figure.suptitle(f"Long context, batch 1, float32 ({cpu_name()})", fontsize="medium")
+    figure.tight_layout()
+    save_figure(figure, path)
 
 
 if __name__ == "__main__":

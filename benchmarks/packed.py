@@ -14,6 +14,7 @@ packed to padded. One process, the ways one after another.
 
     python benchmarks/packed.py                    # the table (about 5 minutes on 2 cores)
     python benchmarks/packed.py --examples 512     # quicker
+    python benchmarks/packed.py --chart docs/images/packed.png   # and its chart
 """
 
 import argparse
@@ -28,6 +29,7 @@ def main(argv=None):
     parser.add_argument("--preset", default="ettin_encoder_17m")
     parser.add_argument("--token_budget", type=int, default=256)
     parser.add_argument("--max_sequences", type=int, default=32)
+    parser.add_argument("--chart", help="also draw the results as a PNG here (needs matplotlib)")
     args = parser.parse_args(argv)
 
     import keras
@@ -151,6 +153,30 @@ def main(argv=None):
         speed = count / seconds
         base.setdefault(work, speed)
         print(f"| {work} | {way} | {tokens} | {seconds:.2f} | {speed:.1f} | {speed / base[work]:.2f}x |")
+    if args.chart:
+        chart(results, {"inference": len(texts), "fine-tuning": half}, args.chart)
+
+
+def chart(results, counts, path):
+    """Examples a second, each way side by side for inference and fine-tuning."""
+    from bertlayers.utils.charts import pyplot, save_figure
+
+    plt = pyplot()
+    if plt is None:
+        return
+    works = list(dict.fromkeys(work for work, *_ in results))
+    figure, axes = plt.subplots(1, len(works), figsize=(5 * len(works), 3.4), squeeze=False)
+    for axis, work in zip(axes[0], works):
+        rows = [(way, counts[work] / seconds) for w, way, _, seconds in results if w == work]
+        bars = axis.barh([way for way, _ in rows], [speed for _, speed in rows], color="tab:blue")
+        axis.bar_label(bars, [f"{speed:.0f}" for _, speed in rows], padding=3, fontsize="small")
+        axis.invert_yaxis()
+        axis.set_xlabel("examples / s")
+        axis.set_title(work)
+        axis.grid(axis="x", alpha=0.3)
+    figure.suptitle(f"Packed against padded rows ({cpu_name()})", fontsize="medium")
+    figure.tight_layout()
+    save_figure(figure, path)
 
 
 if __name__ == "__main__":

@@ -41,3 +41,47 @@ def test_repeats_give_the_median_and_the_extremes():
     assert accelerator.nominal_peak("NVIDIA H100 80GB HBM3") == 989.0 and accelerator.nominal_peak("cpu") is None
     row = {"seq_per_s": 20.0, "seq_per_s_spread": {"min": 10.0, "max": 40.0}}
     assert accelerator.shown(row, "seq_per_s", "{:,.0f}") == "20 (10-40)"
+
+
+def test_the_long_context_and_packed_charts_draw_what_their_tables_hold(tmp_path, monkeypatch):
+    """`--chart` of benchmarks/long_context.py and packed.py: a curve a model and a layer kind, a
+    bar a way of batching, from the rows their tables print."""
+    import long_context
+    import matplotlib.pyplot as plt
+    import packed
+
+    rows = [
+        {
+            "model": "modernbert",
+            "length": n,
+            "global_layers": 8,
+            "seconds": t,
+            "block_seconds": {"local": t / 40, "global": t / 10},
+        }
+        for n, t in ((1024, 0.8), (2048, 2.6))
+    ] + [{"model": "full", "length": 1024, "global_layers": 22, "seconds": 1.3, "block_seconds": {"global": 0.05}}]
+    drawn = []
+    real_plot, real_barh = plt.Axes.plot, plt.Axes.barh
+    monkeypatch.setattr(
+        plt.Axes, "plot", lambda self, *a, **k: drawn.append((a[:2], k.get("label"))) or real_plot(self, *a, **k)
+    )
+    long_context.chart(rows, str(tmp_path / "long.png"))
+    assert [label for _, label in drawn] == [
+        "modernbert (8 global layers)",
+        "full (22 global layers)",
+        "one local layer",
+        "one global layer",
+    ]
+    assert drawn[0][0] == ([1024, 2048], [0.8, 2.6]) and drawn[3][0] == ([1024, 2048], [0.08, 0.26])
+    bars = []
+    monkeypatch.setattr(
+        plt.Axes, "barh", lambda self, y, w, **k: bars.append((list(y), list(w))) or real_barh(self, y, w, **k)
+    )
+    results = [
+        ("inference", "padded to 128", 100, 2.0),
+        ("inference", "packed", 40, 0.5),
+        ("fine-tuning", "packed", 40, 1.0),
+    ]
+    packed.chart(results, {"inference": 100, "fine-tuning": 50}, str(tmp_path / "packed.png"))
+    assert bars == [(["padded to 128", "packed"], [50.0, 200.0]), (["packed"], [50.0])]
+    assert all((tmp_path / name).read_bytes()[:4] == b"\x89PNG" for name in ("long.png", "packed.png"))
