@@ -6,7 +6,16 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
-from bertlayers.tokenizers import wordpiece_tokenizer
+from bertlayers.tokenizers import load_vocabulary
+
+
+def wordpiece_tokenizer(vocabulary, lowercase=True):
+    """keras-hub's `WordPieceTokenizer` over a vocab.txt path or a list of tokens."""
+    if isinstance(vocabulary, str):
+        vocabulary = load_vocabulary(vocabulary)
+    return keras_hub.tokenizers.WordPieceTokenizer(
+        vocabulary=vocabulary, lowercase=lowercase, strip_accents=lowercase, oov_token="[UNK]"
+    )
 
 
 def keras_hub_packer(vocabulary, sequence_length, lowercase=True):

@@ -195,12 +195,12 @@ def test_discriminator_loss_reaches_only_shared_weights_and_lambda_weighs_it():
 def test_masking_rates_on_real_text():
     """ELECTRA's masks on 50k+ real tokens: 15% of non-special tokens, 85% [MASK], 15% kept, none random."""
     vocab = VocabularyInfo.from_file(bert_uncased_vocabulary())
-    from bertlayers.tokenizers.tokenizer import wordpiece_tokenizer
+    from bertlayers.tokenizers import ModelTokenizer
 
-    tokenizer = wordpiece_tokenizer(bert_uncased_vocabulary())
+    tokenizer = ModelTokenizer.from_vocab_file(bert_uncased_vocabulary()).in_graph()
     rows, length = [], 64
-    tokenized = tokenizer(tf.constant([text for text, _ in rotten_tomatoes_snippets()[:4000]]))
-    for pieces in tokenized.to_list() if hasattr(tokenized, "to_list") else tokenized:
+    tokenized = tokenizer.tokenize(tf.constant([text for text, _ in rotten_tomatoes_snippets()[:4000]]))
+    for pieces in tokenized.to_list():
         ids = [vocab.cls_id] + list(pieces)[: length - 2] + [vocab.sep_id]
         rows.append(ids + [0] * (length - len(ids)))
     token_ids = np.array(rows, "int32")

@@ -16,7 +16,7 @@ from bertlayers.pretraining_data.masking_units import (
 )
 from bertlayers.pretraining_data.mlm_masking import MaskingConfig, mask_example
 from bertlayers.pretraining_data.objectives import masking_units, tokenize_documents, write_pretraining_data
-from bertlayers.tokenizers import bert_uncased_vocabulary, wordpiece_tokenizer
+from bertlayers.tokenizers import ModelTokenizer, bert_uncased_vocabulary
 from bertlayers.tokenizers.vocabulary import VocabularyInfo
 
 
@@ -62,7 +62,7 @@ def vocab():
 
 @pytest.mark.parametrize("strategy", ["entity", "phrase"])
 def test_units_keep_whole_sentence_pieces_and_are_masked_whole(documents, vocab, strategy):
-    tokenizer = wordpiece_tokenizer(bert_uncased_vocabulary())
+    tokenizer = ModelTokenizer.from_vocab_file(bert_uncased_vocabulary()).in_graph().tokenize
     plain = tokenize_documents(documents, tokenizer)
     config = MaskingConfig(strategy=strategy, max_predictions_per_seq=128)
     units = tokenize_documents(documents, tokenizer, masking_units(documents, config))

@@ -3,9 +3,9 @@ against BERT's known ids and keras-hub's packer, and the in-graph tokenizer agai
 
 import numpy as np
 import pytest
-from keras_hub_reference import keras_hub_packer
+from keras_hub_reference import keras_hub_packer, wordpiece_tokenizer
 
-from bertlayers.tokenizers import bert_uncased_vocabulary, load_vocabulary, model_tokenizer, wordpiece_tokenizer
+from bertlayers.tokenizers import bert_uncased_vocabulary, load_vocabulary, model_tokenizer
 
 FOX_IDS = [101, 1996, 4248, 2829, 4419, 14523, 2058, 1996, 13971, 3899, 1012, 102]
 
@@ -88,6 +88,28 @@ def test_served_tokenizer_matches_the_training_tokenizer(tokenizer):
     zurich = TRICKY[1].encode("utf-8")
     cafe = [tokenizer.id_to_token(i) for i in ids.to_list()[1]].index("cafe")
     assert zurich[starts.to_list()[1][cafe] : ends.to_list()[1][cafe]].decode("utf-8") == "café"
+
+
+def test_whitespace_tokens_of_a_trained_vocabulary_are_never_pieces(tmp_path):
+    """tensorflow-text's vocabulary trainer writes " " and "## " as tokens; BERT's tokenizer splits
+    words at whitespace first and never gives them (transformers' BertTokenizer: the reference),
+    where FastWordpiece alone gave "## " inside words (the served ids then differed from training's
+    for every such vocabulary). The library's trainer leaves them out."""
+    import tensorflow as tf
+    from transformers import BertTokenizer
+
+    from bertlayers.tokenizers.vocabulary import build_wordpiece_vocabulary
+    from bertlayers.tokenizers.wordpiece import InGraphTokenizer
+
+    vocabulary = tmp_path / "vocab.txt"
+    vocabulary.write_text("\n".join([*load_vocabulary(bert_uncased_vocabulary()), " ", "## "]) + "\n")
+    texts = ["The quick brown fox jumps over the lazy dog.", "Zürich's café—open late!", "a b  c"]
+    reference = BertTokenizer(str(vocabulary), do_lower_case=True)
+    expected = [reference.convert_tokens_to_ids(reference.tokenize(text)) for text in texts]
+    assert InGraphTokenizer(str(vocabulary)).tokenize(tf.constant(texts)).to_list() == expected
+    trained = build_wordpiece_vocabulary([texts * 3], 60, str(tmp_path / "trained.txt"))
+    assert trained[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    assert not [token for token in trained if any(c.isspace() for c in token)]
 
 
 def test_served_tokenizing_and_packing_is_a_small_graph():

@@ -14,7 +14,7 @@ from bertlayers.pretraining_data.masking_units import UNIT_STRATEGIES, joined_pi
 from bertlayers.pretraining_data.mlm_masking import MaskingConfig, mask_example
 from bertlayers.pretraining_data.tfrecords import parse_records, serialize_example
 from bertlayers.startup import require_tensorflow
-from bertlayers.tokenizers.tokenizer import wordpiece_tokenizer
+from bertlayers.tokenizers.model_tokenizer import ModelTokenizer
 from bertlayers.tokenizers.vocabulary import VocabularyInfo
 from bertlayers.utils.atomic_files import atomic_path
 from bertlayers.utils.cli import plain_progress
@@ -107,8 +107,7 @@ def tokenize_documents(documents, tokenizer, units=None):
     ids = []
     for start in range(0, len(texts), 4096):
         batch = tokenizer(tf.constant(texts[start : start + 4096]))
-        # keras-hub returns python lists in eager mode and a RaggedTensor in a graph.
-        ids.extend(batch.to_list() if hasattr(batch, "to_list") else batch)
+        ids.extend(batch.to_list())  # ragged [texts, (pieces)]
     sentences, offset = [], 0
     for sentence in parts:
         sentences.append(joined_pieces([(ids[offset + i], is_unit) for i, (_, is_unit) in enumerate(sentence)]))
@@ -191,7 +190,8 @@ def write_pretraining_data(
     lowercase, seed, verbose = options.lowercase, options.seed, options.verbose
     rng = np.random.default_rng(seed)
     vocab = VocabularyInfo.from_file(vocabulary_path)
-    tokenizer = wordpiece_tokenizer(vocabulary_path, lowercase=lowercase)
+    # The implementation a served text model tokenizes with: records and requests get the same ids.
+    tokenizer = ModelTokenizer.from_vocab_file(vocabulary_path, lowercase=lowercase).in_graph().tokenize
     tokenized = tokenize_documents(documents, tokenizer, masking_units(documents, masking))
     extra_features = objective.feature_lengths(sequence_length, max_predictions_per_seq) if objective else {}
     record_context = RecordContext(vocab, rng, max_predictions_per_seq)

@@ -6,7 +6,7 @@ from bertlayers.tokenizers.checkpoint_tokenizer import checkpoint_tokenizer
 from bertlayers.tokenizers.in_graph_tokenizer import CheckpointTokenizer
 from bertlayers.tokenizers.input_layout import InputLayout
 from bertlayers.tokenizers.model_tokenizer import ModelTokenizer, model_tokenizer
-from bertlayers.tokenizers.tokenizer import load_vocabulary, wordpiece_tokenizer
+from bertlayers.tokenizers.tokenizer import load_vocabulary
 from bertlayers.utils.assets import bert_uncased_vocabulary
 
 __all__ = [
@@ -17,5 +17,4 @@ __all__ = [
     "checkpoint_tokenizer",
     "load_vocabulary",
     "model_tokenizer",
-    "wordpiece_tokenizer",
 ]

@@ -1,7 +1,4 @@
-"""WordPiece vocab.txt files, read and checked, and keras-hub's WordPiece tokenizer (the pretraining data path's)."""
-
-import keras
-import keras_hub
+"""WordPiece vocab.txt files, read and checked."""
 
 from bertlayers.startup import require_tensorflow
 from bertlayers.utils.text_files import numbered_lines
@@ -59,24 +56,3 @@ def check_vocabulary_fits(vocabulary, vocabulary_size, source="the vocabulary"):
             f"Use the vocab.txt the model was trained with."
         )
     return tokens
-
-
-def wordpiece_tokenizer(
-    vocabulary: str | list[str], lowercase: bool = True, sequence_length: int | None = None
-) -> keras.layers.Layer:
-    """A `keras_hub.tokenizers.WordPieceTokenizer` (tensorflow-text's fast WordPiece).
-
-    Args:
-      vocabulary: a `vocab.txt` path or a list of tokens.
-      lowercase: lower-case and strip accents first (uncased models).
-      sequence_length: if set, pad/truncate outputs to this length.
-    """
-    if isinstance(vocabulary, str):
-        vocabulary = load_vocabulary(vocabulary)
-    return keras_hub.tokenizers.WordPieceTokenizer(
-        vocabulary=vocabulary,
-        lowercase=lowercase,
-        strip_accents=lowercase,
-        sequence_length=sequence_length,
-        oov_token="[UNK]",
-    )

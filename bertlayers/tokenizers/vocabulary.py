@@ -85,5 +85,8 @@ def build_wordpiece_vocabulary(documents, vocabulary_size, output_path, lowercas
         strip_accents=lowercase,
         reserved_tokens=list(SPECIAL_TOKENS),
     )
+    # The trainer keeps whitespace as tokens (" ", "## "); BERT's tokenizer, splitting words at
+    # whitespace first, never gives them: their ids would be wasted.
+    vocabulary = [token for token in vocabulary if not any(c.isspace() for c in token)]
     write_text(output_path, "\n".join(vocabulary) + "\n")
     return vocabulary

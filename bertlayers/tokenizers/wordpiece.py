@@ -1,7 +1,9 @@
 """WordPiece tokenization as graph ops that TF Serving links (BERT, ELECTRA, DistilBERT vocab.txt).
 
 Only core TensorFlow ops and tensorflow-text ops present in TF Serving's bundled tf-text
-(FastBertNormalize, FastWordpieceTokenizeWithOffsets); packing is `bertlayers.tokenizers.input_layout`. Ids equal keras-hub's WordPieceTokenizer's (tests/test_tokenizer.py).
+(FastBertNormalize, FastWordpieceTokenizeWithOffsets); packing is `bertlayers.tokenizers.input_layout`.
+Ids equal keras-hub's WordPieceTokenizer's (tests/test_tokenizer.py); pretraining records are made
+with this tokenizer too, so training and serving give a text the same ids.
 """
 
 from bertlayers.startup import require_tensorflow
@@ -57,9 +59,14 @@ class InGraphTokenizer(tf.Module):
             raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {normalization!r}.")
         self.normalization = normalization
         self.normalizer = tf_text.FastBertNormalizer(lower_case_nfd_strip_accents=self.lowercase)
+        # A token holding whitespace (" ", "## ": tensorflow-text's vocabulary trainer writes them)
+        # can never be a piece of BERT's, whose words split at whitespace first; FastWordpiece's
+        # own split would still emit "## " inside words. Such a token keeps its id under a name
+        # that cannot match ("[" splits off as punctuation).
+        matchable = [f"[whitespace-token-{i}]" if any(c.isspace() for c in t) else t for i, t in enumerate(tokens)]
         try:
             self.wordpiece = tf_text.FastWordpieceTokenizer(
-                tokens,
+                matchable,
                 suffix_indicator="##",
                 unknown_token="[UNK]",
                 no_pretokenization=False,
