@@ -1005,15 +1005,56 @@ def test_a_folder_whose_vocab_txt_and_tokenizer_json_disagree_is_refused(tmp_pat
             checkpoint_tokenizer(str(folder))
 
 
-def test_a_hub_id_where_a_folder_is_expected_says_how_to_fetch_it(tmp_path):
-    from bertlayers.convert import load_encoder
+def test_a_hub_name_loads_from_huggingface_hubs_cache_offline(tmp_path, monkeypatch):
+    """Offline, the bundled MiniLM in a Hub cache laid out as huggingface_hub lays it out (its own
+    helpers: `repo_folder_name`, `_create_symlink`): "sentence-transformers/all-MiniLM-L6-v2" (also
+    as hf://...@main) is that folder wherever a checkpoint is taken; a name not in the cache is one
+    line naming the cache; a local folder of a Hub-like name wins."""
+    import hashlib
+    from pathlib import Path
 
-    with pytest.raises(FileNotFoundError, match=r"No encoder at sentence-transformers/all-MiniLM-L6-v2\. It reads like "
-                       r"a Hugging Face Hub id: download the folder first \(`huggingface-cli download"):  # fmt: skip
-        load_encoder("sentence-transformers/all-MiniLM-L6-v2")
-    with pytest.raises(FileNotFoundError, match=r"No encoder at .*missing\.keras\.$"):  # a path: no Hub hint
+    from huggingface_hub import constants
+    from huggingface_hub.file_download import _create_symlink, repo_folder_name
+
+    from bertlayers.convert import head_pooling, load_checkpoint, load_encoder
+    from bertlayers.convert.model_files import tokenizer_of
+    from bertlayers.utils.assets import minilm_path
+
+    repo, commit, cache = "sentence-transformers/all-MiniLM-L6-v2", "0123456789abcdef0123456789abcdef01234567", tmp_path
+    storage = cache / repo_folder_name(repo_id=repo, repo_type="model")
+    for path in Path(minilm_path()).rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            blob = storage / "blobs" / hashlib.sha256(data).hexdigest()
+            blob.parent.mkdir(parents=True, exist_ok=True)
+            blob.write_bytes(data)
+            pointer = storage / "snapshots" / commit / path.relative_to(minilm_path())
+            pointer.parent.mkdir(parents=True, exist_ok=True)
+            _create_symlink(str(blob), str(pointer))
+    (storage / "refs").mkdir()
+    (storage / "refs" / "main").write_text(commit)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+
+    checkpoint = load_checkpoint(repo)
+    expected = load_checkpoint(minilm_path())
+    for ours, theirs in zip(checkpoint.encoder.weights, expected.encoder.weights):
+        np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+    assert head_pooling(repo) == "mean"  # its 1_Pooling folder came with it
+    assert tokenizer_of(f"hf://{repo}@main").tokens == tokenizer_of(minilm_path()).tokens
+    assert load_encoder(f"hf://{repo}@main").config == expected.encoder.config
+
+    with pytest.raises(FileNotFoundError) as missing:
+        load_encoder("org/absent-model")
+    assert str(missing.value) == (
+        f"org/absent-model is no local path, and the Hub model org/absent-model is not in the Hugging Face cache "
+        f"({cache}) while the Hub cannot be reached (HF_HUB_OFFLINE is set): download it once online, or give its folder."
+    )
+    with pytest.raises(FileNotFoundError, match="org/absent-model is no local path"):
+        PretrainingConfig(output_dir=str(tmp_path / "run"), init="org/absent-model")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "org" / "absent-model").mkdir(parents=True)  # a local folder of that name: read as one
+    with pytest.raises(FileNotFoundError, match="org/absent-model holds neither a Hugging Face checkpoint"):
+        load_encoder("org/absent-model")
+    with pytest.raises(FileNotFoundError, match=r"No encoder at .*missing\.keras\.$"):  # a path, no Hub name
         load_encoder(str(tmp_path / "missing.keras"))
-    with pytest.raises(
-        FileNotFoundError, match=r"No checkpoint \(--init\) at org/model\. It reads like a Hugging Face"
-    ):
-        PretrainingConfig(output_dir=str(tmp_path / "run"), init="org/model")

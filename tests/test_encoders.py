@@ -102,7 +102,7 @@ def test_unknown_preset_lists_the_known_ones():
     with pytest.raises(ValueError, match=r"Unknown preset 'bert_huge'. Known presets: .*bert_base.*bert_tiny"):
         get_preset("bert_huge")
     # A Hub id, as keras-hub's from_preset takes it: where pretrained weights come from here.
-    with pytest.raises(ValueError, match=r"random weights; pretrained weights load from a checkpoint folder"):
+    with pytest.raises(ValueError, match=r"random weights; pretrained weights load from a checkpoint folder or Hub"):
         BertEncoder.from_preset("hf://sentence-transformers/all-MiniLM-L6-v2")
 
 

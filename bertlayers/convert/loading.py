@@ -9,6 +9,7 @@ import zipfile
 import keras
 import numpy as np
 
+from bertlayers.convert.hub import local_or_hub
 from bertlayers.convert.huggingface import HUGGINGFACE_FAMILIES, read_huggingface_folder, vocabulary_read
 from bertlayers.convert.model_files import (
     attach_recorded_tokenizer,
@@ -42,11 +43,14 @@ def load_encoder(
       folder its encoder),
     - an `encoder.keras` file, or any `.keras` model with an `.encoder` (a pretrainer, a task
       model),
-    - an examples/pretrain.py output folder (its `encoder.keras`).
+    - an examples/pretrain.py output folder (its `encoder.keras`),
+    - a Hugging Face Hub name ("org/name", "hf://org/name", "@revision"): its folder in
+      huggingface_hub's cache (`bertlayers.convert.hub`).
 
     The tokenizer recorded on it is the one recorded with it (or the folder's), or `tokenizer`
     where the caller has resolved it already (a run: its files are then not read again).
     """
+    source = local_or_hub(source)
     if os.path.isdir(source):
         config_path = os.path.join(source, "config.json")
         if os.path.isfile(config_path):
@@ -94,8 +98,10 @@ def load_checkpoint(folder: str, dtype: str | keras.DTypePolicy | None = None) -
 
     Args:
       folder: config.json + model.safetensors of any registered model_type (BERT, RoBERTa,
-        XLM-R, ALBERT, DistilBERT, ELECTRA, XLNet), and its tokenizer files (vocab.txt;
-        vocab.json + merges.txt; spiece.model; sentencepiece.bpe.model).
+        XLM-R, ALBERT, DistilBERT, ELECTRA, XLNet, ...), and its tokenizer files (vocab.txt;
+        vocab.json + merges.txt; spiece.model; sentencepiece.bpe.model); or a Hugging Face Hub
+        name ("org/name", "hf://org/name", "@revision"), read from huggingface_hub's cache
+        (downloaded there first unless the Hub cannot be reached: `bertlayers.convert.hub`).
       dtype: dtype policy of the model, e.g. "mixed_bfloat16"; weights stay float32.
 
     Raises:
@@ -111,6 +117,7 @@ def load_checkpoint(folder: str, dtype: str | keras.DTypePolicy | None = None) -
     >>> checkpoint.encoder(inputs)["sequence_output"].shape
     TensorShape([1, 16, 384])
     """
+    folder = local_or_hub(folder)
     config_path = os.path.join(folder, "config.json")
     if not os.path.isfile(config_path):
         raise FileNotFoundError(f"{folder} has no config.json: not a Hugging Face checkpoint folder.")
@@ -192,7 +199,7 @@ def head_pooling(source: str | None, pooling: str = "auto") -> str:
     `source` is None: random weights)."""
     if pooling != "auto":
         return pooling
-    chosen = "pooler" if source is None else _trained_pooling(source)
+    chosen = "pooler" if source is None else _trained_pooling(local_or_hub(source))
     logger.info(f"Pooling: {chosen} (pooling auto)")
     return chosen
 

@@ -21,6 +21,7 @@ import zipfile
 import keras
 
 from bertlayers import backend
+from bertlayers.convert.hub import local_or_hub
 from bertlayers.networks.input_limits import input_limits
 from bertlayers.tokenizers.model_tokenizer import VOCABULARY_FILE, ModelTokenizer, model_tokenizer
 from bertlayers.utils import atomic_files
@@ -125,7 +126,8 @@ def _read_tokenizer(archive):
 def tokenizer_of(source: str) -> ModelTokenizer | None:
     """The `ModelTokenizer` that goes with a model `source`, or None: the one recorded in a `.keras`
     file; for a folder, a Hugging Face checkpoint's (`ModelTokenizer.from_folder`), or the one
-    recorded in its `encoder.keras` (a pretraining run)."""
+    recorded in its `encoder.keras` (a pretraining run). A Hub name is its cached folder (`hub`)."""
+    source = local_or_hub(source)
     if os.path.isfile(source) and zipfile.is_zipfile(source):
         with zipfile.ZipFile(source) as archive:
             return _read_tokenizer(archive)

@@ -32,8 +32,7 @@ def get_preset(name: str) -> EncoderConfig:
         if "/" in name or name.startswith("hf://"):  # a Hub id or a path, as keras-hub's from_preset takes
             where = (
                 " A preset is an architecture with random weights; pretrained weights load from a checkpoint "
-                "folder: bertlayers.convert.load_checkpoint(folder) (download a Hub model with huggingface_hub's "
-                "snapshot_download first)."
+                f"folder or Hub name: bertlayers.convert.load_checkpoint({name!r})."
             )
         raise ValueError(f"Unknown preset {name!r}.{where} Known presets: {', '.join(preset_names())}.")
     return config

@@ -7,6 +7,7 @@ import functools
 import os
 from typing import Optional
 
+from bertlayers.convert.hub import local_or_hub
 from bertlayers.convert.loading import head_pooling
 from bertlayers.convert.model_files import tokenizer_of
 from bertlayers.models.logits_model import LogitsModel
@@ -253,10 +254,11 @@ def feature_based_options(config: "FinetuningConfig") -> dict:
 
 
 def encoder_source(config: "FinetuningConfig") -> str:
-    """Where a run's encoder comes from: `config.init`, else the real all-MiniLM-L6-v2."""
+    """Where a run's encoder comes from: `config.init` (a Hub name: its folder in huggingface_hub's
+    cache), else the real all-MiniLM-L6-v2."""
     from bertlayers.utils.assets import minilm_path
 
-    return config.init or minilm_path()
+    return local_or_hub(config.init) if config.init else minilm_path()
 
 
 def tokenizer_of_source(source: str) -> ModelTokenizer:

@@ -14,6 +14,7 @@ from typing import Optional
 import keras
 import numpy as np
 
+from bertlayers.convert.hub import local_or_hub
 from bertlayers.convert.model_files import record_tokenizer, save_model
 from bertlayers.families.recipes import get_recipe, recipe_names
 from bertlayers.networks import get_preset
@@ -111,8 +112,10 @@ class PretrainingConfig(PretrainingDataConfig):
     def __post_init__(self):
         self.check_files(self.eval_corpus)
         check_options(self)
-        if self.init is not None and not os.path.exists(self.init):
-            raise not_found(self.init, "checkpoint (--init)")
+        if self.init is not None:
+            self.init = local_or_hub(self.init)  # a Hub name: its folder in huggingface_hub's cache
+            if not os.path.exists(self.init):
+                raise not_found(self.init, "checkpoint (--init)")
         if self.init is not None and (self.vocabulary or self.vocabulary_size):
             raise ValueError("--init brings the checkpoint's vocabulary: give no --vocabulary or --vocabulary_size.")
         if self.init is not None and not get_recipe(self.recipe).continues_checkpoint:

@@ -16,6 +16,7 @@ from typing import Optional
 import keras
 import numpy as np
 
+from bertlayers.convert.hub import local_or_hub
 from bertlayers.convert.loading import head_pooling, load_encoder, load_model_file
 from bertlayers.convert.model_files import record_tokenizer, recorded_tokenizer, save_model, saved_settings
 from bertlayers.export.saved_model import export_for_serving
@@ -70,13 +71,14 @@ class TextClassifier:
         pooling: str = "auto",
         dropout: float = 0.1,
     ) -> "TextClassifier":
-        """A new classifier over the pretrained encoder at `source` (a Hugging Face folder, a
-        `.keras` model or a pretraining run's folder: `bertlayers.convert.load_encoder`), with its
+        """A new classifier over the pretrained encoder at `source` (a Hugging Face folder or Hub
+        name, a `.keras` model or a pretraining run's folder: `bertlayers.convert.load_encoder`), with its
         tokenizer. `pooling` "auto" reads what the checkpoint was trained with (mean for a
         sentence-transformers folder), else the encoder's pooler."""
         labels = [str(label) for label in labels]
         if len(labels) < 2 or len(set(labels)) != len(labels):
             raise ValueError(f"labels must be two or more distinct names, got {labels}.")
+        source = local_or_hub(source)  # a Hub name resolved once
         encoder = load_encoder(source)
         if recorded_tokenizer(encoder) is None:
             raise ValueError(

@@ -114,15 +114,5 @@ def flag(allowed):
 
 
 def not_found(path: str, what: str) -> FileNotFoundError:
-    """The error for a `path` that does not exist, `what` saying what was looked for; a path that
-    reads like a Hugging Face Hub id ("org/name") says how to fetch it (this library reads folders)."""
-    import os
-    import re
-
-    message = f"No {what} at {path}."
-    if re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", path) and not os.path.exists(os.path.dirname(path)):
-        message += (
-            f" It reads like a Hugging Face Hub id: download the folder first (`huggingface-cli download {path} "
-            f"--local-dir models/{path.split('/')[-1]}`) and pass that folder."
-        )
-    return FileNotFoundError(message)
+    """The error for a `path` that does not exist, `what` saying what was looked for."""
+    return FileNotFoundError(f"No {what} at {path}.")
