@@ -276,7 +276,7 @@ def test_bias_free_layer_norm():
     np.testing.assert_allclose(y, (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5), atol=1e-5)
 
 
-@pytest.mark.parametrize("mode", ["mean", "first", "max"])
+@pytest.mark.parametrize("mode", ["mean", "first", "max", "last", "weighted_mean", "mean_sqrt_len"])
 def test_sequence_pooling(mode):
     run_layer_test(
         layers.SequencePooling,
@@ -287,19 +287,35 @@ def test_sequence_pooling(mode):
     )
 
 
+def unit_rows(rows):
+    return rows / np.maximum(np.linalg.norm(rows, axis=-1, keepdims=True), 1e-12)
+
+
 def test_sequence_pooling_reads_real_tokens_only():
     sequence = hidden_states()
     sequence[1, 4:] = 1e6  # padding states that would dominate any pooling that read them
     real = [sequence[0], sequence[1, :4]]
-    for mode, expected in (
+    # sentence-transformers' definitions (its Pooling module), the i-th real token weighing i.
+    weighted = [(r * np.arange(1, len(r) + 1)[:, None]).sum(0) / np.arange(1, len(r) + 1).sum() for r in real]
+    cases = (
         ("mean", [r.mean(0) for r in real]),
         ("max", [r.max(0) for r in real]),
         ("first", [r[0] for r in real]),
-    ):
-        pooled = np.asarray(layers.SequencePooling(mode)(sequence, PADDING))
-        np.testing.assert_allclose(pooled, np.stack(expected), rtol=1e-5, atol=1e-5, err_msg=mode)
+        ("last", [r[-1] for r in real]),
+        ("weighted_mean", weighted),
+        ("mean_sqrt_len", [r.sum(0) / np.sqrt(len(r)) for r in real]),
+    )
+    # The same rows padded on the left (XLNet's layout, a decoder's): the same vectors.
+    left = np.zeros_like(sequence) + 1e6
+    left[0], left[1, SEQ - 4 :] = sequence[0], sequence[1, :4]
+    left_padding = np.asarray(PADDING)[:, ::-1].copy()
+    for mode, expected in cases:
+        for states, mask in ((sequence, PADDING), (left, left_padding)):
+            pooled = np.asarray(layers.SequencePooling(mode)(states, mask))
+            np.testing.assert_allclose(pooled, np.stack(expected), rtol=1e-5, atol=1e-5, err_msg=mode)
     unit = np.asarray(layers.SequencePooling("mean", normalize=True)(sequence, PADDING))
     np.testing.assert_allclose(np.linalg.norm(unit, axis=-1), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(layers.UnitLength()(sequence[:, 0])), unit_rows(sequence[:, 0]), atol=1e-6)
     with pytest.raises(ValueError, match="mode must be one of"):
         layers.SequencePooling("cls")
 

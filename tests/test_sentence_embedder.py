@@ -1,6 +1,8 @@
 """Sentence embeddings: the pooled vector by its definition, saving, and the text SavedModel
 (strings in, unit vectors out, equal to the Keras model's)."""
 
+import os
+
 import keras
 import numpy as np
 import pytest
@@ -51,3 +53,106 @@ def test_the_text_savedmodel_serves_unit_vectors_equal_to_keras(embedder, tmp_pa
     np.testing.assert_allclose(np.linalg.norm(served, axis=-1), 1.0, atol=1e-5)
     expected = embedder.predict_on_batch(model_tokenizer(bert_uncased_vocabulary()).packer(24)(TEXTS))["embedding"]
     np.testing.assert_allclose(served, expected, atol=1e-5)
+
+
+ST_FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "sentence_transformers")
+
+
+@pytest.fixture(scope="module")
+def st_reference():
+    return np.load(ST_FIXTURES + ".npz")
+
+
+@pytest.mark.parametrize("name", ["weighted_dense_prompts", "cls_identity", "last_token", "sqrt_len"])
+def test_sentence_transformers_folders_embed_as_sentence_transformers_does(name, st_reference):
+    """Folders sentence-transformers 6.2 wrote (a pooling mode each, Dense layers with their
+    activation and bias, Normalize, prompts and a default one, a similarity function) give its
+    `encode` within 1e-5: with the default prompt, each named prompt, truncated to 4 dimensions
+    and normalized, and its `similarity` (tests/fixtures/record_sentence_transformers.py)."""
+    from bertlayers.tasks import TextEmbedder
+
+    texts = [str(t) for t in st_reference["texts"]]
+    embedder = TextEmbedder.from_checkpoint(os.path.join(ST_FIXTURES, name))
+    assert embedder.sequence_length == 32  # the Transformer module's max_seq_length
+    default = embedder.encode(texts)
+    np.testing.assert_allclose(default, st_reference[f"{name}.default"], atol=1e-5)
+    for prompt in embedder.prompts:
+        if f"{name}.{prompt}" in st_reference:
+            np.testing.assert_allclose(
+                embedder.encode(texts, prompt_name=prompt), st_reference[f"{name}.{prompt}"], atol=1e-5
+            )
+    truncated = embedder.encode(texts, truncate_dim=4, normalize=True)
+    np.testing.assert_allclose(truncated, st_reference[f"{name}.truncated"], atol=1e-5)
+    np.testing.assert_allclose(
+        embedder.similarity(default[:1], default), st_reference[f"{name}.similarity"], rtol=1e-5, atol=1e-5
+    )
+
+
+@pytest.mark.slow(reason="the real all-MiniLM-L6-v2 loaded and run on four texts")
+def test_the_real_minilm_folder_embeds_as_sentence_transformers_does(st_reference):
+    """The bundled all-MiniLM-L6-v2, a folder in sentence-transformers' pre-6.0 layout (Pooling's
+    `pooling_mode_*` switches, `sentence_bert_config.json`'s max_seq_length, Normalize)."""
+    from bertlayers.tasks import TextEmbedder
+    from bertlayers.utils.assets import minilm_path
+
+    embedder = TextEmbedder.from_checkpoint(minilm_path())
+    assert embedder.sequence_length == 256 and embedder.model.pooling == "mean" and embedder.model.normalize
+    texts = [str(t) for t in st_reference["texts"]]
+    np.testing.assert_allclose(embedder.encode(texts), st_reference["minilm.default"], atol=1e-5)
+
+
+def test_what_the_library_cannot_compute_of_a_sentence_transformers_folder_is_refused_by_name(tmp_path):
+    import json
+    import shutil
+
+    from bertlayers.tasks import TextEmbedder
+
+    folder = tmp_path / "model"
+    shutil.copytree(os.path.join(ST_FIXTURES, "weighted_dense_prompts"), folder)
+    pooling = folder / "1_Pooling" / "config.json"
+    original = json.loads(pooling.read_text())
+    for change, message in (
+        ({"include_prompt": False}, r"1_Pooling/config.json: include_prompt is False"),
+        ({"pooling_mode": ["mean", "max"]}, r"pooling mode \['mean', 'max'\]; .*several concatenated"),
+    ):
+        pooling.write_text(json.dumps({**original, **change}))
+        with pytest.raises(ValueError, match=message):
+            TextEmbedder.from_checkpoint(str(folder))
+    pooling.write_text(json.dumps(original))
+    modules = json.loads((folder / "modules.json").read_text())
+    modules.insert(2, {"idx": 9, "name": "9", "path": "9_LayerNorm", "type": "sentence_transformers.models.LayerNorm"})
+    (folder / "modules.json").write_text(json.dumps(modules))
+    with pytest.raises(ValueError, match=r"modules.json: module 2 is sentence_transformers.models.LayerNorm"):
+        TextEmbedder.from_checkpoint(str(folder))
+    embedder = TextEmbedder.from_checkpoint(os.path.join(ST_FIXTURES, "weighted_dense_prompts"))
+    with pytest.raises(
+        ValueError, match=r"prompt_name 'title' is not among the prompts \['document', 'passage', 'query'\]"
+    ):
+        embedder.encode(["x"], prompt_name="title")
+    with pytest.raises(ValueError, match=r"truncate_dim must be in \[1, 8\], got 9"):
+        embedder.encode(["x"], truncate_dim=9)
+
+
+@pytest.mark.slow(reason="a sentence-transformers folder exported as a text SavedModel")
+def test_a_sentence_transformers_folder_serves_its_embeddings_as_text_in(tmp_path, st_reference):
+    """Its Dense and Normalize modules are in the served graph: the text model answers what
+    sentence-transformers computes (the prompt prepended by the client); saved and loaded, the
+    embedder keeps its prompts and similarity function."""
+    import tensorflow as tf
+
+    from bertlayers.tasks import TextEmbedder
+
+    texts = [str(t) for t in st_reference["texts"]]
+    embedder = TextEmbedder.from_checkpoint(os.path.join(ST_FIXTURES, "weighted_dense_prompts"))
+    paths = embedder.export(str(tmp_path / "savedmodels"), "embedder")
+    served = tf.saved_model.load(paths["embedder_text"]).signatures["serving_default"]
+    answer = served(text=tf.constant([embedder.prompts["query"] + text for text in texts]))["embedding"]
+    np.testing.assert_allclose(answer.numpy(), st_reference["weighted_dense_prompts.default"], atol=1e-5)
+    embedder.save(str(tmp_path / "embedder.keras"))
+    again = TextEmbedder.load(str(tmp_path / "embedder.keras"))
+    assert (again.prompts, again.default_prompt_name, again.similarity_name) == (
+        embedder.prompts,
+        "query",
+        "dot",
+    )
+    np.testing.assert_allclose(again.encode(texts), st_reference["weighted_dense_prompts.default"], atol=1e-5)

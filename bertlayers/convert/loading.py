@@ -17,6 +17,7 @@ from bertlayers.convert.model_files import (
     recorded_tokenizer,
     tokenizer_of,
 )
+from bertlayers.convert.sentence_transformers import declared_pooling
 from bertlayers.convert.weight_map import describe_non_finite
 from bertlayers.networks.encoder_base import EncoderBase
 from bertlayers.tokenizers.checkpoint_tokenizer import (
@@ -27,7 +28,6 @@ from bertlayers.tokenizers.checkpoint_tokenizer import (
 )
 from bertlayers.tokenizers.in_graph_tokenizer import CheckpointTokenizer
 from bertlayers.tokenizers.model_tokenizer import ModelTokenizer
-from bertlayers.utils.text_files import read_json_object
 from bertlayers.utils.validation import not_found
 
 logger = logging.getLogger(__name__)
@@ -184,13 +184,6 @@ def _load_folder(folder, config_path, dtype):
 
 
 # sentence-transformers' 1_Pooling/config.json keys, and the pooling each names.
-SENTENCE_TRANSFORMERS_POOLING = {
-    "pooling_mode_mean_tokens": "mean",
-    "pooling_mode_cls_token": "first",
-    "pooling_mode_max_tokens": "max",
-}
-
-
 def head_pooling(source: str | None, pooling: str = "auto") -> str:
     """What a task head reads of the encoder at `source`: `pooling` where it is not "auto"; for
     "auto" what the encoder was trained with: the pooling a sentence-transformers folder declares
@@ -210,11 +203,7 @@ def _trained_pooling(source):
             saved = json.loads(archive.read("config.json")) if "config.json" in archive.namelist() else {}
         pooling = saved.get("config", {}).get("pooling") if isinstance(saved, dict) else None
         return pooling if isinstance(pooling, str) else "pooler"
-    settings = os.path.join(source, "1_Pooling", "config.json")
-    if not os.path.isfile(settings):
-        return "pooler"
-    declared = read_json_object(settings)
-    return next((mode for key, mode in SENTENCE_TRANSFORMERS_POOLING.items() if declared.get(key)), "pooler")
+    return (os.path.isdir(source) and declared_pooling(source)) or "pooler"
 
 
 def _model_type(config_path):

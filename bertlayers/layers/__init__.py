@@ -19,7 +19,7 @@ from bertlayers.layers.pooler import Pooler
 from bertlayers.layers.position_embedding import PositionEmbedding
 from bertlayers.layers.rotary_attention import RotaryAttention
 from bertlayers.layers.scalar_mix import ScalarMix
-from bertlayers.layers.sequence_pooling import SequencePooling
+from bertlayers.layers.sequence_pooling import SequencePooling, UnitLength
 from bertlayers.layers.span_prediction_head import SpanPredictionHead
 from bertlayers.layers.token_classification_head import TokenClassificationHead
 from bertlayers.layers.token_embedding import TokenEmbedding
@@ -47,6 +47,7 @@ __all__ = [
     "TokenClassificationHead",
     "TokenEmbedding",
     "TransformerEncoderBlock",
+    "UnitLength",
     "causal_attention_mask",
     "merge_attention_masks",
 ]

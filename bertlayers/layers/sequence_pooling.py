@@ -1,21 +1,30 @@
-"""One vector per sequence from its token states: the mean over real tokens, the first token, or
-the maximum over real tokens, optionally L2-normalized (sentence embeddings for retrieval)."""
+"""One vector per sequence from its token states, over its real tokens: the mean, the first or
+last token, the maximum, a position-weighted mean or the sum over the square root of the length
+(sentence-transformers' pooling modes), optionally L2-normalized (sentence embeddings)."""
 
 import keras
 from keras import ops
 
-POOLING_MODES = ("mean", "first", "max")
+POOLING_MODES = ("mean", "first", "max", "last", "weighted_mean", "mean_sqrt_len")
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
 class SequencePooling(keras.layers.Layer):
-    """pooled = mean / first / max of `sequence` over the real tokens; no weights.
+    """pooled = `mode` of `sequence` over the real tokens; no weights.
 
     Sentence-transformers' models (all-MiniLM-L6-v2 among them) are trained with "mean";
-    "first" reads [CLS] as it is, without `Pooler`'s dense + tanh.
+    "first" reads [CLS] as it is, without `Pooler`'s dense + tanh. The modes are
+    sentence-transformers' (its names in brackets), with padding on either side:
+
+    - "mean" (mean): the mean of the real tokens' states;
+    - "first" (cls): the first real token's;
+    - "last" (lasttoken): the last real token's (decoders used as encoders);
+    - "max" (max): the element-wise maximum over the real tokens;
+    - "weighted_mean" (weightedmean): a mean weighting the i-th real token by i (1, 2, ...);
+    - "mean_sqrt_len" (mean_sqrt_len_tokens): the sum over the square root of the count.
 
     Args:
-      mode: "mean" (over real tokens), "first" (position 0) or "max" (over real tokens).
+      mode: one of the above.
       normalize: divide each pooled vector by its L2 norm (cosine similarity is then a dot product).
 
     Call args:
@@ -42,15 +51,29 @@ class SequencePooling(keras.layers.Layer):
             real = ops.ones_like(values[:, :, :1])
         else:
             real = ops.expand_dims(ops.cast(ops.not_equal(padding_mask, 0), "float32"), -1)  # [batch, seq, 1]
-        if self.mode == "first":
-            pooled = values[:, 0, :]
-        elif self.mode == "mean":
-            pooled = ops.sum(values * real, axis=1) / ops.maximum(ops.sum(real, axis=1), 1.0)
-        else:
+        count = ops.sum(real, axis=1)  # [batch, 1]
+        if self.mode in ("first", "last"):
+            # The first (last) position holding a real token, padding on either side: [batch].
+            order = ops.arange(ops.shape(values)[1], dtype="float32")[None, :]
+            mask = real[:, :, 0]
+            rank = order if self.mode == "last" else -order
+            position = ops.argmax(mask * (rank + 1e6), axis=1)
+            pooled = ops.take_along_axis(values, position[:, None, None], axis=1)[:, 0, :]
+        elif self.mode == "max":
             # Padding can never win: it is pushed far below any real state.
             pooled = ops.max(values * real - (1.0 - real) * 1e30, axis=1)
+        elif self.mode == "weighted_mean":
+            # The i-th real token weighs i, counted from the first real one (left padding too).
+            weights = ops.cumsum(real, axis=1) * real  # [batch, seq, 1]
+            pooled = ops.sum(values * weights, axis=1) / ops.maximum(ops.sum(weights, axis=1), 1e-9)
+        else:
+            total = ops.sum(values * real, axis=1)
+            if self.mode == "mean":
+                pooled = total / ops.maximum(count, 1.0)
+            else:
+                pooled = total / ops.sqrt(ops.maximum(count, 1e-9))
         if self.normalize:
-            pooled = pooled / ops.maximum(ops.norm(pooled, axis=-1, keepdims=True), 1e-12)
+            pooled = unit_length(pooled)
         return ops.cast(pooled, self.compute_dtype)  # [batch, H]
 
     def compute_output_shape(self, sequence_shape, padding_mask_shape=None):
@@ -58,3 +81,24 @@ class SequencePooling(keras.layers.Layer):
 
     def get_config(self):
         return {**super().get_config(), "mode": self.mode, "normalize": self.normalize}
+
+
+def unit_length(vectors):
+    """`vectors` divided by their L2 norm along the last axis (sentence-transformers' `Normalize`:
+    a norm below 1e-12 counts as 1e-12)."""
+    return vectors / ops.maximum(ops.norm(vectors, axis=-1, keepdims=True), 1e-12)
+
+
+@keras.saving.register_keras_serializable(package="bertlayers")
+class UnitLength(keras.layers.Layer):
+    """`unit_length` of its input in float32, in the layer's compute dtype; no weights.
+
+    Call args:
+      vectors: `[batch, dimension]`.
+    """
+
+    def call(self, vectors):
+        return ops.cast(unit_length(ops.cast(vectors, "float32")), self.compute_dtype)
+
+    def compute_output_shape(self, vectors_shape):
+        return vectors_shape

@@ -3,22 +3,27 @@ use of BERT-family models), for similarity, retrieval and clustering."""
 
 import keras
 
-from bertlayers.layers.sequence_pooling import SequencePooling
+from bertlayers.layers.sequence_pooling import SequencePooling, UnitLength
 from bertlayers.models.encoder_model import EncoderModel, encoder_inputs
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
 class SentenceEmbedder(EncoderModel):
-    """embedding `[batch, hidden]`: the encoder's sequence output pooled over the real tokens.
+    """embedding `[batch, dimension]`: the encoder's sequence output pooled over the real tokens,
+    then through `dense` layers, as sentence-transformers' `Transformer`, `Pooling`, `Dense` and
+    `Normalize` modules compute it.
 
-    Inputs: the encoder's. Output `embedding`: float32 `[batch, hidden]`, of unit length with
-    `normalize` (so a dot product is the cosine). Exported (`export_for_serving`), its text model
-    takes `text` and returns `embedding`.
+    Inputs: the encoder's. Output `embedding`: float32 `[batch, dimension]` (the encoder's width,
+    or the last dense layer's), of unit length with `normalize` (so a dot product is the cosine).
+    Exported (`export_for_serving`), its text model takes `text` and returns `embedding`.
 
     Args:
       encoder: a pretrained encoder (all-MiniLM-L6-v2 is trained for `pooling="mean"`).
-      pooling: "mean" over the real tokens, "first" ([CLS]) or "max" (`SequencePooling`).
-      normalize: L2-normalize the embedding.
+      pooling: a `SequencePooling` mode: "mean" over the real tokens, "first" ([CLS]), "last",
+        "max", "weighted_mean" or "mean_sqrt_len".
+      normalize: L2-normalize the embedding (after the dense layers).
+      dense: dense layers after the pooling, each {"units", "activation" (a Keras name: "tanh",
+        "linear", ...), "use_bias"}.
     """
 
     uses_pooled_output = False
@@ -29,18 +34,31 @@ class SentenceEmbedder(EncoderModel):
         pooling: str = "mean",
         normalize: bool = True,
         name: str = "sentence_embedder",
+        dense: list[dict] | None = None,
         **kwargs,
     ) -> None:
         inputs = encoder_inputs()
-        pool = SequencePooling(pooling, normalize=normalize, name="pooling")
+        dense = [dict(layer) for layer in dense or ()]
+        pool = SequencePooling(pooling, normalize=normalize and not dense, name="pooling")
         embedding = pool(encoder(inputs)["sequence_output"], inputs["padding_mask"])  # [B, H]
+        for index, layer in enumerate(dense):
+            embedding = keras.layers.Dense(
+                int(layer["units"]),
+                activation=layer.get("activation", "linear"),
+                use_bias=bool(layer.get("use_bias", True)),
+                dtype=encoder.layer_dtype_policy,
+                name=f"dense_{index}",
+            )(embedding)  # [B, units]
+        if dense and normalize:
+            embedding = UnitLength(name="normalize")(embedding)
         super().__init__(inputs=inputs, outputs={"embedding": embedding}, name=name, **kwargs)
         self.encoder = encoder
         self.pooling = pool.mode
         self.normalize = bool(normalize)
+        self.dense = dense
 
     def _constructor_args(self):
-        return {"pooling": self.pooling, "normalize": self.normalize}
+        return {"pooling": self.pooling, "normalize": self.normalize, "dense": self.dense or None}
 
     def default_losses(self):
         raise ValueError("A SentenceEmbedder has no loss of its own: train it inside a model that compares embeddings.")

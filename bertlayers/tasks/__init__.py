@@ -3,6 +3,7 @@ fits on strings and labels, predicts on strings and exports for serving."""
 
 from bertlayers.tasks.text_answerer import TextAnswerer
 from bertlayers.tasks.text_classifier import TextClassifier
+from bertlayers.tasks.text_embedder import TextEmbedder
 from bertlayers.tasks.text_tagger import TextTagger, words_of
 
-__all__ = ["TextAnswerer", "TextClassifier", "TextTagger", "words_of"]
+__all__ = ["TextAnswerer", "TextClassifier", "TextEmbedder", "TextTagger", "words_of"]

@@ -1,0 +1,235 @@
+"""sentence-transformers folders read as what they are: `modules.json`'s `Transformer`, `Pooling`,
+`Dense` and `Normalize` modules as a `SentenceEmbedder`, and `config_sentence_transformers.json`'s
+prompts and similarity function beside it.
+
+Both layouts sentence-transformers writes are read: before 6.0 (`sentence_transformers.models.X`,
+`pooling_mode_*_tokens` switches, `word_embedding_dimension`) and since (class paths such as
+`sentence_transformers.base.modules.dense.Dense`, one `pooling_mode` name, `include_prompt`). What
+the library has no counterpart for (another module, several pooling modes concatenated, pooling that
+leaves the prompt out) is refused by name, file and value, before any weights load.
+"""
+
+import dataclasses
+import json
+import os
+
+import numpy as np
+
+from bertlayers.convert.checkpoint_tensors import read_safetensors
+from bertlayers.convert.hub import local_or_hub
+from bertlayers.utils.text_files import read_json_object
+
+__all__ = ["SentenceTransformersFolder", "declared_pooling", "load_sentence_embedder", "read_sentence_transformers"]
+
+# sentence-transformers' pooling modes -> `SequencePooling`'s.
+POOLING_MODES = {
+    "cls": "first",
+    "mean": "mean",
+    "max": "max",
+    "lasttoken": "last",
+    "weightedmean": "weighted_mean",
+    "mean_sqrt_len_tokens": "mean_sqrt_len",
+}
+# Its pre-6.0 switches, one a mode.
+LEGACY_POOLING_SWITCHES = {
+    "pooling_mode_cls_token": "cls",
+    "pooling_mode_mean_tokens": "mean",
+    "pooling_mode_max_tokens": "max",
+    "pooling_mode_mean_sqrt_len_tokens": "mean_sqrt_len_tokens",
+    "pooling_mode_weightedmean_tokens": "weightedmean",
+    "pooling_mode_lasttoken": "lasttoken",
+}
+# torch activations a Dense module names -> Keras's (torch's GELU is the exact, erf one).
+ACTIVATIONS = {
+    "torch.nn.modules.activation.Tanh": "tanh",
+    "torch.nn.modules.linear.Identity": "linear",
+    "torch.nn.modules.activation.ReLU": "relu",
+    "torch.nn.modules.activation.GELU": "gelu",
+    "torch.nn.modules.activation.Sigmoid": "sigmoid",
+    "torch.nn.modules.activation.SiLU": "silu",
+}
+MODULES = ("Transformer", "Pooling", "Dense", "Normalize")
+
+
+@dataclasses.dataclass(frozen=True)
+class SentenceTransformersFolder:
+    """What a sentence-transformers folder's modules compute, read from its files.
+
+    Attributes:
+      transformer: the folder of its `Transformer` module (a Hugging Face checkpoint).
+      pooling: the `SequencePooling` mode.
+      dense: ({"units", "activation", "use_bias"}, weights file) a `Dense` module.
+      normalize: whether a `Normalize` module ends it.
+      prompts: {name: prompt}, prepended to a text (`config_sentence_transformers.json`).
+      default_prompt_name: the prompt used where none is named (None: none).
+      similarity: "cosine", "dot", "euclidean" or "manhattan".
+      max_seq_length: the longest input it was made for, in pieces (None: the encoder's).
+    """
+
+    transformer: str
+    pooling: str
+    dense: tuple = ()
+    normalize: bool = False
+    prompts: dict = dataclasses.field(default_factory=dict)
+    default_prompt_name: str | None = None
+    similarity: str = "cosine"
+    max_seq_length: int | None = None
+
+
+def read_sentence_transformers(source: str) -> SentenceTransformersFolder | None:
+    """The modules of the sentence-transformers folder (or Hub name) `source`, or None where it has
+    no `modules.json` (a plain checkpoint)."""
+    folder = local_or_hub(source)
+    modules_path = os.path.join(folder, "modules.json")
+    if not os.path.isfile(modules_path):
+        return None
+    with open(modules_path, encoding="utf-8") as f:
+        modules = json.load(f)
+    if not isinstance(modules, list) or not all(isinstance(m, dict) and "type" in m for m in modules):
+        raise ValueError(f"{modules_path}: expected a list of modules, each with its type.")
+    found = {}
+    for position, module in enumerate(modules):
+        kind = str(module["type"]).rsplit(".", 1)[-1]
+        if kind not in MODULES or kind in found:
+            why = "a second one" if kind in found else "a module the library has no counterpart for"
+            raise ValueError(
+                f"{modules_path}: module {position} is {module['type']} ({why}); the library reads "
+                f"{', '.join(MODULES)} (one each, in that order)."
+            )
+        found[kind] = os.path.join(folder, str(module.get("path", "")))
+    if (
+        list(found) != [kind for kind in MODULES if kind in found]
+        or "Transformer" not in found
+        or "Pooling" not in found
+    ):
+        raise ValueError(
+            f"{modules_path}: the modules are {list(found)}; expected Transformer, Pooling[, Dense][, Normalize]."
+        )
+    settings = _settings(folder)
+    return SentenceTransformersFolder(
+        transformer=found["Transformer"],
+        pooling=_pooling(os.path.join(found["Pooling"], "config.json")),
+        dense=() if "Dense" not in found else (_dense(found["Dense"]),),
+        normalize="Normalize" in found,
+        prompts=settings["prompts"],
+        default_prompt_name=settings["default_prompt_name"],
+        similarity=settings["similarity"],
+        max_seq_length=_max_seq_length(folder, found["Transformer"]),
+    )
+
+
+def load_sentence_embedder(source: str, dtype: str | None = None):
+    """The `SentenceEmbedder` of a sentence-transformers folder (or Hub name), its Dense modules'
+    weights loaded, and what `read_sentence_transformers` read of it."""
+    from bertlayers.convert.loading import load_encoder
+    from bertlayers.models.sentence_embedder import SentenceEmbedder
+
+    spec = read_sentence_transformers(source)
+    if spec is None:
+        raise FileNotFoundError(f"{source} has no modules.json: not a sentence-transformers folder.")
+    encoder = load_encoder(spec.transformer, dtype=dtype)
+    model = SentenceEmbedder(
+        encoder, pooling=spec.pooling, normalize=spec.normalize, dense=[layer for layer, _ in spec.dense]
+    )
+    for index, (layer, weights_path) in enumerate(spec.dense):
+        tensors = read_safetensors(weights_path)
+        kernel = np.asarray(tensors["linear.weight"]).T  # torch Linear [out, in] -> Keras [in, out]
+        dense = model.get_layer(f"dense_{index}")
+        if tuple(kernel.shape) != tuple(dense.kernel.shape):
+            raise ValueError(
+                f"{weights_path}: linear.weight is {tuple(kernel.shape[::-1])} but the module's config says "
+                f"{layer['units']} outputs from {dense.kernel.shape[0]} inputs."
+            )
+        dense.set_weights([kernel, np.asarray(tensors["linear.bias"])] if layer["use_bias"] else [kernel])
+    return model, spec
+
+
+def declared_pooling(folder: str) -> str | None:
+    """The `SequencePooling` mode a sentence-transformers folder's Pooling module declares (the one
+    `modules.json` names, else `1_Pooling/`), or None where it has none; whether it pools the prompt
+    is not asked (a task head over it reads no prompt)."""
+    path = os.path.join(folder, "1_Pooling")
+    modules_path = os.path.join(folder, "modules.json")
+    if os.path.isfile(modules_path):
+        with open(modules_path, encoding="utf-8") as f:
+            modules = json.load(f)
+        named = [
+            m.get("path", "") for m in modules if isinstance(m, dict) and str(m.get("type", "")).endswith("Pooling")
+        ]
+        path = os.path.join(folder, named[0]) if named else path
+    config = os.path.join(path, "config.json")
+    return _pooling(config, with_prompt=False) if os.path.isfile(config) else None
+
+
+def _pooling(path, with_prompt=True):
+    config = read_json_object(path)
+    if "pooling_mode" in config:
+        modes = config["pooling_mode"]
+        modes = [modes] if isinstance(modes, str) else list(modes)
+    else:
+        modes = [mode for switch, mode in LEGACY_POOLING_SWITCHES.items() if config.get(switch)]
+    if len(modes) != 1 or modes[0] not in POOLING_MODES:
+        raise ValueError(
+            f"{path}: pooling mode {modes}; the library pools one of {', '.join(POOLING_MODES)} (several "
+            "concatenated are not supported)."
+        )
+    if with_prompt and config.get("include_prompt", True) is not True:
+        raise ValueError(
+            f"{path}: include_prompt is {config['include_prompt']!r}: pooling that leaves the prompt's tokens out "
+            "is not supported yet."
+        )
+    return POOLING_MODES[modes[0]]
+
+
+def _dense(folder):
+    config_path = os.path.join(folder, "config.json")
+    config = read_json_object(config_path)
+    activation = config.get("activation_function", "torch.nn.modules.activation.Tanh")
+    if activation not in ACTIVATIONS:
+        raise ValueError(
+            f"{config_path}: activation_function {activation!r}; the library reads {', '.join(ACTIVATIONS)}."
+        )
+    weights = os.path.join(folder, "model.safetensors")
+    if not os.path.isfile(weights):
+        hint = (
+            " (it has pytorch_model.bin: save it as safetensors)"
+            if os.path.isfile(os.path.join(folder, "pytorch_model.bin"))
+            else ""
+        )
+        raise FileNotFoundError(f"{folder} has no model.safetensors{hint}.")
+    layer = {
+        "units": int(config["out_features"]),
+        "activation": ACTIVATIONS[activation],
+        "use_bias": bool(config.get("bias", True)),
+    }
+    return layer, weights
+
+
+def _settings(folder):
+    path = os.path.join(folder, "config_sentence_transformers.json")
+    config = read_json_object(path) if os.path.isfile(path) else {}
+    prompts = config.get("prompts") or {}
+    if not isinstance(prompts, dict) or not all(isinstance(v, str) for v in prompts.values()):
+        raise ValueError(f"{path}: prompts must map names to strings, got {prompts!r}.")
+    default = config.get("default_prompt_name")
+    if default is not None and default not in prompts:
+        raise ValueError(f"{path}: default_prompt_name {default!r} is not among the prompts {sorted(prompts)}.")
+    similarity = config.get("similarity_fn_name") or "cosine"
+    if similarity not in ("cosine", "dot", "euclidean", "manhattan"):
+        raise ValueError(f"{path}: similarity_fn_name {similarity!r} is not cosine, dot, euclidean or manhattan.")
+    return {"prompts": dict(prompts), "default_prompt_name": default, "similarity": similarity}
+
+
+def _max_seq_length(folder, transformer):
+    """sentence_bert_config.json's max_seq_length (before 6.0), else the tokenizer's
+    model_max_length (6.x writes it there), else None."""
+    for path, key in (
+        (os.path.join(transformer, "sentence_bert_config.json"), "max_seq_length"),
+        (os.path.join(folder, "sentence_bert_config.json"), "max_seq_length"),
+        (os.path.join(transformer, "tokenizer_config.json"), "model_max_length"),
+    ):
+        if os.path.isfile(path):
+            value = read_json_object(path).get(key)
+            if isinstance(value, int) and 0 < value < 1_000_000:
+                return value
+    return None

@@ -1,0 +1,183 @@
+"""`TextEmbedder`: a checkpoint's tokenizer and a `SentenceEmbedder` over its encoder, with strings in
+and embeddings out, as sentence-transformers' `SentenceTransformer.encode` gives them.
+
+    embedder = TextEmbedder.from_checkpoint("sentence-transformers/all-MiniLM-L6-v2")
+    queries = embedder.encode(["how do I reset it?"], prompt_name="query")   # [1, 384]
+    passages = embedder.encode(["Hold the button for ten seconds."])
+    embedder.similarity(queries, passages)                 # [1, 1], by the folder's function
+    embedder.encode(["..."], truncate_dim=128, normalize=True)   # Matryoshka: the first 128, unit length
+    embedder.export("savedmodels", "embedder")             # text in, embedding out
+
+A sentence-transformers folder is read as its modules say (pooling, Dense layers, Normalize,
+prompts, similarity function: `bertlayers.convert.sentence_transformers`); any other checkpoint
+embeds as the mean of its real tokens' states, normalized.
+"""
+
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+
+from bertlayers.convert.hub import local_or_hub
+from bertlayers.convert.loading import load_encoder, load_model_file
+from bertlayers.convert.model_files import record_tokenizer, recorded_tokenizer, save_model, saved_settings
+from bertlayers.convert.sentence_transformers import load_sentence_embedder, read_sentence_transformers
+from bertlayers.export.saved_model import export_for_serving
+from bertlayers.models.sentence_embedder import SentenceEmbedder
+from bertlayers.networks.input_limits import input_limits
+from bertlayers.tasks.inputs import text_list
+from bertlayers.tokenizers.in_graph_tokenizer import pack_in_chunks
+from bertlayers.training.length_batching import predict_by_length
+
+logger = logging.getLogger(__name__)
+
+SIMILARITIES = ("cosine", "dot", "euclidean", "manhattan")
+
+
+class TextEmbedder:
+    """Embed texts with a sentence-embedding model.
+
+    Args:
+      model: a `SentenceEmbedder`, the tokenizer it reads recorded on it (`from_checkpoint` and
+        `load` see to it).
+      sequence_length: pieces per text; longer texts are truncated.
+      prompts: {name: prompt}, prepended to a text when named at `encode`.
+      default_prompt_name: the prompt used where `encode` names none (None: none).
+      similarity: what `similarity` computes: "cosine", "dot", "euclidean" or "manhattan" (the
+        last two negated distances, higher closer, as sentence-transformers gives them).
+
+    Example (the bundled all-MiniLM-L6-v2, a sentence-transformers folder):
+
+    >>> from bertlayers.utils.assets import minilm_path
+    >>> embedder = TextEmbedder.from_checkpoint(minilm_path())
+    >>> vectors = embedder.encode(["A cat sat on the mat.", "A feline rested on a rug.", "Stock prices fell."])
+    >>> vectors.shape, [round(float(score), 2) for score in embedder.similarity(vectors[:1], vectors[1:])[0]]
+    ((3, 384), [0.57, 0.09])
+    """
+
+    def __init__(
+        self,
+        model: SentenceEmbedder,
+        sequence_length: int = 128,
+        prompts: dict | None = None,
+        default_prompt_name: str | None = None,
+        similarity: str = "cosine",
+    ) -> None:
+        if not isinstance(model, SentenceEmbedder):
+            raise ValueError(f"TextEmbedder takes a SentenceEmbedder, got a {type(model).__name__}.")
+        tokenizer = recorded_tokenizer(model)
+        if tokenizer is None:
+            raise ValueError(
+                "The embedder has no tokenizer recorded: load it with from_checkpoint or load, or record the one "
+                "it reads (bertlayers.convert.record_tokenizer)."
+            )
+        prompts = dict(prompts or {})
+        if default_prompt_name is not None and default_prompt_name not in prompts:
+            raise ValueError(f"default_prompt_name {default_prompt_name!r} is not among the prompts {sorted(prompts)}.")
+        if similarity not in SIMILARITIES:
+            raise ValueError(f"similarity must be one of {', '.join(SIMILARITIES)}, got {similarity!r}.")
+        self.model = model
+        self.sequence_length = input_limits(model).check_sequence_length(sequence_length)
+        self.packer = tokenizer.packer(self.sequence_length)
+        self.prompts, self.default_prompt_name, self.similarity_name = prompts, default_prompt_name, similarity
+
+    @classmethod
+    def from_checkpoint(cls, source: str, sequence_length: int | None = None) -> "TextEmbedder":
+        """The embedder of `source` (a folder or Hub name): a sentence-transformers folder as its
+        modules say, at its max_seq_length; any other checkpoint's encoder mean-pooled and
+        normalized. `sequence_length` sets another length (128 where the folder says none)."""
+        source = local_or_hub(source)
+        spec = read_sentence_transformers(source)
+        if spec is None:
+            encoder = load_encoder(source)
+            model = record_tokenizer(SentenceEmbedder(encoder), recorded_tokenizer(encoder))
+            return cls(model, sequence_length or 128)
+        model, spec = load_sentence_embedder(source)
+        record_tokenizer(model, recorded_tokenizer(model.encoder))
+        return cls(
+            model,
+            sequence_length or spec.max_seq_length or 128,
+            spec.prompts,
+            spec.default_prompt_name,
+            spec.similarity,
+        )
+
+    @classmethod
+    def load(cls, path: str, sequence_length: int | None = None) -> "TextEmbedder":
+        """An embedder saved with `save`, with its prompts and similarity function."""
+        settings = saved_settings(path)
+        return cls(
+            load_model_file(path),
+            sequence_length or settings.get("sequence_length", 128),
+            settings.get("prompts"),
+            settings.get("default_prompt_name"),
+            settings.get("similarity", "cosine"),
+        )
+
+    @property
+    def dimension(self) -> int:
+        return int(self.model.output["embedding"].shape[-1])
+
+    def encode(
+        self,
+        texts: Sequence[str],
+        prompt_name: str | None = None,
+        prompt: str | None = None,
+        truncate_dim: int | None = None,
+        normalize: bool = False,
+        batch_size: int = 32,
+    ) -> np.ndarray:
+        """float32 `[n, dimension]` embeddings of `texts`, each after its prompt: `prompt` itself,
+        or the one named `prompt_name`, else the default prompt. `truncate_dim` keeps the first
+        that many dimensions (Matryoshka); `normalize` makes each of unit length after that (as
+        sentence-transformers' `encode(truncate_dim=..., normalize_embeddings=True)`: a truncated
+        unit vector is no longer one, which cosine similarity does not mind and a dot product does)."""
+        texts = text_list(texts, "texts")
+        if prompt is not None and prompt_name is not None:
+            raise ValueError("Give prompt or prompt_name, not both.")
+        if prompt is None:
+            name = prompt_name if prompt_name is not None else self.default_prompt_name
+            if name is not None and name not in self.prompts:
+                raise ValueError(f"prompt_name {name!r} is not among the prompts {sorted(self.prompts) or '(none)'}.")
+            prompt = self.prompts.get(name, "") if name is not None else ""
+        if truncate_dim is not None and not 0 < int(truncate_dim) <= self.dimension:
+            raise ValueError(f"truncate_dim must be in [1, {self.dimension}], got {truncate_dim}.")
+        if not texts:
+            return np.zeros((0, truncate_dim or self.dimension), "float32")
+        inputs = pack_in_chunks(self.packer, [prompt + text for text in texts])
+        embeddings = np.asarray(predict_by_length(self.model, inputs, batch_size=batch_size, verbose=0)["embedding"])
+        if truncate_dim is not None:
+            embeddings = embeddings[:, : int(truncate_dim)]
+        if normalize:
+            embeddings = embeddings / np.maximum(np.linalg.norm(embeddings, axis=-1, keepdims=True), 1e-12)
+        return embeddings.astype("float32")
+
+    def similarity(self, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+        """`[n, m]` scores of every row of `first` against every row of `second`, by the model's
+        similarity function."""
+        a, b = np.asarray(first, "float32"), np.asarray(second, "float32")
+        if self.similarity_name == "dot":
+            return a @ b.T
+        if self.similarity_name == "cosine":
+            unit = lambda x: x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)  # noqa: E731
+            return unit(a) @ unit(b).T
+        order = 2 if self.similarity_name == "euclidean" else 1
+        return -np.linalg.norm(a[:, None, :] - b[None, :, :], ord=order, axis=-1)
+
+    def save(self, path: str) -> None:
+        """The model, its tokenizer, sequence length, prompts and similarity function, to a `.keras`
+        file (atomically)."""
+        settings = {
+            "sequence_length": self.sequence_length,
+            "prompts": self.prompts,
+            "default_prompt_name": self.default_prompt_name,
+            "similarity": self.similarity_name,
+        }
+        save_model(self.model, path, settings=settings)
+
+    def export(self, base_dir: str, name: str, **settings) -> dict:
+        """`bertlayers.export.export_for_serving`: NAME (ids in) and NAME_text (text in, embedding
+        out) under `base_dir`, at this embedder's sequence length. A prompt is the client's to
+        prepend."""
+        settings.setdefault("sequence_length", self.sequence_length)
+        return export_for_serving(self.model, name, base_dir=base_dir, **settings)
