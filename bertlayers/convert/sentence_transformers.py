@@ -17,6 +17,7 @@ import numpy as np
 
 from bertlayers.convert.checkpoint_tensors import read_safetensors
 from bertlayers.convert.hub import local_or_hub
+from bertlayers.models.sentence_embedder import SentenceEmbedder
 from bertlayers.utils.text_files import read_json_object
 
 __all__ = ["SentenceTransformersFolder", "declared_pooling", "load_sentence_embedder", "read_sentence_transformers"]
@@ -118,11 +119,12 @@ def read_sentence_transformers(source: str) -> SentenceTransformersFolder | None
     )
 
 
-def load_sentence_embedder(source: str, dtype: str | None = None):
+def load_sentence_embedder(
+    source: str, dtype: str | None = None
+) -> tuple[SentenceEmbedder, SentenceTransformersFolder]:
     """The `SentenceEmbedder` of a sentence-transformers folder (or Hub name), its Dense modules'
     weights loaded, and what `read_sentence_transformers` read of it."""
-    from bertlayers.convert.loading import load_encoder
-    from bertlayers.models.sentence_embedder import SentenceEmbedder
+    from bertlayers.convert.loading import load_encoder  # which reads pooling through this module
 
     spec = read_sentence_transformers(source)
     if spec is None:
