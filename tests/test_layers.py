@@ -287,6 +287,10 @@ def test_sequence_pooling(mode):
     )
 
 
+def test_unit_length():
+    run_layer_test(layers.UnitLength, {}, {"vectors": hidden_states()[:, 0]}, (BATCH, HIDDEN), trainable=False)
+
+
 def unit_rows(rows):
     return rows / np.maximum(np.linalg.norm(rows, axis=-1, keepdims=True), 1e-12)
 
