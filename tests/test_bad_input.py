@@ -1005,6 +1005,7 @@ def test_a_folder_whose_vocab_txt_and_tokenizer_json_disagree_is_refused(tmp_pat
             checkpoint_tokenizer(str(folder))
 
 
+@pytest.mark.slow(reason="the real MiniLM loaded twice, from a Hub cache and from its folder")
 def test_a_hub_name_loads_from_huggingface_hubs_cache_offline(tmp_path, monkeypatch):
     """Offline, the bundled MiniLM in a Hub cache laid out as huggingface_hub lays it out (its own
     helpers: `repo_folder_name`, `_create_symlink`): "sentence-transformers/all-MiniLM-L6-v2" (also

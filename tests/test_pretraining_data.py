@@ -42,6 +42,7 @@ def tokenized(documents):
     return tokenize_documents(documents, ModelTokenizer.from_vocab_file(bert_uncased_vocabulary()).in_graph().tokenize)
 
 
+@pytest.mark.slow(reason="the real Wikipedia excerpt tokenized by both implementations")
 def test_the_records_pieces_are_keras_hubs_wordpiece_on_real_text(documents, tokenized):
     """Pretraining records and served requests tokenize through one implementation; on the real
     Wikipedia excerpt its pieces are keras-hub's `WordPieceTokenizer`'s (what the records were
