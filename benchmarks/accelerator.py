@@ -647,7 +647,11 @@ def run_worker(library, work, arguments):
     env = dict(
         os.environ, KERAS_BACKEND="jax", PYTHONPATH=os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))
     )
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=arguments.timeout)
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=arguments.timeout)
+    except subprocess.TimeoutExpired:  # one row cut short; the run goes on to the next
+        print(f"  {library} {work}: timed out after {arguments.timeout} s", flush=True)
+        return {"error": f"timed out after {arguments.timeout} s"}
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         print(f"  {library} {work}: failed: {' | '.join(tail)}", flush=True)
