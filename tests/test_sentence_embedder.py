@@ -83,6 +83,8 @@ def test_sentence_transformers_folders_embed_as_sentence_transformers_does(name,
             )
     truncated = embedder.encode(texts, truncate_dim=4, normalize=True)
     np.testing.assert_allclose(truncated, st_reference[f"{name}.truncated"], atol=1e-5)
+    # Quantized last, as sentence-transformers' encode(precision=...): the signs, 8 to a byte.
+    np.testing.assert_array_equal(embedder.encode(texts, precision="ubinary"), np.packbits(default > 0, axis=-1))
     np.testing.assert_allclose(
         embedder.similarity(default[:1], default), st_reference[f"{name}.similarity"], rtol=1e-5, atol=1e-5
     )

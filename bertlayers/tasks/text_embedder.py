@@ -6,6 +6,7 @@ and embeddings out, as sentence-transformers' `SentenceTransformer.encode` gives
     passages = embedder.encode(["Hold the button for ten seconds."])
     embedder.similarity(queries, passages)                 # [1, 1], by the folder's function
     embedder.encode(["..."], truncate_dim=128, normalize=True)   # Matryoshka: the first 128, unit length
+    embedder.encode(passages, precision="ubinary")         # 1 bit a dimension (embedding_quantization)
     embedder.export("savedmodels", "embedder")             # text in, embedding out
 
 A sentence-transformers folder is read as its modules say (pooling, Dense layers, Normalize,
@@ -25,6 +26,7 @@ from bertlayers.convert.sentence_transformers import load_sentence_embedder, rea
 from bertlayers.export.saved_model import export_for_serving
 from bertlayers.models.sentence_embedder import SentenceEmbedder
 from bertlayers.networks.input_limits import input_limits
+from bertlayers.tasks.embedding_quantization import PRECISIONS, Precision, quantize_embeddings
 from bertlayers.tasks.inputs import text_list
 from bertlayers.tokenizers.in_graph_tokenizer import pack_in_chunks
 from bertlayers.training.length_batching import predict_by_length
@@ -126,13 +128,19 @@ class TextEmbedder:
         truncate_dim: int | None = None,
         normalize: bool = False,
         batch_size: int = 32,
+        precision: Precision = "float32",
+        ranges: np.ndarray | None = None,
     ) -> np.ndarray:
         """float32 `[n, dimension]` embeddings of `texts`, each after its prompt: `prompt` itself,
         or the one named `prompt_name`, else the default prompt. `truncate_dim` keeps the first
         that many dimensions (Matryoshka); `normalize` makes each of unit length after that (as
         sentence-transformers' `encode(truncate_dim=..., normalize_embeddings=True)`: a truncated
-        unit vector is no longer one, which cosine similarity does not mind and a dot product does)."""
+        unit vector is no longer one, which cosine similarity does not mind and a dot product does).
+        `precision` "int8", "uint8", "binary" or "ubinary" gives them quantized last
+        (`bertlayers.tasks.embedding_quantization`; int8 over `ranges`, else the texts' own)."""
         texts = text_list(texts, "texts")
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}.")
         if prompt is not None and prompt_name is not None:
             raise ValueError("Give prompt or prompt_name, not both.")
         if prompt is None:
@@ -143,14 +151,14 @@ class TextEmbedder:
         if truncate_dim is not None and not 0 < int(truncate_dim) <= self.dimension:
             raise ValueError(f"truncate_dim must be in [1, {self.dimension}], got {truncate_dim}.")
         if not texts:
-            return np.zeros((0, truncate_dim or self.dimension), "float32")
+            return quantize_embeddings(np.zeros((0, truncate_dim or self.dimension), "float32"), precision)
         inputs = pack_in_chunks(self.packer, [prompt + text for text in texts])
         embeddings = np.asarray(predict_by_length(self.model, inputs, batch_size=batch_size, verbose=0)["embedding"])
         if truncate_dim is not None:
             embeddings = embeddings[:, : int(truncate_dim)]
         if normalize:
             embeddings = embeddings / np.maximum(np.linalg.norm(embeddings, axis=-1, keepdims=True), 1e-12)
-        return embeddings.astype("float32")
+        return quantize_embeddings(embeddings.astype("float32"), precision, ranges=ranges)
 
     def similarity(self, first: np.ndarray, second: np.ndarray) -> np.ndarray:
         """`[n, m]` scores of every row of `first` against every row of `second`, by the model's
