@@ -54,6 +54,13 @@ def main():
         "--symmetric", action="store_true", help="also train each passage to find its query (CLIP's loss)"
     )
     parser.add_argument(
+        "--matryoshka_dims",
+        type=flag(POSITIVE_INT),
+        nargs="+",
+        default=None,
+        help="train the dual encoder's loss on each of these leading parts of the embedding too (Matryoshka)",
+    )
+    parser.add_argument(
         "--rerank_top_k",
         type=flag(NON_NEGATIVE_INT),
         default=10,
@@ -148,7 +155,7 @@ def main():
         dual = finetune(
             strategy,
             dataclasses.replace(config, output_dir=os.path.join(config.output_dir, "dual_encoder")),
-            lambda encoder: DualEncoder(encoder, symmetric=args.symmetric),
+            lambda encoder: DualEncoder(encoder, symmetric=args.symmetric, matryoshka_dims=args.matryoshka_dims),
             (x, None, None),
         )
     first_stage = {}
@@ -163,6 +170,18 @@ def main():
             verbose=args.verbose,
         )
         report(name, "dual_encoder", ranking_metrics(first_stage[name], collection.relevant))
+        for dim in dual.matryoshka_dims:  # each leading part the model was trained to work alone
+            scores = embedding_scores(
+                dual.query_embedder,
+                dual.passage_embedder,
+                query_packer,
+                passage_packer,
+                collection.queries,
+                collection.passages,
+                verbose=args.verbose,
+                truncate_dim=dim,
+            )
+            report(name, f"dual_encoder_{dim}d", ranking_metrics(scores, collection.relevant))
 
     if args.rerank_top_k:
         rerank_pairs = pairs[: args.max_rerank_train_examples]

@@ -68,3 +68,31 @@ def test_in_batch_training_ranks_each_querys_passage_first(tmp_path):
     loaded = keras.saving.load_model(str(tmp_path / "dual.keras"))
     assert loaded.passage_encoder is not None and loaded.symmetric
     np.testing.assert_allclose(loaded.predict_on_batch(x)["similarity"], similarity, atol=1e-4)
+
+
+def test_matryoshka_loss_is_the_weighted_sum_over_the_embeddings_leading_parts():
+    """Matryoshka representation learning's loss (sentence-transformers' MatryoshkaLoss over
+    MultipleNegativesRankingLoss): each leading part re-normalized, scaled, its in-batch loss
+    weighted; the model saved and loaded with its dims."""
+    model = DualEncoder(BertEncoder(**TINY), scale=20.0, matryoshka_dims=[16, 8, 4], matryoshka_weights=[1, 0.5, 0.25])
+    x = pairs()
+    outputs = model.predict_on_batch(x)
+    queries = model.query_embedder.predict_on_batch({k[6:]: v for k, v in x.items() if k.startswith("query_")})
+    passages = model.passage_embedder.predict_on_batch({k[8:]: v for k, v in x.items() if k.startswith("passage_")})
+    q, p = queries["embedding"], passages["embedding"]
+    unit = lambda v: v / np.linalg.norm(v, axis=-1, keepdims=True)  # noqa: E731
+    expected = 0.0
+    for i, (d, w) in enumerate([(16, 1), (8, 0.5), (4, 0.25)]):
+        nested = 20.0 * unit(q[:, :d]) @ unit(p[:, :d]).T
+        np.testing.assert_allclose(outputs["matryoshka_similarity"][i], nested, atol=1e-4)
+        expected += w * softmax_cross_entropy_to_diagonal(nested).mean()
+    model.compile(keras.optimizers.Adam(1e-3))
+    y_pred = {k: keras.ops.convert_to_tensor(v) for k, v in outputs.items()}
+    loss = model.compute_loss(x=x, y_pred=y_pred, training=False)
+    np.testing.assert_allclose(float(keras.ops.convert_to_numpy(loss)), expected, rtol=1e-5)
+    config = model.get_config()
+    assert config["matryoshka_dims"] == [16, 8, 4] and config["matryoshka_weights"] == [1, 0.5, 0.25]
+    with pytest.raises(ValueError, match=r"matryoshka_dims must each be in \[1, 16\].*\[32\]"):
+        DualEncoder(BertEncoder(**TINY), matryoshka_dims=[32, 8])
+    with pytest.raises(ValueError, match="2 matryoshka_weights for 3 matryoshka_dims"):
+        DualEncoder(BertEncoder(**TINY), matryoshka_dims=[16, 8, 4], matryoshka_weights=[1, 1])

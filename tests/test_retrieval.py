@@ -195,12 +195,14 @@ def test_run_retrieval_end_to_end(tmp_path):
         "4",
         "--rerank_top_k",
         "5",
+        "--matryoshka_dims",
+        "8",
         "--verbose",
         "0",
     )
     metrics = json.load(open(out / "metrics.json"))
     systems = metrics["results"][f"{tmp_path.name}/pairs.jsonl"]
-    assert sorted(systems) == ["bm25", "dual_encoder", "dual_encoder_reranked_top5", "untuned"]
+    assert sorted(systems) == ["bm25", "dual_encoder", "dual_encoder_8d", "dual_encoder_reranked_top5", "untuned"]
     assert systems["bm25"]["mrr@10"] == 1.0  # each question's numbers are in its passage alone
     assert all(0 <= v <= 1 for s in systems.values() for v in s.values())
     assert isinstance(keras.saving.load_model(str(out / "dual_encoder" / "model.keras")), DualEncoder)
@@ -231,6 +233,7 @@ def test_run_retrieval_end_to_end(tmp_path):
     )
     reused = json.load(open(again / "metrics.json"))["results"][f"{tmp_path.name}/pairs.jsonl"]
     assert reused["dual_encoder"] == pytest.approx(systems["dual_encoder"]) and not (again / "dual_encoder").exists()
+    assert reused["dual_encoder_8d"] == pytest.approx(systems["dual_encoder_8d"])  # trained with Matryoshka
     done = run(
         script(
             "run_retrieval.py",

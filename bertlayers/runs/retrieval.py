@@ -56,11 +56,16 @@ def embedding_scores(
     passages: list[str],
     batch_size: int = 64,
     verbose: str | int = 0,
+    truncate_dim: int | None = None,
 ) -> np.ndarray:
     """Dot products of the queries' and passages' embeddings (cosines, as a `SentenceEmbedder`
-    normalizes): float `[queries, passages]`."""
+    normalizes): float `[queries, passages]`. `truncate_dim`: the cosines of their first that many
+    dimensions (a Matryoshka-trained model's smaller embeddings)."""
     q = embed(query_embedder, query_packer, queries, batch_size, verbose)  # [Q, H]
     p = embed(passage_embedder, passage_packer, passages, batch_size, verbose)  # [P, H]
+    if truncate_dim is not None:
+        unit = lambda x: x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)  # noqa: E731
+        q, p = unit(q[:, :truncate_dim]), unit(p[:, :truncate_dim])
     return q @ p.T
 
 
