@@ -84,6 +84,13 @@ def read_sentence_transformers(source: str) -> SentenceTransformersFolder | None
     modules_path = os.path.join(folder, "modules.json")
     if not os.path.isfile(modules_path):
         return None
+    settings_path = os.path.join(folder, "config_sentence_transformers.json")
+    model_type = read_json_object(settings_path).get("model_type") if os.path.isfile(settings_path) else None
+    if model_type == "CrossEncoder":
+        raise ValueError(
+            f"{folder} is a sentence-transformers CrossEncoder folder (a reranker, pairs in and a score out), "
+            "not an embedding model: score pairs with bertlayers.tasks.TextReranker."
+        )
     with open(modules_path, encoding="utf-8") as f:
         modules = json.load(f)
     if not isinstance(modules, list) or not all(isinstance(m, dict) and "type" in m for m in modules):
@@ -235,3 +242,43 @@ def _max_seq_length(folder, transformer):
             if isinstance(value, int) and 0 < value < 1_000_000:
                 return value
     return None
+
+
+# sentence-transformers' CrossEncoder activations (class paths as it saves them) by our names.
+CROSS_ENCODER_ACTIVATIONS = {
+    "torch.nn.modules.activation.Sigmoid": "sigmoid",
+    "torch.nn.modules.linear.Identity": "identity",
+    "torch.nn.modules.activation.Tanh": "tanh",
+}
+
+
+def cross_encoder_settings(source: str) -> dict:
+    """What a reranker folder (or Hub name) says of its scores: {"activation": "sigmoid",
+    "identity" or "tanh", "max_seq_length": int or None}. A sentence-transformers `CrossEncoder`
+    folder names its activation in config_sentence_transformers.json (since 4.0) or config.json's
+    `sbert_ce_default_activation_function` (before); a plain one-label classifier folder gets
+    sentence-transformers' default, sigmoid. A sentence-transformers folder of another model
+    type is refused by name."""
+    folder = local_or_hub(source)
+    path = os.path.join(folder, "config_sentence_transformers.json")
+    config = read_json_object(path) if os.path.isfile(path) else {}
+    model_type = config.get("model_type", "CrossEncoder" if os.path.isfile(path) else None)
+    if os.path.isfile(os.path.join(folder, "modules.json")) and model_type != "CrossEncoder":
+        raise ValueError(
+            f"{folder} is a sentence-transformers {model_type or 'SentenceTransformer'} folder, not a "
+            "CrossEncoder: embed with bertlayers.tasks.TextEmbedder."
+        )
+    activation = config.get("activation_fn")
+    if activation is None:
+        hf_config = read_json_object(os.path.join(folder, "config.json"))
+        activation = hf_config.get("sbert_ce_default_activation_function")
+        if activation is None and isinstance(hf_config.get("sentence_transformers"), dict):
+            activation = hf_config["sentence_transformers"].get("activation_fn")
+    if activation is None:
+        return {"activation": "sigmoid", "max_seq_length": _max_seq_length(folder, folder)}
+    if activation not in CROSS_ENCODER_ACTIVATIONS:
+        raise ValueError(
+            f"{folder}: the activation {activation!r} has no counterpart in the library; it reads "
+            f"{', '.join(CROSS_ENCODER_ACTIVATIONS)}."
+        )
+    return {"activation": CROSS_ENCODER_ACTIVATIONS[activation], "max_seq_length": _max_seq_length(folder, folder)}

@@ -28,6 +28,7 @@ from bertlayers.startup import require_tensorflow
 tf = require_tensorflow(__name__)
 
 ID_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+SCORE_ACTIVATIONS = {"identity": tf.identity, "sigmoid": tf.math.sigmoid, "tanh": tf.math.tanh}
 
 
 def model_input_names(model):
@@ -141,11 +142,21 @@ class ClassifierOutputs(ModelOutputs):
     Args:
       label_names: strings by class id (default: the model's own `label_names`, if any).
       output: the model output holding the logits.
+      score_activation: for a single output, what `score` is of the logit: "identity" (the
+        logit itself), "sigmoid" or "tanh" (a cross-encoder reranker's; the logit is then served
+        beside it as `logit`).
     """
 
-    def __init__(self, label_names: list[str] | None = None, output: str = "logits") -> None:
+    def __init__(
+        self, label_names: list[str] | None = None, output: str = "logits", score_activation: str = "identity"
+    ) -> None:
+        if score_activation not in SCORE_ACTIVATIONS:
+            raise ValueError(
+                f"score_activation must be one of {', '.join(SCORE_ACTIVATIONS)}, got {score_activation!r}."
+            )
         self.label_names = list(label_names) if label_names is not None else None
         self.output = output
+        self.score_activation = score_activation
 
     def bind(self, model):
         if self.label_names is None:
@@ -168,7 +179,9 @@ class ClassifierOutputs(ModelOutputs):
         """The served outputs of the model's outputs."""
         logits = outputs[self.output]
         if logits.shape[-1] == 1:
-            return {"score": logits[:, 0]}
+            if self.score_activation == "identity":
+                return {"score": logits[:, 0]}
+            return {"score": SCORE_ACTIVATIONS[self.score_activation](logits[:, 0]), "logit": logits[:, 0]}
         served = {
             "logits": logits,
             "probabilities": tf.nn.softmax(logits, axis=-1),

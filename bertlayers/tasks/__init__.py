@@ -10,12 +10,14 @@ from bertlayers.tasks.embedding_quantization import (
 from bertlayers.tasks.text_answerer import TextAnswerer
 from bertlayers.tasks.text_classifier import TextClassifier
 from bertlayers.tasks.text_embedder import TextEmbedder
+from bertlayers.tasks.text_reranker import TextReranker
 from bertlayers.tasks.text_tagger import TextTagger, words_of
 
 __all__ = [
     "TextAnswerer",
     "TextClassifier",
     "TextEmbedder",
+    "TextReranker",
     "TextTagger",
     "dequantize_embeddings",
     "quantization_ranges",

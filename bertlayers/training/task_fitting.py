@@ -81,9 +81,12 @@ def optimizer_steps(num_examples: int, settings: FitSettings) -> int:
     return steps
 
 
-def compile_task_model(model: keras.Model, steps: int, settings: FitSettings) -> keras.Model:
+def compile_task_model(
+    model: keras.Model, steps: int, settings: FitSettings, loss: keras.losses.Loss | dict | None = None
+) -> keras.Model:
     """Compile `model` (under the strategy it was built in) with the fine-tuning optimizer
-    scheduled over `steps` and the compile options that strategy allows; returns it."""
+    scheduled over `steps` and the compile options that strategy allows, and `loss` (None: the
+    model's default losses); returns it."""
     optimizer = create_optimizer(
         settings.learning_rate,
         steps,
@@ -92,7 +95,7 @@ def compile_task_model(model: keras.Model, steps: int, settings: FitSettings) ->
         layerwise_decay=settings.layerwise_decay,
         model=model,
     )
-    model.compile(optimizer=optimizer, **compile_options(_strategy_of(model)))
+    model.compile(optimizer=optimizer, loss=loss, **compile_options(_strategy_of(model)))
     return model
 
 
