@@ -54,12 +54,14 @@ def check_sentences():
     return sentences["wikipedia"][-1000:] + sentences["rotten_tomatoes"][:1000] + sentences["wnut"][:500] + EDGE_CASES
 
 
-def write_tokenizer_folder(folder, family, vocab_size=1000):
-    """A checkpoint folder's tokenizer files and a config.json naming `family` and the vocab_size."""
+def write_tokenizer_folder(folder, family, vocab_size=1000, sentences=20000):
+    """A checkpoint folder's tokenizer files and a config.json naming `family` and the vocab_size,
+    trained on the Wikipedia excerpt's first `sentences` (fewer: faster, for a test that needs a
+    tokenizer of the family's layout, not a good one)."""
     os.makedirs(folder, exist_ok=True)
     training_text = os.path.join(folder, "training.txt")
     with open(training_text, "w", encoding="utf-8") as f:
-        f.write("\n".join(real_sentences()["wikipedia"][:20000]))
+        f.write("\n".join(real_sentences()["wikipedia"][:sentences]))
     if family == "roberta":
         from tokenizers import ByteLevelBPETokenizer
 

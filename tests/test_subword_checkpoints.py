@@ -58,8 +58,9 @@ print(json.dumps(answers))
 FINE_TUNED = ["roberta", "xlm-roberta", "albert", "distilbert", "xlnet"]
 
 
-def _checkpoint_folder(family, folder):
-    """The fixture model of `family` with tokenizer files of its vocabulary's size beside it."""
+def _checkpoint_folder(family, folder, sentences=20000):
+    """The fixture model of `family` with tokenizer files of its vocabulary's size beside it
+    (trained on `sentences` of the Wikipedia excerpt)."""
     import shutil
 
     from subword_files import write_tokenizer_folder
@@ -73,7 +74,7 @@ def _checkpoint_folder(family, folder):
         with open(os.path.join(folder, "vocab.txt"), "w", encoding="utf-8") as f:
             f.writelines(lines)
         return folder
-    files = write_tokenizer_folder(str(folder) + "_tokenizer", family)
+    files = write_tokenizer_folder(str(folder) + "_tokenizer", family, sentences=sentences)
     for name in os.listdir(files):
         if name != "config.json":
             shutil.copy(os.path.join(files, name), folder)
@@ -393,7 +394,7 @@ def test_a_question_answering_text_model_of_a_layout_without_a_leading_token_is_
     from bertlayers.export import export_for_serving
     from bertlayers.models import SpanPredictor
 
-    folder = _checkpoint_folder("xlnet", str(tmp_path / "xlnet"))
+    folder = _checkpoint_folder("xlnet", str(tmp_path / "xlnet"), sentences=3000)  # the layout is what counts
     model = SpanPredictor(load_encoder(folder))
     with pytest.raises(ValueError, match=r"has no token before the text \(it starts \[\], ends \[\d+, \d+\]\)"):
         export_for_serving(model, "squad", base_dir=str(tmp_path / "savedmodels"), vocabulary=tokenizer_of(folder))
