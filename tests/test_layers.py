@@ -291,6 +291,30 @@ def test_unit_length():
     run_layer_test(layers.UnitLength, {}, {"vectors": hidden_states()[:, 0]}, (BATCH, HIDDEN), trainable=False)
 
 
+@pytest.mark.parametrize("pooling, activation", [("max", "relu"), ("sum", "log1p_relu")])
+def test_splade_pooling(pooling, activation):
+    """The shared layer test, and the definition: log(1 + ReLU) (twice for log1p_relu) of every
+    real token's logits, pooled over the real tokens; the FLOPS regularizer by its formula."""
+    logits = hidden_states(width=VOCAB)
+    layer, pooled = run_layer_test(
+        layers.SpladePooling,
+        {"pooling": pooling, "activation": activation},
+        {"logits": logits, "padding_mask": PADDING},
+        (BATCH, VOCAB),
+        trainable=False,
+    )
+    weights = np.log1p(np.maximum(logits, 0))
+    if activation == "log1p_relu":
+        weights = np.log1p(weights)
+    weights = weights * (PADDING != 0)[:, :, None]
+    expected = weights.max(axis=1) if pooling == "max" else weights.sum(axis=1)
+    np.testing.assert_allclose(
+        np.asarray(layers.SpladePooling(pooling, activation)(logits, PADDING)), expected, rtol=1e-5
+    )
+    flops = float(np.asarray(layers.flops_regularizer(expected)))
+    np.testing.assert_allclose(flops, np.sum(np.mean(expected, axis=0) ** 2), rtol=1e-5)
+
+
 def unit_rows(rows):
     return rows / np.maximum(np.linalg.norm(rows, axis=-1, keepdims=True), 1e-12)
 

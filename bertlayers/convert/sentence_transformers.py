@@ -20,7 +20,15 @@ from bertlayers.convert.hub import local_or_hub
 from bertlayers.models.sentence_embedder import SentenceEmbedder
 from bertlayers.utils.text_files import read_json_object
 
-__all__ = ["SentenceTransformersFolder", "declared_pooling", "load_sentence_embedder", "read_sentence_transformers"]
+__all__ = [
+    "SentenceTransformersFolder",
+    "SparseEncoderFolder",
+    "cross_encoder_settings",
+    "declared_pooling",
+    "load_sentence_embedder",
+    "read_sentence_transformers",
+    "read_sparse_encoder",
+]
 
 # sentence-transformers' pooling modes -> `SequencePooling`'s.
 POOLING_MODES = {
@@ -90,6 +98,11 @@ def read_sentence_transformers(source: str) -> SentenceTransformersFolder | None
         raise ValueError(
             f"{folder} is a sentence-transformers CrossEncoder folder (a reranker, pairs in and a score out), "
             "not an embedding model: score pairs with bertlayers.tasks.TextReranker."
+        )
+    if model_type == "SparseEncoder":
+        raise ValueError(
+            f"{folder} is a sentence-transformers SparseEncoder folder (a vocabulary-sized sparse vector a "
+            "text), not a dense embedding model: encode with bertlayers.tasks.TextSparseEncoder."
         )
     with open(modules_path, encoding="utf-8") as f:
         modules = json.load(f)
@@ -282,3 +295,66 @@ def cross_encoder_settings(source: str) -> dict:
             f"{', '.join(CROSS_ENCODER_ACTIVATIONS)}."
         )
     return {"activation": CROSS_ENCODER_ACTIVATIONS[activation], "max_seq_length": _max_seq_length(folder, folder)}
+
+
+@dataclasses.dataclass(frozen=True)
+class SparseEncoderFolder:
+    """What a sentence-transformers `SparseEncoder` folder computes, read from its files.
+
+    Attributes:
+      transformer: the folder of its masked-LM module (a `...ForMaskedLM` checkpoint).
+      pooling, activation: its `SpladePooling` module's ("max" or "sum"; "relu" or "log1p_relu").
+      prompts, default_prompt_name, max_seq_length: as in `SentenceTransformersFolder`.
+    """
+
+    transformer: str
+    pooling: str = "max"
+    activation: str = "relu"
+    prompts: dict = dataclasses.field(default_factory=dict)
+    default_prompt_name: str | None = None
+    max_seq_length: int | None = None
+
+
+def read_sparse_encoder(source: str) -> SparseEncoderFolder:
+    """The SPLADE modules of the sentence-transformers `SparseEncoder` folder (or Hub name)
+    `source`: a masked-LM `MLMTransformer` (sentence-transformers 5) or `Transformer` with
+    `transformer_task` "fill-mask" (6), then `SpladePooling`. Any other module (a sparse
+    autoencoder, an inference-free `Router`) is refused by name before any weights load."""
+    folder = local_or_hub(source)
+    modules_path = os.path.join(folder, "modules.json")
+    if not os.path.isfile(modules_path):
+        raise FileNotFoundError(f"{folder} has no modules.json: not a sentence-transformers SparseEncoder folder.")
+    with open(modules_path, encoding="utf-8") as f:
+        modules = json.load(f)
+    kinds = [str(module.get("type", "")).rsplit(".", 1)[-1] for module in modules if isinstance(module, dict)]
+    if len(kinds) != len(modules) or kinds not in (
+        ["MLMTransformer", "SpladePooling"],
+        ["Transformer", "SpladePooling"],
+    ):
+        raise ValueError(
+            f"{modules_path}: the modules are {kinds}; the library reads a SPLADE model: MLMTransformer (or "
+            "Transformer with transformer_task fill-mask), then SpladePooling."
+        )
+    transformer, pooling_folder = (os.path.join(folder, str(module.get("path", ""))) for module in modules)
+    if kinds[0] == "Transformer":
+        task_path = os.path.join(transformer, "sentence_bert_config.json")
+        task = read_json_object(task_path).get("transformer_task") if os.path.isfile(task_path) else None
+        if task != "fill-mask":
+            raise ValueError(f"{task_path}: transformer_task is {task!r}; a SPLADE model's is 'fill-mask'.")
+    pooling_path = os.path.join(pooling_folder, "config.json")
+    config = read_json_object(pooling_path)
+    pooling, activation = config.get("pooling_strategy", "max"), config.get("activation_function", "relu")
+    if pooling not in ("max", "sum") or activation not in ("relu", "log1p_relu"):
+        raise ValueError(
+            f"{pooling_path}: pooling_strategy {pooling!r} / activation_function {activation!r}; the library reads "
+            "max or sum, relu or log1p_relu."
+        )
+    settings = _settings(folder)
+    return SparseEncoderFolder(
+        transformer=transformer,
+        pooling=pooling,
+        activation=activation,
+        prompts=settings["prompts"],
+        default_prompt_name=settings["default_prompt_name"],
+        max_seq_length=_max_seq_length(folder, transformer),
+    )

@@ -8,6 +8,7 @@ from bertlayers.export.serving_outputs import (
     ModelOutputs,
     MultiTaskOutputs,
     SpanOutputs,
+    SparseOutputs,
     TaggerOutputs,
 )
 from bertlayers.export.tflite import export_tflite, tflite_interpreter
@@ -21,6 +22,7 @@ __all__ = [
     "ModelOutputs",
     "MultiTaskOutputs",
     "SpanOutputs",
+    "SparseOutputs",
     "TaggerOutputs",
     "check_serving_base",
     "export_for_serving",

@@ -10,6 +10,7 @@
     SpanOutputs()            start_logits, end_logits; the text model takes (question, context)
                              and returns the best answer span as text and character offsets
     MultiTaskOutputs()       every head of a MultiTask model, as above, prefixed by its task
+    SparseOutputs(top_k)     a sparse encoder's top_k entries a text: indices and values
 
 The library's models get theirs by default (`default_outputs`); a model a user composed gets
 `ModelOutputs` unless given another: a head that returns logits serves as a classifier with
@@ -21,6 +22,7 @@ from bertlayers.models.ensemble import ClassifierEnsemble
 from bertlayers.models.multi_task import MultiTask
 from bertlayers.models.sequence_classifier import SequenceClassifier
 from bertlayers.models.span_predictor import SpanPredictor
+from bertlayers.models.sparse_encoder import SparseEncoder
 from bertlayers.models.token_classifier import TokenClassifier
 from bertlayers.networks.encoder_base import EncoderBase
 from bertlayers.startup import require_tensorflow
@@ -192,6 +194,33 @@ class ClassifierOutputs(ModelOutputs):
         return served
 
 
+class SparseOutputs(ModelOutputs):
+    """A sparse encoder's `top_k` largest entries a text: `indices` int32 `[B, top_k]` (vocabulary
+    ids, largest weight first) and `values` float32 `[B, top_k]` (a text with fewer nonzero
+    entries ends in zeros: a client keeps the values above 0).
+
+    Args:
+      top_k: entries served a text.
+      output: the model output holding the `[B, V]` sparse vectors.
+    """
+
+    def __init__(self, top_k: int = 128, output: str = "sparse_embedding") -> None:
+        if int(top_k) < 1:
+            raise ValueError(f"top_k must be positive, got {top_k}.")
+        self.top_k = int(top_k)
+        self.output = output
+
+    def __call__(self, model, inputs):
+        return self.read(call_model(model, inputs))
+
+    def read(self, outputs):
+        """The served outputs of the model's outputs."""
+        weights = outputs[self.output]
+        k = tf.minimum(self.top_k, tf.shape(weights)[-1])
+        values, indices = tf.math.top_k(tf.cast(weights, tf.float32), k=k)
+        return {"indices": tf.cast(indices, tf.int32), "values": values}
+
+
 class TaggerOutputs(ModelOutputs):
     """A tagger's `logits` [B, S, C] and `tags` [B, S]: the model's own `tags` output where it has
     one (a CRF's Viterbi path), else each token's best tag; the text model adds the `token_ids` it
@@ -292,4 +321,6 @@ def default_outputs(model, label_names=None, max_answer_length=30, max_query_len
         return SpanOutputs(max_answer_length, max_query_length)
     if isinstance(model, MultiTask):
         return MultiTaskOutputs()
+    if isinstance(model, SparseEncoder):
+        return SparseOutputs()
     return ModelOutputs()

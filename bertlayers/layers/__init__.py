@@ -21,6 +21,7 @@ from bertlayers.layers.rotary_attention import RotaryAttention
 from bertlayers.layers.scalar_mix import ScalarMix
 from bertlayers.layers.sequence_pooling import SequencePooling, UnitLength
 from bertlayers.layers.span_prediction_head import SpanPredictionHead
+from bertlayers.layers.splade_pooling import SpladePooling, flops_regularizer
 from bertlayers.layers.token_classification_head import TokenClassificationHead
 from bertlayers.layers.token_embedding import TokenEmbedding
 from bertlayers.layers.transformer_encoder_block import TransformerEncoderBlock
@@ -44,10 +45,12 @@ __all__ = [
     "ScalarMix",
     "SequencePooling",
     "SpanPredictionHead",
+    "SpladePooling",
     "TokenClassificationHead",
     "TokenEmbedding",
     "TransformerEncoderBlock",
     "UnitLength",
     "causal_attention_mask",
+    "flops_regularizer",
     "merge_attention_masks",
 ]

@@ -11,6 +11,7 @@ from bertlayers.models.pretrainer import BertPretrainer, CausalLMPretrainer
 from bertlayers.models.sentence_embedder import SentenceEmbedder
 from bertlayers.models.sequence_classifier import SequenceClassifier
 from bertlayers.models.span_predictor import SpanPredictor
+from bertlayers.models.sparse_encoder import SparseDualEncoder, SparseEncoder
 from bertlayers.models.token_classifier import TokenClassifier
 
 __all__ = [
@@ -23,6 +24,8 @@ __all__ = [
     "MultiTask",
     "MultipleChoice",
     "SentenceEmbedder",
+    "SparseDualEncoder",
+    "SparseEncoder",
     "SequenceClassifier",
     "SpanPredictor",
     "Task",

@@ -11,6 +11,7 @@ from bertlayers.tasks.text_answerer import TextAnswerer
 from bertlayers.tasks.text_classifier import TextClassifier
 from bertlayers.tasks.text_embedder import TextEmbedder
 from bertlayers.tasks.text_reranker import TextReranker
+from bertlayers.tasks.text_sparse_encoder import TextSparseEncoder
 from bertlayers.tasks.text_tagger import TextTagger, words_of
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "TextClassifier",
     "TextEmbedder",
     "TextReranker",
+    "TextSparseEncoder",
     "TextTagger",
     "dequantize_embeddings",
     "quantization_ranges",

@@ -10,6 +10,7 @@ and serving both tokenize through its `in_graph()` tokenizer.
 
 import dataclasses
 import functools
+import json
 import os
 
 from bertlayers.tokenizers.checkpoint_tokenizer import (
@@ -90,6 +91,30 @@ class ModelTokenizer:
         if not self.is_wordpiece_vocabulary:
             raise ValueError(f"{self.describe()} is not a WordPiece vocab.txt: it has no token list to read.")
         return tuple(dict(self.files)[VOCABULARY_FILE].decode("utf-8").splitlines())
+
+    @functools.cached_property
+    def pieces(self) -> tuple:
+        """The vocabulary's pieces by id, where its files list them: a `vocab.txt` (a WordPiece
+        vocabulary's or a checkpoint's), a `tokenizer.json` (its model's vocabulary and added
+        tokens) or a byte-level BPE `vocab.json`; a ValueError naming the files otherwise (a
+        SentencePiece model's pieces are in its binary proto)."""
+        files = dict(self.files)
+        if VOCABULARY_FILE in files:
+            return tuple(files[VOCABULARY_FILE].decode("utf-8").splitlines())
+        by_id = {}
+        if "tokenizer.json" in files:
+            spec = json.loads(files["tokenizer.json"])
+            vocabulary = spec.get("model", {}).get("vocab", {})
+            if isinstance(vocabulary, list):  # Unigram: [[piece, score], ...] in id order
+                by_id = {i: entry[0] for i, entry in enumerate(vocabulary)}
+            else:
+                by_id = {int(i): piece for piece, i in vocabulary.items()}
+            by_id.update({int(token["id"]): token["content"] for token in spec.get("added_tokens", [])})
+        elif "vocab.json" in files:
+            by_id = {int(i): piece for piece, i in json.loads(files["vocab.json"]).items()}
+        if not by_id:
+            raise ValueError(f"{self.describe()} lists no pieces to read (vocab.txt, tokenizer.json or vocab.json).")
+        return tuple(by_id.get(i, "") for i in range(max(by_id) + 1))
 
     def describe(self) -> str:
         """What the tokenizer is, in words (for messages)."""
