@@ -158,3 +158,44 @@ def test_a_sentence_transformers_folder_serves_its_embeddings_as_text_in(tmp_pat
         "dot",
     )
     np.testing.assert_allclose(again.encode(texts), st_reference["weighted_dense_prompts.default"], atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["weighted_dense_prompts", "last_token"])
+def test_an_embedder_saves_the_files_sentence_transformers_writes(name, tmp_path, st_reference):
+    """`TextEmbedder.save_huggingface` writes the module files sentence-transformers 6.2 wrote for
+    the same model (modules.json, Pooling, Dense, Normalize, sentence_bert_config.json), the same
+    Dense weights, its prompts and similarity function; read back, the embeddings are
+    sentence-transformers' own (sentence-transformers itself, loading such a folder, gives the
+    recorded embeddings exactly: tests/fixtures/check_saved_sentence_transformers.py).
+    `save_huggingface` of a SentenceEmbedder writes this layout too."""
+    import json
+
+    from bertlayers.convert import save_huggingface
+    from bertlayers.convert.checkpoint_tensors import read_safetensors
+    from bertlayers.tasks import TextEmbedder
+
+    source = os.path.join(ST_FIXTURES, name)
+    embedder = TextEmbedder.from_checkpoint(source)
+    saved = embedder.save_huggingface(str(tmp_path / name))
+    modules = [entry for entry in os.listdir(source) if os.path.isdir(os.path.join(source, entry))]
+    assert modules and sorted(modules) == sorted(e for e in os.listdir(saved) if os.path.isdir(os.path.join(saved, e)))
+    for module in modules:  # Pooling, Dense, Normalize: their config and a Dense module's weights
+        config = os.path.join(module, "config.json")
+        assert json.load(open(os.path.join(saved, config))) == json.load(open(os.path.join(source, config))), config
+        if os.path.isfile(os.path.join(source, module, "model.safetensors")):
+            ours = read_safetensors(os.path.join(saved, module, "model.safetensors"))
+            theirs = read_safetensors(os.path.join(source, module, "model.safetensors"))
+            assert sorted(ours) == sorted(theirs)
+            for key in theirs:
+                np.testing.assert_array_equal(np.asarray(ours[key]), np.asarray(theirs[key]))
+    for file in ("modules.json", "sentence_bert_config.json"):
+        assert json.load(open(os.path.join(saved, file))) == json.load(open(os.path.join(source, file))), file
+    settings = json.load(open(os.path.join(saved, "config_sentence_transformers.json")))
+    original = json.load(open(os.path.join(source, "config_sentence_transformers.json")))
+    for key in ("model_type", "prompts", "default_prompt_name", "similarity_fn_name"):
+        assert settings[key] == original[key], key
+    again = TextEmbedder.from_checkpoint(saved)
+    texts = [str(t) for t in st_reference["texts"]]
+    np.testing.assert_allclose(again.encode(texts), st_reference[f"{name}.default"], atol=1e-5)
+    assert again.sequence_length == embedder.sequence_length
+    assert sorted(os.listdir(save_huggingface(embedder.model, str(tmp_path / "plain")))) == sorted(os.listdir(saved))

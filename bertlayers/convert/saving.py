@@ -95,8 +95,10 @@ def save_huggingface(model: keras.Model, folder: str, model_type: str | None = N
 
     Args:
       model: an encoder, a pretrainer with a masked-LM head (`lm_head`; a sentence head such as
-        NSP is not written), an ELECTRA generator or discriminator, or a `SequenceClassifier`
-        (its `label_names` as `id2label`).
+        NSP is not written), an ELECTRA generator or discriminator, a `SequenceClassifier`
+        (its `label_names` as `id2label`), or a `SentenceEmbedder`, written as a
+        sentence-transformers folder (`save_sentence_transformers`: its pooling, dense layers and
+        normalization, which a plain checkpoint cannot say).
       folder: a new folder (an existing one is refused); written whole or not at all.
       model_type: transformers' model_type to write; default: the one the model's tokenizer
         files were loaded with, else the family of its class (ELECTRA's generator and
@@ -125,6 +127,12 @@ def save_huggingface(model: keras.Model, folder: str, model_type: str | None = N
     >>> load_checkpoint("minilm-yes-no").model.label_names
     ['no', 'yes']
     """
+    from bertlayers.models.sentence_embedder import SentenceEmbedder
+
+    if isinstance(model, SentenceEmbedder):  # its pooling and dense layers mean nothing in a plain checkpoint
+        from bertlayers.convert.sentence_transformers import save_sentence_transformers
+
+        return save_sentence_transformers(model, folder)
     encoder = model if isinstance(model, EncoderBase) else getattr(model, "encoder", None)
     if not isinstance(encoder, EncoderBase):
         raise ValueError(f"save_huggingface takes a model built on a bertlayers encoder, got a {type(model).__name__}.")

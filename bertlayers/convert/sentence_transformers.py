@@ -28,6 +28,7 @@ __all__ = [
     "load_sentence_embedder",
     "read_sentence_transformers",
     "read_sparse_encoder",
+    "save_sentence_transformers",
 ]
 
 # sentence-transformers' pooling modes -> `SequencePooling`'s.
@@ -358,3 +359,100 @@ def read_sparse_encoder(source: str) -> SparseEncoderFolder:
         default_prompt_name=settings["default_prompt_name"],
         max_seq_length=_max_seq_length(folder, transformer),
     )
+
+
+def save_sentence_transformers(
+    model: SentenceEmbedder,
+    folder: str,
+    prompts: dict | None = None,
+    default_prompt_name: str | None = None,
+    similarity: str = "cosine",
+    max_seq_length: int | None = None,
+) -> str:
+    """Write `model` as a sentence-transformers folder, in the layout sentence-transformers 6
+    writes: its encoder as the `Transformer` module at the top (a Hugging Face checkpoint:
+    `save_huggingface`), then `1_Pooling` (its pooling mode), a `Dense` module a dense layer (weights
+    and activation), `Normalize` where it normalizes, `config_sentence_transformers.json` (prompts,
+    default prompt, similarity function) and the tokenizer's `model_max_length` (`max_seq_length`).
+    `SentenceTransformer(folder)` then computes what the model computes; a plain checkpoint folder
+    would be read there with mean pooling and nothing after it. Written whole or not at all; an
+    existing `folder` is refused."""
+    from bertlayers.convert.saving import save_huggingface  # which writes the encoder
+    from bertlayers.utils import atomic_files
+
+    if not isinstance(model, SentenceEmbedder):
+        raise ValueError(f"save_sentence_transformers takes a SentenceEmbedder, got a {type(model).__name__}.")
+    if similarity not in ("cosine", "dot", "euclidean", "manhattan"):
+        raise ValueError(f"similarity must be cosine, dot, euclidean or manhattan, got {similarity!r}.")
+    if os.path.exists(folder):
+        raise FileExistsError(f"{folder} exists; save_sentence_transformers writes a new folder.")
+    modes = {ours: theirs for theirs, ours in POOLING_MODES.items()}
+    activations = {ours: theirs for theirs, ours in ACTIVATIONS.items()}
+    dense = [(layer, model.get_layer(f"dense_{i}")) for i, layer in enumerate(model.dense or ())]
+    unknown = [layer["activation"] for layer, _ in dense if layer.get("activation", "linear") not in activations]
+    if unknown:
+        raise ValueError(f"A dense layer's activation {unknown[0]!r} has no sentence-transformers counterpart.")
+    width = int(model.encoder.config.hidden_size)
+    modules = [("", "sentence_transformers.base.modules.transformer.Transformer")]
+    with atomic_files.atomic_path(folder) as staging:
+        save_huggingface(model.encoder, staging)
+        modules.append(("1_Pooling", "sentence_transformers.sentence_transformer.modules.pooling.Pooling"))
+        pooling = {"embedding_dimension": width, "pooling_mode": modes[model.pooling], "include_prompt": True}
+        _write_module(staging, "1_Pooling", pooling, named=False)
+        for layer, keras_dense in dense:
+            path = f"{len(modules)}_Dense"
+            modules.append((path, "sentence_transformers.base.modules.dense.Dense"))
+            kernel = np.asarray(keras_dense.kernel)  # [in, out] -> torch Linear [out, in]
+            config = {
+                "in_features": int(kernel.shape[0]),
+                "out_features": int(kernel.shape[1]),
+                "bias": bool(layer.get("use_bias", True)),
+                "activation_function": activations[layer.get("activation", "linear")],
+            }
+            _write_module(staging, path, config)
+            tensors = {"linear.weight": np.ascontiguousarray(kernel.T)}
+            if config["bias"]:
+                tensors["linear.bias"] = np.asarray(keras_dense.bias)
+            from safetensors.numpy import save_file
+
+            save_file(tensors, os.path.join(staging, path, "model.safetensors"), metadata={"format": "pt"})
+        if model.normalize:
+            path = f"{len(modules)}_Normalize"
+            modules.append((path, "sentence_transformers.base.modules.normalize.Normalize"))
+            _write_module(staging, path, {})
+        atomic_files.write_json(
+            os.path.join(staging, "modules.json"),
+            [{"idx": i, "name": str(i), "path": path, "type": kind} for i, (path, kind) in enumerate(modules)],
+            indent=2,
+        )
+        atomic_files.write_json(
+            os.path.join(staging, "sentence_bert_config.json"),
+            {
+                "transformer_task": "feature-extraction",
+                "modality_config": {"text": {"method": "forward", "method_output_name": "last_hidden_state"}},
+                "module_output_name": "token_embeddings",
+            },
+            indent=4,
+        )
+        settings = {
+            "model_type": "SentenceTransformer",
+            "prompts": dict(prompts or {}),
+            "default_prompt_name": default_prompt_name,
+            "similarity_fn_name": similarity,
+        }
+        atomic_files.write_json(os.path.join(staging, "config_sentence_transformers.json"), settings, indent=2)
+        if max_seq_length is not None:  # sentence-transformers 6 reads it as the tokenizer's longest input
+            path = os.path.join(staging, "tokenizer_config.json")
+            config = read_json_object(path) if os.path.isfile(path) else {}
+            atomic_files.write_json(path, {**config, "model_max_length": int(max_seq_length)}, indent=2)
+    return folder
+
+
+def _write_module(folder, path, config, named=True):
+    """A module's folder and config.json; `named`: with the input and output names sentence-transformers
+    6 gives its Dense and Normalize modules (its Pooling takes none)."""
+    from bertlayers.utils import atomic_files
+
+    os.makedirs(os.path.join(folder, path))
+    names = {"module_input_name": "sentence_embedding", "module_output_name": "sentence_embedding"} if named else {}
+    atomic_files.write_json(os.path.join(folder, path, "config.json"), {**config, **names}, indent=4)

@@ -22,7 +22,11 @@ import numpy as np
 from bertlayers.convert.hub import local_or_hub
 from bertlayers.convert.loading import load_encoder, load_model_file
 from bertlayers.convert.model_files import record_tokenizer, recorded_tokenizer, save_model, saved_settings
-from bertlayers.convert.sentence_transformers import load_sentence_embedder, read_sentence_transformers
+from bertlayers.convert.sentence_transformers import (
+    load_sentence_embedder,
+    read_sentence_transformers,
+    save_sentence_transformers,
+)
 from bertlayers.export.saved_model import export_for_serving
 from bertlayers.models.sentence_embedder import SentenceEmbedder
 from bertlayers.networks.input_limits import input_limits
@@ -182,6 +186,14 @@ class TextEmbedder:
             "similarity": self.similarity_name,
         }
         save_model(self.model, path, settings=settings)
+
+    def save_huggingface(self, folder: str) -> str:
+        """The embedder as a sentence-transformers folder that `SentenceTransformer(folder)` loads
+        to the same embeddings, prompts, similarity function and sequence length
+        (`bertlayers.convert.sentence_transformers.save_sentence_transformers`)."""
+        return save_sentence_transformers(
+            self.model, folder, self.prompts, self.default_prompt_name, self.similarity_name, self.sequence_length
+        )
 
     def export(self, base_dir: str, name: str, **settings) -> dict:
         """`bertlayers.export.export_for_serving`: NAME (ids in) and NAME_text (text in, embedding
