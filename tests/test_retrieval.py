@@ -5,6 +5,7 @@ runner end to end."""
 import json
 import math
 import os
+import shutil
 
 import keras
 import numpy as np
@@ -249,3 +250,34 @@ def test_run_retrieval_end_to_end(tmp_path):
         expect=2,
     )
     assert "holds a MultipleChoice, not a DualEncoder" in done.stderr and not (tmp_path / "bad").exists()
+
+
+def test_a_beir_folder_is_scored_as_the_official_scorers_score_it(tmp_path):
+    """A BEIR folder (graded qrels, a grade 0 among them, a query never judged, titles on some
+    documents) read and scored: nDCG@10 and recall@10 / @100 equal pytrec_eval's, MRR@10 BEIR's own
+    (tests/fixtures/record_beir_metrics.py); written back by write_beir, it reads the same."""
+    from bertlayers.metrics import ranking_metrics
+    from bertlayers.task_data.retrieval import read_beir, write_beir
+
+    reference = np.load(os.path.join(os.path.dirname(__file__), "fixtures", "beir_mini.npz"))
+    folder = os.path.join(os.path.dirname(__file__), "fixtures", "beir_mini")
+    evaluation, query_ids, document_ids = read_beir(folder)
+    assert len(query_ids) == 12 and "q12" not in query_ids and len(document_ids) == len(evaluation.passages) == 150
+    assert evaluation.passages[0].startswith("Title 0 ") and not evaluation.passages[1].startswith(" ")
+    found = ranking_metrics(reference["scores"], evaluation.relevant, ks=(10, 100))
+    for name in ("ndcg@10", "recall@10", "recall@100", "mrr@10"):
+        assert found[name] == pytest.approx(float(reference[name]), abs=1e-12), name
+    again, _, _ = read_beir(write_beir(str(tmp_path / "again"), evaluation))
+    assert (again.queries, again.passages, again.relevant) == (
+        evaluation.queries,
+        evaluation.passages,
+        evaluation.relevant,
+    )
+    broken = tmp_path / "broken"
+    shutil.copytree(folder, broken)
+    with open(broken / "qrels" / "test.tsv", "a", encoding="utf-8") as f:
+        f.write("q3\tdoc999\t1\n")
+    with pytest.raises(ValueError, match=r"test.tsv:\d+: document 'doc999' is not in corpus.jsonl"):
+        read_beir(str(broken))
+    with pytest.raises(FileNotFoundError, match=r"qrels/dev.tsv is missing"):
+        read_beir(folder, split="dev")
