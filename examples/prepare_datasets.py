@@ -14,6 +14,8 @@ data/wiki_retrieval/{train,dev,test}.jsonl       query → passage pairs from th
                                            "heading: first sentence" → the paragraph's other
                                            sentences; split by article
 data/squad_retrieval/all.jsonl             the bundled SQuAD-format questions → their contexts
+data/squad_beir/                           the same as a BEIR folder (corpus.jsonl, queries.jsonl,
+                                           qrels/test.tsv): run_retrieval.py --beir data/squad_beir
 """
 
 import csv
@@ -30,7 +32,13 @@ from bertlayers.pretraining_data.corpus import (
 )
 from bertlayers.task_data.multiple_choice import next_sentence_choices, write_choices
 from bertlayers.task_data.ner import read_conll, write_conll
-from bertlayers.task_data.retrieval import inverse_cloze_pairs, squad_question_pairs, write_pairs
+from bertlayers.task_data.retrieval import (
+    inverse_cloze_pairs,
+    retrieval_set,
+    squad_question_pairs,
+    write_beir,
+    write_pairs,
+)
 from bertlayers.utils.assets import asset_path, bbc_news_articles, rotten_tomatoes_snippets
 from bertlayers.utils.cli import argument_parser, run_script
 
@@ -97,6 +105,13 @@ def main():
     pairs = [p for part in ("train", "dev") for p in squad_question_pairs(os.path.join(squad, f"{part}-v2.0.json"))]
     write_pairs(os.path.join(folder, "all.jsonl"), pairs)
     print(f"{folder}/all.jsonl: {len(pairs)} questions over {len(set(p.passage for p in pairs))} contexts")
+
+    folder = os.path.join(args.output_dir, "squad_beir")  # the same, in BEIR's format
+    if os.path.exists(folder):
+        print(f"{folder}: exists, kept")
+    else:
+        write_beir(folder, retrieval_set(pairs))
+        print(f"{folder}: corpus.jsonl, queries.jsonl, qrels/test.tsv")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """Train a dual encoder for retrieval (in-batch negatives) and a cross-encoder that re-ranks its top
-k; report MRR@10, nDCG@10 and recall@k for BM25, the starting encoder untuned, the trained dual
-encoder, and the dual encoder re-ranked. Files are JSON lines of {"query", "passage"}; an evaluation
-file's distinct passages are the collection its queries search.
+k; report MRR@10, nDCG@10 and recall@1/10/100 for BM25, the starting encoder untuned, the trained
+dual encoder, BM25 and the dual encoder fused (hybrid), and the dual encoder re-ranked, side by side.
+Files are JSON lines of {"query", "passage"}; an evaluation file's distinct passages are the
+collection its queries search. `--beir FOLDER` evaluates on a BEIR folder (graded qrels; the
+figures equal pytrec_eval's and BEIR's own).
 
     python examples/prepare_datasets.py      # data/wiki_retrieval (Wikipedia), data/squad_retrieval
     python examples/run_retrieval.py --train_file data/wiki_retrieval/train.jsonl \\
@@ -30,9 +32,9 @@ from bertlayers.runs.finetuning_config import (
     pooling_for,
 )
 from bertlayers.runs.output_folder import files_written, start, write_json
-from bertlayers.runs.retrieval import bm25_scores, embedding_scores, rerank, reranker_examples
+from bertlayers.runs.retrieval import bm25_scores, embedding_scores, hybrid_scores, rerank, reranker_examples
 from bertlayers.task_data.multiple_choice import encode_choices
-from bertlayers.task_data.retrieval import check_training_pairs, read_pairs, retrieval_set
+from bertlayers.task_data.retrieval import check_training_pairs, read_beir, read_pairs, retrieval_set
 from bertlayers.tokenizers.in_graph_tokenizer import pack_in_chunks
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import NON_NEGATIVE_INT, POSITIVE_INT, flag
@@ -41,9 +43,14 @@ from bertlayers.utils.validation import NON_NEGATIVE_INT, POSITIVE_INT, flag
 def main():
     parser = argument_parser(__doc__)
     parser.add_argument("--train_file", required=True, help="JSON lines of {query, passage} training pairs")
+    parser.add_argument("--eval_file", action="append", default=[], help="JSON lines of evaluation pairs (repeatable)")
     parser.add_argument(
-        "--eval_file", required=True, action="append", help="JSON lines of evaluation pairs (repeatable)"
+        "--beir",
+        action="append",
+        default=[],
+        help="a BEIR folder to evaluate on (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv; repeatable)",
     )
+    parser.add_argument("--beir_split", default="test", help="the qrels split of the --beir folders")
     parser.add_argument(
         "--max_train_examples", type=flag(POSITIVE_INT), default=None, help="train on the file's first N pairs"
     )
@@ -103,12 +110,17 @@ def main():
     pairs = read_pairs(args.train_file)[: args.max_train_examples]
     if dual is None:
         check_training_pairs(pairs, args.batch_size, args.train_file)
+    if not args.eval_file and not args.beir:
+        parser.error("give an evaluation: --eval_file or --beir (or both)")
     evaluations = {
         os.path.basename(os.path.dirname(os.path.abspath(path))) + "/" + os.path.basename(path): retrieval_set(
             read_pairs(path)
         )
         for path in args.eval_file
     }
+    for folder in args.beir:
+        name = f"{os.path.basename(os.path.normpath(folder))}/{args.beir_split}"
+        evaluations[name] = read_beir(folder, args.beir_split)[0]
     query_packer, passage_packer = (
         config.tokenizer.packer(args.query_length),
         config.tokenizer.packer(args.sequence_length),
@@ -123,12 +135,14 @@ def main():
 
     results = {name: {} for name in evaluations}
 
-    def report(name, system, metrics):
+    def report(name, system, scores):
+        metrics = ranking_metrics(scores, evaluations[name].relevant, ks=(1, 10, 100))
         results[name][system] = metrics
         print(f"{name}  {system:28s} " + "  ".join(f"{k} {v:.3f}" for k, v in metrics.items()), flush=True)
 
-    for name, collection in evaluations.items():
-        report(name, "bm25", ranking_metrics(bm25_scores(collection.queries, collection.passages), collection.relevant))
+    lexical = {name: bm25_scores(c.queries, c.passages) for name, c in evaluations.items()}
+    for name in evaluations:
+        report(name, "bm25", lexical[name])
 
     untuned = SentenceEmbedder(load_encoder(encoder_source(config)))
     for name, collection in evaluations.items():
@@ -141,7 +155,7 @@ def main():
             collection.passages,
             verbose=args.verbose,
         )
-        report(name, "untuned", ranking_metrics(scores, collection.relevant))
+        report(name, "untuned", scores)
 
     x = (
         None
@@ -169,7 +183,8 @@ def main():
             collection.passages,
             verbose=args.verbose,
         )
-        report(name, "dual_encoder", ranking_metrics(first_stage[name], collection.relevant))
+        report(name, "dual_encoder", first_stage[name])
+        report(name, "hybrid_bm25_dual_encoder", hybrid_scores(lexical[name], first_stage[name]))
         for dim in dual.matryoshka_dims:  # each leading part the model was trained to work alone
             scores = embedding_scores(
                 dual.query_embedder,
@@ -181,7 +196,7 @@ def main():
                 verbose=args.verbose,
                 truncate_dim=dim,
             )
-            report(name, f"dual_encoder_{dim}d", ranking_metrics(scores, collection.relevant))
+            report(name, f"dual_encoder_{dim}d", scores)
 
     if args.rerank_top_k:
         rerank_pairs = pairs[: args.max_rerank_train_examples]
@@ -211,8 +226,13 @@ def main():
                 top_k=args.rerank_top_k,
                 verbose=args.verbose,
             )
-            report(name, f"dual_encoder_reranked_top{args.rerank_top_k}", ranking_metrics(scores, collection.relevant))
+            report(name, f"dual_encoder_reranked_top{args.rerank_top_k}", scores)
 
+    for name, systems in results.items():  # the systems side by side, a table an evaluation
+        columns = list(next(iter(systems.values())))
+        print(f"\n{name}\n| system | " + " | ".join(columns) + " |\n|---|" + "---|" * len(columns))
+        for system, metrics in systems.items():
+            print(f"| {system} | " + " | ".join(f"{metrics[c]:.3f}" for c in columns) + " |")
     write_json(
         os.path.join(config.output_dir, "metrics.json"),
         {

@@ -19,9 +19,11 @@ from bertlayers.runs.retrieval import bm25_scores, rerank, reranker_examples
 from bertlayers.task_data.retrieval import (
     RetrievalPair,
     inverse_cloze_pairs,
+    read_beir,
     read_pairs,
     retrieval_set,
     squad_question_pairs,
+    write_beir,
     write_pairs,
 )
 from bertlayers.tokenizers import bert_uncased_vocabulary, model_tokenizer
@@ -178,12 +180,15 @@ def test_run_retrieval_end_to_end(tmp_path):
     ]
     write_pairs(str(tmp_path / "pairs.jsonl"), pairs)
     out = tmp_path / "out"
+    write_beir(str(tmp_path / "beir_pairs"), retrieval_set(pairs[:8]))
     output = run_script(
         "run_retrieval.py",
         "--train_file",
         str(tmp_path / "pairs.jsonl"),
         "--eval_file",
         str(tmp_path / "pairs.jsonl"),
+        "--beir",
+        str(tmp_path / "beir_pairs"),
         "--init",
         str(encoder),
         "--output_dir",
@@ -203,7 +208,18 @@ def test_run_retrieval_end_to_end(tmp_path):
     )
     metrics = json.load(open(out / "metrics.json"))
     systems = metrics["results"][f"{tmp_path.name}/pairs.jsonl"]
-    assert sorted(systems) == ["bm25", "dual_encoder", "dual_encoder_8d", "dual_encoder_reranked_top5", "untuned"]
+    expected = ["bm25", "dual_encoder", "dual_encoder_8d", "dual_encoder_reranked_top5", "hybrid_bm25_dual_encoder"]
+    assert sorted(systems) == expected + ["untuned"]
+    beir = metrics["results"]["beir_pairs/test"]  # the same pairs' first 8 as a BEIR folder
+    assert sorted(beir) == sorted(systems) and metrics["eval_sets"]["beir_pairs/test"]["queries"] == 8
+    assert beir["bm25"]["mrr@10"] == 1.0 and set(beir["bm25"]) == {
+        "mrr@10",
+        "ndcg@10",
+        "recall@1",
+        "recall@10",
+        "recall@100",
+    }
+    assert "| hybrid_bm25_dual_encoder |" in output  # the side-by-side table
     assert systems["bm25"]["mrr@10"] == 1.0  # each question's numbers are in its passage alone
     assert all(0 <= v <= 1 for s in systems.values() for v in s.values())
     assert isinstance(keras.saving.load_model(str(out / "dual_encoder" / "model.keras")), DualEncoder)
@@ -257,7 +273,6 @@ def test_a_beir_folder_is_scored_as_the_official_scorers_score_it(tmp_path):
     documents) read and scored: nDCG@10 and recall@10 / @100 equal pytrec_eval's, MRR@10 BEIR's own
     (tests/fixtures/record_beir_metrics.py); written back by write_beir, it reads the same."""
     from bertlayers.metrics import ranking_metrics
-    from bertlayers.task_data.retrieval import read_beir, write_beir
 
     reference = np.load(os.path.join(os.path.dirname(__file__), "fixtures", "beir_mini.npz"))
     folder = os.path.join(os.path.dirname(__file__), "fixtures", "beir_mini")
@@ -281,3 +296,14 @@ def test_a_beir_folder_is_scored_as_the_official_scorers_score_it(tmp_path):
         read_beir(str(broken))
     with pytest.raises(FileNotFoundError, match=r"qrels/dev.tsv is missing"):
         read_beir(folder, split="dev")
+
+
+def test_hybrid_scores_fuse_each_querys_scaled_scores():
+    from bertlayers.runs.retrieval import hybrid_scores
+
+    lexical, dense = np.array([[2.0, 4.0, 6.0], [1.0, 1.0, 1.0]]), np.array([[0.5, 0.1, 0.3], [0.2, 0.4, 0.0]])
+    fused = hybrid_scores(lexical, dense, weight=0.25)
+    np.testing.assert_allclose(fused[0], 0.25 * np.array([0, 0.5, 1]) + 0.75 * np.array([1, 0, 0.5]))
+    np.testing.assert_allclose(fused[1], 0.75 * np.array([0.5, 1, 0]))  # equal scores scale to 0
+    with pytest.raises(ValueError, match=r"weight must be in \[0, 1\]"):
+        hybrid_scores(lexical, dense, weight=2)

@@ -131,3 +131,19 @@ def reranker_examples(pairs: list, first_stage_scores: np.ndarray, negatives: in
         own = collection.passages[next(iter(relevant))]
         examples.append(ChoiceExample(query, tuple(hard[:label] + [own] + hard[label:]), label))
     return examples
+
+
+def hybrid_scores(first: np.ndarray, second: np.ndarray, weight: float = 0.5) -> np.ndarray:
+    """Two systems' scores `[queries, passages]` fused: each query's scores of each system scaled
+    to [0, 1] (min-max; a query whose scores are all equal gets 0), then `weight` · first +
+    (1 - weight) · second (the convex combination of lexical and dense scores that hybrid
+    retrieval studies use)."""
+
+    def scaled(scores):
+        scores = np.asarray(scores, "float64")
+        low, high = scores.min(axis=1, keepdims=True), scores.max(axis=1, keepdims=True)
+        return np.where(high > low, (scores - low) / np.where(high > low, high - low, 1.0), 0.0)
+
+    if not 0 <= weight <= 1:
+        raise ValueError(f"weight must be in [0, 1], got {weight}.")
+    return weight * scaled(first) + (1 - weight) * scaled(second)
