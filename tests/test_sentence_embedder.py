@@ -150,6 +150,18 @@ def test_a_sentence_transformers_folder_serves_its_embeddings_as_text_in(tmp_pat
     served = tf.saved_model.load(paths["embedder_text"]).signatures["serving_default"]
     answer = served(text=tf.constant([embedder.prompts["query"] + text for text in texts]))["embedding"]
     np.testing.assert_allclose(answer.numpy(), st_reference["weighted_dense_prompts.default"], atol=1e-5)
+    # The `embed` signature: the prompt named in the request, Matryoshka dimensions, re-normalized.
+    embed = tf.saved_model.load(paths["embedder_text"]).signatures["embed"]
+    truncated = embed(text=tf.constant(texts), prompt_name=tf.constant("query"), dimensions=tf.constant(4))
+    np.testing.assert_allclose(
+        truncated["embedding"].numpy(), st_reference["weighted_dense_prompts.truncated"], atol=1e-5
+    )
+    whole = embed(text=tf.constant(texts), prompt_name=tf.constant("passage"), dimensions=tf.constant(0))["embedding"]
+    np.testing.assert_allclose(whole.numpy(), st_reference["weighted_dense_prompts.passage"], atol=1e-5)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="prompt_name must be one of"):
+        embed(text=tf.constant(texts), prompt_name=tf.constant("title"), dimensions=tf.constant(0))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="dimensions must be in"):
+        embed(text=tf.constant(texts), prompt_name=tf.constant(""), dimensions=tf.constant(99))
     embedder.save(str(tmp_path / "embedder.keras"))
     again = TextEmbedder.load(str(tmp_path / "embedder.keras"))
     assert (again.prompts, again.default_prompt_name, again.similarity_name) == (

@@ -4,6 +4,7 @@ from bertlayers.export.saved_model import ExportOptions, export_for_serving
 from bertlayers.export.serving_folder import check_serving_base, next_version, recover_exports, write_models_config
 from bertlayers.export.serving_outputs import (
     ClassifierOutputs,
+    EmbeddingOutputs,
     EncoderOutputs,
     ModelOutputs,
     MultiTaskOutputs,
@@ -16,6 +17,7 @@ from bertlayers.tokenizers.wordpiece import InGraphTokenizer
 
 __all__ = [
     "ClassifierOutputs",
+    "EmbeddingOutputs",
     "EncoderOutputs",
     "ExportOptions",
     "InGraphTokenizer",

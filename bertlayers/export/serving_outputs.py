@@ -11,6 +11,8 @@
                              and returns the best answer span as text and character offsets
     MultiTaskOutputs()       every head of a MultiTask model, as above, prefixed by its task
     SparseOutputs(top_k)     a sparse encoder's top_k entries a text: indices and values
+    EmbeddingOutputs()       a sentence embedder's embedding; the text model's `embed` signature
+                             takes a prompt name and Matryoshka dimensions too
 
 The library's models get theirs by default (`default_outputs`); a model a user composed gets
 `ModelOutputs` unless given another: a head that returns logits serves as a classifier with
@@ -20,6 +22,7 @@ The library's models get theirs by default (`default_outputs`); a model a user c
 from bertlayers import backend
 from bertlayers.models.ensemble import ClassifierEnsemble
 from bertlayers.models.multi_task import MultiTask
+from bertlayers.models.sentence_embedder import SentenceEmbedder
 from bertlayers.models.sequence_classifier import SequenceClassifier
 from bertlayers.models.span_predictor import SpanPredictor
 from bertlayers.models.sparse_encoder import SparseEncoder
@@ -194,6 +197,57 @@ class ClassifierOutputs(ModelOutputs):
         return served
 
 
+class EmbeddingOutputs(ModelOutputs):
+    """A sentence embedder's `embedding` `[B, D]`; its text model adds the `embed` signature:
+    `text` `[B]`, `prompt_name` (a string: one of `prompts`, or "" for none) and `dimensions`
+    (an int: the leading dimensions kept, Matryoshka; 0 keeps all), the prompt prepended in the
+    graph and, where the model normalizes, the kept part normalized again (as
+    `TextEmbedder.encode(truncate_dim=..., normalize=True)` and Text Embeddings Inference's
+    `dimensions` give it). A name not among the prompts, or dimensions past D, fails the request
+    with a message naming it.
+
+    Args:
+      prompts: {name: prompt} the `embed` signature knows.
+      normalize: whether a truncated embedding is normalized again (the model's own normalization).
+      output: the model output holding the embeddings.
+    """
+
+    text_kind = "embedding"
+
+    def __init__(self, prompts: dict | None = None, normalize: bool = True, output: str = "embedding") -> None:
+        self.prompts = {str(k): str(v) for k, v in (prompts or {}).items()}
+        self.normalize = bool(normalize)
+        self.output = output
+
+    def __call__(self, model, inputs):
+        return {self.output: call_model(model, inputs)[self.output]}
+
+    def prompt_of(self, prompt_name):
+        """The prompt a `prompt_name` scalar names ("" for ""), or a failed request naming it."""
+        names = tf.constant([""] + list(self.prompts))
+        values = tf.constant([""] + list(self.prompts.values()))
+        found = tf.equal(names, prompt_name)
+        check = tf.debugging.Assert(
+            tf.reduce_any(found),
+            [f"prompt_name must be one of {[''] + list(self.prompts)}; got", prompt_name],
+        )
+        with tf.control_dependencies([check]):
+            return tf.strings.reduce_join(tf.boolean_mask(values, found))
+
+    def truncated(self, embedding, dimensions):
+        """`embedding`'s first `dimensions` (0: all), normalized again where the model normalizes."""
+        size = tf.shape(embedding)[-1]
+        check = tf.debugging.Assert(
+            tf.logical_and(dimensions >= 0, dimensions <= size),
+            ["dimensions must be in [0, the embedding's size]; got", dimensions, "for size", size],
+        )
+        with tf.control_dependencies([check]):
+            kept = embedding[:, : tf.where(tf.equal(dimensions, 0), size, dimensions)]
+        if self.normalize:
+            kept = kept / tf.maximum(tf.norm(kept, axis=-1, keepdims=True), 1e-12)
+        return kept
+
+
 class SparseOutputs(ModelOutputs):
     """A sparse encoder's `top_k` largest entries a text: `indices` int32 `[B, top_k]` (vocabulary
     ids, largest weight first) and `values` float32 `[B, top_k]` (a text with fewer nonzero
@@ -323,4 +377,6 @@ def default_outputs(model, label_names=None, max_answer_length=30, max_query_len
         return MultiTaskOutputs()
     if isinstance(model, SparseEncoder):
         return SparseOutputs()
+    if isinstance(model, SentenceEmbedder):
+        return EmbeddingOutputs(normalize=model.normalize)
     return ModelOutputs()

@@ -92,7 +92,25 @@ def text_signatures(servable, tokenizer, sequence_length, truncate):
         text_a, text_b = checked["text_a"], checked["text_b"]
         return run(tokenizer.tokenize(text_a), tokenizer.tokenize(text_b))
 
-    return {"serving_default": serving_default, "text_pair": text_pair}
+    signatures = {"serving_default": serving_default, "text_pair": text_pair}
+    if outputs_kind.text_kind == "embedding":
+        output = outputs_kind.output
+
+        @tf.function(
+            input_signature=[
+                _strings("text"),
+                tf.TensorSpec([], tf.string, name="prompt_name"),
+                tf.TensorSpec([], tf.int32, name="dimensions"),
+            ]
+        )
+        def embed(texts, prompt_name, dimensions):
+            texts = checked_text_request({"text": texts})["text"]
+            prompted = tf.strings.join([outputs_kind.prompt_of(prompt_name), texts])
+            embedding = run(tokenizer.tokenize(prompted), None)[output]
+            return {output: outputs_kind.truncated(embedding, dimensions)}
+
+        signatures["embed"] = embed
+    return signatures
 
 
 def _question_context_signature(run_ids, tokenizer, sequence_length, truncate, outputs_kind):

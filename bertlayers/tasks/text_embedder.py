@@ -197,7 +197,12 @@ class TextEmbedder:
 
     def export(self, base_dir: str, name: str, **settings) -> dict:
         """`bertlayers.export.export_for_serving`: NAME (ids in) and NAME_text (text in, embedding
-        out) under `base_dir`, at this embedder's sequence length. A prompt is the client's to
-        prepend."""
+        out) under `base_dir`, at this embedder's sequence length. NAME_text's `embed` signature
+        also takes `prompt_name` (one of this embedder's prompts, or "") and `dimensions`
+        (Matryoshka; 0: all), as `encode(prompt_name=..., truncate_dim=..., normalize=...)` gives
+        them (`bertlayers.export.EmbeddingOutputs`)."""
+        from bertlayers.export.serving_outputs import EmbeddingOutputs
+
         settings.setdefault("sequence_length", self.sequence_length)
-        return export_for_serving(self.model, name, base_dir=base_dir, **settings)
+        outputs = EmbeddingOutputs(self.prompts, normalize=self.model.normalize)
+        return export_for_serving(self.model, name, base_dir=base_dir, outputs=outputs, **settings)
