@@ -172,9 +172,9 @@ def main():
             lambda encoder: DualEncoder(encoder, symmetric=args.symmetric, matryoshka_dims=args.matryoshka_dims),
             (x, None, None),
         )
-    first_stage = {}
-    for name, collection in evaluations.items():
-        first_stage[name] = embedding_scores(
+
+    def dual_scores(collection, truncate_dim=None):
+        return embedding_scores(
             dual.query_embedder,
             dual.passage_embedder,
             query_packer,
@@ -182,21 +182,16 @@ def main():
             collection.queries,
             collection.passages,
             verbose=args.verbose,
+            truncate_dim=truncate_dim,
         )
+
+    first_stage = {}
+    for name, collection in evaluations.items():
+        first_stage[name] = dual_scores(collection)
         report(name, "dual_encoder", first_stage[name])
         report(name, "hybrid_bm25_dual_encoder", hybrid_scores(lexical[name], first_stage[name]))
         for dim in dual.matryoshka_dims:  # each leading part the model was trained to work alone
-            scores = embedding_scores(
-                dual.query_embedder,
-                dual.passage_embedder,
-                query_packer,
-                passage_packer,
-                collection.queries,
-                collection.passages,
-                verbose=args.verbose,
-                truncate_dim=dim,
-            )
-            report(name, f"dual_encoder_{dim}d", scores)
+            report(name, f"dual_encoder_{dim}d", dual_scores(collection, dim))
 
     if args.rerank_top_k:
         rerank_pairs = pairs[: args.max_rerank_train_examples]

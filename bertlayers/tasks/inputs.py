@@ -27,3 +27,38 @@ def examples_given(values: list, what: str) -> list:
     if not values:
         raise ValueError(f"fit needs examples: {what} is empty.")
     return values
+
+
+def recorded_tokenizer_of(model, what: str):
+    """The tokenizer recorded on `model` (a task's Keras model), or a ValueError saying how
+    `what` (the task, in words) gets one."""
+    from bertlayers.convert.model_files import recorded_tokenizer
+
+    tokenizer = recorded_tokenizer(model)
+    if tokenizer is None:
+        raise ValueError(
+            f"The {what} has no tokenizer recorded: load it with from_checkpoint or load, or record the one it "
+            "reads (bertlayers.convert.record_tokenizer)."
+        )
+    return tokenizer
+
+
+def checked_prompts(prompts: dict | None, default_prompt_name: str | None) -> dict:
+    """{name: prompt} as given (None: none), the default among them."""
+    prompts = dict(prompts or {})
+    if default_prompt_name is not None and default_prompt_name not in prompts:
+        raise ValueError(f"default_prompt_name {default_prompt_name!r} is not among the prompts {sorted(prompts)}.")
+    return prompts
+
+
+def chosen_prompt(prompts: dict, default_prompt_name: str | None, prompt_name: str | None, prompt: str | None) -> str:
+    """The prompt an `encode` call asks for: `prompt` itself, or the one named `prompt_name`, else
+    the default prompt, else none ("")."""
+    if prompt is not None and prompt_name is not None:
+        raise ValueError("Give prompt or prompt_name, not both.")
+    if prompt is not None:
+        return prompt
+    name = prompt_name if prompt_name is not None else default_prompt_name
+    if name is not None and name not in prompts:
+        raise ValueError(f"prompt_name {name!r} is not among the prompts {sorted(prompts) or '(none)'}.")
+    return prompts.get(name, "") if name is not None else ""

@@ -31,7 +31,7 @@ from bertlayers.export.saved_model import export_for_serving
 from bertlayers.models.sentence_embedder import SentenceEmbedder
 from bertlayers.networks.input_limits import input_limits
 from bertlayers.tasks.embedding_quantization import PRECISIONS, Precision, quantize_embeddings
-from bertlayers.tasks.inputs import text_list
+from bertlayers.tasks.inputs import checked_prompts, chosen_prompt, recorded_tokenizer_of, text_list
 from bertlayers.tokenizers.in_graph_tokenizer import pack_in_chunks
 from bertlayers.training.length_batching import predict_by_length
 
@@ -71,15 +71,8 @@ class TextEmbedder:
     ) -> None:
         if not isinstance(model, SentenceEmbedder):
             raise ValueError(f"TextEmbedder takes a SentenceEmbedder, got a {type(model).__name__}.")
-        tokenizer = recorded_tokenizer(model)
-        if tokenizer is None:
-            raise ValueError(
-                "The embedder has no tokenizer recorded: load it with from_checkpoint or load, or record the one "
-                "it reads (bertlayers.convert.record_tokenizer)."
-            )
-        prompts = dict(prompts or {})
-        if default_prompt_name is not None and default_prompt_name not in prompts:
-            raise ValueError(f"default_prompt_name {default_prompt_name!r} is not among the prompts {sorted(prompts)}.")
+        tokenizer = recorded_tokenizer_of(model, "embedder")
+        prompts = checked_prompts(prompts, default_prompt_name)
         if similarity not in SIMILARITIES:
             raise ValueError(f"similarity must be one of {', '.join(SIMILARITIES)}, got {similarity!r}.")
         self.model = model
@@ -145,13 +138,7 @@ class TextEmbedder:
         texts = text_list(texts, "texts")
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}.")
-        if prompt is not None and prompt_name is not None:
-            raise ValueError("Give prompt or prompt_name, not both.")
-        if prompt is None:
-            name = prompt_name if prompt_name is not None else self.default_prompt_name
-            if name is not None and name not in self.prompts:
-                raise ValueError(f"prompt_name {name!r} is not among the prompts {sorted(self.prompts) or '(none)'}.")
-            prompt = self.prompts.get(name, "") if name is not None else ""
+        prompt = chosen_prompt(self.prompts, self.default_prompt_name, prompt_name, prompt)
         if truncate_dim is not None and not 0 < int(truncate_dim) <= self.dimension:
             raise ValueError(f"truncate_dim must be in [1, {self.dimension}], got {truncate_dim}.")
         if not texts:

@@ -19,12 +19,12 @@ import numpy as np
 
 from bertlayers.convert.hub import local_or_hub
 from bertlayers.convert.loading import load_checkpoint, load_model_file
-from bertlayers.convert.model_files import recorded_tokenizer, save_model, saved_settings
+from bertlayers.convert.model_files import save_model, saved_settings
 from bertlayers.convert.sentence_transformers import cross_encoder_settings
 from bertlayers.export.saved_model import export_for_serving
 from bertlayers.models.sequence_classifier import SequenceClassifier
 from bertlayers.networks.input_limits import input_limits
-from bertlayers.tasks.inputs import examples_given, text_list
+from bertlayers.tasks.inputs import examples_given, recorded_tokenizer_of, text_list
 from bertlayers.tokenizers.in_graph_tokenizer import pack_in_chunks
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.training.task_fitting import compile_task_model, fit_settings, fit_task_model, optimizer_steps
@@ -64,12 +64,7 @@ class TextReranker:
             )
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {activation!r}.")
-        tokenizer = recorded_tokenizer(model)
-        if tokenizer is None:
-            raise ValueError(
-                "The reranker has no tokenizer recorded: load it with from_checkpoint or load, or record the one "
-                "it reads (bertlayers.convert.record_tokenizer)."
-            )
+        tokenizer = recorded_tokenizer_of(model, "reranker")
         self.model = model
         self.activation = activation
         self.sequence_length = input_limits(model).check_sequence_length(sequence_length)

@@ -28,7 +28,7 @@ from bertlayers.convert.sentence_transformers import read_sparse_encoder
 from bertlayers.export.saved_model import export_for_serving
 from bertlayers.models.sparse_encoder import DOCUMENT, QUERY, SparseDualEncoder, SparseEncoder
 from bertlayers.networks.input_limits import input_limits
-from bertlayers.tasks.inputs import examples_given, text_list
+from bertlayers.tasks.inputs import checked_prompts, chosen_prompt, examples_given, recorded_tokenizer_of, text_list
 from bertlayers.tokenizers.in_graph_tokenizer import pack_in_chunks
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.training.task_fitting import compile_task_model, fit_settings, fit_task_model, optimizer_steps
@@ -64,15 +64,8 @@ class TextSparseEncoder:
     ) -> None:
         if not isinstance(model, SparseEncoder):
             raise ValueError(f"TextSparseEncoder takes a SparseEncoder, got a {type(model).__name__}.")
-        tokenizer = recorded_tokenizer(model)
-        if tokenizer is None:
-            raise ValueError(
-                "The sparse encoder has no tokenizer recorded: load it with from_checkpoint or load, or record the "
-                "one it reads (bertlayers.convert.record_tokenizer)."
-            )
-        prompts = dict(prompts or {})
-        if default_prompt_name is not None and default_prompt_name not in prompts:
-            raise ValueError(f"default_prompt_name {default_prompt_name!r} is not among the prompts {sorted(prompts)}.")
+        tokenizer = recorded_tokenizer_of(model, "sparse encoder")
+        prompts = checked_prompts(prompts, default_prompt_name)
         self.model = model
         self.tokenizer = tokenizer
         self.sequence_length = input_limits(model).check_sequence_length(sequence_length)
@@ -136,13 +129,7 @@ class TextSparseEncoder:
         prompt: `prompt`, or the one named `prompt_name` ("query", "document"), else the default;
         `max_active_dims` keeps each text's largest that many entries."""
         texts = text_list(texts, "texts")
-        if prompt is not None and prompt_name is not None:
-            raise ValueError("Give prompt or prompt_name, not both.")
-        if prompt is None:
-            name = prompt_name if prompt_name is not None else self.default_prompt_name
-            if name is not None and name not in self.prompts:
-                raise ValueError(f"prompt_name {name!r} is not among the prompts {sorted(self.prompts) or '(none)'}.")
-            prompt = self.prompts.get(name, "") if name is not None else ""
+        prompt = chosen_prompt(self.prompts, self.default_prompt_name, prompt_name, prompt)
         if max_active_dims is not None and int(max_active_dims) < 1:
             raise ValueError(f"max_active_dims must be positive, got {max_active_dims}.")
         if not texts:
