@@ -66,6 +66,8 @@ def padded(inputs, extra):
         ({"num_layers": 1, "layer_types": ("b",), "layer_kinds": {"a": {}}}, r"layer_types\[0\] is 'b', not a kind"),
         ({"rotary_theta": 0.0}, r"EncoderConfig.rotary_theta must be a float with 0 < value, got 0.0"),
         ({"architecture": ""}, r"EncoderConfig.architecture must be a name"),
+        ({"feed_forward": "moe"}, r"feed_forward 'moe' needs num_experts"),
+        ({"num_experts": 2, "experts_per_token": 3}, r"experts_per_token \(3\) cannot exceed num_experts \(2\)"),
     ],
 )
 def test_config_validation_names_the_field(changes, message):
@@ -318,6 +320,32 @@ def test_encoder_fine_tunes_with_fit():
     labels = np.array([0, 1, 0, 1])
     history = model.fit(data, labels, epochs=8, batch_size=4, verbose=0)
     assert history.history["loss"][-1] < history.history["loss"][0]
+
+
+def test_a_mixture_of_experts_encoder_routes_every_second_layer_and_trains_its_routers(tmp_path):
+    """nomic-embed-text-v2's shape: every second layer's feed-forward a mixture of experts
+    (`layer_kinds`); the other layers keep their dense network; in `fit` the load-balancing losses
+    join the task loss, and the routers learn; the encoder saves and loads."""
+    from bertlayers.layers import MixtureOfExperts
+    from bertlayers.models import SequenceClassifier
+
+    kinds = {"dense": {}, "moe": {"feed_forward": "moe", "num_experts": 4, "experts_per_token": 2}}
+    encoder = BertEncoder(**{**TINY, "num_layers": 2}, layer_types=("dense", "moe"), layer_kinds=kinds)
+    blocks = [layer for layer in encoder.layers if layer.name.startswith("transformer_layer")]
+    assert [type(getattr(b, "feed_forward_layer", None)).__name__ for b in blocks] == ["NoneType", "MixtureOfExperts"]
+    moe = blocks[1].feed_forward_layer
+    assert isinstance(moe, MixtureOfExperts) and moe.num_experts == 4
+    model = SequenceClassifier(encoder, 2)
+    model.compile(keras.optimizers.Adam(1e-2))
+    router = np.asarray(moe.router).copy()
+    history = model.fit(encoder_inputs([6, 5, 4, 3], seq=6), {"logits": np.array([0, 1, 0, 1])}, epochs=2, verbose=0)
+    assert np.isfinite(history.history["loss"]).all() and not np.allclose(np.asarray(moe.router), router)
+    encoder.save(str(tmp_path / "moe.keras"))
+    loaded = keras.saving.load_model(str(tmp_path / "moe.keras"))
+    inputs = encoder_inputs([6, 4], seq=6)
+    np.testing.assert_allclose(
+        np.asarray(loaded(inputs)["sequence_output"]), np.asarray(encoder(inputs)["sequence_output"]), atol=1e-5
+    )
 
 
 def test_a_causal_encoder_pools_its_last_real_token():

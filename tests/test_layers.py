@@ -315,6 +315,69 @@ def test_splade_pooling(pooling, activation):
     np.testing.assert_allclose(flops, np.sum(np.mean(expected, axis=0) ** 2), rtol=1e-5)
 
 
+def mixture_of_experts_numpy(layer, x):
+    """MixtureOfExperts by its definition, from the layer's weights (NumPy, float64)."""
+    import math
+
+    w = {v.path.split("/")[-1]: np.asarray(v, "float64") for v in layer.weights}
+    logits = x @ w["router"]
+    p = np.exp(logits - logits.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    gelu = np.vectorize(lambda v: 0.5 * v * (1 + math.erf(v / math.sqrt(2))))
+    out = np.zeros_like(x)
+    for t in np.ndindex(x.shape[:-1]):
+        top = np.argsort(-p[t])[: layer.experts_per_token]
+        weights = p[t][top] / (p[t][top].sum() if layer.normalize_weights else 1.0)
+        for e, weight in zip(top, weights):
+            inner = gelu(x[t] @ w["inner_kernel"][e] + w["inner_bias"][e])
+            out[t] += weight * (inner @ w["outer_kernel"][e] + w["outer_bias"][e])
+    if layer.shared is not None:
+        inner, outer = layer.shared
+        hidden = gelu(x @ np.asarray(inner.kernel, "float64") + np.asarray(inner.bias, "float64"))
+        out += hidden @ np.asarray(outer.kernel, "float64") + np.asarray(outer.bias, "float64")
+    return out
+
+
+@pytest.mark.parametrize("shared, normalize", [(None, True), (8, False)])
+def test_mixture_of_experts(shared, normalize):
+    """The shared layer test, and the definition: softmax router, the top 2 of 4 experts a token
+    (their weights renormalized or not), each a GELU network, plus a shared expert."""
+    config = {"num_experts": 4, "intermediate_size": 12, "experts_per_token": 2}
+    config.update(shared_intermediate_size=shared, normalize_weights=normalize, activation="gelu")
+    run_layer_test(layers.MixtureOfExperts, config, {"inputs": hidden_states()}, (BATCH, SEQ, HIDDEN))
+    layer = layers.MixtureOfExperts(kernel_initializer=keras.initializers.RandomNormal(stddev=0.5, seed=1), **config)
+    x = hidden_states()
+    np.testing.assert_allclose(np.asarray(layer(x)), mixture_of_experts_numpy(layer, x.astype("float64")), atol=1e-4)
+    probabilities, weights = (np.asarray(t) for t in layer.routing(x))
+    assert ((weights > 0).sum(-1) == 2).all()
+    # Switch's loss: E * sum_e f_e P_e, 1 for uniform routing.
+    f = (weights > 0).reshape(-1, 4).mean(0) / 2
+    expected = 4 * np.sum(f * probabilities.reshape(-1, 4).mean(0))
+    np.testing.assert_allclose(float(layers.load_balancing_loss(probabilities, weights)), expected, rtol=1e-5)
+
+
+def test_the_load_balancing_loss_spreads_the_tokens():
+    """A router sending every token to the same two experts: trained on the load-balancing loss
+    alone (the layer adds it in training), it spreads them."""
+    layer = layers.MixtureOfExperts(4, 8, experts_per_token=1, aux_loss_weight=1.0)
+    x = np.abs(hidden_states(batch=8)) + 0.1  # every feature positive
+    layer(x)
+    router = np.zeros((HIDDEN, 4), "float32")
+    router[:, 0] = 1.0  # expert 0 wins every token
+    layer.router.assign(router)
+    inputs = keras.Input((SEQ, HIDDEN))
+    model = keras.Model(inputs, layer(inputs))
+    # The task loss is 0: the load-balancing loss the layer adds is all `fit` minimizes.
+    model.compile(keras.optimizers.SGD(1.0), loss=lambda y, p: 0.0 * keras.ops.mean(p))
+
+    def busiest():
+        return float(np.bincount(np.argmax(np.asarray(layer.routing(x)[1]), -1).ravel(), minlength=4).max())
+
+    before = busiest()
+    model.fit(x, np.zeros_like(x), epochs=30, batch_size=8, verbose=0)
+    assert before == x.shape[0] * x.shape[1] and busiest() < before
+
+
 def unit_rows(rows):
     return rows / np.maximum(np.linalg.norm(rows, axis=-1, keepdims=True), 1e-12)
 

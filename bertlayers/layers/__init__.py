@@ -13,6 +13,7 @@ from bertlayers.layers.gated_feed_forward import GatedFeedForward
 from bertlayers.layers.masked_lm_head import MaskedLMHead
 from bertlayers.layers.masking import causal_attention_mask, merge_attention_masks
 from bertlayers.layers.mean_probabilities import MeanProbabilities
+from bertlayers.layers.mixture_of_experts import MixtureOfExperts, load_balancing_loss
 from bertlayers.layers.multi_head_attention import MultiHeadAttention
 from bertlayers.layers.packed_rows import PackedRows
 from bertlayers.layers.pooler import Pooler
@@ -36,6 +37,7 @@ __all__ = [
     "LinearChainCRF",
     "MaskedLMHead",
     "MeanProbabilities",
+    "MixtureOfExperts",
     "MultiHeadAttention",
     "NextSentenceHead",
     "PackedRows",
@@ -52,5 +54,6 @@ __all__ = [
     "UnitLength",
     "causal_attention_mask",
     "flops_regularizer",
+    "load_balancing_loss",
     "merge_attention_masks",
 ]

@@ -19,6 +19,7 @@ import keras
 from bertlayers.layers.bias_free_layer_norm import BiasFreeLayerNorm
 from bertlayers.layers.gated_feed_forward import GatedFeedForward
 from bertlayers.layers.initializers import bert_initializer
+from bertlayers.layers.mixture_of_experts import MixtureOfExperts
 from bertlayers.layers.multi_head_attention import MultiHeadAttention
 from bertlayers.layers.registered import registered_name
 from bertlayers.layers.rotary_attention import RotaryAttention
@@ -91,6 +92,21 @@ def _gated(settings, intermediate_size, activation, kernel_initializer, dtype):
     )
 
 
+def _mixture_of_experts(settings, intermediate_size, activation, kernel_initializer, dtype):
+    return MixtureOfExperts(
+        settings.num_experts,
+        intermediate_size,
+        experts_per_token=settings.experts_per_token,
+        activation=activation,
+        shared_intermediate_size=settings.shared_expert_size,
+        aux_loss_weight=settings.router_aux_loss_weight,
+        use_bias=settings.use_bias,
+        kernel_initializer=kernel_initializer,
+        dtype=dtype,
+        name="feed_forward",
+    )
+
+
 register_attention("multi_head", _multi_head)
 register_attention("rotary", _rotary)
 register_normalization("layer_norm", None)
@@ -98,6 +114,7 @@ register_normalization("rms_norm", keras.layers.RMSNormalization)
 register_normalization("bias_free_layer_norm", BiasFreeLayerNorm)
 register_feed_forward("dense", lambda settings, *args: None)
 register_feed_forward("gated", _gated)
+register_feed_forward("moe", _mixture_of_experts)
 
 
 def _chosen(table, what, name):

@@ -6,7 +6,7 @@ from typing import Optional
 from bertlayers.layers.activations import canonical_activation
 from bertlayers.layers.pooler import POOLING_POSITIONS as POOLINGS
 from bertlayers.utils.options import check_options, option
-from bertlayers.utils.validation import DROPOUT, NON_NEGATIVE_INT, POSITIVE_FLOAT, POSITIVE_INT
+from bertlayers.utils.validation import DROPOUT, NON_NEGATIVE_FLOAT, NON_NEGATIVE_INT, POSITIVE_FLOAT, POSITIVE_INT
 
 # The fields a layer may set for itself (`layer_kinds`); the others hold for the whole encoder.
 PER_LAYER_FIELDS = (
@@ -18,6 +18,10 @@ PER_LAYER_FIELDS = (
     "feed_forward",
     "use_bias",
     "norm_first",
+    "num_experts",
+    "experts_per_token",
+    "shared_expert_size",
+    "router_aux_loss_weight",
 )
 
 
@@ -33,6 +37,10 @@ class LayerSettings:
     feed_forward: str
     use_bias: bool
     norm_first: bool
+    num_experts: Optional[int] = None
+    experts_per_token: int = 2
+    shared_expert_size: Optional[int] = None
+    router_aux_loss_weight: float = 0.01
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +71,11 @@ class EncoderConfig:
       `feed_forward`: "dense" (W2 · act(W1 · x)), "gated" (GLU), or a registered name.
       `use_bias`: biases on the block's dense projections.
       `norm_first`: pre-normalization (a final norm closes the stack) instead of post.
+      `num_experts`, `experts_per_token`, `shared_expert_size`, `router_aux_loss_weight`: the
+        mixture of experts of `feed_forward` "moe" (`bertlayers.layers.MixtureOfExperts`: that many
+        experts of `intermediate_size`, each token routed to `experts_per_token` of them, an
+        expert every token also takes where `shared_expert_size` is set, and the load-balancing
+        loss's weight in training).
       `layer_types`: one kind name per layer (as the modern checkpoints' `layer_types`:
         "full_attention", "sliding_attention", ...); `layer_kinds`: {kind: {field: value}}, the
         per-layer fields a kind changes. None: every layer as the defaults say.
@@ -100,6 +113,16 @@ class EncoderConfig:
     pooling_position: Optional[str] = option(
         None, "where the pooler reads: first, last or mean (None: the encoder class's own)", choices=POOLINGS
     )
+    num_experts: Optional[int] = option(
+        None, "experts of a mixture-of-experts feed-forward (feed_forward moe)", POSITIVE_INT
+    )
+    experts_per_token: int = option(2, "experts each token is routed to (feed_forward moe)", POSITIVE_INT)
+    shared_expert_size: Optional[int] = option(
+        None, "inner width of an expert every token also takes (feed_forward moe; None: none)", POSITIVE_INT
+    )
+    router_aux_loss_weight: float = option(
+        0.01, "weight of the mixture of experts' load-balancing loss", NON_NEGATIVE_FLOAT
+    )
     layer_types: Optional[tuple] = option(None, "one kind name per layer")
     layer_kinds: Optional[dict] = option(None, "{kind: {per-layer field: value}}")
 
@@ -134,6 +157,13 @@ class EncoderConfig:
         for field in ("attention", "normalization", "feed_forward"):
             if not getattr(self, field):
                 raise ValueError(f"EncoderConfig.{field} must be a name, got {getattr(self, field)!r}.")
+        if self.feed_forward == "moe" and self.num_experts is None:
+            raise ValueError("EncoderConfig.feed_forward 'moe' needs num_experts (the experts of each such layer).")
+        if self.num_experts is not None and self.experts_per_token > self.num_experts:
+            raise ValueError(
+                f"EncoderConfig.experts_per_token ({self.experts_per_token}) cannot exceed num_experts "
+                f"({self.num_experts})."
+            )
         self._check_layer_types()
 
     def _check_layer_types(self):
