@@ -1,6 +1,7 @@
 """Train a dual encoder for retrieval (in-batch negatives) and a cross-encoder that re-ranks its top
-k; report MRR@10, nDCG@10 and recall@1/10/100 for BM25, the starting encoder untuned, the trained
-dual encoder, BM25 and the dual encoder fused (hybrid), and the dual encoder re-ranked, side by side.
+k; report MRR@10, nDCG@10 and recall@1/10/100 for BM25, a SPLADE model (`--sparse`), the starting
+encoder untuned, the trained dual encoder, BM25 and the dual encoder fused (hybrid), and the dual
+encoder re-ranked, side by side.
 Files are JSON lines of {"query", "passage"}; an evaluation file's distinct passages are the
 collection its queries search. `--beir FOLDER` evaluates on a BEIR folder (graded qrels; the
 figures equal pytrec_eval's and BEIR's own).
@@ -35,6 +36,7 @@ from bertlayers.runs.output_folder import files_written, start, write_json
 from bertlayers.runs.retrieval import bm25_scores, embedding_scores, hybrid_scores, rerank, reranker_examples
 from bertlayers.task_data.multiple_choice import encode_choices
 from bertlayers.task_data.retrieval import check_training_pairs, read_beir, read_pairs, retrieval_set
+from bertlayers.tasks import TextSparseEncoder
 from bertlayers.tokenizers.in_graph_tokenizer import pack_in_chunks
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import NON_NEGATIVE_INT, POSITIVE_INT, flag
@@ -51,6 +53,12 @@ def main():
         help="a BEIR folder to evaluate on (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv; repeatable)",
     )
     parser.add_argument("--beir_split", default="test", help="the qrels split of the --beir folders")
+    parser.add_argument(
+        "--sparse",
+        default=None,
+        help="a SPLADE model (a sentence-transformers SparseEncoder folder, a ...ForMaskedLM folder, or either's "
+        "Hub name) evaluated beside the others as it is",
+    )
     parser.add_argument(
         "--max_train_examples", type=flag(POSITIVE_INT), default=None, help="train on the file's first N pairs"
     )
@@ -143,6 +151,12 @@ def main():
     lexical = {name: bm25_scores(c.queries, c.passages) for name, c in evaluations.items()}
     for name in evaluations:
         report(name, "bm25", lexical[name])
+    if args.sparse:  # its prompts where it has them ("query", "document"), as sentence-transformers encodes
+        splade = TextSparseEncoder.from_checkpoint(args.sparse)
+        named = lambda kind: kind if kind in splade.prompts else None  # noqa: E731
+        for name, collection in evaluations.items():
+            queries = splade.encode(collection.queries, prompt_name=named("query"))
+            report(name, "splade", splade.similarity(queries, splade.encode(collection.passages, named("document"))))
 
     untuned = SentenceEmbedder(load_encoder(encoder_source(config)))
     for name, collection in evaluations.items():
