@@ -12,7 +12,7 @@
     MultiTaskOutputs()       every head of a MultiTask model, as above, prefixed by its task
     SparseOutputs(top_k)     a sparse encoder's top_k entries a text: indices and values
     EmbeddingOutputs()       a sentence embedder's embedding; the text model's `embed` signature
-                             takes a prompt name and Matryoshka dimensions too
+                             takes a prompt name and Matryoshka dimensions too (`TextEmbedder.export`)
 
 The library's models get theirs by default (`default_outputs`); a model a user composed gets
 `ModelOutputs` unless given another: a head that returns logits serves as a classifier with
@@ -22,7 +22,6 @@ The library's models get theirs by default (`default_outputs`); a model a user c
 from bertlayers import backend
 from bertlayers.models.ensemble import ClassifierEnsemble
 from bertlayers.models.multi_task import MultiTask
-from bertlayers.models.sentence_embedder import SentenceEmbedder
 from bertlayers.models.sequence_classifier import SequenceClassifier
 from bertlayers.models.span_predictor import SpanPredictor
 from bertlayers.models.sparse_encoder import SparseEncoder
@@ -377,6 +376,4 @@ def default_outputs(model, label_names=None, max_answer_length=30, max_query_len
         return MultiTaskOutputs()
     if isinstance(model, SparseEncoder):
         return SparseOutputs()
-    if isinstance(model, SentenceEmbedder):
-        return EmbeddingOutputs(normalize=model.normalize)
     return ModelOutputs()
