@@ -428,3 +428,16 @@ def categorical(logits, seed):
     if tf is not None:
         return tf.random.stateless_categorical(logits, 1, seed=keras.ops.cast(seed, "int64"), dtype=tf.int32)
     return keras.random.categorical(logits, 1, dtype="int32", seed=keras.ops.cast(seed, "uint32"))
+
+
+def rows_at(sequence, positions):
+    """`sequence` `[batch, seq, ...]` at `positions` `[batch, P]` (non-negative): `[batch, P, ...]`.
+
+    Under TensorFlow one batched `Gather`; Keras's `take_along_axis` there broadcasts the index
+    to the rows' shape first, about fifty ops a call in every traced step (and as many in its
+    gradient). Elsewhere `take_along_axis`, which JAX lowers to one gather."""
+    tf = tensorflow()
+    if tf is not None:
+        return tf.gather(sequence, positions, axis=1, batch_dims=1)
+    index = keras.ops.reshape(positions, (*keras.ops.shape(positions), *([1] * (len(sequence.shape) - 2))))
+    return keras.ops.take_along_axis(sequence, index, axis=1)

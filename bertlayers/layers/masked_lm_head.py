@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from bertlayers import backend
 from bertlayers.layers.activations import canonical_activation, get_activation
 from bertlayers.layers.initializers import bert_initializer, clone_initializer
 from bertlayers.layers.input_checks import check_integer_ids
@@ -131,7 +132,7 @@ class MaskedLMHead(keras.layers.Layer):
             gathered = sequence
         else:
             check_integer_ids(masked_positions, "masked_positions")
-            gathered = ops.take_along_axis(sequence, ops.expand_dims(masked_positions, -1), axis=1)
+            gathered = backend.rows_at(sequence, masked_positions)
         hidden = gathered
         if self.transform:
             hidden = self.layer_norm(self._activation_fn(self.transform_dense(gathered)))

@@ -4,6 +4,7 @@ BERT), the sequence's summary."""
 import keras
 from keras import ops
 
+from bertlayers import backend
 from bertlayers.layers.activations import canonical_activation, get_activation
 from bertlayers.layers.initializers import bert_initializer
 from bertlayers.layers.registered import registered_class, registered_name
@@ -112,7 +113,7 @@ class Pooler(keras.layers.Layer):
         # The highest real position: right for right padding and for XLNet's left padding alike.
         positions = ops.arange(ops.shape(padding_mask)[1], dtype="int32")[None, :]
         last = ops.max(positions * ops.cast(real, "int32"), axis=1)  # [batch]
-        return ops.take_along_axis(sequence, last[:, None, None], axis=1)[:, 0, :]  # [batch, H]
+        return backend.rows_at(sequence, last[:, None])[:, 0, :]  # [batch, H]
 
     def _sequence_summaries(self, sequence, member):
         """`[batch, K, H]`: each packed sequence's summary (`member` `[batch, seq, K]`, one-hot)."""
@@ -124,7 +125,7 @@ class Pooler(keras.layers.Layer):
             at = ops.argmin(ops.where(member > 0, index, float(2**30)), axis=1)  # [batch, K]
         else:
             at = ops.argmax(ops.where(member > 0, index, -1.0), axis=1)
-        return ops.take_along_axis(sequence, ops.expand_dims(ops.cast(at, "int32"), -1), axis=1)  # [batch, K, H]
+        return backend.rows_at(sequence, ops.cast(at, "int32"))  # [batch, K, H]
 
     def compute_output_shape(self, sequence_shape, padding_mask_shape=None):
         return (sequence_shape[0], sequence_shape[-1])

@@ -5,6 +5,8 @@ last token, the maximum, a position-weighted mean or the sum over the square roo
 import keras
 from keras import ops
 
+from bertlayers import backend
+
 POOLING_MODES = ("mean", "first", "max", "last", "weighted_mean", "mean_sqrt_len")
 
 
@@ -58,7 +60,7 @@ class SequencePooling(keras.layers.Layer):
             mask = real[:, :, 0]
             rank = order if self.mode == "last" else -order
             position = ops.argmax(mask * (rank + 1e6), axis=1)
-            pooled = ops.take_along_axis(values, position[:, None, None], axis=1)[:, 0, :]
+            pooled = backend.rows_at(values, position[:, None])[:, 0, :]
         elif self.mode == "max":
             # Padding can never win: it is pushed far below any real state.
             pooled = ops.max(values * real - (1.0 - real) * 1e30, axis=1)

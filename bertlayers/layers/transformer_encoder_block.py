@@ -4,6 +4,7 @@ residual connection and LayerNorm."""
 import keras
 from keras import ops
 
+from bertlayers import backend
 from bertlayers.layers.activations import activate, canonical_activation, get_activation
 from bertlayers.layers.initializers import bert_initializer, clone_initializer
 from bertlayers.layers.masking import (
@@ -338,4 +339,4 @@ def _rows_at(tensor, positions):
     """`tensor` `[batch, seq, width]` at `positions` `[batch, P]` (all of it when None)."""
     if positions is None:
         return tensor
-    return ops.take_along_axis(tensor, ops.expand_dims(positions, -1), axis=1)  # [B, P, width]
+    return backend.rows_at(tensor, positions)  # [B, P, width]

@@ -12,8 +12,8 @@ Its `architecture` name is registered when its class is defined (`ENCODERS`).
 import dataclasses
 
 import keras
-from keras import ops
 
+from bertlayers import backend
 from bertlayers.layers.bert_embeddings import BertEmbeddings
 from bertlayers.layers.factorized_embedding import FactorizedEmbedding
 from bertlayers.layers.initializers import bert_initializer
@@ -355,7 +355,7 @@ class EncoderBase(GuardedModel, keras.Model):
         """
         check_integer_ids(positions, "positions")
         if not self.stack.computes_rows:
-            return ops.take_along_axis(outputs["sequence_output"], ops.expand_dims(positions, -1), axis=1)
+            return backend.rows_at(outputs["sequence_output"], positions)
         return _last_layer_rows(
             self.stack,
             self.final_layer_norm,

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from bertlayers import backend
 from bertlayers.layers.initializers import bert_initializer, clone_initializer
 from bertlayers.layers.input_checks import check_integer_ids
 
@@ -107,7 +108,7 @@ class SpanBoundaryHead(keras.layers.Layer):
             check_integer_ids(value, name)
 
         def at(positions):
-            return ops.take_along_axis(sequence, ops.expand_dims(positions, -1), axis=1)  # [batch, P, H]
+            return backend.rows_at(sequence, positions)  # [batch, P, H]
 
         offsets = ops.minimum(offsets, self.max_span_length - 1)
         hidden = ops.concatenate([at(left_positions), at(right_positions), self.offset_embedding(offsets)], axis=-1)
