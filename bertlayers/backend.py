@@ -435,9 +435,12 @@ def rows_at(sequence, positions):
 
     Under TensorFlow one batched `Gather`; Keras's `take_along_axis` there broadcasts the index
     to the rows' shape first, about fifty ops a call in every traced step (and as many in its
-    gradient). Elsewhere `take_along_axis`, which JAX lowers to one gather."""
+    gradient). Elsewhere, and on a functional model's symbolic tensors, `take_along_axis` (which
+    JAX lowers to one gather)."""
     tf = tensorflow()
-    if tf is not None:
+    if tf is not None and not any(isinstance(t, keras.KerasTensor) for t in (sequence, positions)):
         return tf.gather(sequence, positions, axis=1, batch_dims=1)
-    index = keras.ops.reshape(positions, (*keras.ops.shape(positions), *([1] * (len(sequence.shape) - 2))))
+    index = positions
+    for _ in range(len(sequence.shape) - 2):
+        index = keras.ops.expand_dims(index, -1)
     return keras.ops.take_along_axis(sequence, index, axis=1)
