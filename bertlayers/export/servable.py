@@ -4,8 +4,10 @@ from bertlayers.startup import require_tensorflow
 
 tf = require_tensorflow(__name__)
 
+from bertlayers.utils.saved_module import SavedModule  # noqa: E402  (after the check above, which names what is missing)
 
-class Servable(tf.Module):
+
+class Servable(SavedModule):
     """The model's computation with named, batch-first outputs; variables tracked once."""
 
     def __init__(self, model, outputs, input_names, limits):

@@ -16,6 +16,8 @@ from bertlayers.utils.text_files import numbered_lines, read_text
 tf = require_tensorflow(__name__)
 import tensorflow_text as tf_text  # noqa: E402  (after the check above, which names what is missing)
 
+from bertlayers.utils.saved_module import SavedModule  # noqa: E402  (after the check, as above)
+
 # Oniguruma's (Hugging Face tokenizers') \s in Unicode mode; RE2's \s is ASCII-only.
 WHITESPACE = r"\t\n\x0B\f\r\x{85}\p{Z}"
 # GPT-2's pattern without its one lookahead, `\s+(?!\S)` (RE2 has no lookahead): the
@@ -152,7 +154,7 @@ def _llama3_words(texts):
     return words.merge_dims(1, 2)
 
 
-class ByteLevelBPE(tf.Module):
+class ByteLevelBPE(SavedModule):
     """GPT-2 style byte-level BPE tokenizer (RoBERTa's `vocab.json` + `merges.txt`; a
     tokenizer.json's BPE model).
 

@@ -15,6 +15,8 @@ from bertlayers.tokenizers.byte_level_bpe import WHITESPACE
 tf = require_tensorflow(__name__)
 import tensorflow_text as tf_text  # noqa: E402  (after the check above, which names what is missing)
 
+from bertlayers.utils.saved_module import SavedModule  # noqa: E402  (after the check, as above)
+
 
 class _NamedModelResource(tf_text_sentencepiece._SentencepieceModelResource):
     """tensorflow-text's SentencePiece model resource, under a name of its own.
@@ -63,7 +65,7 @@ def read_sentencepiece_model(path):
     return proto
 
 
-class SentencePiece(tf.Module):
+class SentencePiece(SavedModule):
     """Strings → a checkpoint's SentencePiece ids.
 
         text ─ `` '' → " ─ NFKD, accents dropped ─ lower-case ─▶ SentencePiece ─ id order ─▶ ids

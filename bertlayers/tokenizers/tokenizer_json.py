@@ -27,6 +27,8 @@ from bertlayers.utils.text_files import read_text
 tf = require_tensorflow(__name__)
 import tensorflow_text as tf_text  # noqa: E402  (after the check above, which names what is missing)
 
+from bertlayers.utils.saved_module import SavedModule  # noqa: E402  (after the check, as above)
+
 # The Split regex of Llama-3's tokenizer.json, as the file spells it (`ByteLevelBPE`'s "llama3"
 # pre-tokenizer runs it in RE2).
 LLAMA3_PATTERN = (
@@ -304,7 +306,7 @@ def _layout(processor, token_to_id, pad_id, refuse):
     )
 
 
-class WithAddedTokens(tf.Module):
+class WithAddedTokens(SavedModule):
     """A graph tokenizer whose text has its added tokens split out first, each given its own id, as
     the tokenizers library does (longest first where two start at one place; `lstrip` / `rstrip`
     ones take the whitespace beside them).

@@ -13,6 +13,8 @@ from bertlayers.tokenizers.tokenizer import load_vocabulary
 tf = require_tensorflow(__name__)
 import tensorflow_text as tf_text  # noqa: E402  (after the check above, which names what is missing)
 
+from bertlayers.utils.saved_module import SavedModule  # noqa: E402  (after the check, as above)
+
 NORMALIZATIONS = ("tensorflow_text", "tokenizers")
 # The tokenizers library's BertNormalizer (clean_text): control and format characters go (but
 # tab, line feed, carriage return), other whitespace becomes a space.
@@ -29,7 +31,7 @@ def bert_normalized(texts, lowercase):
     return texts
 
 
-class InGraphTokenizer(tf.Module):
+class InGraphTokenizer(SavedModule):
     """Strings → WordPiece ids (and byte offsets into the original strings), inside a graph.
 
     One kernel splits words and pieces: FastWordpiece's own pre-tokenization is BERT's basic
