@@ -39,7 +39,7 @@ PYTEST := $(PY) -m pytest -q -n 2 --dist loadfile --max-worker-restart 0 --captu
 # the backend changes the code path; tests/README.md). Each command ends with its 15 slowest tests
 # and the slow tier's total; a test over 30 s fails unless marked slow with a reason (tests/time_limit.py);
 # under JAX, where XLA compiles every new shape and a test takes up to twice its TensorFlow time, 60 s.
-PORTABLE_TESTS := tests/test_layers.py tests/test_length_batching.py tests/test_elmo.py tests/test_disentangled_attention.py tests/test_deberta_v2.py tests/test_packing.py tests/test_modern_checkpoints.py tests/test_crf.py tests/test_encoders.py tests/test_block_seams.py tests/test_optimization.py tests/test_dual_encoder.py tests/test_multi_task.py tests/test_refused_calls.py tests/test_testing.py tests/test_huggingface_parity.py::test_matches_transformers
+PORTABLE_TESTS := tests/test_layers.py tests/test_length_batching.py tests/test_elmo.py tests/test_disentangled_attention.py tests/test_deberta_v2.py tests/test_packing.py tests/test_modern_checkpoints.py tests/test_crf.py tests/test_encoders.py tests/test_block_seams.py tests/test_optimization.py tests/test_dual_encoder.py tests/test_multi_task.py tests/test_refused_calls.py tests/test_testing.py tests/test_huggingface_parity.py::test_matches_transformers tests/test_lora.py::test_task_adapters_switch_by_name_and_a_misfit_is_refused_before_any_change tests/test_lora.py::test_every_familys_projections_take_adapters_and_fold_to_the_same_outputs
 
 # ruff (configured in pyproject.toml): the linter and the formatter's check, first in both tiers.
 lint: $(STAMP)

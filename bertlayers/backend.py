@@ -64,6 +64,42 @@ KERAS_INTERNALS = (
     ),
     (
         "keras.optimizers.Optimizer",
+        "_apply_weight_decay",
+        "training/optimization.py",
+        "overridden: the decay's rate made once a step, not the schedule again for every variable",
+    ),
+    (
+        "keras.optimizers.Optimizer",
+        "_use_weight_decay",
+        "training/optimization.py",
+        "whether a variable is decayed (its exclusions), as Keras decides it",
+    ),
+    (
+        "keras.optimizers.Optimizer",
+        "_distribution_strategy@instance",
+        "training/optimization.py",
+        "the strategy Keras's own weight decay merges its updates under (TensorFlow)",
+    ),
+    (
+        "keras.layers.Dense",
+        "_kernel@built",
+        "backend.py",
+        "the kernel a LoRA layer stores without its adapters, folded into and restored (fold_lora)",
+    ),
+    (
+        "keras.layers.Layer",
+        "_untrack_variable",
+        "backend.py",
+        "a folded layer's adapters out of its weights, so a copy, save or export sees the plain layer",
+    ),
+    (
+        "keras.layers.Layer",
+        "_track_variable",
+        "backend.py",
+        "the adapters back in the layer's weights after a fold is undone",
+    ),
+    (
+        "keras.optimizers.Optimizer",
         "_all_reduce_sum_gradients",
         "training/optimization.py",
         "overridden: skipped where the gradients were summed before clipping",
@@ -444,3 +480,41 @@ def rows_at(sequence, positions):
     for _ in range(len(sequence.shape) - 2):
         index = keras.ops.expand_dims(index, -1)
     return keras.ops.take_along_axis(sequence, index, axis=1)
+
+
+# Keras 3.15 gives `Dense` / `EinsumDense` LoRA adapters (`enable_lora`) but no way to fold them
+# into the kernel and back; its saving folds them by reading the `kernel` property (at the
+# compute dtype). These reach its stored kernel and its switch.
+def stored_kernel(layer):
+    """The kernel `layer` stores, without its adapters."""
+    return layer._kernel
+
+
+def forget_traced_steps(model):
+    """Drop the train, test and predict steps Keras traced for `model` (and the models inside
+    it): they would run on with what they traced, such as adapters since folded."""
+    for inner in flatten_layers(model):
+        if isinstance(inner, keras.Model):
+            inner.train_function = inner.test_function = inner.predict_function = None
+
+
+def fold_lora(layer, delta):
+    """Add `delta` (float32, the kernel's shape) to `layer`'s stored kernel and turn its adapters
+    off; they leave the layer's weights (a copy, a save or an export sees the plain layer)."""
+    layer._kernel.assign(keras.ops.cast(keras.ops.cast(layer._kernel, "float32") + delta, layer._kernel.dtype))
+    layer.lora_enabled, layer.lora_rank = False, None
+    for variable in (layer.lora_kernel_a, layer.lora_kernel_b):
+        layer._untrack_variable(variable)
+
+
+def unfold_lora(layer, kernel, rank):
+    """Undo `fold_lora`: `kernel` stored again, the adapters of rank `rank` back in the layer's
+    weights (last, where `enable_lora` put them) and on."""
+    layer._kernel.assign(kernel)
+    layer.lora_enabled, layer.lora_rank = True, rank
+    locked = layer._tracker.locked
+    layer._tracker.unlock()  # as `enable_lora` does to add them
+    for variable in (layer.lora_kernel_a, layer.lora_kernel_b):
+        layer._track_variable(variable)
+    if locked:
+        layer._tracker.lock()

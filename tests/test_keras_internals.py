@@ -34,6 +34,9 @@ def test_each_listed_internal_is_there(owner, name, where, why):
         inputs = {"ids": keras.Input((None,), name="ids")}
         target = keras.Model(inputs, keras.layers.Dense(2)(inputs["ids"][..., None]))
         assert backend.input_structure(target) == inputs
+    elif kind == "built":  # an attribute a layer sets when it builds
+        target = target(2)
+        target.build((None, 3))
     elif kind == "variable":
         target = keras.Variable(np.zeros(2, "float32"))
     elif kind == "instance":

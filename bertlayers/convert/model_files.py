@@ -23,6 +23,7 @@ import keras
 from bertlayers import backend
 from bertlayers.convert.hub import local_or_hub
 from bertlayers.networks.input_limits import input_limits
+from bertlayers.networks.lora import merged_lora
 from bertlayers.tokenizers.model_tokenizer import VOCABULARY_FILE, ModelTokenizer, model_tokenizer
 from bertlayers.utils import atomic_files
 
@@ -86,11 +87,12 @@ def save_model(model: keras.Model, path: str, include_optimizer: bool = False, s
     members = {SETTINGS_MEMBER: json.dumps(settings)} if settings else {}
     if tokenizer is not None:
         members.update(_archive_members(tokenizer))
-    if include_optimizer:
-        atomic_files.save_model(model, path, extra_members=members)
-        return
-    with optimizer_left_out(model):
-        atomic_files.save_model(model, path, extra_members=members)
+    with merged_lora(model):  # a LoRA model's file holds its kernels with the adapters folded in, in float32
+        if include_optimizer:
+            atomic_files.save_model(model, path, extra_members=members)
+            return
+        with optimizer_left_out(model):
+            atomic_files.save_model(model, path, extra_members=members)
 
 
 def _archive_members(tokenizer):

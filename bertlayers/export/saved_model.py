@@ -39,6 +39,7 @@ from bertlayers.export.signatures import id_signatures, text_signatures
 from bertlayers.models.encoder_model import EncoderModel
 from bertlayers.networks.encoder_base import EncoderBase
 from bertlayers.networks.input_limits import input_limits
+from bertlayers.networks.lora import merged_lora
 from bertlayers.startup import require_tensorflow
 from bertlayers.tokenizers.model_tokenizer import ModelTokenizer, model_tokenizer
 from bertlayers.utils import atomic_files
@@ -134,7 +135,8 @@ def export_for_serving(
     names = [name] + ([f"{name}_text"] if tokenizer else [])
     # One export at a time into a base: versions are numbered, staged, committed and listed in
     # models.config against what the folder holds, and a second writer would race all four.
-    with atomic_files.locked(base_dir, "export into"):
+    # A LoRA model is served with its adapters folded into its kernels (and left as it was after).
+    with atomic_files.locked(base_dir, "export into"), merged_lora(model):
         servable = Servable(in_precision(model, options.precision), outputs, input_names, limits)
         return _write(servable, tokenizer, names, base_dir, options, _reads_first_token(model, tokenizer))
 

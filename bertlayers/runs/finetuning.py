@@ -10,6 +10,7 @@ from bertlayers.convert.loading import load_encoder
 from bertlayers.convert.model_files import record_tokenizer, save_model
 from bertlayers.networks import reinitialized
 from bertlayers.networks.input_limits import input_limits
+from bertlayers.networks.lora import enable_lora, save_adapter
 from bertlayers.runs.finetuning_config import FinetuningConfig, check_config, encoder_source
 from bertlayers.startup import require_tensorflow
 from bertlayers.training.callbacks import JsonHistory, StopOnDivergence
@@ -18,6 +19,8 @@ from bertlayers.training.task_fitting import compile_task_model, fit_task_model,
 __all__ = ["finetune"]
 
 tf = require_tensorflow(__name__)
+
+ADAPTER_FILE = "lora_adapter.safetensors"
 
 
 def finetune(
@@ -44,9 +47,12 @@ def finetune(
     batches cut to their longest example, the validation and the epoch kept), with the run's
     history (`history.json`) and TensorBoard logs (`logs/`) in `config.output_dir`.
 
+    With `config.lora_rank` only LoRA adapters on the encoder and the head train
+    (`bertlayers.networks.lora`); they are also saved alone, to `<output_dir>/lora_adapter.safetensors`.
+
     Returns:
       The trained model, also saved atomically to `<output_dir>/model.keras` (no optimizer state;
-      the vocabulary recorded in it).
+      the vocabulary recorded in it; LoRA adapters folded into the kernels).
     """
     check_config(config)
     num_examples = num_examples or len(next(iter(train[0].values())))
@@ -66,6 +72,8 @@ def finetune(
         os.path.join(config.output_dir, "model.keras"),
         settings=config.model_settings(),
     )
+    if config.lora_rank is not None:  # what the run changed, alone: a small file (load_adapter)
+        save_adapter(model, os.path.join(config.output_dir, ADAPTER_FILE), base=encoder_source(config))
     return model
 
 
@@ -81,4 +89,6 @@ def _task_model(config, build_model):
     model = build_model(encoder)
     if config.freeze_layers is not None:
         encoder.freeze_lower_layers(config.freeze_layers)
+    if config.lora_rank is not None:
+        enable_lora(model, config.lora_rank, config.lora_targets, config.lora_alpha)
     return model, tokenizer

@@ -11,6 +11,7 @@ from bertlayers.convert.hub import local_or_hub
 from bertlayers.convert.loading import head_pooling
 from bertlayers.convert.model_files import tokenizer_of
 from bertlayers.models.logits_model import LogitsModel
+from bertlayers.networks.lora import DEFAULT_TARGETS, TARGETS, parse_targets
 from bertlayers.runs.pretraining import PRECISIONS
 from bertlayers.tokenizers.model_tokenizer import ModelTokenizer
 from bertlayers.training.distribute import STRATEGIES
@@ -144,6 +145,18 @@ class FinetuningConfig:
         NON_NEGATIVE_INT,
         metavar="K",
     )
+    lora_rank: Optional[int] = option(
+        None,
+        "train rank-R LoRA adapters on the encoder's --lora_targets and the head, the encoder's weights frozen; "
+        "the adapters are saved alone too (lora_adapter.safetensors), model.keras has them folded in",
+        POSITIVE_INT,
+        metavar="R",
+    )
+    lora_alpha: Optional[float] = option(None, "LoRA's scale is alpha / rank (default: the rank)", POSITIVE_FLOAT)
+    lora_targets: str = option(
+        ",".join(DEFAULT_TARGETS),
+        f"the projections LoRA adapts, comma-separated: {', '.join(TARGETS)}, or attention, all",
+    )
     precision: str = option("float32", "compute dtype policy (variables stay float32)", choices=PRECISIONS)
     strategy: str = option(
         "default",
@@ -187,6 +200,13 @@ class FinetuningConfig:
         check_options(self)
         if self.group_by_length and self.pad_to_sequence_length:
             raise ValueError("group_by_length and pad_to_sequence_length exclude each other.")
+        if self.lora_rank is not None:
+            parse_targets(self.lora_targets)  # a ValueError naming a target that is not one
+            if self.feature_based or self.freeze_layers is not None:
+                raise ValueError(
+                    "lora_rank freezes the encoder's weights and trains adapters on them; it cannot be combined "
+                    "with feature_based or freeze_layers."
+                )
         if self.feature_based and self.freeze_layers is not None:
             raise ValueError(
                 "feature_based freezes the whole encoder already; freeze_layers cannot be combined with it."
