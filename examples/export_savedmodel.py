@@ -5,6 +5,7 @@
     tensorflow_model_server --rest_api_port=8501 --model_config_file=$PWD/savedmodels/models.local.config
     cd savedmodels && docker compose up            # or TF Serving in Docker (gRPC 8500, REST 8501)
     python examples/export_savedmodel.py ... --tflite    # also NAME.tflite and NAME_text.tflite
+    python examples/export_savedmodel.py ... --precision int8 --check_file data/rotten_tomatoes/test.csv
 
 --model takes a .keras file (any model built from the library's layers whose inputs are named
 token_ids / segment_ids / padding_mask), a pretrain.py output folder, or a Hugging Face folder.
@@ -50,10 +51,19 @@ def main():
         help="also convert each SavedModel to TFLite: <base_dir>/tflite/NAME.tflite (builtin ops; the text "
         "model with tensorflow-text's tokenizer kernels as custom ops)",
     )
+    parser.add_argument(
+        "--check_file",
+        help="with --precision bfloat16 or int8: a labelled file (a classifier's text,label CSV / TSV / JSONL, a "
+        "tagger's CoNLL) scored in float32 and in that precision first; the change is printed",
+    )
     add_flags(parser, ExportOptions, skip=("text",))  # --sequence_length, --truncate, --version, --precision, ...
     args = parser.parse_args()
     check_serving_base(args.base_dir, args.serving_base)  # before the model loads
+    if args.check_file and args.precision == "float32":
+        parser.error("--check_file compares float32 with the --precision exported (bfloat16 or int8); none is given.")
     model = load_model_file(args.model) if args.model.endswith(".keras") else load_encoder(args.model)
+    if args.check_file:
+        print(_check_precision(model, args))
     if args.tflite and not args.no_text:  # before anything is written: TFLite runs WordPiece's kernels only
         recorded = recorded_tokenizer(model)
         kind = recorded.in_graph().kind if recorded is not None and not args.vocabulary else "wordpiece"
@@ -79,6 +89,32 @@ def main():
         f"TF Serving config: {os.path.join(args.base_dir, 'models.config')} (a container mounting {args.base_dir} at "
         f"{args.serving_base}: docker-compose.yml beside it), {os.path.join(args.base_dir, 'models.local.config')} "
         "(a server on this host)"
+    )
+
+
+def _check_precision(model, args):
+    """One line: the model's score on --check_file in float32 and in --precision."""
+    from bertlayers.models import SequenceClassifier, TokenClassifier
+    from bertlayers.task_data.classification import read_text_examples
+    from bertlayers.task_data.ner import read_conll
+    from bertlayers.tasks import TextClassifier, TextTagger
+    from bertlayers.tasks.precision_check import precision_check
+
+    if isinstance(model, SequenceClassifier):
+        task = TextClassifier(model, args.sequence_length)
+        examples = read_text_examples(args.check_file)
+        texts, labels = [e.text_a for e in examples], [e.label for e in examples]
+    elif isinstance(model, TokenClassifier):
+        task = TextTagger(model, args.sequence_length)
+        sentences = read_conll(args.check_file)
+        texts, labels = [[w for w, _ in s] for s in sentences], [[t for _, t in s] for s in sentences]
+    else:
+        raise ValueError(f"--check_file scores a classifier or a tagger; {args.model} holds a {type(model).__name__}.")
+    result = precision_check(task, texts, labels, args.precision)
+    return (
+        f"{args.precision} against float32 on {result['examples']} examples of {args.check_file}: "
+        f"{result['metric']} {result['float32']:.2f} -> {result[args.precision]:.2f} ({result['change']:+.2f} points), "
+        f"the same answer for {100 * result['same_answers']:.1f}%"
     )
 
 

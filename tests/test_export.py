@@ -15,6 +15,7 @@ from fresh_serving import poisoned_path, run_fresh
 from keras_hub_reference import keras_hub_packer
 from processes import REPO, environment, python, run, script
 
+from bertlayers import backend
 from bertlayers.export import export_for_serving
 from bertlayers.families.bert import BertEncoder
 from bertlayers.models import SequenceClassifier, SpanPredictor, TokenClassifier
@@ -584,10 +585,43 @@ def test_bfloat16_export_computes_in_bfloat16_and_answers_in_float32(exported, t
     scale = np.abs(want[key]).max()
     difference = np.abs(got[key].numpy() - want[key]).max()
     assert 0 < difference < 0.05 * scale + 1e-3, (difference, scale)
-    with pytest.raises(ValueError, match="precision must be one of float32, bfloat16, got .float16."):
+    with pytest.raises(ValueError, match="precision must be one of float32, bfloat16, int8, got .float16."):
         export_for_serving(
             model, f"{name}_half", base_dir=str(tmp_path), sequence_length=SEQ, precision="float16", text=False
         )
+
+
+def test_an_int8_export_holds_int8_weights_in_tf_serving_ops_and_answers_near_float(exported, tmp_path, caplog):
+    """`precision="int8"`: Keras's quantization of a copy (the model exported is left as it was);
+    the dense, einsum and embedding weights stored in int8 with their scales, the other layers
+    float and named in the log, only core TensorFlow ops, and answers near the float model's."""
+    from test_subword_checkpoints import SERVING_TF_TEXT_OPS
+
+    _, models, _ = exported
+    model = models["classifier"]
+    with caplog.at_level("INFO", logger="bertlayers.export.precision"):
+        paths = export_for_serving(
+            model,
+            "int8",
+            base_dir=str(tmp_path),
+            vocabulary=bert_uncased_vocabulary(),
+            sequence_length=SEQ,
+            precision="int8",
+        )
+    assert "int8 weights in 16 layers; kept in float: LayerNormalization x5, PositionEmbedding x1" in caplog.text
+    loaded = tf.saved_model.load(paths["int8"])
+    int8 = [v.name for v in loaded.model_variables if v.dtype == tf.int8]
+    assert len(int8) == 16 and all(re.search(r"/(kernel|embeddings):0$", name) for name in int8), int8
+    assert not any(layer.quantization_mode for layer in backend.flatten_layers(model))
+    for path in paths.values():
+        assert graph_ops(path) <= set(dir(tf.raw_ops)) | SERVING_TF_TEXT_OPS, sorted(
+            graph_ops(path) - set(dir(tf.raw_ops))
+        )
+    inputs = id_inputs()
+    got = loaded.signatures["serving_default"](**{k: tf.constant(v) for k, v in inputs.items()})
+    want = keras_outputs(model, inputs)["logits"]
+    difference = np.abs(got["logits"].numpy() - want).max()
+    assert 0 < difference < 0.05 * np.abs(want).max() + 1e-3, difference
 
 
 def test_tf_serving_batches_the_text_models_and_runs_ids_requests_alone(exported):

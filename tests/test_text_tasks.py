@@ -203,3 +203,53 @@ def test_the_answerer_fits_and_answers_with_spans_of_the_context_as_the_served_m
         answerer.fit(questions, contexts, ["Berlin", "Paris"], epochs=1, verbose=0)
     with pytest.raises(ValueError, match="2 questions for 1 contexts"):
         answerer.predict(questions, contexts[:1])
+
+
+@pytest.mark.slow(reason="exports a tiny classifier with int8 weights after scoring it both ways")
+def test_precision_check_scores_float32_and_int8_alike_and_the_export_prints_it(encoder_file, tmp_path):
+    """`precision_check`: the same labelled texts scored by the float32 model and its int8 copy
+    (what `export_for_serving(precision="int8")` serves); `export_savedmodel.py --check_file`
+    prints it before exporting, and refuses the flag without a lower precision."""
+    import csv
+
+    from processes import run_script, script_result
+
+    from bertlayers.export.precision import in_precision
+    from bertlayers.tasks.precision_check import precision_check
+
+    classifier = TextClassifier.from_checkpoint(encoder_file, labels=["no", "yes"], sequence_length=16)
+    labels = ["yes", "no", "yes", "no"]
+    result = precision_check(classifier, TEXTS, labels, "int8")
+    by_hand = [
+        [row["label"] for row in TextClassifier(model, 16).predict(TEXTS)]
+        for model in (classifier.model, in_precision(classifier.model, "int8"))
+    ]
+    scores = [100 * np.mean([a == b for a, b in zip(given, labels)]) for given in by_hand]
+    assert result == {
+        "examples": 4,
+        "metric": "accuracy",
+        "float32": scores[0],
+        "int8": scores[1],
+        "change": scores[1] - scores[0],
+        "same_answers": np.mean([a == b for a, b in zip(*by_hand)]),
+    }
+    classifier.save(str(tmp_path / "model.keras"))
+    with open(tmp_path / "check.csv", "w", newline="") as f:
+        csv.writer(f).writerows([("text", "label"), *zip(TEXTS, labels)])
+    common = ["--model", str(tmp_path / "model.keras"), "--name", "tiny", "--base_dir", str(tmp_path / "served")]
+    output = run_script(
+        "export_savedmodel.py",
+        *common,
+        "--sequence_length",
+        "16",
+        "--precision",
+        "int8",
+        "--check_file",
+        tmp_path / "check.csv",
+    )
+    assert (
+        f"int8 against float32 on 4 examples of {tmp_path / 'check.csv'}: accuracy {scores[0]:.2f} -> {scores[1]:.2f}"
+        in output
+    )
+    refused = script_result("export_savedmodel.py", *common, "--check_file", str(tmp_path / "check.csv"), expect=2)
+    assert "--check_file compares float32 with the --precision exported" in refused.stderr

@@ -66,7 +66,11 @@ class ExportOptions:
     max_query_length: int = option(64, "SQuAD text model: the longest question, in pieces", POSITIVE_INT)
     max_answer_length: int = option(30, "SQuAD text model: the longest answer, in pieces", POSITIVE_INT)
     label_names: Optional[list] = option(None, "a classifier's label strings, by class id", flag=False)
-    precision: str = option("float32", "compute in float32, or a bfloat16 copy (library models)", choices=PRECISIONS)
+    precision: str = option(
+        "float32",
+        "compute in float32, in a bfloat16 copy (library models), or with int8 weights (Keras's quantization)",
+        choices=PRECISIONS,
+    )
     serving_base: str = option(
         "/models",
         "where the TF Serving container mounts the base folder: models.config names <serving_base>/<name> "
@@ -110,6 +114,9 @@ def export_for_serving(
         `text=False`, `precision="bfloat16"`, ...) change it. `precision="bfloat16"` computes a
         library model in bfloat16 (weights stored in bfloat16, half the size; outputs still float32),
         faster only where the processor has fast bfloat16 products (`benchmarks/compare.py`).
+        `precision="int8"` serves a copy whose dense, einsum and embedding layers hold int8
+        weights (Keras's `quantize("int8")`; a quarter of the size; the other layers float, named
+        in the log); `bertlayers.tasks.precision_check` says how far its answers move.
 
     Returns:
       {model name: version folder}.
