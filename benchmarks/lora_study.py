@@ -66,13 +66,17 @@ def main(argv=None):
             for seed in args.seeds:
                 rows.append(run(name, extra, seed, args, folder))
                 print(json.dumps(rows[-1]), flush=True)
-    print(f"\n| configuration | test accuracy (mean, min-max over {len(args.seeds)} seeds) | adapter file / model.keras |")
+    print(
+        f"\n| configuration | test accuracy (mean, min-max over {len(args.seeds)} seeds) | adapter file / model.keras |"
+    )
     print("|---|---|---|")
     for name in CONFIGS:
         mine = [row for row in rows if row["config"] == name]
         accuracy = [row["accuracy"] for row in mine]
         share = mine[0]["adapter_bytes"] and f"{100 * mine[0]['adapter_bytes'] / mine[0]['model_bytes']:.2f}%"
-        print(f"| {name} | {statistics.mean(accuracy):.3f} ({min(accuracy):.3f}-{max(accuracy):.3f}) | {share or '-'} |")
+        print(
+            f"| {name} | {statistics.mean(accuracy):.3f} ({min(accuracy):.3f}-{max(accuracy):.3f}) | {share or '-'} |"
+        )
     if args.output:
         with open(args.output, "w") as f:
             json.dump({"settings": vars(args), "rows": rows}, f, indent=1)
