@@ -23,6 +23,7 @@ CONFIGS = {
     "full fine-tuning (lr 5e-5)": [],
     "LoRA r=8 on query, value (lr 5e-4)": ["--lora_rank", "8", "--learning_rate", "5e-4"],
     "LoRA r=8 on all projections (lr 5e-4)": ["--lora_rank", "8", "--lora_targets", "all", "--learning_rate", "5e-4"],
+    "LoRA r=4 on query, value (lr 5e-4)": ["--lora_rank", "4", "--learning_rate", "5e-4"],
 }
 
 
@@ -58,11 +59,13 @@ def main(argv=None):
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--sequence_length", type=int, default=64)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    parser.add_argument("--only", nargs="+", help="run the configurations whose names contain one of these")
     parser.add_argument("--output", help="write the rows as JSON here")
     args = parser.parse_args(argv)
     rows = []
+    configs = {n: e for n, e in CONFIGS.items() if not args.only or any(part in n for part in args.only)}
     with tempfile.TemporaryDirectory() as folder:
-        for name, extra in CONFIGS.items():
+        for name, extra in configs.items():
             for seed in args.seeds:
                 rows.append(run(name, extra, seed, args, folder))
                 print(json.dumps(rows[-1]), flush=True)
@@ -70,7 +73,7 @@ def main(argv=None):
         f"\n| configuration | test accuracy (mean, min-max over {len(args.seeds)} seeds) | adapter file / model.keras |"
     )
     print("|---|---|---|")
-    for name in CONFIGS:
+    for name in configs:
         mine = [row for row in rows if row["config"] == name]
         accuracy = [row["accuracy"] for row in mine]
         share = mine[0]["adapter_bytes"] and f"{100 * mine[0]['adapter_bytes'] / mine[0]['model_bytes']:.2f}%"

@@ -15,6 +15,7 @@ bertlayers.convert.record_tokenizer record it). Versions are integers, the next 
 
 import argparse
 import os
+import tempfile
 
 import _recorded_help  # noqa: F401 (answers --help before TensorFlow loads: examples/usage/)
 
@@ -49,7 +50,8 @@ def main():
         "--tflite",
         action="store_true",
         help="also convert each SavedModel to TFLite: <base_dir>/tflite/NAME.tflite (builtin ops; the text "
-        "model with tensorflow-text's tokenizer kernels as custom ops)",
+        "model with tensorflow-text's tokenizer kernels as custom ops; with --precision int8, TFLite's dynamic-range "
+        "int8)",
     )
     parser.add_argument(
         "--check_file",
@@ -83,12 +85,30 @@ def main():
     )
     for name, path in written.items():
         print(f"{name}: {path}")
-        if args.tflite:
-            print(f"{name}: {export_tflite(path, os.path.join(args.base_dir, 'tflite', name + '.tflite'))}")
+    if args.tflite:
+        with tempfile.TemporaryDirectory(prefix="tflite_source_") as folder:
+            for name, path in _tflite_sources(model, written, args, folder).items():
+                lite = os.path.join(args.base_dir, "tflite", name + ".tflite")
+                print(f"{name}: {export_tflite(path, lite, int8=args.precision == 'int8')}")
     print(
         f"TF Serving config: {os.path.join(args.base_dir, 'models.config')} (a container mounting {args.base_dir} at "
         f"{args.serving_base}: docker-compose.yml beside it), {os.path.join(args.base_dir, 'models.local.config')} "
         "(a server on this host)"
+    )
+
+
+def _tflite_sources(model, written, args, folder):
+    """The SavedModels TFLite converts: those written, or with --precision int8 float32 ones (in
+    `folder`) that TFLite quantizes itself, its int8 kernels being its own."""
+    if args.precision != "int8":
+        return written
+    options = {**options_from_flags(ExportOptions, args), "precision": "float32", "version": None}
+    return export_for_serving(
+        model,
+        args.name,
+        base_dir=folder,
+        vocabulary=args.vocabulary,
+        options=ExportOptions(**options, lowercase=args.uncased, text=not args.no_text),
     )
 
 

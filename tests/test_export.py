@@ -812,6 +812,12 @@ def test_the_ids_and_text_models_convert_to_tflite_with_the_keras_outputs(export
     answer = text.get_signature_runner("serving_default")(text=np.array(TEXTS))
     packed = keras_hub_packer(bert_uncased_vocabulary(), SEQ)(TEXTS)
     np.testing.assert_allclose(answer["logits"], np.asarray(models["classifier"](packed)["logits"]), atol=1e-5)
+    # TFLite's dynamic-range int8: the products' weights in int8, the answers near float's.
+    quantized = tflite_interpreter(export_tflite(paths["classifier"], str(tmp_path / "int8.tflite"), int8=True))
+    weights = [t for t in quantized.get_tensor_details() if t["dtype"] == np.int8]
+    assert len(weights) >= 12, [t["name"] for t in quantized.get_tensor_details()]  # two layers' six projections
+    lite = quantized.get_signature_runner("serving_default")(**inputs)["logits"]
+    assert 0 < np.abs(lite - keras_logits).max() < 0.05 * np.abs(keras_logits).max() + 1e-3
     with pytest.raises(FileNotFoundError, match="No SavedModel at"):
         export_tflite(str(tmp_path / "nothing"), str(tmp_path / "x.tflite"))
 
