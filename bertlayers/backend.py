@@ -492,10 +492,20 @@ def stored_kernel(layer):
 
 def forget_traced_steps(model):
     """Drop the train, test and predict steps Keras traced for `model` (and the models inside
-    it): they would run on with what they traced, such as adapters since folded."""
+    it): they would run on with what they traced, such as adapters since folded. Returns what was
+    dropped, for `restore_traced_steps`."""
+    dropped = []
     for inner in flatten_layers(model):
         if isinstance(inner, keras.Model):
+            dropped.append((inner, inner.train_function, inner.test_function, inner.predict_function))
             inner.train_function = inner.test_function = inner.predict_function = None
+    return dropped
+
+
+def restore_traced_steps(dropped):
+    """Put back the steps `forget_traced_steps` dropped (a loop running them reads them again)."""
+    for inner, train, test, predict in dropped:
+        inner.train_function, inner.test_function, inner.predict_function = train, test, predict
 
 
 def fold_lora(layer, delta):

@@ -62,9 +62,10 @@ def custom_ops(model: bytes) -> list:
     ]
 
 
-def tflite_interpreter(path: str) -> "tf.lite.Interpreter":
+def tflite_interpreter(path: str, num_threads: int | None = None) -> "tf.lite.Interpreter":
     """A TFLite interpreter for the model at `path`, with tensorflow-text's kernels registered
-    (what an app does to run a text model); `.get_signature_runner()` calls it."""
+    (what an app does to run a text model), on `num_threads` threads (default TFLite's);
+    `.get_signature_runner()` calls it."""
     import warnings
 
     from tensorflow.lite.python.interpreter import InterpreterWithCustomOps
@@ -78,5 +79,7 @@ def tflite_interpreter(path: str) -> "tf.lite.Interpreter":
     with warnings.catch_warnings():  # tf.lite.Interpreter's notice that LiteRT replaces it
         warnings.simplefilter("ignore")
         return InterpreterWithCustomOps(
-            model_path=path, custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS
+            model_path=path,
+            custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS,
+            num_threads=num_threads,
         )

@@ -243,13 +243,16 @@ def merged_lora(model: keras.Model):
         yield model
         return
     kept = [(layer, np.asarray(backend.stored_kernel(layer)), layer.lora_rank) for layer in layers]
+    # The steps traced with the adapters are right again afterwards: put back as they were (a fit
+    # whose callback saves the model reads its train step again at the next batch).
+    traced = backend.forget_traced_steps(model)
     try:
         merge_lora(model)
         yield model
     finally:
         for layer, kernel, rank in kept:
             backend.unfold_lora(layer, kernel, rank)
-        backend.forget_traced_steps(model)
+        backend.restore_traced_steps(traced)
 
 
 class TaskAdapters:

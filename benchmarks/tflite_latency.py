@@ -1,0 +1,49 @@
+"""Batch-1 latency of text `.tflite` models (examples/export_savedmodel.py --tflite) on real Rotten
+Tomatoes snippets, tokenization included, in this process:
+
+    python benchmarks/tflite_latency.py --model savedmodels/tflite/rt_text.tflite \
+        --model savedmodels/tflite/rt_int8_text.tflite
+
+Prints p50 / p99 milliseconds and the file's size a model, and how far each model's logits are
+from the first's (the same snippets)."""
+
+import argparse
+import os
+import time
+
+import numpy as np
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", action="append", required=True, help="a text .tflite file (repeat)")
+    parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args(argv)
+
+    from bertlayers.export import tflite_interpreter
+    from bertlayers.utils.assets import rotten_tomatoes_snippets
+
+    texts = [text for text, _ in rotten_tomatoes_snippets()[: args.requests]]
+    first = None
+    for path in args.model:
+        runner = tflite_interpreter(path, num_threads=args.threads).get_signature_runner("serving_default")
+        for text in texts[:20]:  # warm-up
+            runner(text=np.array([text]))
+        times, logits = [], []
+        for text in texts:
+            start = time.perf_counter()
+            answer = runner(text=np.array([text]))
+            times.append(1000 * (time.perf_counter() - start))
+            logits.append(answer["logits"][0])
+        logits = np.array(logits)
+        first = logits if first is None else first
+        print(
+            f"{path}: p50 {np.percentile(times, 50):.2f} ms, p99 {np.percentile(times, 99):.2f} ms, "
+            f"{os.path.getsize(path) / 1e6:.1f} MB, logits within {np.abs(logits - first).max():.4f} of the first, "
+            f"the same label for {100 * np.mean(logits.argmax(-1) == first.argmax(-1)):.1f}%"
+        )
+
+
+if __name__ == "__main__":
+    main()
