@@ -24,6 +24,9 @@ CONFIGS = {
     "LoRA r=8 on query, value (lr 5e-4)": ["--lora_rank", "8", "--learning_rate", "5e-4"],
     "LoRA r=8 on all projections (lr 5e-4)": ["--lora_rank", "8", "--lora_targets", "all", "--learning_rate", "5e-4"],
     "LoRA r=4 on query, value (lr 5e-4)": ["--lora_rank", "4", "--learning_rate", "5e-4"],
+    "LoRA r=8 on attention_output, feed_forward (lr 5e-4)": [
+        *("--lora_rank", "8", "--lora_targets", "attention_output,feed_forward", "--learning_rate", "5e-4"),
+    ],
 }
 
 
@@ -82,7 +85,8 @@ def main(argv=None):
         )
     if args.output:
         with open(args.output, "w") as f:
-            json.dump({"settings": vars(args), "rows": rows}, f, indent=1)
+            settings = {k: os.path.relpath(v, REPO) if k.endswith("_file") else v for k, v in vars(args).items()}
+            json.dump({"settings": settings, "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -108,7 +108,7 @@ def main():
     model, restarts = finetune_restarts(
         strategy,
         config,
-        lambda encoder: TokenClassifier(encoder, len(tags), crf=args.crf, **feature_based_options(config)),
+        lambda encoder: TokenClassifier(encoder, tag_names=tags, crf=args.crf, **feature_based_options(config)),
         train_data,
         dev_score,
         args.restarts,
