@@ -141,6 +141,16 @@ def test_task_adapters_switch_by_name_and_a_misfit_is_refused_before_any_change(
         enable_lora(_classifier(), 2, "query,ffn")
 
 
+def test_every_encoder_of_a_two_tower_dual_encoder_takes_adapters_and_freezes():
+    from bertlayers.models import DualEncoder
+
+    keras.utils.set_random_seed(0)
+    queries, passages = BertEncoder(**TINY, name="queries"), BertEncoder(**TINY, name="passages")
+    model = enable_lora(DualEncoder(queries, passage_encoder=passages), 2)
+    assert len(lora_layers(queries)) == len(lora_layers(passages)) == 4  # query and value, two blocks each
+    assert model.trainable_weights and all("lora_kernel" in v.path for v in model.trainable_weights)
+
+
 @pytest.mark.parametrize("family", ["deberta-v2", "modernbert", "xlnet"])
 def test_every_familys_projections_take_adapters_and_fold_to_the_same_outputs(family):
     """DeBERTa's disentangled attention (its relative projections reuse query and key), a gated

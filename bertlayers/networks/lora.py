@@ -71,14 +71,19 @@ def parse_targets(targets: str | tuple | list) -> tuple:
     return tuple(expanded)
 
 
-def _encoder_of(model):
-    encoder = getattr(model, "encoder", model)
-    if not hasattr(encoder, "transformer_layers"):
-        raise TypeError(
-            f"{type(model).__name__} {model.name!r} has no encoder with transformer blocks to adapt "
-            "(a model of bertlayers' encoders, or one of them)."
-        )
-    return encoder
+def _encoders_of(model):
+    """Every encoder `model` holds (an asymmetric dual encoder has two), or `model` itself."""
+    by_prefix = getattr(model, "encoders_by_input_prefix", None)
+    encoders = (
+        list({id(e): e for e in by_prefix().values()}.values()) if by_prefix else [getattr(model, "encoder", model)]
+    )
+    for encoder in encoders:
+        if not hasattr(encoder, "transformer_layers"):
+            raise TypeError(
+                f"{type(model).__name__} {model.name!r} has no encoder with transformer blocks to adapt "
+                "(a model of bertlayers' encoders, or one of them)."
+            )
+    return encoders
 
 
 def _projections(block):
@@ -99,7 +104,8 @@ def enable_lora(
     """Give `model`'s encoder rank-`rank` adapters on `targets` and freeze its other weights.
 
     Args:
-      model: an encoder, or a model built on one (`model.encoder`); built.
+      model: an encoder, or a model built on encoders (each of them adapted: a dual encoder's query
+        and passage encoders); built.
       rank: the adapters' rank r (4 to 16 is usual).
       targets: projections to adapt (`TARGETS`, or "attention" / "all"); default query and value.
       alpha: the update's scale is alpha / r (default r: a scale of 1, Keras's and PEFT's default).
@@ -111,11 +117,11 @@ def enable_lora(
     if alpha is not None and not alpha > 0:
         raise ValueError(f"LoRA alpha must be positive, got {alpha!r}.")
     targets = parse_targets(targets)
-    encoder = _encoder_of(model)
+    encoders = _encoders_of(model)
     if lora_layers(model):
         raise ValueError(f"{model.name!r} has LoRA adapters already: enable them once, on the model as built.")
     chosen = []
-    for block in encoder.transformer_layers:
+    for block in (block for encoder in encoders for block in encoder.transformer_layers):
         found = _projections(block)
         missing = [t for t in targets if t not in found]
         if missing:
@@ -124,7 +130,7 @@ def enable_lora(
                 f"(its dense projections: {', '.join(sorted(found)) or 'none'}); choose among those."
             )
         chosen += [layer for target in targets for layer in found[target]]
-    for variable in encoder.weights:  # the encoder as it was stays as it was; the head trains
+    for variable in (v for encoder in encoders for v in encoder.weights):  # the encoders as they were; heads train
         variable.trainable = False
     for layer in chosen:
         layer.enable_lora(rank, lora_alpha=alpha)
