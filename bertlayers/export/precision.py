@@ -58,7 +58,7 @@ def _int8_copy(model):
     copy.set_weights(model.get_weights())
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        copy.quantize("int8")
+        backend.quantize(copy, "int8")
     # Keras warns once a layer it cannot quantize; those holding weights stay float.
     kept = collections.Counter()
     unquantized = {
