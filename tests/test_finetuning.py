@@ -825,28 +825,6 @@ def test_the_fine_tuning_config_is_typed_and_range_checked(capsys):
 # --- Real weights ----------------------------------------------------------------------------------
 
 
-@pytest.mark.slow(reason="fine-tunes the real MiniLM for 60 steps: real weights are what it checks")
-def test_short_minilm_fine_tune_beats_chance():
-    from bertlayers.task_data.classification import TextExample, encode_examples
-    from bertlayers.training.optimization import create_optimizer
-    from bertlayers.utils.assets import rotten_tomatoes_snippets
-
-    snippets = rotten_tomatoes_snippets()
-    order = np.random.default_rng(0).permutation(len(snippets))
-    train = [snippets[i] for i in order[:640]]
-    test = [snippets[i] for i in order[-400:]]
-    packer = model_tokenizer(os.path.join(minilm_path(), "vocab.txt")).packer(32)
-    encode = lambda rows: encode_examples(packer, [TextExample("rt", t, None, l) for t, l in rows], "rt")  # noqa: E731
-    labels = lambda rows: np.array([l == "fresh" for _, l in rows], "int32")  # noqa: E731
-    model = SequenceClassifier(load_encoder(minilm_path()), 2)
-    model.compile(optimizer=create_optimizer(3e-4, 60, 6))  # 3 epochs of 20 batches
-    model.fit(encode(train), {"logits": labels(train)}, batch_size=32, epochs=3, verbose=0)
-    predicted = model.predict(encode(test), batch_size=64, verbose=0)["logits"].argmax(-1)
-    accuracy = float(np.mean(predicted == labels(test)))
-    majority = max(np.mean(labels(test)), 1 - np.mean(labels(test)))
-    assert accuracy > majority + 0.1, (accuracy, majority)
-
-
 @pytest.mark.slow
 def test_run_classifier_validates_every_epoch_keeps_the_best_and_says_where_its_files_are(tmp_path, tiny_encoder):
     """Validation after every epoch (history and TensorBoard), the best epoch's weights kept and
