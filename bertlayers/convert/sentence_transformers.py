@@ -22,10 +22,12 @@ from bertlayers.utils.text_files import read_json_object
 
 __all__ = [
     "SentenceTransformersFolder",
+    "MultiVectorEncoderFolder",
     "SparseEncoderFolder",
     "cross_encoder_settings",
     "declared_pooling",
     "load_sentence_embedder",
+    "read_multi_vector_encoder",
     "read_sentence_transformers",
     "read_sparse_encoder",
     "save_sentence_transformers",
@@ -104,6 +106,11 @@ def read_sentence_transformers(source: str) -> SentenceTransformersFolder | None
         raise ValueError(
             f"{folder} is a sentence-transformers SparseEncoder folder (a vocabulary-sized sparse vector a "
             "text), not a dense embedding model: encode with bertlayers.tasks.TextSparseEncoder."
+        )
+    if model_type == "MultiVectorEncoder":
+        raise ValueError(
+            f"{folder} is a sentence-transformers MultiVectorEncoder folder (a vector a token, scored by MaxSim), "
+            "not a single-vector embedding model: encode with bertlayers.tasks.TextMultiVectorEncoder."
         )
     with open(modules_path, encoding="utf-8") as f:
         modules = json.load(f)
@@ -228,7 +235,7 @@ def _dense(folder):
     return layer, weights
 
 
-def _settings(folder):
+def _settings(folder, similarities=("cosine", "dot", "euclidean", "manhattan")):
     path = os.path.join(folder, "config_sentence_transformers.json")
     config = read_json_object(path) if os.path.isfile(path) else {}
     prompts = config.get("prompts") or {}
@@ -237,9 +244,9 @@ def _settings(folder):
     default = config.get("default_prompt_name")
     if default is not None and default not in prompts:
         raise ValueError(f"{path}: default_prompt_name {default!r} is not among the prompts {sorted(prompts)}.")
-    similarity = config.get("similarity_fn_name") or "cosine"
-    if similarity not in ("cosine", "dot", "euclidean", "manhattan"):
-        raise ValueError(f"{path}: similarity_fn_name {similarity!r} is not cosine, dot, euclidean or manhattan.")
+    similarity = config.get("similarity_fn_name") or similarities[0]
+    if similarity not in similarities:
+        raise ValueError(f"{path}: similarity_fn_name {similarity!r} is not {', '.join(similarities)}.")
     return {"prompts": dict(prompts), "default_prompt_name": default, "similarity": similarity}
 
 
@@ -357,6 +364,110 @@ def read_sparse_encoder(source: str) -> SparseEncoderFolder:
         activation=activation,
         prompts=settings["prompts"],
         default_prompt_name=settings["default_prompt_name"],
+        max_seq_length=_max_seq_length(folder, transformer),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class MultiVectorEncoderFolder:
+    """What a sentence-transformers `MultiVectorEncoder` folder (ColBERT) computes, read from its files.
+
+    Attributes:
+      transformer: the folder of its `Transformer` module (a Hugging Face checkpoint).
+      dense: ({"units", "activation", "use_bias"}, weights file): its token-level `Dense` module.
+      normalize: whether a `Normalize` module ends it (unit-length token vectors).
+      query_length, document_length: the most pieces of a query and of a document (None: the
+        model's `max_seq_length`); with `query_expansion`, queries are exactly its `length`.
+      query_expansion: {"length", "attend", "token" (None: the tokenizer's mask token)}, or None.
+      skiplist_words: pieces never scored in the texts of `skiplist_tasks` ("query", "document").
+      prompts, default_prompt_name, max_seq_length: as in `SentenceTransformersFolder`.
+      similarity: "maxsim" or "meanmaxsim".
+    """
+
+    transformer: str
+    dense: tuple
+    normalize: bool = True
+    query_length: int | None = None
+    document_length: int | None = None
+    query_expansion: dict | None = None
+    skiplist_words: tuple = ()
+    skiplist_tasks: tuple = ("document",)
+    prompts: dict = dataclasses.field(default_factory=dict)
+    default_prompt_name: str | None = None
+    similarity: str = "maxsim"
+    max_seq_length: int | None = None
+
+
+MULTI_VECTOR_MODULES = ("Transformer", "Dense", "MultiVectorMask", "Normalize")
+
+
+def read_multi_vector_encoder(source: str) -> MultiVectorEncoderFolder:
+    """The late-interaction modules of the sentence-transformers 6 `MultiVectorEncoder` folder (or
+    Hub name) `source`: `Transformer` (its query and document lengths, its query expansion), a
+    token-level `Dense`, `MultiVectorMask` (its skiplist), then optionally `Normalize`. PyLate's
+    and Stanford ColBERT's own layouts, and any other module, are refused by name before any
+    weights load."""
+    folder = local_or_hub(source)
+    modules_path = os.path.join(folder, "modules.json")
+    settings_path = os.path.join(folder, "config_sentence_transformers.json")
+    config = read_json_object(settings_path) if os.path.isfile(settings_path) else {}
+    if not os.path.isfile(modules_path) or "query_prefix" in config or config.get("model_type") == "ColBERT":
+        raise ValueError(
+            f"{folder} is not a sentence-transformers 6 MultiVectorEncoder folder (modules.json with Transformer, "
+            "Dense, MultiVectorMask[, Normalize]); a PyLate or Stanford ColBERT checkpoint loads in "
+            "sentence-transformers 6 (MultiVectorEncoder(folder)), whose save() writes that layout."
+        )
+    with open(modules_path, encoding="utf-8") as f:
+        modules = json.load(f)
+    kinds = [str(module.get("type", "")).rsplit(".", 1)[-1] for module in modules if isinstance(module, dict)]
+    if len(kinds) != len(modules) or kinds not in (list(MULTI_VECTOR_MODULES), list(MULTI_VECTOR_MODULES[:3])):
+        raise ValueError(
+            f"{modules_path}: the modules are {kinds}; the library reads a multi-vector model: "
+            f"{', '.join(MULTI_VECTOR_MODULES[:3])}[, Normalize]."
+        )
+    transformer, dense_folder, mask_folder = (os.path.join(folder, str(m.get("path", ""))) for m in modules[:3])
+    dense_config_path = os.path.join(dense_folder, "config.json")
+    dense_config = read_json_object(dense_config_path)
+    for key, expected in (("module_input_name", "token_embeddings"), ("use_residual", False)):
+        if dense_config.get(key, expected) != expected:
+            raise ValueError(
+                f"{dense_config_path}: {key} is {dense_config[key]!r}; a multi-vector Dense's is {expected!r}."
+            )
+    mask_path = os.path.join(mask_folder, "config.json")
+    mask = read_json_object(mask_path) if os.path.isfile(mask_path) else {}
+    if mask.get("keep_only_token_ids") is not None:
+        raise ValueError(f"{mask_path}: keep_only_token_ids (image patches' documents) is not read by the library.")
+    tasks = mask.get("skiplist_tasks", ["document"])
+    tasks = (tasks,) if isinstance(tasks, str) else tuple(tasks)
+    transformer_settings_path = os.path.join(transformer, "sentence_bert_config.json")
+    transformer_settings = (
+        read_json_object(transformer_settings_path) if os.path.isfile(transformer_settings_path) else {}
+    )
+    expansion = transformer_settings.get("query_expansion")
+    if expansion is not None:
+        if expansion.get("strategy") != "fixed" or not isinstance(expansion.get("length"), int):
+            raise ValueError(
+                f"{transformer_settings_path}: query_expansion {expansion!r}; the library expands queries to a "
+                "fixed length (strategy 'fixed', an integer length)."
+            )
+        expansion = {
+            "length": expansion["length"],
+            "attend": bool(expansion.get("attend", False)),
+            "token": expansion.get("token"),
+        }
+    settings = _settings(folder, similarities=("maxsim", "meanmaxsim"))
+    return MultiVectorEncoderFolder(
+        transformer=transformer,
+        dense=_dense(dense_folder),
+        normalize=len(kinds) == 4,
+        query_length=transformer_settings.get("query_length"),
+        document_length=transformer_settings.get("document_length"),
+        query_expansion=expansion,
+        skiplist_words=tuple(str(word) for word in mask.get("skiplist_words") or ()),
+        skiplist_tasks=tasks,
+        prompts=settings["prompts"],
+        default_prompt_name=settings["default_prompt_name"],
+        similarity=settings["similarity"],
         max_seq_length=_max_seq_length(folder, transformer),
     )
 

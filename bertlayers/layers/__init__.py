@@ -10,6 +10,7 @@ from bertlayers.layers.classification_head import ClassificationHead, NextSenten
 from bertlayers.layers.crf import LinearChainCRF
 from bertlayers.layers.factorized_embedding import FactorizedEmbedding
 from bertlayers.layers.gated_feed_forward import GatedFeedForward
+from bertlayers.layers.late_interaction import QueryExpansion, ScoredTokens, maxsim
 from bertlayers.layers.masked_lm_head import MaskedLMHead
 from bertlayers.layers.masking import causal_attention_mask, merge_attention_masks
 from bertlayers.layers.mean_probabilities import MeanProbabilities
@@ -43,8 +44,10 @@ __all__ = [
     "PackedRows",
     "Pooler",
     "PositionEmbedding",
+    "QueryExpansion",
     "RotaryAttention",
     "ScalarMix",
+    "ScoredTokens",
     "SequencePooling",
     "SpanPredictionHead",
     "SpladePooling",
@@ -55,5 +58,6 @@ __all__ = [
     "causal_attention_mask",
     "flops_regularizer",
     "load_balancing_loss",
+    "maxsim",
     "merge_attention_masks",
 ]

@@ -5,6 +5,7 @@ from bertlayers.models.dual_encoder import DualEncoder
 from bertlayers.models.encoder_model import EncoderModel
 from bertlayers.models.ensemble import ClassifierEnsemble
 from bertlayers.models.multi_task import MultiTask, Task
+from bertlayers.models.multi_vector_encoder import MultiVectorEncoder
 from bertlayers.models.multiple_choice import MultipleChoice
 from bertlayers.models.predictor import compiled_predictor
 from bertlayers.models.pretrainer import BertPretrainer, CausalLMPretrainer
@@ -15,19 +16,20 @@ from bertlayers.models.sparse_encoder import SparseDualEncoder, SparseEncoder
 from bertlayers.models.token_classifier import TokenClassifier
 
 __all__ = [
-    "ClassifierEnsemble",
     "BertPretrainer",
     "CausalLMPretrainer",
+    "ClassifierEnsemble",
     "Distiller",
     "DualEncoder",
     "EncoderModel",
     "MultiTask",
+    "MultiVectorEncoder",
     "MultipleChoice",
     "SentenceEmbedder",
-    "SparseDualEncoder",
-    "SparseEncoder",
     "SequenceClassifier",
     "SpanPredictor",
+    "SparseDualEncoder",
+    "SparseEncoder",
     "Task",
     "TokenClassifier",
     "compiled_predictor",

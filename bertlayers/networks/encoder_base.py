@@ -343,6 +343,29 @@ class EncoderBase(GuardedModel, keras.Model):
         for index in sorted(frozen):
             self.transformer_layers[index].trainable = False
 
+    def sequence_over(self, token_ids, segment_ids, stack_inputs, positions=None):
+        """The encoder's layers on other inputs than its own model's: (last layer `[B, S, H]`, every
+        layer's output, the embedding output). `stack_inputs` go to its stack (a `BlockStack`:
+        `padding_mask`, the rows computed; `attention_mask`, `[B, 1 or S, S]`, what each row may
+        attend; `positions`): packed rows, or a query's [MASK] rows that attend to the real
+        tokens without being attended (`bertlayers.layers.late_interaction.QueryExpansion`)."""
+        if type(self.stack).__call__ is not BlockStack.__call__ or self.config.causal:
+            raise ValueError(
+                f"{type(self).__name__} computes only its own inputs: its stack is not a BlockStack of "
+                "bidirectional blocks, which alone takes rows and attended keys apart."
+            )
+        where = {} if positions is None else {"positions": positions}
+        x = self.embeddings(token_ids, segment_ids, **where)  # [B, S, E]
+        if self.embedding_projection is not None:
+            x = self.embedding_projection(x)  # [B, S, H]
+        embedding_output = x
+        stack = self.stack(x, stack_inputs)
+        x, encoder_outputs = stack.sequence_output, list(stack.encoder_outputs)
+        if self.final_layer_norm is not None:
+            x = self.final_layer_norm(x)
+            encoder_outputs[-1] = x
+        return x, encoder_outputs, embedding_output
+
     def sequence_output_at(self, outputs, positions, padding_mask):
         """`sequence_output` at `positions` `[B, P]`: `[B, P, H]`, computing only those rows
         of the last layer.

@@ -17,7 +17,7 @@ import numpy as np
 
 from bertlayers.backend import TensorLike
 from bertlayers.layers.packed_rows import PackedRows
-from bertlayers.networks.block_stack import PACKED_INPUT_NAMES, BlockStack
+from bertlayers.networks.block_stack import PACKED_INPUT_NAMES
 
 
 def pack_sequences(inputs: dict, token_budget: int, max_sequences: int = 16) -> tuple[dict, np.ndarray]:
@@ -97,21 +97,11 @@ def packed_encoder(encoder: keras.Model, max_sequences: int, name: str | None = 
     Outputs: `sequence_output` `[R, T, H]`, `pooled_output` `[R, K, H]` (each sequence's summary
     as the encoder's pooler reads it; zeros in empty slots), `encoder_outputs`, `embedding_output`.
     """
-    if type(encoder.stack).__call__ is not BlockStack.__call__ or encoder.config.causal:
-        raise ValueError(
-            f"{type(encoder).__name__} cannot run packed rows: its stack is not a BlockStack of bidirectional blocks."
-        )
     inputs = {key: keras.Input(shape=(None,), dtype="int32", name=key) for key in PACKED_INPUT_NAMES}
     rows = PackedRows(name="packed_rows")(inputs["sequence_ids"])
-    x = encoder.embeddings(inputs["token_ids"], inputs["segment_ids"], positions=rows["positions"])  # [R, T, E]
-    if encoder.embedding_projection is not None:
-        x = encoder.embedding_projection(x)
-    embedding_output = x
-    stack = encoder.stack(x, {**inputs, **rows})
-    x, encoder_outputs = stack.sequence_output, list(stack.encoder_outputs)
-    if encoder.final_layer_norm is not None:
-        x = encoder.final_layer_norm(x)
-        encoder_outputs[-1] = x
+    x, encoder_outputs, embedding_output = encoder.sequence_over(
+        inputs["token_ids"], inputs["segment_ids"], {**inputs, **rows}, positions=rows["positions"]
+    )  # [R, T, H]
     pooled = SequenceSummaries(encoder.pooler, max_sequences, name="sequence_summaries")(x, inputs["sequence_ids"])
     outputs = {
         "sequence_output": x,  # [R, T, H]

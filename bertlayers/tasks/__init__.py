@@ -10,6 +10,7 @@ from bertlayers.tasks.embedding_quantization import (
 from bertlayers.tasks.text_answerer import TextAnswerer
 from bertlayers.tasks.text_classifier import TextClassifier
 from bertlayers.tasks.text_embedder import TextEmbedder
+from bertlayers.tasks.text_multi_vector_encoder import TextMultiVectorEncoder
 from bertlayers.tasks.text_reranker import TextReranker
 from bertlayers.tasks.text_sparse_encoder import TextSparseEncoder
 from bertlayers.tasks.text_tagger import TextTagger, words_of
@@ -18,6 +19,7 @@ __all__ = [
     "TextAnswerer",
     "TextClassifier",
     "TextEmbedder",
+    "TextMultiVectorEncoder",
     "TextReranker",
     "TextSparseEncoder",
     "TextTagger",
