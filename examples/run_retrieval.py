@@ -1,5 +1,6 @@
 """Train a dual encoder for retrieval (in-batch negatives) and a cross-encoder that re-ranks its top
-k; report MRR@10, nDCG@10 and recall@1/10/100 for BM25, a SPLADE model (`--sparse`), the starting
+k; report MRR@10, nDCG@10 and recall@1/10/100 for BM25, a SPLADE model (`--sparse`), a ColBERT
+model (`--multi_vector`), the starting
 encoder untuned, the trained dual encoder, BM25 and the dual encoder fused (hybrid), and the dual
 encoder re-ranked, side by side.
 Files are JSON lines of {"query", "passage"}; an evaluation file's distinct passages are the
@@ -36,7 +37,7 @@ from bertlayers.runs.output_folder import files_written, start, write_json
 from bertlayers.runs.retrieval import bm25_scores, embedding_scores, hybrid_scores, rerank, reranker_examples
 from bertlayers.task_data.multiple_choice import encode_choices
 from bertlayers.task_data.retrieval import check_training_pairs, read_beir, read_pairs, retrieval_set
-from bertlayers.tasks import TextSparseEncoder
+from bertlayers.tasks import TextMultiVectorEncoder, TextSparseEncoder
 from bertlayers.tokenizers.in_graph_tokenizer import pack_in_chunks
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import NON_NEGATIVE_INT, POSITIVE_INT, flag
@@ -58,6 +59,12 @@ def main():
         default=None,
         help="a SPLADE model (a sentence-transformers SparseEncoder folder, a ...ForMaskedLM folder, or either's "
         "Hub name) evaluated beside the others as it is",
+    )
+    parser.add_argument(
+        "--multi_vector",
+        default=None,
+        help="a late-interaction (ColBERT) model (a sentence-transformers MultiVectorEncoder folder or its Hub "
+        "name) evaluated beside the others as it is",
     )
     parser.add_argument(
         "--max_train_examples", type=flag(POSITIVE_INT), default=None, help="train on the file's first N pairs"
@@ -157,6 +164,11 @@ def main():
         for name, collection in evaluations.items():
             queries = splade.encode(collection.queries, prompt_name=named("query"))
             report(name, "splade", splade.similarity(queries, splade.encode(collection.passages, named("document"))))
+    if args.multi_vector:  # as it encodes queries and documents: its prompts, query expansion and skiplist
+        colbert = TextMultiVectorEncoder.from_checkpoint(args.multi_vector)
+        for name, collection in evaluations.items():
+            queries = colbert.encode_query(collection.queries)
+            report(name, "multi_vector", colbert.similarity(queries, colbert.encode_document(collection.passages)))
 
     untuned = SentenceEmbedder(load_encoder(encoder_source(config)))
     for name, collection in evaluations.items():

@@ -191,6 +191,8 @@ def test_run_retrieval_end_to_end(tmp_path):
         str(tmp_path / "beir_pairs"),
         "--sparse",
         os.path.join(os.path.dirname(__file__), "fixtures", "sparse_encoders", "mlm_transformer"),
+        "--multi_vector",
+        os.path.join(os.path.dirname(__file__), "fixtures", "multi_vector_encoders", "colbert"),
         "--init",
         str(encoder),
         "--output_dir",
@@ -211,7 +213,8 @@ def test_run_retrieval_end_to_end(tmp_path):
     metrics = json.load(open(out / "metrics.json"))
     systems = metrics["results"][f"{tmp_path.name}/pairs.jsonl"]
     expected = ["bm25", "dual_encoder", "dual_encoder_8d", "dual_encoder_reranked_top5", "hybrid_bm25_dual_encoder"]
-    assert sorted(systems) == expected + ["splade", "untuned"]  # splade: a random-weight SparseEncoder folder
+    # splade, multi_vector: random-weight SparseEncoder and MultiVectorEncoder folders
+    assert sorted(systems) == expected + ["multi_vector", "splade", "untuned"]
     beir = metrics["results"]["beir_pairs/test"]  # the same pairs' first 8 as a BEIR folder
     assert sorted(beir) == sorted(systems) and metrics["eval_sets"]["beir_pairs/test"]["queries"] == 8
     assert beir["bm25"]["mrr@10"] == 1.0 and set(beir["bm25"]) == {

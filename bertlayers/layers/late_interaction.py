@@ -116,15 +116,26 @@ class ScoredTokens(keras.layers.Layer):
         return {**super().get_config(), "skiplist_ids": list(self.skiplist_ids)}
 
 
-def maxsim(queries: list, documents: list, mean: bool = False) -> np.ndarray:
+def maxsim(queries: list, documents: list, mean: bool = False, chunk: int = 1024) -> np.ndarray:
     """MaxSim of every query against every document, each text its scored tokens' vectors
     (`[tokens, D]`, as `TextMultiVectorEncoder.encode` gives them): float32
     `[len(queries), len(documents)]`; with `mean`, each score divided by its query's tokens
-    (sentence-transformers' "meanmaxsim")."""
+    (sentence-transformers' "meanmaxsim"). The documents are padded into one array and scored
+    `chunk` at a time (a query's dot products with a chunk: `[chunk, T, Q]`)."""
     scores = np.zeros((len(queries), len(documents)), "float32")
+    if not len(queries) or not len(documents):
+        return scores
+    width = max(len(d) for d in documents)
+    dimension = np.asarray(queries[0]).shape[-1]
+    padded = np.zeros((len(documents), max(width, 1), dimension), "float32")  # [N, T, D]
+    real = np.zeros(padded.shape[:2], bool)  # [N, T]
+    for j, document in enumerate(documents):
+        padded[j, : len(document)], real[j, : len(document)] = document, True
     for i, query in enumerate(queries):
-        query = np.asarray(query, "float32")
-        for j, document in enumerate(documents):
-            best = (query @ np.asarray(document, "float32").T).max(axis=1) if len(document) else np.zeros(len(query))
-            scores[i, j] = best.mean() if mean and len(query) else best.sum()
+        query = np.asarray(query, "float32")  # [Q, D]
+        for start in range(0, len(documents), chunk):
+            dots = padded[start : start + chunk] @ query.T  # [n, T, Q]
+            dots = np.where(real[start : start + chunk, :, None], dots, -np.inf)
+            best = np.where(np.isfinite(dots.max(axis=1)), dots.max(axis=1), 0.0)  # [n, Q]: 0 from an empty text
+            scores[i, start : start + chunk] = best.sum(axis=1) / (max(len(query), 1) if mean else 1)
     return scores
