@@ -315,6 +315,65 @@ def test_splade_pooling(pooling, activation):
     np.testing.assert_allclose(flops, np.sum(np.mean(expected, axis=0) ** 2), rtol=1e-5)
 
 
+@pytest.mark.parametrize("attend", [False, True])
+def test_query_expansion(attend):
+    """ColBERT's queries: padded to the length, the padding turned into the expansion token,
+    every row computed, the keys the real tokens' (or every token's, attended)."""
+    ids = np.array([[2, 7, 8, 3, 0, 0], [2, 9, 3, 0, 0, 0]], "int32")
+    real = (ids != 0).astype("int32")
+    _, out = run_layer_test(
+        layers.QueryExpansion,
+        {"token_id": 4, "length": 8, "attend": attend},
+        {"token_ids": ids, "segment_ids": np.zeros_like(ids), "padding_mask": real},
+        {
+            "token_ids": (BATCH, 8),
+            "segment_ids": (BATCH, 8),
+            "padding_mask": (BATCH, 8),
+            "attention_mask": (BATCH, 1, 8),
+        },
+        trainable=False,
+    )
+    padded = np.pad(ids, [(0, 0), (0, 2)])
+    np.testing.assert_array_equal(out["token_ids"], np.where(padded != 0, padded, 4))
+    np.testing.assert_array_equal(out["padding_mask"], np.ones((BATCH, 8)))
+    np.testing.assert_array_equal(out["segment_ids"], np.zeros((BATCH, 8)))
+    np.testing.assert_array_equal(out["attention_mask"][:, 0], np.ones((BATCH, 8)) if attend else padded != 0)
+
+
+def test_scored_tokens():
+    """The computed tokens but those of the skiplist's ids."""
+    ids = np.array([[2, 7, 8, 3, 7, 0], [2, 9, 3, 0, 0, 0]], "int32")
+    _, mask = run_layer_test(
+        layers.ScoredTokens,
+        {"skiplist_ids": [7, 3]},
+        {"token_ids": ids, "padding_mask": (ids != 0).astype("int32")},
+        (BATCH, SEQ),
+        trainable=False,
+    )
+    np.testing.assert_array_equal(mask, [[1, 0, 1, 0, 0, 0], [1, 1, 0, 0, 0, 0]])
+
+
+@pytest.mark.parametrize("mean", [False, True])
+def test_max_sim_scores(mean):
+    """`maxsim` of every query against every document, scaled: the scored tokens alone count."""
+    queries, documents = hidden_states(seq=4), hidden_states(batch=3)
+    query_mask = np.array([[1, 1, 1, 0], [1, 1, 0, 0]], "int32")
+    document_mask = np.array([[1] * 6, [1, 1, 1, 0, 0, 0], [1, 0, 1, 0, 1, 0]], "int32")
+    _, scores = run_layer_test(
+        layers.MaxSimScores,
+        {"scale": 2.0, "mean": mean},
+        {"queries": queries, "query_mask": query_mask, "documents": documents, "document_mask": document_mask},
+        (BATCH, 3),
+        mixed_output_dtype="float32",
+        trainable=False,
+        symbolic_output_shape=(None, None),
+    )
+    expected = layers.maxsim(
+        [q[m != 0] for q, m in zip(queries, query_mask)], [d[m != 0] for d, m in zip(documents, document_mask)], mean
+    )
+    np.testing.assert_allclose(scores, 2.0 * expected, rtol=1e-5)
+
+
 def mixture_of_experts_numpy(layer, x):
     """MixtureOfExperts by its definition, from the layer's weights (NumPy, float64)."""
     import math

@@ -1,6 +1,6 @@
 """Late interaction (ColBERT): sentence-transformers 6 `MultiVectorEncoder` folders encode queries and
-documents and score them as it does; saved, loaded and served as text models, the vectors stay
-(tests/fixtures/record_multi_vector_encoders.py)."""
+documents and score them as it does, the training loss is its ranking loss; trained, saved, loaded
+and served as text models, the vectors stay (tests/fixtures/record_multi_vector_encoders.py)."""
 
 import json
 import os
@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from bertlayers.layers import maxsim
+from bertlayers.models import MultiVectorDualEncoder
 from bertlayers.tasks import TextEmbedder, TextMultiVectorEncoder
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "multi_vector_encoders")
@@ -52,6 +53,36 @@ def test_each_layout_encodes_and_scores_as_sentence_transformers_does(name, refe
     np.testing.assert_allclose(encoder.similarity(queries, documents), reference[f"{name}.similarity"], atol=1e-5)
 
 
+def test_the_training_loss_is_sentence_transformers_multi_vector_ranking_loss(reference, colbert):
+    """In-batch negatives on MaxSim (each side expanded, skipped and prompted as it encodes):
+    MultiVectorMultipleNegativesRankingLoss on the same batch, 1e-5; the batch's scores are the
+    texts' MaxSim."""
+    import keras
+
+    dual = MultiVectorDualEncoder(
+        colbert.model.encoder,
+        colbert.dimension,
+        expansion=colbert.query_model.expansion,
+        document_skiplist_ids=colbert.model.skiplist_ids,
+        projection=colbert.model.projection,
+    )
+    texts = {
+        task: [str(t) for t in reference[key]]
+        for task, key in (("query", "loss.queries"), ("document", "loss.documents"))
+    }
+    x = {}
+    for task in texts:
+        x.update({f"{task}_{k}": v for k, v in colbert.inputs(texts[task], task, colbert.prompts[task]).items()})
+    outputs = dual.predict_on_batch(x)
+    encoded = colbert.encode_query(texts["query"]), colbert.encode_document(texts["document"])
+    np.testing.assert_allclose(outputs["similarity"], colbert.similarity(*encoded), rtol=1e-5, atol=1e-5)
+    dual.compile(keras.optimizers.Adam(1e-3))
+    loss = dual.compute_loss(
+        x=x, y_pred={"similarity": keras.ops.convert_to_tensor(outputs["similarity"])}, training=False
+    )
+    np.testing.assert_allclose(float(keras.ops.convert_to_numpy(loss)), reference["loss.value"], rtol=1e-5)
+
+
 def test_maxsim_is_its_definition():
     """score(q, d) = the sum over q's tokens of their best dot product with d's tokens; the mean
     divides by q's tokens; a text without scored tokens adds nothing."""
@@ -61,13 +92,21 @@ def test_maxsim_is_its_definition():
     np.testing.assert_allclose(maxsim(q, d, mean=True), [[0.75, 1.0], [0.0, 0.0]])
 
 
-@pytest.mark.slow(reason="saves a ColBERT model and exports its documents' and queries' text models")
-def test_saved_and_served_the_vectors_stay(colbert, tmp_path):
-    """Saved and loaded, the queries' and documents' vectors are the same; exported, each text
-    model serves them (zeros at the tokens not scored) with their scoring mask, the query's
-    [MASK] expansion done in the graph."""
+@pytest.mark.slow(reason="trains a ColBERT model, saves it and exports its documents' and queries' text models")
+def test_trained_saved_and_served_the_vectors_stay(tmp_path):
+    """A few ColBERT steps raise each query's own document over the others; saved and loaded, the
+    queries' and documents' vectors are the same; exported, each text model serves them (zeros at
+    the tokens not scored) with their scoring mask, the query's [MASK] expansion done in the graph."""
     import tensorflow as tf
 
+    colbert = TextMultiVectorEncoder.from_checkpoint(os.path.join(FIXTURES, "colbert"))
+    queries = ["where is the cat", "a quick fox", "the lazy dog", "what is on the mat"]
+    passages = ["a cat sat there", "the quick brown fox", "a lazy old dog", "it is on the mat"]
+    margin = lambda s: float(np.mean(np.diag(s) - (s.sum(1) - np.diag(s)) / 3))  # noqa: E731
+    before = margin(colbert.similarity(colbert.encode_query(queries), colbert.encode_document(passages)))
+    history = colbert.fit(queries * 4, passages * 4, epochs=3, batch_size=4, learning_rate=1e-3, verbose=0)
+    after = margin(colbert.similarity(colbert.encode_query(queries), colbert.encode_document(passages)))
+    assert np.isfinite(history.history["loss"]).all() and after > before, (before, after)
     texts = ["[Q] where is the cat?", "a quick fox!"]
     queries, documents = colbert.encode_query(texts[:1], prompt=""), colbert.encode_document(texts[1:], prompt="")
     colbert.save(str(tmp_path / "colbert.keras"))
@@ -110,3 +149,5 @@ def test_what_the_library_cannot_read_is_refused_by_name(tmp_path, colbert):
         )
     with pytest.raises(ValueError, match="task must be one of"):
         colbert.encode(["a"], task="passage")
+    with pytest.raises(ValueError, match="in-batch negatives need a full batch"):
+        colbert.fit(["a", "b"], ["c", "d"], batch_size=4)

@@ -10,7 +10,7 @@ from bertlayers.layers.classification_head import ClassificationHead, NextSenten
 from bertlayers.layers.crf import LinearChainCRF
 from bertlayers.layers.factorized_embedding import FactorizedEmbedding
 from bertlayers.layers.gated_feed_forward import GatedFeedForward
-from bertlayers.layers.late_interaction import QueryExpansion, ScoredTokens, maxsim
+from bertlayers.layers.late_interaction import MaxSimScores, QueryExpansion, ScoredTokens, maxsim
 from bertlayers.layers.masked_lm_head import MaskedLMHead
 from bertlayers.layers.masking import causal_attention_mask, merge_attention_masks
 from bertlayers.layers.mean_probabilities import MeanProbabilities
@@ -37,6 +37,7 @@ __all__ = [
     "GatedFeedForward",
     "LinearChainCRF",
     "MaskedLMHead",
+    "MaxSimScores",
     "MeanProbabilities",
     "MixtureOfExperts",
     "MultiHeadAttention",

@@ -116,6 +116,48 @@ class ScoredTokens(keras.layers.Layer):
         return {**super().get_config(), "skiplist_ids": list(self.skiplist_ids)}
 
 
+@keras.saving.register_keras_serializable(package="bertlayers")
+class MaxSimScores(keras.layers.Layer):
+    """`scale` times the MaxSim of every query against every document of a batch, `[Bq, Bd]` float32
+    (ColBERT's training scores: each query's own document against the batch's others).
+
+    Args:
+      scale: the scores' multiplier before a softmax (sentence-transformers' default 1: MaxSim is
+        a sum over the query's tokens, already wide).
+      mean: divide each score by its query's scored tokens ("meanmaxsim").
+
+    Call args:
+      queries: `[Bq, Q, D]` token vectors; query_mask: `[Bq, Q]`, nonzero at the scored ones.
+      documents: `[Bd, T, D]`; document_mask: `[Bd, T]`.
+    """
+
+    def __init__(self, scale: float = 1.0, mean: bool = False, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.scale, self.mean = float(scale), bool(mean)
+
+    def build(self, queries_shape, query_mask_shape=None, documents_shape=None, document_mask_shape=None):
+        self.built = True
+
+    def call(self, queries, query_mask, documents, document_mask):
+        queries, documents = ops.cast(queries, "float32"), ops.cast(documents, "float32")
+        dots = ops.einsum("aqd,btd->abqt", queries, documents)  # [Bq, Bd, Q, T]
+        in_document = ops.expand_dims(ops.expand_dims(ops.not_equal(document_mask, 0), 0), 2)  # [1, Bd, 1, T]
+        best = ops.max(ops.where(in_document, dots, -1e9), axis=-1)  # [Bq, Bd, Q]
+        scored = ops.expand_dims(ops.cast(ops.not_equal(query_mask, 0), "float32"), 1)  # [Bq, 1, Q]
+        total = ops.sum(best * scored, axis=-1)  # [Bq, Bd]
+        if self.mean:
+            total = total / ops.maximum(ops.sum(scored, axis=-1), 1.0)
+        return self.scale * total
+
+    def compute_output_shape(
+        self, queries_shape, query_mask_shape=None, documents_shape=None, document_mask_shape=None
+    ):
+        return (queries_shape[0], documents_shape[0])
+
+    def get_config(self):
+        return {**super().get_config(), "scale": self.scale, "mean": self.mean}
+
+
 def maxsim(queries: list, documents: list, mean: bool = False, chunk: int = 1024) -> np.ndarray:
     """MaxSim of every query against every document, each text its scored tokens' vectors
     (`[tokens, D]`, as `TextMultiVectorEncoder.encode` gives them): float32

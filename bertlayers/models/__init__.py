@@ -5,7 +5,7 @@ from bertlayers.models.dual_encoder import DualEncoder
 from bertlayers.models.encoder_model import EncoderModel
 from bertlayers.models.ensemble import ClassifierEnsemble
 from bertlayers.models.multi_task import MultiTask, Task
-from bertlayers.models.multi_vector_encoder import MultiVectorEncoder
+from bertlayers.models.multi_vector_encoder import MultiVectorDualEncoder, MultiVectorEncoder
 from bertlayers.models.multiple_choice import MultipleChoice
 from bertlayers.models.predictor import compiled_predictor
 from bertlayers.models.pretrainer import BertPretrainer, CausalLMPretrainer
@@ -23,6 +23,7 @@ __all__ = [
     "DualEncoder",
     "EncoderModel",
     "MultiTask",
+    "MultiVectorDualEncoder",
     "MultiVectorEncoder",
     "MultipleChoice",
     "SentenceEmbedder",

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 import keras
 from keras import ops
 
+from bertlayers.backend import TensorLike
 from bertlayers.models.encoder_model import EncoderModel
 from bertlayers.models.sentence_embedder import SentenceEmbedder
 from bertlayers.networks.encoder_base import INPUT_NAMES
@@ -189,14 +190,18 @@ class DualEncoder(EncoderModel):
     def _in_batch_loss(self, similarity):
         """`[B]`: each row's softmax cross-entropy against its own column (and the mean with each
         column's against its own row, if symmetric)."""
-        targets = ops.arange(ops.shape(similarity)[0], dtype="int32")  # row i's positive: column i
-        per_row = keras.losses.sparse_categorical_crossentropy(targets, similarity, from_logits=True)  # [B]
+        per_row = in_batch_cross_entropy(similarity)  # [B]
         if self.symmetric:
-            per_column = keras.losses.sparse_categorical_crossentropy(
-                targets, ops.transpose(similarity), from_logits=True
-            )
-            per_row = (per_row + per_column) / 2
+            per_row = (per_row + in_batch_cross_entropy(ops.transpose(similarity))) / 2
         return per_row
+
+
+def in_batch_cross_entropy(similarity: TensorLike) -> TensorLike:
+    """`[B]`: each row of `similarity` `[B, B]` (queries against the batch's documents) as logits,
+    its softmax cross-entropy against its own column (in-batch negatives: row i's positive is
+    document i, the batch's others its negatives)."""
+    targets = ops.arange(ops.shape(similarity)[0], dtype="int32")
+    return keras.losses.sparse_categorical_crossentropy(targets, similarity, from_logits=True)
 
 
 def _matryoshka(dims, weights, size):

@@ -22,6 +22,11 @@ class _PerExample(keras.losses.Loss):
 _PER_EXAMPLE = _PerExample(name="per_example")
 
 
+# The input prefixes of a model reading queries and documents side by side (sparse and multi-vector
+# training): `query_token_ids`, `document_padding_mask`, ...
+QUERY, DOCUMENT = "query_", "document_"
+
+
 def encoder_inputs():
     """keras.Input for each encoder input: int32 `[batch, seq]`."""
     return {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}

@@ -17,7 +17,8 @@ import keras
 from keras import ops
 
 from bertlayers.layers.splade_pooling import SpladePooling, flops_regularizer
-from bertlayers.models.encoder_model import EncoderModel, encoder_inputs
+from bertlayers.models.dual_encoder import in_batch_cross_entropy
+from bertlayers.models.encoder_model import DOCUMENT, QUERY, EncoderModel, encoder_inputs
 from bertlayers.models.pretrainer import masked_lm_head
 from bertlayers.networks.encoder_base import INPUT_NAMES
 
@@ -62,9 +63,6 @@ class SparseEncoder(EncoderModel):
 
     def default_losses(self):
         raise ValueError("A SparseEncoder has no loss of its own: train it in a SparseDualEncoder.")
-
-
-QUERY, DOCUMENT = "query_", "document_"
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
@@ -138,8 +136,7 @@ class SparseDualEncoder(EncoderModel):
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         similarity = y_pred["similarity"]  # [B, B]
-        targets = ops.arange(ops.shape(similarity)[0], dtype="int32")  # row i's positive: column i
-        ranking = keras.losses.sparse_categorical_crossentropy(targets, similarity, from_logits=True)  # [B]
+        ranking = in_batch_cross_entropy(similarity)  # [B]
         regularizer = self.query_weight * y_pred["query_flops"] + self.document_weight * y_pred["document_flops"]
         return self.reduced_loss(ranking) + regularizer
 

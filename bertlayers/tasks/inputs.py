@@ -1,6 +1,9 @@
 """What the text-in task models take: lists of strings (or of words), checked before any work."""
 
+import dataclasses
 from typing import Any
+
+from bertlayers.training.task_fitting import fit_settings
 
 
 def text_list(values: Any, what: str, words: bool = False) -> list:
@@ -62,3 +65,19 @@ def chosen_prompt(prompts: dict, default_prompt_name: str | None, prompt_name: s
     if name is not None and name not in prompts:
         raise ValueError(f"prompt_name {name!r} is not among the prompts {sorted(prompts) or '(none)'}.")
     return prompts.get(name, "") if name is not None else ""
+
+
+def in_batch_pairs(queries: Any, documents: Any, settings: dict) -> tuple:
+    """(queries, documents, `FitSettings`) for in-batch negatives training (sparse and multi-vector
+    `fit`): as many documents as queries, a full batch of them at least, batches at the full length
+    (queries and documents are two inputs of one example; length batching would cut one's padding)."""
+    queries, documents = text_list(queries, "queries"), text_list(documents, "documents")
+    if len(queries) != len(documents):
+        raise ValueError(f"{len(queries)} queries for {len(documents)} documents: give one document a query.")
+    settings = fit_settings(settings, epochs=1, batch_size=16, learning_rate=2e-5)
+    settings = dataclasses.replace(settings, pad_to_sequence_length=True)
+    if len(examples_given(queries, "queries")) < settings.batch_size:
+        raise ValueError(
+            f"{len(queries)} pairs for batches of {settings.batch_size}: in-batch negatives need a full batch."
+        )
+    return queries, documents, settings

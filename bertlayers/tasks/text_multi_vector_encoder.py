@@ -6,6 +6,7 @@ against documents by MaxSim.
     queries = encoder.encode_query(["how do I reset it?"])         # [[tokens, 128]]: one array a text
     documents = encoder.encode_document(passages)                   # punctuation skipped
     encoder.similarity(queries, documents)                          # MaxSim, [1, len(passages)]
+    encoder.fit(train_queries, train_passages, epochs=1)           # in-batch negatives on MaxSim
     encoder.export("savedmodels", "colbert")   # colbert (documents) and colbert_query, text in
 
 It reads a sentence-transformers 6 `MultiVectorEncoder` folder (`Transformer`, a token-level
@@ -17,6 +18,7 @@ import logging
 import os
 from collections.abc import Sequence
 
+import keras
 import numpy as np
 
 from bertlayers.convert.checkpoint_tensors import read_safetensors
@@ -25,11 +27,13 @@ from bertlayers.convert.model_files import record_tokenizer, recorded_tokenizer,
 from bertlayers.convert.sentence_transformers import read_multi_vector_encoder
 from bertlayers.export.saved_model import export_for_serving
 from bertlayers.layers.late_interaction import maxsim
-from bertlayers.models.multi_vector_encoder import MultiVectorEncoder
+from bertlayers.models.encoder_model import DOCUMENT, QUERY
+from bertlayers.models.multi_vector_encoder import MultiVectorDualEncoder, MultiVectorEncoder
 from bertlayers.networks.input_limits import input_limits
-from bertlayers.tasks.inputs import checked_prompts, chosen_prompt, recorded_tokenizer_of, text_list
+from bertlayers.tasks.inputs import checked_prompts, chosen_prompt, in_batch_pairs, recorded_tokenizer_of, text_list
 from bertlayers.tokenizers.in_graph_tokenizer import pack_in_chunks
 from bertlayers.training.length_batching import predict_by_length
+from bertlayers.training.task_fitting import compile_task_model, fit_task_model, optimizer_steps
 from bertlayers.utils.text_files import read_json_object
 
 logger = logging.getLogger(__name__)
@@ -199,6 +203,35 @@ class TextMultiVectorEncoder:
     def inputs(self, texts: Sequence[str], task: str = "document", prompt: str = "") -> dict:
         """The model's inputs for `texts` after `prompt`: int32 arrays `[n, length]` of the task's length."""
         return pack_in_chunks(self.packers[task], [prompt + text for text in text_list(texts, "texts")])
+
+    def fit(
+        self, queries: Sequence[str], documents: Sequence[str], scale: float = 1.0, callbacks: Sequence = (), **settings
+    ) -> "keras.callbacks.History":
+        """Train on (query, document) pairs as ColBERT does (`MultiVectorDualEncoder`): each query's
+        own document ranked first among the batch's by `scale` times MaxSim (sentence-transformers'
+        `MultiVectorMultipleNegativesRankingLoss`), the queries expanded and each side's skiplist
+        and prompt ("query", "document") applied as `encode` does; the encoder and the projection
+        train in place. `settings`: `FitSettings` fields (epochs 1, batch_size 16,
+        learning_rate 2e-5, ...)."""
+        queries, documents, settings = in_batch_pairs(queries, documents, settings)
+        model = self.model
+        dual = MultiVectorDualEncoder(
+            model.encoder,
+            model.dimension,
+            model.activation,
+            model.use_bias,
+            model.normalize,
+            expansion=self.query_model.expansion,
+            query_skiplist_ids=self.query_model.skiplist_ids,
+            document_skiplist_ids=model.skiplist_ids,
+            scale=scale,
+            projection=model.projection,  # shared: the documents' and the queries' models train with it
+        )
+        x = {}
+        for prefix, texts, task in ((QUERY, queries, "query"), (DOCUMENT, documents, "document")):
+            x.update({prefix + k: v for k, v in self.inputs(texts, task, self.prompts.get(task, "")).items()})
+        compile_task_model(dual, optimizer_steps(len(queries), settings), settings)
+        return fit_task_model(dual, (x, None, None), settings, callbacks=callbacks)
 
     def similarity(self, queries: list, documents: list) -> np.ndarray:
         """`[len(queries), len(documents)]` MaxSim scores (divided by each query's tokens under

@@ -14,7 +14,6 @@ It reads a sentence-transformers `SparseEncoder` folder (`MLMTransformer` or a f
 (SPLADE's max pooling of log(1 + ReLU)).
 """
 
-import dataclasses
 import os
 from collections.abc import Sequence
 
@@ -26,12 +25,13 @@ from bertlayers.convert.loading import load_checkpoint, load_model_file
 from bertlayers.convert.model_files import record_tokenizer, recorded_tokenizer, save_model, saved_settings
 from bertlayers.convert.sentence_transformers import read_sparse_encoder
 from bertlayers.export.saved_model import export_for_serving
-from bertlayers.models.sparse_encoder import DOCUMENT, QUERY, SparseDualEncoder, SparseEncoder
+from bertlayers.models.encoder_model import DOCUMENT, QUERY
+from bertlayers.models.sparse_encoder import SparseDualEncoder, SparseEncoder
 from bertlayers.networks.input_limits import input_limits
-from bertlayers.tasks.inputs import checked_prompts, chosen_prompt, examples_given, recorded_tokenizer_of, text_list
+from bertlayers.tasks.inputs import checked_prompts, chosen_prompt, in_batch_pairs, recorded_tokenizer_of, text_list
 from bertlayers.tokenizers.in_graph_tokenizer import pack_in_chunks
 from bertlayers.training.length_batching import predict_by_length
-from bertlayers.training.task_fitting import compile_task_model, fit_settings, fit_task_model, optimizer_steps
+from bertlayers.training.task_fitting import compile_task_model, fit_task_model, optimizer_steps
 
 
 def keep_largest(weights: np.ndarray, count: int) -> np.ndarray:
@@ -158,17 +158,7 @@ class TextSparseEncoder:
         `SparseMultipleNegativesRankingLoss`); the prompts "query" and "document" prepended where
         the encoder has them. `settings`: `FitSettings` fields (epochs 1, batch_size 16,
         learning_rate 2e-5, ...)."""
-        queries, documents = text_list(queries, "queries"), text_list(documents, "documents")
-        if len(queries) != len(documents):
-            raise ValueError(f"{len(queries)} queries for {len(documents)} documents: give one document a query.")
-        settings = fit_settings(settings, epochs=1, batch_size=16, learning_rate=2e-5)
-        # Queries and documents are two inputs of one example: batches keep the full length
-        # (length batching cuts one input's padding), as run_retrieval.py's dual encoder does.
-        settings = dataclasses.replace(settings, pad_to_sequence_length=True)
-        if len(examples_given(queries, "queries")) < settings.batch_size:
-            raise ValueError(
-                f"{len(queries)} pairs for batches of {settings.batch_size}: in-batch negatives need a full batch."
-            )
+        queries, documents, settings = in_batch_pairs(queries, documents, settings)
         dual = SparseDualEncoder(
             self.model.encoder,
             pooling=self.model.pooling,
