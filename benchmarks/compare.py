@@ -18,7 +18,10 @@ turns them off for both. The work, each library used the way its documentation s
   serve     The MiniLM classifier answering real review snippets, text in (tokenization timed):
             batch-1 p50/p99 and batch-32 throughput. bertlayers and keras-hub: their SavedModels
             (exported length 128); transformers: fast tokenizer + model on torch, eager and
-            `torch.compile`.
+            `torch.compile`, and exported to ONNX and run by ONNX Runtime. int8 (serve only):
+            bertlayers' `precision="int8"` export, keras-hub's model through Keras's
+            `quantize("int8")`, torch's `quantize_dynamic` of the Linear layers, ONNX Runtime's
+            `quantize_dynamic` (QInt8 weights).
   mlm_l4    MLM pretraining steps, L4/H512, sequence 128, batch 32, 20 masked positions, AdamW.
   mlm_base  The same at BERT-base size (L12/H768), batch 8.
 
@@ -35,6 +38,7 @@ The peers: keras-hub comes with keras-nlp; for transformers a CPU torch wheel (a
 `pip install torch` pulls GBs of CUDA):
     pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
     pip install transformers==5.23.0 accelerate==1.15.0   # accelerate: Trainer needs it
+    pip install onnx onnxruntime   # the ONNX Runtime rows (skipped without them)
 Results go to runs/benchmarks/compare-<UTC time>.json (or --output; an existing file is refused
 unless --overwrite), rewritten after every row so a run cut short keeps what it measured; the
 table is printed at the end. benchmarks/results.json is the run benchmarks/README.md shows.
@@ -55,7 +59,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 LIBRARIES = ("bertlayers", "keras_hub", "transformers")
 WORKS = ("finetune", "serve", "mlm_l4", "mlm_base")
-PRECISIONS = ("float32", "bfloat16")
+PRECISIONS = ("float32", "bfloat16", "int8")  # int8: weights, for serving only
 MINILM = dict(num_layers=6, hidden_size=384, num_heads=12, intermediate_size=1536)
 MLM_SIZES = {
     "mlm_l4": dict(num_layers=4, hidden_size=512, num_heads=8, intermediate_size=2048, batch_size=32),
@@ -244,6 +248,8 @@ def run_keras_hub(work, precision, data, quick):
 
         preprocessor = keras_hub.models.BertTextClassifierPreprocessor(tokenizer, sequence_length=SERVE_LENGTH)
         classifier = keras_hub.models.BertTextClassifier(backbone(MINILM), num_classes=2, preprocessor=None)
+        if precision == "int8":
+            classifier.quantize("int8")  # Keras's own, as keras-hub documents it
         module = tf.Module()
         module.classifier = classifier
         module.preprocessor = preprocessor
@@ -317,7 +323,7 @@ def serving_numbers(latency):
 # --- transformers on torch -----------------------------------------------------------------
 
 
-def run_transformers(work, precision, data, quick, compiled=False, pad_multiple=8):
+def run_transformers(work, precision, data, quick, compiled=False, pad_multiple=8, onnx=False):
     import torch
     import transformers
 
@@ -366,8 +372,12 @@ def run_transformers(work, precision, data, quick, compiled=False, pad_multiple=
     if work == "serve":
         tokenizer = transformers.AutoTokenizer.from_pretrained(data["minilm"])
         model = transformers.AutoModelForSequenceClassification.from_pretrained(data["minilm"], num_labels=2).eval()
+        if onnx:
+            return onnx_runtime_serving(model, tokenizer, precision, data, quick)
         if bfloat16:
             model = model.to(torch.bfloat16)
+        if precision == "int8":  # torch's dynamic quantization: int8 Linear weights, activations per batch
+            model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
         forward = torch.compile(model, dynamic=True) if compiled else model
 
         def call(texts):
@@ -410,6 +420,43 @@ def run_transformers(work, precision, data, quick, compiled=False, pad_multiple=
     return {"examples_per_s": rate, "mfu": rate * mlm_flops_per_example(size) / torch_matmul_peak(bfloat16)}
 
 
+def onnx_runtime_serving(model, tokenizer, precision, data, quick):
+    """The transformers model exported to ONNX and served by ONNX Runtime, its weights quantized to
+    int8 by ONNX Runtime's dynamic quantization for precision "int8" (what sentence-transformers'
+    ONNX backend and Optimum do for a CPU)."""
+    import numpy as np
+    import onnxruntime
+    import torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    example = tokenizer(["a review"], return_tensors="pt")
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "model.onnx")
+        torch.onnx.export(
+            model,
+            tuple(example[name] for name in names),
+            path,
+            input_names=names,
+            output_names=["logits"],
+            dynamic_axes={**{name: {0: "batch", 1: "sequence"} for name in names}, "logits": {0: "batch"}},
+            opset_version=17,
+            dynamo=False,
+        )
+        if precision == "int8":
+            quantize_dynamic(path, os.path.join(folder, "int8.onnx"), weight_type=QuantType.QInt8)
+            path = os.path.join(folder, "int8.onnx")
+        elif precision != "float32":
+            return {"skipped": f"ONNX Runtime runs float32 and int8 here, not {precision}"}
+        session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+
+        def call(texts):
+            batch = tokenizer(texts, padding=True, truncation=True, max_length=SERVE_LENGTH, return_tensors="np")
+            return session.run(["logits"], {name: np.asarray(batch[name], "int64") for name in names})[0]
+
+        return serving_numbers(load_request_latency()(call, data["serve_texts"], **serve_settings(quick)))
+
+
 def torch_matmul_peak(bfloat16):
     import torch
 
@@ -442,6 +489,7 @@ def variants(work):
         rows.append(("transformers", "transformers (pad to longest)", ["--pad_to_longest"]))
     if work == "serve":
         rows.append(("transformers", "transformers (torch.compile)", ["--compiled"]))
+        rows.append(("transformers", "ONNX Runtime (from transformers)", ["--onnx"]))
     return rows
 
 
@@ -449,6 +497,8 @@ def worker(args):
     with open(args.data, encoding="utf-8") as f:
         data = json.load(f)
     kwargs = {"compiled": True} if args.compiled else {}
+    if args.onnx:
+        kwargs["onnx"] = True
     if args.pad_to_longest:
         kwargs["pad_multiple"] = None
     result = RUNNERS[args.library](args.work, args.precision, data, args.quick, **kwargs)
@@ -693,6 +743,7 @@ def main():
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--compiled", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--pad_to_longest", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--onnx", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--data", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.table:
@@ -722,11 +773,15 @@ def main():
         mean_real_tokens = None
         for work in args.work:
             for precision in args.precision:
+                if precision == "int8" and work != "serve":
+                    continue  # int8 weights are a serving precision: no library trains in them
                 for number, (library, label, extra) in itertools.product(range(args.rounds), variants(work)):
                     if library not in args.library:
                         continue
                     python = args.torch_python if library == "transformers" else sys.executable
-                    module = "transformers" if library == "transformers" else library
+                    module = (
+                        "onnxruntime" if "--onnx" in extra else "transformers" if library == "transformers" else library
+                    )
                     started = time.perf_counter()
                     result = (
                         run_one(python, library, work, precision, data_path, args.quick, extra)
