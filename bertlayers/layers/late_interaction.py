@@ -177,7 +177,7 @@ def maxsim(queries: list, documents: list, mean: bool = False, chunk: int = 1024
         query = np.asarray(query, "float32")  # [Q, D]
         for start in range(0, len(documents), chunk):
             dots = padded[start : start + chunk] @ query.T  # [n, T, Q]
-            dots = np.where(real[start : start + chunk, :, None], dots, -np.inf)
-            best = np.where(np.isfinite(dots.max(axis=1)), dots.max(axis=1), 0.0)  # [n, Q]: 0 from an empty text
+            best = np.where(real[start : start + chunk, :, None], dots, -np.inf).max(axis=1)  # [n, Q]
+            best = np.where(best == -np.inf, 0.0, best)  # an empty document adds nothing
             scores[i, start : start + chunk] = best.sum(axis=1) / (max(len(query), 1) if mean else 1)
     return scores

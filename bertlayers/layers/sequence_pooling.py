@@ -87,8 +87,11 @@ class SequencePooling(keras.layers.Layer):
 
 def unit_length(vectors):
     """`vectors` divided by their L2 norm along the last axis (sentence-transformers' `Normalize`:
-    a norm below 1e-12 counts as 1e-12)."""
-    return vectors / ops.maximum(ops.norm(vectors, axis=-1, keepdims=True), 1e-12)
+    a norm below 1e-12 counts as 1e-12). The floor goes under the square root: a zero vector (a
+    padding row) then has a finite gradient, where the norm's own is 0/0 and a NaN that a mask
+    multiplying it by 0 keeps (JAX)."""
+    squares = ops.sum(ops.square(vectors), axis=-1, keepdims=True)
+    return vectors / ops.sqrt(ops.maximum(squares, 1e-24))
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
