@@ -291,6 +291,18 @@ def test_unit_length():
     run_layer_test(layers.UnitLength, {}, {"vectors": hidden_states()[:, 0]}, (BATCH, HIDDEN), trainable=False)
 
 
+def test_unit_length_trains_through_a_zero_row():
+    """A zero vector (a padding row's) passes a finite gradient; the norm's own there is 0/0, a NaN
+    that a mask multiplying the row by 0 keeps (under JAX it trained a multi-vector model to NaN)."""
+    inputs = keras.Input((3, 4))
+    model = keras.Model(inputs, layers.UnitLength()(keras.layers.Dense(4, use_bias=False)(inputs)))
+    model.compile(keras.optimizers.SGD(0.1), "mse")
+    x = rng.normal(size=(2, 3, 4)).astype("float32")
+    x[:, 2] = 0.0  # the padding rows: zero in, zero out, zero wanted
+    model.fit(x, np.where(x != 0, 0.5, 0.0), epochs=1, verbose=0)
+    assert all(np.isfinite(np.asarray(w)).all() for w in model.weights)
+
+
 @pytest.mark.parametrize("pooling, activation", [("max", "relu"), ("sum", "log1p_relu")])
 def test_splade_pooling(pooling, activation):
     """The shared layer test, and the definition: log(1 + ReLU) (twice for log1p_relu) of every
