@@ -108,33 +108,37 @@ def modern_folder(name, folder):
 
 @pytest.fixture(scope="module")
 def served_models(tmp_path_factory):
-    """Each model type: a classifier fine-tuned a few steps on real Rotten Tomatoes snippets from its
-    folder (the tokenizer read from its tokenizer.json), saved, loaded and exported (text and ids)."""
-    import keras
+    """Each model type: a classifier fine-tuned by `run_classifier.py --init FOLDER` on real Rotten
+    Tomatoes snippets (the folder's only tokenizer file its tokenizer.json), its saved model loaded
+    and exported (text and ids)."""
+    import csv
 
-    from bertlayers.convert import load_checkpoint, load_model_file, save_model
+    from processes import run_script
+
+    from bertlayers.convert import load_checkpoint, load_model_file
     from bertlayers.export import export_for_serving
-    from bertlayers.models import SequenceClassifier
     from bertlayers.utils.assets import rotten_tomatoes_snippets
 
     root = tmp_path_factory.mktemp("modern")
     snippets = rotten_tomatoes_snippets()
-    train, check = snippets[:32], [text for text, _ in snippets[1000:1008]]
+    for file, rows in (("train.csv", snippets[:32]), ("eval.csv", snippets[2000:2016])):
+        with open(root / file, "w", newline="", encoding="utf-8") as f:
+            csv.writer(f).writerows([("text", "label"), *rows])
+    check = [text for text, _ in snippets[1000:1008]]
     results = {}
     for name in SERVED:
-        checkpoint = load_checkpoint(modern_folder(name, str(root / name)))
-        x = checkpoint.tokenizer.encode([text for text, _ in train], sequence_length=48)
-        y = np.array([label == "fresh" for _, label in train], "int32")
-        keras.utils.set_random_seed(0)
-        model = SequenceClassifier(checkpoint.encoder, 2, label_names=["rotten", "fresh"])
-        model.compile(optimizer=keras.optimizers.Adam(1e-3))
-        history = model.fit(x, {"logits": y}, batch_size=16, epochs=4, verbose=0)
-        save_model(model, str(root / f"{name}.keras"))
-        loaded = load_model_file(str(root / f"{name}.keras"))
+        folder, run = modern_folder(name, str(root / name)), root / f"{name}_run"
+        run_script(
+            "run_classifier.py", "--init", folder, "--train_file", root / "train.csv", "--eval_file",
+            root / "eval.csv", "--output_dir", run, "--epochs", 4, "--batch_size", 16, "--sequence_length", 48,
+            "--learning_rate", 1e-3, "--verbose", 0,
+        )  # fmt: skip
+        loaded = load_model_file(str(run / "model.keras"))
         paths = export_for_serving(loaded, name, base_dir=str(root / "savedmodels"), sequence_length=48, truncate=True)
-        packed = checkpoint.tokenizer.encode(check, sequence_length=48)
+        packed = load_checkpoint(folder).tokenizer.encode(check, sequence_length=48)
         expected = loaded.predict(packed, verbose=0)["logits"]
-        results[name] = ((paths[name + "_text"], paths[name]), packed, expected, history.history["loss"])
+        losses = [epoch["loss"] for epoch in json.load(open(run / "history.json"))]
+        results[name] = ((paths[name + "_text"], paths[name]), packed, expected, losses, folder, run)
     return check, results
 
 
@@ -144,16 +148,16 @@ def test_each_model_type_fine_tunes_and_serves_text_and_ids_from_its_folder(serv
     from processes import python, run
 
     check, results = served_models
-    for name, (_, _, _, losses) in results.items():
+    for name, (_, _, _, losses, _, _) in results.items():
         assert np.isfinite(losses).all() and losses[-1] < losses[0], (name, losses)
-    paths = {name: list(paths) for name, (paths, _, _, _) in results.items()}
-    ids = {name: {k: np.asarray(v).tolist() for k, v in packed.items()} for name, (_, packed, _, _) in results.items()}
+    paths = {name: list(paths) for name, (paths, *_) in results.items()}
+    ids = {name: {k: np.asarray(v).tolist() for k, v in packed.items()} for name, (_, packed, *_) in results.items()}
     answers = json.loads(
         run(python(SERVE_IDS_AND_TEXT) + [json.dumps(check), json.dumps(paths), json.dumps(ids)]).stdout.splitlines()[
             -1
         ]
     )
-    for name, (_, _, expected, _) in results.items():
+    for name, (_, _, expected, *_) in results.items():
         text_answer, ids_answer = answers[name]
         np.testing.assert_allclose(np.array(text_answer), expected, atol=1e-4, err_msg=name)
         np.testing.assert_allclose(np.array(ids_answer), expected, atol=1e-4, err_msg=name)
@@ -168,57 +172,27 @@ def test_every_model_type_text_model_uses_only_ops_tf_serving_links(served_model
 
     _, results = served_models
     core = set(dir(tf.raw_ops))
-    for name, ((path, _), _, _, _) in results.items():
+    for name, ((path, _), *_) in results.items():
         ops = graph_ops(path)
         assert not ops & FORBIDDEN, name
         assert not ops - core - SERVING_TF_TEXT_OPS, (name, sorted(ops - core - SERVING_TF_TEXT_OPS))
 
 
-@pytest.mark.slow(reason="the runner from each model type's folder")
+@pytest.mark.slow
 @pytest.mark.tensorflow_only
-@pytest.mark.parametrize("name", list(SERVED))
-def test_run_classifier_fine_tunes_from_the_folder(name, tmp_path):
-    """`--init FOLDER` with a folder whose only tokenizer file is tokenizer.json."""
-    import csv
-
-    from processes import run_script
-
+def test_run_classifier_fine_tunes_from_each_folder_with_its_tokenizer_json(served_models):
+    """`--init FOLDER` with a folder whose only tokenizer file is tokenizer.json: the run's model
+    records that tokenizer, which pads as the folder's config says."""
     from bertlayers.convert import load_model_file
     from bertlayers.convert.model_files import recorded_tokenizer
-    from bertlayers.utils.assets import rotten_tomatoes_snippets
-
-    snippets = rotten_tomatoes_snippets()
-    for file, rows in (("train.csv", snippets[:32]), ("eval.csv", snippets[2000:2016])):
-        with open(tmp_path / file, "w", newline="", encoding="utf-8") as f:
-            csv.writer(f).writerows([("text", "label"), *rows])
-    folder = modern_folder(name, str(tmp_path / name))
-    run_script(
-        "run_classifier.py",
-        "--init",
-        folder,
-        "--train_file",
-        tmp_path / "train.csv",
-        "--eval_file",
-        tmp_path / "eval.csv",
-        "--output_dir",
-        tmp_path / "sentiment",
-        "--epochs",
-        1,
-        "--batch_size",
-        16,
-        "--sequence_length",
-        40,
-        "--verbose",
-        0,
-    )
-    assert json.load(open(tmp_path / "sentiment" / "metrics.json"))["eval_examples"] == 16
-    recorded = recorded_tokenizer(load_model_file(str(tmp_path / "sentiment" / "model.keras")))
-    assert recorded.model_type == json.load(open(os.path.join(folder, "config.json")))["model_type"]
-    assert "tokenizer.json" in dict(recorded.files)
-    # The recorded tokenizer (what the export tokenizes with) pads as the folder's config says.
     from bertlayers.tokenizers import checkpoint_tokenizer
 
-    assert recorded.in_graph().layout == checkpoint_tokenizer(folder).layout
+    for name, (*_, folder, run) in served_models[1].items():
+        assert json.load(open(run / "metrics.json"))["eval_examples"] == 16, name
+        recorded = recorded_tokenizer(load_model_file(str(run / "model.keras")))
+        assert recorded.model_type == json.load(open(os.path.join(folder, "config.json")))["model_type"]
+        assert "tokenizer.json" in dict(recorded.files)
+        assert recorded.in_graph().layout == checkpoint_tokenizer(folder).layout, name
 
 
 @pytest.mark.slow
@@ -263,7 +237,7 @@ def test_every_rotary_model_types_ids_model_converts_to_tflite_with_the_keras_ou
     from bertlayers.export import export_tflite, tflite_interpreter
 
     _, results = served_models
-    for name, ((_, ids_path), packed, expected, _) in results.items():
+    for name, ((_, ids_path), packed, expected, *_) in results.items():
         runner = tflite_interpreter(export_tflite(ids_path, str(tmp_path / f"{name}.tflite"))).get_signature_runner()
         answer = runner(**{k: np.asarray(v, "int32") for k, v in packed.items()})["logits"]
         np.testing.assert_allclose(answer, expected, atol=1e-4, err_msg=name)
