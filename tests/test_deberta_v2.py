@@ -213,34 +213,47 @@ def deberta_folder(fixture, folder):
 @pytest.mark.slow(reason="fine-tunes, exports and serves a DeBERTa-v3 folder")
 @pytest.mark.tensorflow_only
 def test_a_folder_fine_tunes_and_serves_text_and_ids_equal_to_keras(tmp_path):
-    """The v3 folder (spm.model inside) fine-tuned on real Rotten Tomatoes snippets, saved, loaded and
-    exported as text-in and ids-in SavedModels: their answers in a fresh process without Keras equal
-    the Keras model's, and the text model's graph holds only ops TF Serving links."""
-    import keras
-    from processes import python, run
+    """`run_classifier.py --init FOLDER` on the v3 folder (spm.model inside) and real Rotten Tomatoes
+    snippets: the model it writes records the folder's tokenizer files, which tokenize as the folder
+    does; loaded and exported as text-in and ids-in SavedModels, their answers in a fresh process
+    without Keras equal the Keras model's, and the text model's graph holds only ops TF Serving links."""
+    import csv
+
+    from processes import python, run, run_script
     from test_modern_checkpoints import SERVE_IDS_AND_TEXT
 
-    from bertlayers.convert import load_checkpoint, load_model_file, save_model
+    from bertlayers.convert import load_model_file
+    from bertlayers.convert.model_files import recorded_tokenizer
     from bertlayers.export import export_for_serving
-    from bertlayers.models import SequenceClassifier
+    from bertlayers.tokenizers import checkpoint_tokenizer
     from bertlayers.utils.assets import rotten_tomatoes_snippets
 
     snippets = rotten_tomatoes_snippets()
-    train, check = snippets[:32], [text for text, _ in snippets[1000:1008]]
-    checkpoint = load_checkpoint(deberta_folder("deberta_v3", str(tmp_path / "deberta")))
-    x = checkpoint.tokenizer.encode([text for text, _ in train], sequence_length=48)
-    y = np.array([label == "fresh" for _, label in train], "int32")
-    keras.utils.set_random_seed(0)
-    model = SequenceClassifier(checkpoint.encoder, 2, label_names=["rotten", "fresh"])
-    model.compile(optimizer=keras.optimizers.Adam(1e-3))
-    losses = model.fit(x, {"logits": y}, batch_size=16, epochs=4, verbose=0).history["loss"]
+    for file, rows in (("train.csv", snippets[:32]), ("eval.csv", snippets[2000:2016])):
+        with open(tmp_path / file, "w", newline="", encoding="utf-8") as f:
+            csv.writer(f).writerows([("text", "label"), *rows])
+    folder, out = deberta_folder("deberta_v3", str(tmp_path / "deberta")), tmp_path / "sentiment"
+    run_script(
+        "run_classifier.py",
+        *("--init", folder, "--train_file", tmp_path / "train.csv", "--eval_file", tmp_path / "eval.csv"),
+        *("--output_dir", out, "--epochs", 4, "--batch_size", 16, "--sequence_length", 48),
+        *("--learning_rate", 1e-3, "--verbose", 0),
+    )
+    assert json.load(open(out / "metrics.json"))["eval_examples"] == 16
+    losses = [epoch["loss"] for epoch in json.load(open(out / "history.json"))]
     assert np.isfinite(losses).all() and losses[-1] < losses[0], losses
-    save_model(model, str(tmp_path / "deberta.keras"))
-    loaded = load_model_file(str(tmp_path / "deberta.keras"))
+    loaded = load_model_file(str(out / "model.keras"))
+    recorded = recorded_tokenizer(loaded)
+    assert recorded.model_type == "deberta-v2" and "spm.model" in dict(recorded.files)
+    check = [text for text, _ in snippets[1000:1008]]
+    ours, theirs = recorded.in_graph(), checkpoint_tokenizer(folder)
+    np.testing.assert_array_equal(
+        ours.encode(check, sequence_length=48)["token_ids"], theirs.encode(check, sequence_length=48)["token_ids"]
+    )
     paths = export_for_serving(
         loaded, "deberta", base_dir=str(tmp_path / "savedmodels"), sequence_length=48, truncate=True
     )
-    packed = checkpoint.tokenizer.encode(check, sequence_length=48)
+    packed = theirs.encode(check, sequence_length=48)
     expected = loaded.predict(packed, verbose=0)["logits"]
     ids = {"deberta": {key: np.asarray(value).tolist() for key, value in packed.items()}}
     served = {"deberta": [paths["deberta_text"], paths["deberta"]]}
@@ -495,38 +508,3 @@ def test_a_classifier_serves_what_keras_computes():
     model = SequenceClassifier(DebertaV2Encoder(**_tiny()), 3, dropout=0.0)
     served = check_served_equals_keras(model, encoder_batch(120), sequence_length=16)
     assert served["logits"].shape == (3, 3)
-
-
-@pytest.mark.slow(reason="the runner from a DeBERTa-v3 folder")
-@pytest.mark.tensorflow_only
-def test_run_classifier_fine_tunes_from_a_folder(tmp_path):
-    """`run_classifier.py --init FOLDER` on a v3 folder with its spm.model: the model it writes
-    records the folder's tokenizer files, which tokenize as the folder does."""
-    import csv
-
-    from processes import run_script
-
-    from bertlayers.convert import load_model_file
-    from bertlayers.convert.model_files import recorded_tokenizer
-    from bertlayers.tokenizers import checkpoint_tokenizer
-    from bertlayers.utils.assets import rotten_tomatoes_snippets
-
-    snippets = rotten_tomatoes_snippets()
-    for file, rows in (("train.csv", snippets[:32]), ("eval.csv", snippets[2000:2016])):
-        with open(tmp_path / file, "w", newline="", encoding="utf-8") as f:
-            csv.writer(f).writerows([("text", "label"), *rows])
-    folder = deberta_folder("deberta_v3", str(tmp_path / "deberta"))
-    out = tmp_path / "sentiment"
-    run_script(
-        "run_classifier.py",
-        *("--init", folder, "--train_file", tmp_path / "train.csv", "--eval_file", tmp_path / "eval.csv"),
-        *("--output_dir", out, "--epochs", 1, "--batch_size", 16, "--sequence_length", 40, "--verbose", 0),
-    )
-    assert json.load(open(out / "metrics.json"))["eval_examples"] == 16
-    recorded = recorded_tokenizer(load_model_file(str(out / "model.keras")))
-    assert recorded.model_type == "deberta-v2" and "spm.model" in dict(recorded.files)
-    texts = [text for text, _ in snippets[:8]]
-    ours, theirs = recorded.in_graph(), checkpoint_tokenizer(folder)
-    np.testing.assert_array_equal(
-        ours.encode(texts, sequence_length=40)["token_ids"], theirs.encode(texts, sequence_length=40)["token_ids"]
-    )
