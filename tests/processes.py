@@ -10,6 +10,8 @@ import socket
 import subprocess
 import sys
 
+import zygote
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -34,9 +36,17 @@ def python(code):
     return [sys.executable, "-c", code]
 
 
-def run(command, expect=0, timeout=300, env=None):
-    """Run `command` to its end; its exit status must be `expect` (None: any). Output is captured as text."""
-    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env or environment())
+def run(command, expect=0, timeout=300, env=None, fresh=False):
+    """Run `command` to its end; its exit status must be `expect` (None: any). Output is captured as
+    text. `fresh`: in a Python started anew, never a fork of the zygote (`start`)."""
+    child = start(command, env=env, output=True, fresh=fresh)
+    try:
+        stdout, stderr = child.communicate(timeout=timeout)
+    finally:
+        child.kill()
+        for stream in (child.stdout, child.stderr):
+            stream.close()
+    result = subprocess.CompletedProcess(command, child.returncode, stdout, stderr)
     if expect is not None:
         assert result.returncode == expect, (
             f"exit {result.returncode}, expected {expect}: {' '.join(command)[:300]}\n"
@@ -46,8 +56,16 @@ def run(command, expect=0, timeout=300, env=None):
     return result
 
 
-def start(command, env=None, output=False):
-    """Start `command` without waiting; `output`: stdout and stderr piped (text), else discarded."""
+def start(command, env=None, output=False, fresh=False):
+    """Start `command` without waiting; `output`: stdout and stderr piped (text), else discarded.
+
+    An example script or `python -c` code starts as a fork of a Python that has loaded TensorFlow
+    already (tests/zygote.py: the same child, without its seconds of start-up), unless `fresh`, or
+    its environment changes how Python or TensorFlow start."""
+    env = env or environment()
+    child = None if fresh else zygote.spawn(command, env, output)
+    if child is not None:
+        return child
     stream = subprocess.PIPE if output else subprocess.DEVNULL
     return subprocess.Popen(command, env=env or environment(), stdout=stream, stderr=stream, text=True)
 

@@ -131,7 +131,7 @@ def jax_only(tmp_path_factory):
     """The JAX-only child's folder (the file it saved) and its report, made once for the module."""
     folder = str(tmp_path_factory.mktemp("jax_only"))
     env = environment(KERAS_BACKEND="jax", XLA_FLAGS="--xla_force_host_platform_device_count=2")
-    done = run(python(_JAX_ONLY % {"tiny": repr(TINY)}) + [folder], env=env, timeout=600)
+    done = run(python(_JAX_ONLY % {"tiny": repr(TINY)}) + [folder], env=env, timeout=600, fresh=True)
     return folder, json.loads(done.stdout.strip().splitlines()[-1])
 
 

@@ -45,7 +45,7 @@ def _report(setting):
     env = {k: v for k, v in os.environ.items() if k != "TF_ENABLE_ONEDNN_OPTS"}
     if setting is not None:
         env["TF_ENABLE_ONEDNN_OPTS"] = setting
-    done = run(python(_REPORT), env=env)
+    done = run(python(_REPORT), env=env, fresh=True)  # what a Python does as it starts
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
