@@ -2,11 +2,15 @@ import os
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-# XLA (every JAX step, here and in the JAX children, which inherit it) compiles without LLVM's
-# optimizations: the tests' models are tiny, so compiling is most of their time under JAX (a
-# quarter less of it without them). XLA's own passes still run: the same programs, computed alike.
-if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
+# XLA (every JAX step, here and in the JAX children, which inherit it) compiles for the suite's
+# tiny models, where compiling is most of a test's time under JAX: without LLVM's optimizations (a
+# quarter less of it), and with the CPU backend's older loop emitters instead of its fusion
+# emitters (an MLIR pipeline a fused op, most of the 10-15 ms each small program took to compile:
+# the compile time of test_refused_calls' ELECTRA case and test_block_seams 16.4 -> 6.6 s). XLA's
+# own passes still run: the same programs, computed alike.
+for flag in ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false"):
+    if flag.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + flag).strip()
 
 import gc  # noqa: E402
 
