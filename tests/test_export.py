@@ -642,7 +642,7 @@ def test_tf_serving_batches_the_text_models_and_runs_ids_requests_alone(exported
     short["token_ids"][:, 11], short["padding_mask"][:, 11] = 102, 1
     padded = {k: np.pad(v, ((0, 0), (0, SEQ - 12)), constant_values=v.flat[0]) for k, v in short.items()}
     states = [keras_outputs(models["encoder"], x)["sequence_output"][:, :12] for x in (padded, short)]
-    assert np.abs(states[0] - states[1]).max() > 1e-2
+    assert np.abs(states[0] - states[1]).max() > 1e-3  # far past float32 round-off (1e-6): another answer
 
 
 def test_models_config_lists_loadable_models_only_and_best_span_follows_its_definition(tmp_path):

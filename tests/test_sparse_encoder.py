@@ -102,3 +102,47 @@ def test_a_trained_sparse_encoder_ranks_its_documents_saves_and_serves_its_top_e
     np.testing.assert_allclose(served["values"].numpy(), expected, rtol=1e-5, atol=1e-5)
     picked = np.take_along_axis(after_q, served["indices"].numpy(), axis=1)
     np.testing.assert_allclose(picked, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.slow(reason="exports one endpoint of three models and serves it in a Python without Keras")
+def test_one_endpoint_serves_dense_sparse_and_multi_vector_outputs_of_one_encoder_as_keras(tmp_path, splade):
+    """`export_endpoint`: a dense embedder (full and truncated, prompted), the SPLADE model and a
+    multi-vector model over one encoder, served from one text-in SavedModel in a Python without
+    Keras, answer as the Keras models do; the encoder's weights are stored once."""
+    import tensorflow as tf
+    from fresh_serving import run_fresh
+
+    from bertlayers.export import export_endpoint
+    from bertlayers.models import MultiVectorEncoder, SentenceEmbedder
+    from bertlayers.tasks import TextMultiVectorEncoder
+
+    encoder = splade.model.encoder
+    dense = TextEmbedder(SentenceEmbedder(encoder), sequence_length=32, prompts={"query": "query: "})
+    colbert = TextMultiVectorEncoder(MultiVectorEncoder(encoder, 8), query_length=16, document_length=32)
+    other = SentenceEmbedder(TextSparseEncoder.from_checkpoint(os.path.join(FIXTURES, "mlm_transformer")).model.encoder)
+    with pytest.raises(ValueError, match="part 'other' holds another encoder than 'dense'"):
+        export_endpoint({"dense": dense.model, "other": other}, "refused", base_dir=str(tmp_path / "refused"))
+    assert not (tmp_path / "refused" / "refused").exists()
+
+    parts = {**dense.endpoint_parts(), **splade.endpoint_parts(top_k=5), **colbert.endpoint_parts()}
+    path = export_endpoint(parts, "retrieval", base_dir=str(tmp_path / "savedmodels"))["retrieval"]
+    texts = np.array(["where is the cat", "a quick brown fox jumps"])
+    served = lambda signature, **inputs: run_fresh(path, signature, {"text": texts, **inputs}, tmp_path, text=True)  # noqa: E731
+    np.testing.assert_allclose(served("serving_default")["embedding"], dense.encode(list(texts)), atol=1e-5)
+    truncated = served("dense_embed", prompt_name=np.array(b"query"), dimensions=np.array(4, "int32"))["embedding"]
+    expected = dense.encode(list(texts), prompt_name="query", truncate_dim=4, normalize=True)
+    np.testing.assert_allclose(truncated, expected, atol=1e-5)
+    sparse, weights = served("sparse"), splade.encode(list(texts))
+    np.testing.assert_allclose(sparse["values"], np.sort(weights, axis=1)[:, ::-1][:, :5], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.take_along_axis(weights, sparse["indices"], axis=1), sparse["values"], atol=1e-5)
+    vectors = served("multi_vector")
+    for row, document in enumerate(colbert.encode_document(list(texts), prompt="")):
+        mask = vectors["token_mask"][row] != 0
+        np.testing.assert_allclose(vectors["token_embeddings"][row][mask], document, atol=1e-5)
+    assert served("multi_vector_query")["token_embeddings"].shape[1] <= 16
+
+    stored = tf.train.load_checkpoint(os.path.join(path, "variables", "variables"))
+    sizes = stored.get_variable_to_shape_map()
+    stored_size = sum(int(np.prod(shape)) for key, shape in sizes.items() if "VARIABLE_VALUE" in key)
+    weights_once = {id(v): int(np.prod(v.shape)) for p in parts.values() for v in p.model.variables}
+    assert stored_size == sum(weights_once.values())

@@ -1,6 +1,6 @@
 """SavedModel export for TF Serving: token ids in, and raw text in."""
 
-from bertlayers.export.saved_model import ExportOptions, export_for_serving
+from bertlayers.export.saved_model import EndpointPart, ExportOptions, export_endpoint, export_for_serving
 from bertlayers.export.serving_folder import check_serving_base, next_version, recover_exports, write_models_config
 from bertlayers.export.serving_outputs import (
     ClassifierOutputs,
@@ -19,6 +19,7 @@ __all__ = [
     "ClassifierOutputs",
     "EmbeddingOutputs",
     "EncoderOutputs",
+    "EndpointPart",
     "ExportOptions",
     "InGraphTokenizer",
     "ModelOutputs",
@@ -27,6 +28,7 @@ __all__ = [
     "SparseOutputs",
     "TaggerOutputs",
     "check_serving_base",
+    "export_endpoint",
     "export_for_serving",
     "export_tflite",
     "next_version",

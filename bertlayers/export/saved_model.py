@@ -12,6 +12,7 @@ finishes a pair whose renames a kill interrupted); the weights are stored once (
 `ExportArchive.track`, or `model.export`, stores them twice in Keras 3.15: keras#23553).
 """
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -44,6 +45,7 @@ from bertlayers.startup import require_tensorflow
 from bertlayers.tokenizers.model_tokenizer import ModelTokenizer, model_tokenizer
 from bertlayers.utils import atomic_files
 from bertlayers.utils.options import check_options, option, options_with
+from bertlayers.utils.saved_module import SavedModule
 from bertlayers.utils.validation import POSITIVE_INT, Range
 
 logger = logging.getLogger(__name__)
@@ -139,13 +141,117 @@ def export_for_serving(
     limits = input_limits(model)
     limits.check_sequence_length(options.sequence_length)
     tokenizer = _text_tokenizer(model, vocabulary, options, limits, outputs) if options.text else None
-    names = [name] + ([f"{name}_text"] if tokenizer else [])
     # One export at a time into a base: versions are numbered, staged, committed and listed in
     # models.config against what the folder holds, and a second writer would race all four.
     # A LoRA model is served with its adapters folded into its kernels (and left as it was after).
     with atomic_files.locked(base_dir, "export into"), merged_lora(model):
         servable = Servable(in_precision(model, options.precision), outputs, input_names, limits)
-        return _write(servable, tokenizer, names, base_dir, options, _reads_first_token(model, tokenizer))
+        real_first = _reads_first_token(model, tokenizer)
+        signatures = {name: id_signatures(servable, options.sequence_length, options.truncate, real_first)}
+        if tokenizer is None:
+            return _write(servable, signatures, {}, base_dir, options)
+        signatures[f"{name}_text"] = text_signatures(servable, tokenizer, options.sequence_length, options.truncate)
+        return _write(servable, signatures, {f"{name}_text": tokenizer.tokenizer}, base_dir, options)
+
+
+@dataclasses.dataclass
+class EndpointPart:
+    """One model an endpoint serves (`export_endpoint`): `model` with its served `outputs` (default:
+    the task's), read at its own `sequence_length` (default: the export's) and cutting longer texts
+    where `truncate` (default: the export's)."""
+
+    model: keras.Model
+    outputs: Optional[ModelOutputs] = None
+    sequence_length: Optional[int] = None
+    truncate: Optional[bool] = None
+
+
+class _Endpoint(SavedModule):
+    """The servables of an endpoint's parts under one module: their shared encoder's variables are
+    one set of variables in the SavedModel."""
+
+
+def export_endpoint(
+    parts: dict[str, "EndpointPart | keras.Model"],
+    name: str,
+    base_dir: str = "savedmodels",
+    vocabulary: ModelTokenizer | str | list | None = None,
+    options: ExportOptions | None = None,
+    **settings,
+) -> dict[str, str]:
+    """One text-in SavedModel NAME serving several models over one encoder, one signature each.
+
+    A retrieval service answers dense, sparse and multi-vector requests for the same texts from one
+    encoder (BGE-M3's layout): one model in TF Serving, one copy of the encoder's weights, one
+    tokenizer in the graph. Each part PART serves the signature PART (`text` in, its outputs out, as
+    `export_for_serving`'s text model's `serving_default`) and, for an embedder, PART_embed (`text`,
+    `prompt_name`, `dimensions`); `serving_default` is the first part's.
+    `TextEmbedder`, `TextSparseEncoder` and `TextMultiVectorEncoder` give their parts
+    (`endpoint_parts`), e.g.
+    `export_endpoint({**dense.endpoint_parts("dense"), **splade.endpoint_parts("sparse")}, "retrieval")`.
+
+    Args:
+      parts: {signature name: `EndpointPart` or model}: lower-case letters, digits and `_`; the models
+        share one encoder (the same layer object).
+      name, base_dir, vocabulary, options, settings: as `export_for_serving`'s; the endpoint is a
+        text model only (`text=True`) and computes in float32.
+
+    Returns:
+      {NAME: version folder}.
+
+    Raises:
+      ValueError: no part; a part's name is not a signature name; the parts' models hold different
+        encoders; a precision other than float32; and what `export_for_serving` refuses.
+    """
+    options = options_with(ExportOptions, options, settings, "export_endpoint")
+    check_model_name(name)
+    check_serving_base(base_dir, options.serving_base)
+    if not parts:
+        raise ValueError("export_endpoint needs at least one part: {signature name: model}.")
+    if not options.text or options.precision != "float32":
+        raise ValueError(
+            f"export_endpoint writes a float32 text model (got text={options.text}, precision={options.precision!r}); "
+            "export_for_serving writes each model in another form."
+        )
+    parts = {key: part if isinstance(part, EndpointPart) else EndpointPart(part) for key, part in parts.items()}
+    encoders = {}
+    for key, part in parts.items():
+        if not (isinstance(key, str) and key and key.replace("_", "a").isalnum() and key == key.lower()):
+            raise ValueError(
+                f"An endpoint part's name is a signature name (lower-case letters, digits, _): got {key!r}."
+            )
+        encoders[key] = next((x for x in backend.flatten_layers(part.model) if isinstance(x, EncoderBase)), None)
+    first = next(iter(parts))
+    for key, encoder in encoders.items():
+        if encoder is None or encoder is not encoders[first]:
+            raise ValueError(
+                f"export_endpoint serves the models of one encoder: part {key!r} "
+                + ("has no encoder of the library's" if encoder is None else f"holds another encoder than {first!r}")
+                + ". Build the parts' models over one encoder, or export each with export_for_serving."
+            )
+    if vocabulary is None:
+        vocabulary = next((t for t in (recorded_tokenizer(p.model) for p in parts.values()) if t is not None), None)
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(atomic_files.locked(base_dir, "export into"))
+        endpoint, signatures, tokenizer = _Endpoint(), {}, None
+        for key, part in parts.items():
+            stack.enter_context(merged_lora(part.model))
+            model = part.model.serving_model() if isinstance(part.model, EncoderModel) else part.model
+            outputs = _outputs(model, part.outputs, options)
+            limits = input_limits(model)
+            length = options.sequence_length if part.sequence_length is None else part.sequence_length
+            limits.check_sequence_length(length)
+            if tokenizer is None:
+                tokenizer = _text_tokenizer(model, vocabulary, options, limits, outputs)
+            servable = Servable(model, outputs, check_servable(model, outputs.extra_inputs), limits)
+            setattr(endpoint, key, servable)
+            truncate = options.truncate if part.truncate is None else part.truncate
+            served = text_signatures(servable, tokenizer, length, truncate)
+            signatures[key] = served["serving_default"]
+            if "embed" in served:
+                signatures[f"{key}_embed"] = served["embed"]
+        signatures["serving_default"] = signatures[first]
+        return _write(endpoint, {name: signatures}, {name: tokenizer.tokenizer}, base_dir, options)
 
 
 def _reads_first_token(model, tokenizer):
@@ -191,8 +297,10 @@ def _text_tokenizer(model, vocabulary, options, limits, outputs):
     return tokenizer
 
 
-def _write(servable, tokenizer, names, base_dir, options, real_first):
-    """Stage every SavedModel of `names`, commit them together, list them in models.config."""
+def _write(module, signatures, tokenizers, base_dir, options):
+    """Stage each SavedModel of `signatures` ({name: its signatures}, the first an ids model unless it
+    has a tokenizer in `tokenizers`), commit them together, list them in models.config."""
+    names = list(signatures)
     recover_exports(base_dir)
     version = options.version
     if version is None:
@@ -201,22 +309,18 @@ def _write(servable, tokenizer, names, base_dir, options, real_first):
     for final in finals.values():
         if os.path.exists(final):
             raise FileExistsError(f"{final} exists already; versions are never overwritten.")
-    ids_name = names[0]
-    signatures = {ids_name: id_signatures(servable, options.sequence_length, options.truncate, real_first)}
-    if tokenizer:
-        signatures[f"{ids_name}_text"] = text_signatures(servable, tokenizer, options.sequence_length, options.truncate)
     staged = {}
     try:
         for n in names:
             os.makedirs(os.path.dirname(finals[n]), exist_ok=True)
             staging = os.path.join(base_dir, n, atomic_files.staging_name(str(version)))
-            if tokenizer is not None and n == f"{ids_name}_text":  # its tables and files travel with it
-                servable.tokenizer = tokenizer.tokenizer
+            if n in tokenizers:  # a text model's tables and files travel with it
+                module.tokenizer = tokenizers[n]
             if options.verbose:
                 logger.info(f"Writing {finals[n]} ({len(signatures[n])} signatures) ...")
             staged[staging] = finals[n]
-            tf.saved_model.save(servable, staging, signatures=signatures[n])
-            if n != ids_name:  # the text model is batched by TF Serving; the ids model is not (serving_folder)
+            tf.saved_model.save(module, staging, signatures=signatures[n])
+            if n in tokenizers:  # text models are batched by TF Serving; ids models are not (serving_folder)
                 batch_in_tf_serving(staging)
             check_same_endpoint(os.path.join(base_dir, n), staging)
         commit_together(base_dir, staged)

@@ -27,7 +27,7 @@ from bertlayers.convert.sentence_transformers import (
     read_sentence_transformers,
     save_sentence_transformers,
 )
-from bertlayers.export.saved_model import export_for_serving
+from bertlayers.export.saved_model import EndpointPart, export_for_serving
 from bertlayers.models.sentence_embedder import SentenceEmbedder
 from bertlayers.networks.input_limits import input_limits
 from bertlayers.tasks.embedding_quantization import PRECISIONS, Precision, quantize_embeddings
@@ -182,14 +182,21 @@ class TextEmbedder:
             self.model, folder, self.prompts, self.default_prompt_name, self.similarity_name, self.sequence_length
         )
 
+    def endpoint_parts(self, name: str = "dense") -> dict[str, EndpointPart]:
+        """This embedder as a part of `bertlayers.export.export_endpoint`: {`name`: its model and
+        served embedding at its sequence length}; the endpoint's `name`_embed signature takes
+        `prompt_name` and `dimensions` as `export`'s `embed` does."""
+        from bertlayers.export.serving_outputs import EmbeddingOutputs
+
+        outputs = EmbeddingOutputs(self.prompts, normalize=self.model.normalize)
+        return {name: EndpointPart(self.model, outputs, self.sequence_length)}
+
     def export(self, base_dir: str, name: str, **settings) -> dict:
         """`bertlayers.export.export_for_serving`: NAME (ids in) and NAME_text (text in, embedding
         out) under `base_dir`, at this embedder's sequence length. NAME_text's `embed` signature
         also takes `prompt_name` (one of this embedder's prompts, or "") and `dimensions`
         (Matryoshka; 0: all), as `encode(prompt_name=..., truncate_dim=..., normalize=...)` gives
         them (`bertlayers.export.EmbeddingOutputs`)."""
-        from bertlayers.export.serving_outputs import EmbeddingOutputs
-
-        settings.setdefault("sequence_length", self.sequence_length)
-        outputs = EmbeddingOutputs(self.prompts, normalize=self.model.normalize)
-        return export_for_serving(self.model, name, base_dir=base_dir, outputs=outputs, **settings)
+        (part,) = self.endpoint_parts().values()
+        settings.setdefault("sequence_length", part.sequence_length)
+        return export_for_serving(part.model, name, base_dir=base_dir, outputs=part.outputs, **settings)

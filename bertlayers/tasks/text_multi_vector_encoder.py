@@ -25,7 +25,7 @@ from bertlayers.convert.checkpoint_tensors import read_safetensors
 from bertlayers.convert.loading import load_encoder, load_model_file
 from bertlayers.convert.model_files import record_tokenizer, recorded_tokenizer, save_model, saved_settings
 from bertlayers.convert.sentence_transformers import read_multi_vector_encoder
-from bertlayers.export.saved_model import export_for_serving
+from bertlayers.export.saved_model import EndpointPart, export_for_serving
 from bertlayers.layers.late_interaction import maxsim
 from bertlayers.models.encoder_model import DOCUMENT, QUERY
 from bertlayers.models.multi_vector_encoder import MultiVectorDualEncoder, MultiVectorEncoder
@@ -252,25 +252,24 @@ class TextMultiVectorEncoder:
         }
         save_model(self.model, path, settings=settings)
 
+    def endpoint_parts(self, name: str = "multi_vector") -> dict[str, EndpointPart]:
+        """This encoder as parts of `bertlayers.export.export_endpoint`: {`name`: the documents'
+        model at the documents' length, `name`_query: the queries' at the queries' length}, longer
+        texts cut."""
+        return {
+            name: EndpointPart(self.model, None, self.document_length, truncate=True),
+            f"{name}_query": EndpointPart(self.query_model, None, self.query_length, truncate=True),
+        }
+
     def export(self, base_dir: str, name: str, **settings) -> dict:
         """`bertlayers.export.export_for_serving` of the documents' model as NAME and NAME_text and of
         the queries' as NAME_query and NAME_query_text, each serving `token_embeddings` `[n, length,
         dimension]` (zeros at the tokens not scored) and `token_mask` `[n, length]`; the prompts
         ("[Q] ", "[D] ") are the client's to prepend."""
-        paths = export_for_serving(
-            self.model,
-            name,
-            base_dir=base_dir,
-            **{"sequence_length": self.document_length, "truncate": True, **settings},
-        )
-        paths.update(
-            export_for_serving(
-                self.query_model,
-                f"{name}_query",
-                base_dir=base_dir,
-                **{"sequence_length": self.query_length, "truncate": True, **settings},
-            )
-        )
+        paths = {}
+        for key, part in self.endpoint_parts().items():
+            given = {"sequence_length": part.sequence_length, "truncate": part.truncate, **settings}
+            paths.update(export_for_serving(part.model, name + key[len("multi_vector") :], base_dir=base_dir, **given))
         return paths
 
 

@@ -24,7 +24,7 @@ from bertlayers.convert.hub import local_or_hub
 from bertlayers.convert.loading import load_checkpoint, load_model_file
 from bertlayers.convert.model_files import record_tokenizer, recorded_tokenizer, save_model, saved_settings
 from bertlayers.convert.sentence_transformers import read_sparse_encoder
-from bertlayers.export.saved_model import export_for_serving
+from bertlayers.export.saved_model import EndpointPart, export_for_serving
 from bertlayers.models.encoder_model import DOCUMENT, QUERY
 from bertlayers.models.sparse_encoder import SparseDualEncoder, SparseEncoder
 from bertlayers.networks.input_limits import input_limits
@@ -197,11 +197,17 @@ class TextSparseEncoder:
         }
         save_model(self.model, path, settings=settings)
 
+    def endpoint_parts(self, name: str = "sparse", top_k: int = 128) -> dict[str, EndpointPart]:
+        """This encoder as a part of `bertlayers.export.export_endpoint`: {`name`: its model serving a
+        text's `top_k` largest entries, at its sequence length}."""
+        from bertlayers.export.serving_outputs import SparseOutputs
+
+        return {name: EndpointPart(self.model, SparseOutputs(top_k), self.sequence_length)}
+
     def export(self, base_dir: str, name: str, top_k: int = 128, **settings) -> dict:
         """`bertlayers.export.export_for_serving`: NAME (ids in) and NAME_text (text in), each
         serving a text's `top_k` largest entries as `indices` and `values`; a prompt is the
         client's to prepend."""
-        from bertlayers.export.serving_outputs import SparseOutputs
-
-        settings.setdefault("sequence_length", self.sequence_length)
-        return export_for_serving(self.model, name, base_dir=base_dir, outputs=SparseOutputs(top_k), **settings)
+        (part,) = self.endpoint_parts(top_k=top_k).values()
+        settings.setdefault("sequence_length", part.sequence_length)
+        return export_for_serving(part.model, name, base_dir=base_dir, outputs=part.outputs, **settings)
