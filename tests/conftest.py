@@ -56,7 +56,8 @@ def pytest_collection_modifyitems(items):
         if backend != "tensorflow" and item.get_closest_marker("tensorflow_only"):
             item.add_marker(not_here)
         cases = item.get_closest_marker("other_backend_cases")
-        if backend != "tensorflow" and cases and getattr(item, "callspec", None) and item.callspec.id not in cases.args:
+        callspec = getattr(item, "callspec", None)  # a test without parameters: `other_backend_cases()` is no case
+        if backend != "tensorflow" and cases and (callspec is None or callspec.id not in cases.args):
             item.add_marker(same_path)
 
 

@@ -152,6 +152,25 @@ def fine_tune_export_and_serve(init, vocabulary, tmp_path):
     return model
 
 
+def minilm_shaped_folder(folder):
+    """A Hugging Face BERT folder as transformers lays it out, with MiniLM's real tokenizer files
+    (its vocabulary, lower-casing) and a one-layer, 32-wide encoder: what `--init` and `load_encoder`
+    read, at a size that trains and saves in seconds. Returns the folder."""
+    import keras
+
+    from bertlayers.convert import save_huggingface
+    from bertlayers.convert.model_files import record_tokenizer, tokenizer_of
+    from bertlayers.families.bert import BertEncoder
+    from bertlayers.utils.assets import minilm_path
+
+    keras.utils.set_random_seed(5)
+    encoder = BertEncoder(
+        vocabulary_size=30522, num_layers=1, hidden_size=32, num_heads=2, intermediate_size=64, max_sequence_length=64
+    )
+    record_tokenizer(encoder, tokenizer_of(minilm_path()))
+    return save_huggingface(encoder, folder)
+
+
 def tiny_family_run(corpus, tmp_path_factory, recipe, steps=120):
     """(corpus, output folder, summary) of a tiny `recipe` run on the Wikipedia articles
     (`corpus`: the session's `make_corpus`)."""

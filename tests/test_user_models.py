@@ -1,4 +1,4 @@
-"""A user's own model, end to end: composed from the layers (or a real encoder with the user's
+"""A user's own model, end to end: composed from the layers (or a loaded encoder with the user's
 own head), fit, saved, reloaded, exported, and answered in a process without Keras."""
 
 import os
@@ -8,6 +8,7 @@ import keras
 import numpy as np
 import pytest
 from fresh_serving import run_fresh
+from pretraining_fixtures import minilm_shaped_folder
 
 from bertlayers.convert import load_encoder, load_model_file, record_tokenizer, recorded_tokenizer, save_model
 from bertlayers.export import ClassifierOutputs, export_for_serving
@@ -30,21 +31,22 @@ def composed_model():
     return keras.Model({"token_ids": token_ids, "padding_mask": padding_mask}, logits, name="composed")
 
 
-def minilm_with_a_head():
-    """The real MiniLM encoder and the user's own head on its [CLS] row, two outputs in a dict."""
-    encoder = load_encoder(minilm_path())
+def loaded_with_a_head(folder):
+    """The encoder of a Hugging Face folder with MiniLM's tokenizer files and the user's own head on
+    its [CLS] row, two outputs in a dict."""
+    encoder = load_encoder(minilm_shaped_folder(folder))
     inputs = {
         name: keras.Input((None,), dtype="int32", name=name) for name in ("token_ids", "segment_ids", "padding_mask")
     }
-    sequence = encoder(inputs)["sequence_output"]  # [batch, seq, 384]
-    pooled = sequence[:, 0]  # [batch, 384]
+    sequence = encoder(inputs)["sequence_output"]  # [batch, seq, hidden]
+    pooled = sequence[:, 0]  # [batch, hidden]
     outputs = {"logits": keras.layers.Dense(2, name="logits")(pooled), "embedding": pooled}
-    model = keras.Model(inputs, outputs, name="minilm_user")
+    model = keras.Model(inputs, outputs, name="users_model")
     return record_tokenizer(model, f"{minilm_path()}/vocab.txt"), encoder
 
 
-@pytest.mark.slow(reason="fits, saves, reloads and exports a user's model (one over the real MiniLM)")
-@pytest.mark.parametrize("build, as_classifier", [("composed", True), ("minilm", False)])
+@pytest.mark.slow(reason="fits, saves, reloads and exports a user's model (one over a loaded Hugging Face folder)")
+@pytest.mark.parametrize("build, as_classifier", [("composed", True), ("loaded", False)])
 def test_a_users_model_fits_saves_reloads_exports_and_serves(build, as_classifier, tmp_path):
     packer = model_tokenizer(bert_uncased_vocabulary()).packer(SEQ)
     packed = {name: np.asarray(value) for name, value in packer(TEXTS * 4).items()}
@@ -55,7 +57,7 @@ def test_a_users_model_fits_saves_reloads_exports_and_serves(build, as_classifie
         model.compile(keras.optimizers.Adam(1e-3), keras.losses.SparseCategoricalCrossentropy(from_logits=True))
         logits_name, y = "sentiment", labels
     else:
-        model, encoder = minilm_with_a_head()
+        model, encoder = loaded_with_a_head(str(tmp_path / "folder"))
         assert recorded_tokenizer(encoder).lowercase  # read from the folder's vocab.txt and tokenizer_config.json
         x = packed
         model.compile(
