@@ -57,6 +57,8 @@ def _prctl(option, value):
 
 def _zygote(env):
     key = _startup_key(env)
+    if _ZYGOTES.get(key) is not None and _ZYGOTES[key][0].poll() is not None:  # it died: start another
+        _ZYGOTES.pop(key)[0].stdout.close()
     if key not in _ZYGOTES:
         _ZYGOTES[key] = None
         if sys.platform.startswith("linux") and _prctl(_PR_SET_CHILD_SUBREAPER, 1):
