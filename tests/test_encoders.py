@@ -126,12 +126,25 @@ def test_compact_bert_presets():
         assert (config.num_layers, config.hidden_size) == (layers, hidden)
 
 
+def layered_count(name, num_layers):
+    """The parameters of preset `name`'s encoder at `num_layers` (its other sizes as published)."""
+    return build_encoder(get_preset(name).replace(num_layers=num_layers)).count_params()
+
+
 @pytest.mark.other_backend_cases()  # counting parameters takes no backend-specific path
 @pytest.mark.parametrize("name, published", [("bert_base", 110e6), ("bert_large", 340e6)])
-@pytest.mark.slow
 def test_published_parameter_counts(name, published):
-    count = build_encoder(name).count_params()
+    """The encoder's count at the preset's depth, from builds of one and two of its layers: the
+    layers are alike (the embeddings and pooler once, then a block a layer), which bert_tiny's full
+    build confirms exactly. Building BERT-large itself (340M values drawn) took 14 s for the same sum."""
+    one, two = layered_count(name, 1), layered_count(name, 2)
+    count = one + (get_preset(name).num_layers - 1) * (two - one)
     assert abs(count - published) / published <= 0.02, count
+    tiny_one, tiny_two = layered_count("bert_tiny", 1), layered_count("bert_tiny", 2)
+    assert (
+        tiny_one + (get_preset("bert_tiny").num_layers - 1) * (tiny_two - tiny_one)
+        == build_encoder("bert_tiny").count_params()
+    )
 
 
 def test_albert_presets_share_layers():

@@ -63,10 +63,21 @@ def st_reference():
     return np.load(ST_FIXTURES + ".npz")
 
 
-@pytest.mark.parametrize("name", ["weighted_dense_prompts", "cls_identity", "last_token", "sqrt_len"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "weighted_dense_prompts",
+        "cls_identity",
+        "last_token",
+        "sqrt_len",
+        "weighted_without_prompt",
+        "cls_without_prompt",
+    ],
+)
 def test_sentence_transformers_folders_embed_as_sentence_transformers_does(name, st_reference):
     """Folders sentence-transformers 6.2 wrote (a pooling mode each, Dense layers with their
-    activation and bias, Normalize, prompts and a default one, a similarity function) give its
+    activation and bias, Normalize, prompts and a default one, a similarity function, pooling that
+    leaves [CLS] and the prompt's pieces out: `include_prompt` false) give its
     `encode` within 1e-5: with the default prompt, each named prompt, truncated to 4 dimensions
     and normalized, and its `similarity` (tests/fixtures/record_sentence_transformers.py)."""
     from bertlayers.tasks import TextEmbedder
@@ -114,7 +125,7 @@ def test_what_the_library_cannot_compute_of_a_sentence_transformers_folder_is_re
     pooling = folder / "1_Pooling" / "config.json"
     original = json.loads(pooling.read_text())
     for change, message in (
-        ({"include_prompt": False}, r"1_Pooling/config.json: include_prompt is False"),
+        ({"include_prompt": "no"}, r"1_Pooling/config.json: include_prompt must be true or false, got 'no'"),
         ({"pooling_mode": ["mean", "max"]}, r"pooling mode \['mean', 'max'\]; .*several concatenated"),
     ):
         pooling.write_text(json.dumps({**original, **change}))
@@ -172,7 +183,37 @@ def test_a_sentence_transformers_folder_serves_its_embeddings_as_text_in(tmp_pat
     np.testing.assert_allclose(again.encode(texts), st_reference["weighted_dense_prompts.default"], atol=1e-5)
 
 
-@pytest.mark.parametrize("name", ["weighted_dense_prompts", "last_token"])
+@pytest.mark.slow(reason="a sentence-transformers folder that pools without its prompt, exported as a text SavedModel")
+def test_a_folder_pooling_without_its_prompt_serves_as_sentence_transformers_encodes(tmp_path, st_reference):
+    """`include_prompt` false served: the `embed` signature leaves the named prompt's tokens out of
+    the pooling as sentence-transformers' encode(prompt_name=...) does; a text without a prompt
+    (serving_default, the ids model) pools every token, as encode(prompt="")."""
+    import tensorflow as tf
+
+    from bertlayers.tasks import TextEmbedder
+
+    texts = [str(t) for t in st_reference["texts"]]
+    embedder = TextEmbedder.from_checkpoint(os.path.join(ST_FIXTURES, "weighted_without_prompt"))
+    assert not embedder.model.include_prompt and embedder.prompt_length("query: ") == 3  # [CLS] query :
+    paths = embedder.export(str(tmp_path / "savedmodels"), "embedder")
+    text_model = tf.saved_model.load(paths["embedder_text"])
+    for prompt in ("query", "passage"):
+        served = text_model.signatures["embed"](
+            text=tf.constant(texts), prompt_name=tf.constant(prompt), dimensions=tf.constant(0)
+        )["embedding"]
+        np.testing.assert_allclose(served.numpy(), st_reference[f"weighted_without_prompt.{prompt}"], atol=1e-5)
+    plain = embedder.encode(texts, prompt="")
+    assert np.abs(plain - st_reference["weighted_without_prompt.query"]).max() > 1e-3  # the prompt shows
+    served = text_model.signatures["serving_default"](text=tf.constant(texts))["embedding"]
+    np.testing.assert_allclose(served.numpy(), plain, atol=1e-5)
+    ids = embedder.packer(texts)
+    answer = tf.saved_model.load(paths["embedder"]).signatures["serving_default"](
+        **{name: tf.constant(value) for name, value in ids.items()}
+    )["embedding"]
+    np.testing.assert_allclose(answer.numpy(), plain, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["weighted_dense_prompts", "last_token", "weighted_without_prompt"])
 def test_an_embedder_saves_the_files_sentence_transformers_writes(name, tmp_path, st_reference):
     """`TextEmbedder.save_huggingface` writes the module files sentence-transformers 6.2 wrote for
     the same model (modules.json, Pooling, Dense, Normalize, sentence_bert_config.json), the same

@@ -5,8 +5,8 @@ prompts and similarity function beside it.
 Both layouts sentence-transformers writes are read: before 6.0 (`sentence_transformers.models.X`,
 `pooling_mode_*_tokens` switches, `word_embedding_dimension`) and since (class paths such as
 `sentence_transformers.base.modules.dense.Dense`, one `pooling_mode` name, `include_prompt`). What
-the library has no counterpart for (another module, several pooling modes concatenated, pooling that
-leaves the prompt out) is refused by name, file and value, before any weights load.
+the library has no counterpart for (another module, several pooling modes concatenated) is refused
+by name, file and value, before any weights load.
 """
 
 import dataclasses
@@ -76,6 +76,7 @@ class SentenceTransformersFolder:
       default_prompt_name: the prompt used where none is named (None: none).
       similarity: "cosine", "dot", "euclidean" or "manhattan".
       max_seq_length: the longest input it was made for, in pieces (None: the encoder's).
+      include_prompt: whether the pooling reads the prompt's tokens (`Pooling`'s `include_prompt`).
     """
 
     transformer: str
@@ -86,6 +87,7 @@ class SentenceTransformersFolder:
     default_prompt_name: str | None = None
     similarity: str = "cosine"
     max_seq_length: int | None = None
+    include_prompt: bool = True
 
 
 def read_sentence_transformers(source: str) -> SentenceTransformersFolder | None:
@@ -135,9 +137,11 @@ def read_sentence_transformers(source: str) -> SentenceTransformersFolder | None
             f"{modules_path}: the modules are {list(found)}; expected Transformer, Pooling[, Dense][, Normalize]."
         )
     settings = _settings(folder)
+    pooling_config = os.path.join(found["Pooling"], "config.json")
     return SentenceTransformersFolder(
         transformer=found["Transformer"],
-        pooling=_pooling(os.path.join(found["Pooling"], "config.json")),
+        pooling=_pooling(pooling_config),
+        include_prompt=_include_prompt(pooling_config),
         dense=() if "Dense" not in found else (_dense(found["Dense"]),),
         normalize="Normalize" in found,
         prompts=settings["prompts"],
@@ -159,7 +163,11 @@ def load_sentence_embedder(
         raise FileNotFoundError(f"{source} has no modules.json: not a sentence-transformers folder.")
     encoder = load_encoder(spec.transformer, dtype=dtype)
     model = SentenceEmbedder(
-        encoder, pooling=spec.pooling, normalize=spec.normalize, dense=[layer for layer, _ in spec.dense]
+        encoder,
+        pooling=spec.pooling,
+        normalize=spec.normalize,
+        dense=[layer for layer, _ in spec.dense],
+        include_prompt=spec.include_prompt,
     )
     for index, (layer, weights_path) in enumerate(spec.dense):
         tensors = read_safetensors(weights_path)
@@ -188,10 +196,10 @@ def declared_pooling(folder: str) -> str | None:
         ]
         path = os.path.join(folder, named[0]) if named else path
     config = os.path.join(path, "config.json")
-    return _pooling(config, with_prompt=False) if os.path.isfile(config) else None
+    return _pooling(config) if os.path.isfile(config) else None
 
 
-def _pooling(path, with_prompt=True):
+def _pooling(path):
     config = read_json_object(path)
     if "pooling_mode" in config:
         modes = config["pooling_mode"]
@@ -203,12 +211,15 @@ def _pooling(path, with_prompt=True):
             f"{path}: pooling mode {modes}; the library pools one of {', '.join(POOLING_MODES)} (several "
             "concatenated are not supported)."
         )
-    if with_prompt and config.get("include_prompt", True) is not True:
-        raise ValueError(
-            f"{path}: include_prompt is {config['include_prompt']!r}: pooling that leaves the prompt's tokens out "
-            "is not supported yet."
-        )
     return POOLING_MODES[modes[0]]
+
+
+def _include_prompt(path):
+    """The Pooling module's `include_prompt` (true where it says none, as before 6.0)."""
+    value = read_json_object(path).get("include_prompt", True)
+    if not isinstance(value, bool):
+        raise ValueError(f"{path}: include_prompt must be true or false, got {value!r}.")
+    return value
 
 
 def _dense(folder):
@@ -508,7 +519,11 @@ def save_sentence_transformers(
     with atomic_files.atomic_path(folder) as staging:
         save_huggingface(model.encoder, staging)
         modules.append(("1_Pooling", "sentence_transformers.sentence_transformer.modules.pooling.Pooling"))
-        pooling = {"embedding_dimension": width, "pooling_mode": modes[model.pooling], "include_prompt": True}
+        pooling = {
+            "embedding_dimension": width,
+            "pooling_mode": modes[model.pooling],
+            "include_prompt": model.include_prompt,
+        }
         _write_module(staging, "1_Pooling", pooling, named=False)
         for layer, keras_dense in dense:
             path = f"{len(modules)}_Dense"

@@ -205,21 +205,50 @@ class EmbeddingOutputs(ModelOutputs):
     `dimensions` give it). A name not among the prompts, or dimensions past D, fails the request
     with a message naming it.
 
+    A model that leaves the prompt out of its pooling (`SentenceEmbedder(include_prompt=False)`)
+    is given each row's `prompt_length`: the named prompt's in `embed`, 0 (nothing left out, as
+    for a text without a prompt) in the other signatures.
+
     Args:
       prompts: {name: prompt} the `embed` signature knows.
       normalize: whether a truncated embedding is normalized again (the model's own normalization).
       output: the model output holding the embeddings.
+      prompt_lengths: {name: the leading tokens a text after that prompt leaves out of the pooling}
+        (`TextEmbedder.prompt_length`), for a model that takes `prompt_length`.
     """
 
     text_kind = "embedding"
+    extra_inputs = ("prompt_length",)
 
-    def __init__(self, prompts: dict | None = None, normalize: bool = True, output: str = "embedding") -> None:
+    def __init__(
+        self,
+        prompts: dict | None = None,
+        normalize: bool = True,
+        output: str = "embedding",
+        prompt_lengths: dict | None = None,
+    ) -> None:
         self.prompts = {str(k): str(v) for k, v in (prompts or {}).items()}
         self.normalize = bool(normalize)
         self.output = output
+        self.prompt_lengths = {str(k): int(v) for k, v in (prompt_lengths or {}).items()}
+        missing = sorted(set(self.prompt_lengths) - set(self.prompts))
+        if missing:
+            raise ValueError(f"prompt_lengths names {missing}, which are not among the prompts {sorted(self.prompts)}.")
 
     def __call__(self, model, inputs):
+        inputs = dict(inputs)
+        given = inputs.pop("prompt_length", None)
+        if "prompt_length" in model_input_names(model):
+            rows = tf.shape(inputs["token_ids"])[:1]
+            inputs["prompt_length"] = tf.zeros(rows, tf.int32) if given is None else tf.broadcast_to(given, rows)
         return {self.output: call_model(model, inputs)[self.output]}
+
+    def prompt_length_of(self, prompt_name):
+        """The `prompt_length` a `prompt_name` scalar gives (0 for "" or a prompt without a length;
+        a name not among the prompts fails in `prompt_of`)."""
+        names = tf.constant([""] + list(self.prompts))
+        lengths = tf.constant([0] + [self.prompt_lengths.get(name, 0) for name in self.prompts], tf.int32)
+        return tf.reduce_sum(tf.where(tf.equal(names, prompt_name), lengths, 0))
 
     def prompt_of(self, prompt_name):
         """The prompt a `prompt_name` scalar names ("" for ""), or a failed request naming it."""

@@ -62,9 +62,8 @@ def _strings(name):
 def text_signatures(servable, tokenizer, sequence_length, truncate):
     outputs_kind = servable.outputs
 
-    def run_ids(token_ids, segment_ids, padding_mask, span_mask=None):
+    def run_ids(token_ids, segment_ids, padding_mask, **extra):  # extra: the outputs' own inputs (span_mask, ...)
         given = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
-        extra = {} if span_mask is None else {"span_mask": span_mask}
         return servable.run({**{name: given[name] for name in servable.input_names}, **extra})
 
     if outputs_kind.text_kind == "question_context":
@@ -72,11 +71,11 @@ def text_signatures(servable, tokenizer, sequence_length, truncate):
             "serving_default": _question_context_signature(run_ids, tokenizer, sequence_length, truncate, outputs_kind)
         }
 
-    def run(first, second):
+    def run(first, second, **extra):
         token_ids, segment_ids, padding_mask = tokenizer.layout.pack(
             first, second, sequence_length, truncation=tokenizer.truncation, truncate=truncate
         )
-        outputs = run_ids(token_ids, segment_ids, padding_mask)
+        outputs = run_ids(token_ids, segment_ids, padding_mask, **extra)
         if outputs_kind.returns_pieces:
             outputs["token_ids"] = token_ids
         return outputs
@@ -106,7 +105,8 @@ def text_signatures(servable, tokenizer, sequence_length, truncate):
         def embed(texts, prompt_name, dimensions):
             texts = checked_text_request({"text": texts})["text"]
             prompted = tf.strings.join([outputs_kind.prompt_of(prompt_name), texts])
-            embedding = run(tokenizer.tokenize(prompted), None)[output]
+            prompt_length = outputs_kind.prompt_length_of(prompt_name)
+            embedding = run(tokenizer.tokenize(prompted), None, prompt_length=prompt_length)[output]
             return {output: outputs_kind.truncated(embedding, dimensions)}
 
         signatures["embed"] = embed
@@ -141,7 +141,7 @@ def _question_context_signature(run_ids, tokenizer, sequence_length, truncate, o
         closing = tf.reduce_sum(padding_mask, axis=1, keepdims=True) - len(tokenizer.layout.end)
         context_mask = at_positions(tf.ones_like(starts_word)) & (column < closing)
         span_mask = tf.cast(context_mask | (column == 0), tf.int32)
-        outputs = run_ids(token_ids, segment_ids, padding_mask, span_mask)
+        outputs = run_ids(token_ids, segment_ids, padding_mask, span_mask=span_mask)
 
         start, end, score, null_score = best_span(
             outputs["start_logits"],

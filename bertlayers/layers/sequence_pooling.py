@@ -32,6 +32,10 @@ class SequencePooling(keras.layers.Layer):
     Call args:
       sequence: `[batch, seq, H]`.
       padding_mask: `[batch, seq]`, nonzero at real tokens (default: every position is real).
+      prompt_length: int `[batch]`, the leading real tokens left out of the pooling ([CLS] and a
+        prompt's pieces: sentence-transformers' `include_prompt=False`, padding on either side). The
+        weighted mean still counts a token's weight from the first real token, prompt included, as
+        sentence-transformers does.
 
     Returns:
       `[batch, H]`, in the layer's compute dtype (sums taken in float32).
@@ -44,15 +48,20 @@ class SequencePooling(keras.layers.Layer):
         self.mode = mode
         self.normalize = bool(normalize)
 
-    def build(self, sequence_shape, padding_mask_shape=None):
+    def build(self, sequence_shape, padding_mask_shape=None, prompt_length_shape=None):
         self.built = True
 
-    def call(self, sequence, padding_mask=None):
+    def call(self, sequence, padding_mask=None, prompt_length=None):
         values = ops.cast(sequence, "float32")  # [batch, seq, H]
         if padding_mask is None:
             real = ops.ones_like(values[:, :, :1])
         else:
             real = ops.expand_dims(ops.cast(ops.not_equal(padding_mask, 0), "float32"), -1)  # [batch, seq, 1]
+        # The i-th real token's weight (weighted_mean), counted before the prompt is left out.
+        ranks = ops.cumsum(real, axis=1) * real  # [batch, seq, 1]
+        if prompt_length is not None:
+            kept = ops.cast(ranks > ops.cast(ops.reshape(prompt_length, (-1, 1, 1)), "float32"), "float32")
+            real = real * kept
         count = ops.sum(real, axis=1)  # [batch, 1]
         if self.mode in ("first", "last"):
             # The first (last) position holding a real token, padding on either side: [batch].
@@ -66,7 +75,7 @@ class SequencePooling(keras.layers.Layer):
             pooled = ops.max(values * real - (1.0 - real) * 1e30, axis=1)
         elif self.mode == "weighted_mean":
             # The i-th real token weighs i, counted from the first real one (left padding too).
-            weights = ops.cumsum(real, axis=1) * real  # [batch, seq, 1]
+            weights = ranks * real  # [batch, seq, 1]
             pooled = ops.sum(values * weights, axis=1) / ops.maximum(ops.sum(weights, axis=1), 1e-9)
         else:
             total = ops.sum(values * real, axis=1)
@@ -78,7 +87,7 @@ class SequencePooling(keras.layers.Layer):
             pooled = unit_length(pooled)
         return ops.cast(pooled, self.compute_dtype)  # [batch, H]
 
-    def compute_output_shape(self, sequence_shape, padding_mask_shape=None):
+    def compute_output_shape(self, sequence_shape, padding_mask_shape=None, prompt_length_shape=None):
         return (sequence_shape[0], sequence_shape[-1])
 
     def get_config(self):

@@ -4,7 +4,7 @@ use of BERT-family models), for similarity, retrieval and clustering."""
 import keras
 
 from bertlayers.layers.sequence_pooling import SequencePooling, UnitLength
-from bertlayers.models.encoder_model import EncoderModel, encoder_inputs
+from bertlayers.models.encoder_model import INPUT_NAMES, EncoderModel, encoder_inputs
 
 
 @keras.saving.register_keras_serializable(package="bertlayers")
@@ -13,7 +13,7 @@ class SentenceEmbedder(EncoderModel):
     then through `dense` layers, as sentence-transformers' `Transformer`, `Pooling`, `Dense` and
     `Normalize` modules compute it.
 
-    Inputs: the encoder's. Output `embedding`: float32 `[batch, dimension]` (the encoder's width,
+    Inputs: the encoder's, and with `include_prompt=False` `prompt_length` int32 `[batch]`. Output `embedding`: float32 `[batch, dimension]` (the encoder's width,
     or the last dense layer's), of unit length with `normalize` (so a dot product is the cosine).
     Exported (`export_for_serving`), its text model takes `text` and returns `embedding`.
 
@@ -24,6 +24,9 @@ class SentenceEmbedder(EncoderModel):
       normalize: L2-normalize the embedding (after the dense layers).
       dense: dense layers after the pooling, each {"units", "activation" (a Keras name: "tanh",
         "linear", ...), "use_bias"}.
+      include_prompt: False leaves a text's first `prompt_length` real tokens ([CLS] and the
+        prompt's pieces) out of the pooling, as sentence-transformers' `Pooling(include_prompt=False)`
+        does; the encoder still reads them. `TextEmbedder.encode` gives the length.
     """
 
     uses_pooled_output = False
@@ -35,12 +38,18 @@ class SentenceEmbedder(EncoderModel):
         normalize: bool = True,
         name: str = "sentence_embedder",
         dense: list[dict] | None = None,
+        include_prompt: bool = True,
         **kwargs,
     ) -> None:
         inputs = encoder_inputs()
         dense = [dict(layer) for layer in dense or ()]
         pool = SequencePooling(pooling, normalize=normalize and not dense, name="pooling")
-        embedding = pool(encoder(inputs)["sequence_output"], inputs["padding_mask"])  # [B, H]
+        sequence = encoder({name: inputs[name] for name in INPUT_NAMES})["sequence_output"]
+        if include_prompt:
+            embedding = pool(sequence, inputs["padding_mask"])  # [B, H]
+        else:
+            inputs["prompt_length"] = keras.Input(shape=(), dtype="int32", name="prompt_length")
+            embedding = pool(sequence, inputs["padding_mask"], inputs["prompt_length"])  # [B, H]
         for index, layer in enumerate(dense):
             embedding = keras.layers.Dense(
                 int(layer["units"]),
@@ -56,9 +65,11 @@ class SentenceEmbedder(EncoderModel):
         self.pooling = pool.mode
         self.normalize = bool(normalize)
         self.dense = dense
+        self.include_prompt = bool(include_prompt)
 
     def _constructor_args(self):
-        return {"pooling": self.pooling, "normalize": self.normalize, "dense": self.dense or None}
+        arguments = {"pooling": self.pooling, "normalize": self.normalize, "dense": self.dense or None}
+        return arguments if self.include_prompt else {**arguments, "include_prompt": False}
 
     def default_losses(self):
         raise ValueError("A SentenceEmbedder has no loss of its own: train it inside a model that compares embeddings.")

@@ -144,12 +144,23 @@ class TextEmbedder:
         if not texts:
             return quantize_embeddings(np.zeros((0, truncate_dim or self.dimension), "float32"), precision)
         inputs = pack_in_chunks(self.packer, [prompt + text for text in texts])
+        if not self.model.include_prompt:
+            inputs["prompt_length"] = np.full(len(texts), self.prompt_length(prompt), "int32")
         embeddings = np.asarray(predict_by_length(self.model, inputs, batch_size=batch_size, verbose=0)["embedding"])
         if truncate_dim is not None:
             embeddings = embeddings[:, : int(truncate_dim)]
         if normalize:
             embeddings = embeddings / np.maximum(np.linalg.norm(embeddings, axis=-1, keepdims=True), 1e-12)
         return quantize_embeddings(embeddings.astype("float32"), precision, ranges=ranges)
+
+    def prompt_length(self, prompt: str) -> int:
+        """The leading tokens a text after `prompt` leaves out of the pooling where the model does
+        not pool the prompt: the prompt packed alone without its trailing special token ([CLS] and
+        the prompt's pieces), as sentence-transformers measures it; 0 for no prompt (nothing left out)."""
+        if not prompt:
+            return 0
+        real = int(np.asarray(self.packer([prompt])["padding_mask"]).sum())
+        return real - (1 if self.packer.checkpoint_tokenizer.layout.end else 0)
 
     def similarity(self, first: np.ndarray, second: np.ndarray) -> np.ndarray:
         """`[n, m]` scores of every row of `first` against every row of `second`, by the model's
@@ -188,7 +199,8 @@ class TextEmbedder:
         `prompt_name` and `dimensions` as `export`'s `embed` does."""
         from bertlayers.export.serving_outputs import EmbeddingOutputs
 
-        outputs = EmbeddingOutputs(self.prompts, normalize=self.model.normalize)
+        lengths = None if self.model.include_prompt else {n: self.prompt_length(p) for n, p in self.prompts.items()}
+        outputs = EmbeddingOutputs(self.prompts, normalize=self.model.normalize, prompt_lengths=lengths)
         return {name: EndpointPart(self.model, outputs, self.sequence_length)}
 
     def export(self, base_dir: str, name: str, **settings) -> dict:
