@@ -33,8 +33,28 @@ def test_each_layout_encodes_and_scores_as_sentence_transformers_does(name, refe
     """Every scored token of every query and document (the [Q] / [D] markers, [MASK] expansion
     attended or not, the lengths, the skiplists) within 1e-5, on the same tokens, and MaxSim (or
     its mean) of every pair."""
-    texts = [str(t) for t in reference["texts"]]
     encoder = colbert if name == "colbert" else TextMultiVectorEncoder.from_checkpoint(os.path.join(FIXTURES, name))
+    encodes_as_recorded(encoder, name, reference)
+
+
+PYLATE = os.path.join(os.path.dirname(FIXTURES), "pylate_folders")
+
+
+@pytest.mark.parametrize("name", ["unused_markers", "added_markers"])
+def test_pylate_checkpoints_encode_and_score_as_sentence_transformers_reads_them(name):
+    """ColBERT folders PyLate 1.6 wrote (its Transformer and Dense modules alone, its settings at the
+    top of config_sentence_transformers.json, the norms named LayerNorm.gamma / .beta as
+    transformers 5.3 saved them) give sentence-transformers 6.2's `MultiVectorEncoder` vectors and
+    scores, which equal PyLate's own (tests/fixtures/record_pylate_folders.py): the [unused0] /
+    "[Q] " markers one piece each, the [MASK] expansion, the punctuation skiplist, unit vectors."""
+    encoder = TextMultiVectorEncoder.from_checkpoint(os.path.join(PYLATE, name))
+    marker = "[unused0]" if name == "unused_markers" else "[Q] "
+    assert encoder.prompts["query"] == marker and encoder.model.normalize
+    encodes_as_recorded(encoder, name, np.load(PYLATE + ".npz"))
+
+
+def encodes_as_recorded(encoder, name, reference):
+    texts = [str(t) for t in reference["texts"]]
     queries, documents = encoder.encode_query(texts), encoder.encode_document(texts)
     for task, vectors in (("query", queries), ("document", documents)):
         inputs = encoder.inputs(texts, task, encoder.prompts.get(task, ""))
@@ -147,6 +167,12 @@ def test_what_the_library_cannot_read_is_refused_by_name(tmp_path, colbert):
         TextMultiVectorEncoder.from_checkpoint(
             os.path.join(os.path.dirname(FIXTURES), "sparse_encoders", "fill_mask_sum")
         )
+    pylate_folder = tmp_path / "pylate"
+    shutil.copytree(os.path.join(PYLATE, "unused_markers"), pylate_folder)
+    modules = json.loads((pylate_folder / "modules.json").read_text())
+    (pylate_folder / "modules.json").write_text(json.dumps([*modules, {**modules[1], "path": "2_Dense"}]))
+    with pytest.raises(ValueError, match=r"modules.json: the modules are .*'Dense', 'Dense'.*PyLate"):
+        TextMultiVectorEncoder.from_checkpoint(str(pylate_folder))
     with pytest.raises(ValueError, match="task must be one of"):
         colbert.encode(["a"], task="passage")
     with pytest.raises(ValueError, match="in-batch negatives need a full batch"):

@@ -296,7 +296,27 @@ def read_huggingface_folder(path, model_type):
         tensors = read_safetensors(weights_path)
     except (OSError, ValueError) as error:
         raise ValueError(f"{weights_path} is not a readable safetensors file: {error}") from None
-    return hf_config, config, tensors, weights_path
+    return hf_config, config, with_current_names(tensors), weights_path
+
+
+# The norms' names of TensorFlow-era checkpoints, which transformers still writes at times (5.3
+# saved a BERT so under sentence-transformers 5.3 and PyLate) and renames on load (its "legacy"
+# conversion mapping): read so here too.
+LEGACY_NAMES = (("LayerNorm.gamma", "LayerNorm.weight"), ("LayerNorm.beta", "LayerNorm.bias"))
+
+
+def with_current_names(tensors):
+    """`tensors` with the legacy norm names (`LayerNorm.gamma` / `.beta`) read as transformers reads
+    them (`.weight` / `.bias`)."""
+    if not any(old in name for name in tensors for old, _ in LEGACY_NAMES):
+        return tensors
+
+    def current(name):
+        for old, new in LEGACY_NAMES:
+            name = name.replace(old, new)
+        return name
+
+    return renamed(tensors, current)
 
 
 def add_norms_and_feed_forward(weights, block, attention_norm, inner, outer, output_norm):

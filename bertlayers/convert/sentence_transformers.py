@@ -12,6 +12,7 @@ by name, file and value, before any weights load.
 import dataclasses
 import json
 import os
+import string
 
 import numpy as np
 
@@ -28,6 +29,7 @@ __all__ = [
     "declared_pooling",
     "load_sentence_embedder",
     "read_multi_vector_encoder",
+    "read_pylate_folder",
     "read_sentence_transformers",
     "read_sparse_encoder",
     "save_sentence_transformers",
@@ -393,6 +395,9 @@ class MultiVectorEncoderFolder:
       skiplist_words: pieces never scored in the texts of `skiplist_tasks` ("query", "document").
       prompts, default_prompt_name, max_seq_length: as in `SentenceTransformersFolder`.
       similarity: "maxsim" or "meanmaxsim".
+      markers: the prompts' leading marker tokens of a PyLate checkpoint ([unused0], "[Q] "), which
+        its training inserted as ids: split out of the prompted text as one piece each where the
+        tokenizer has them, as sentence-transformers does.
     """
 
     transformer: str
@@ -407,25 +412,31 @@ class MultiVectorEncoderFolder:
     default_prompt_name: str | None = None
     similarity: str = "maxsim"
     max_seq_length: int | None = None
+    markers: tuple = ()
 
 
 MULTI_VECTOR_MODULES = ("Transformer", "Dense", "MultiVectorMask", "Normalize")
+# What PyLate applied inline (modules.json lists its Transformer and Dense only): the punctuation
+# skiplist where its config names none, and unit-length token vectors.
+PYLATE_SKIPLIST = tuple(string.punctuation)
 
 
 def read_multi_vector_encoder(source: str) -> MultiVectorEncoderFolder:
     """The late-interaction modules of the sentence-transformers 6 `MultiVectorEncoder` folder (or
     Hub name) `source`: `Transformer` (its query and document lengths, its query expansion), a
-    token-level `Dense`, `MultiVectorMask` (its skiplist), then optionally `Normalize`. PyLate's
-    and Stanford ColBERT's own layouts, and any other module, are refused by name before any
-    weights load."""
+    token-level `Dense`, `MultiVectorMask` (its skiplist), then optionally `Normalize`; or of a
+    PyLate checkpoint (`read_pylate_folder`). Stanford ColBERT's own layout, and any other module,
+    are refused by name before any weights load."""
     folder = local_or_hub(source)
     modules_path = os.path.join(folder, "modules.json")
     settings_path = os.path.join(folder, "config_sentence_transformers.json")
     config = read_json_object(settings_path) if os.path.isfile(settings_path) else {}
-    if not os.path.isfile(modules_path) or "query_prefix" in config or config.get("model_type") == "ColBERT":
+    if os.path.isfile(modules_path) and config.get("model_type") == "ColBERT":
+        return read_pylate_folder(folder)
+    if not os.path.isfile(modules_path) or "query_prefix" in config:
         raise ValueError(
             f"{folder} is not a sentence-transformers 6 MultiVectorEncoder folder (modules.json with Transformer, "
-            "Dense, MultiVectorMask[, Normalize]); a PyLate or Stanford ColBERT checkpoint loads in "
+            "Dense, MultiVectorMask[, Normalize]) nor a PyLate one; a Stanford ColBERT checkpoint loads in "
             "sentence-transformers 6 (MultiVectorEncoder(folder)), whose save() writes that layout."
         )
     with open(modules_path, encoding="utf-8") as f:
@@ -480,6 +491,75 @@ def read_multi_vector_encoder(source: str) -> MultiVectorEncoderFolder:
         default_prompt_name=settings["default_prompt_name"],
         similarity=settings["similarity"],
         max_seq_length=_max_seq_length(folder, transformer),
+    )
+
+
+def read_pylate_folder(folder: str) -> MultiVectorEncoderFolder:
+    """A PyLate ColBERT checkpoint (`model_type` "ColBERT"), read as sentence-transformers 6 reads
+    it: modules.json lists its Transformer and Dense only (the skiplist, PyLate's punctuation where
+    the config names none, and the normalization were PyLate's own steps); the config's
+    `query_prefix` / `document_prefix` lead the query and document prompts (`markers`);
+    `do_query_expansion` with `query_length` and `attend_to_expansion_tokens` is the fixed-length
+    [MASK] expansion; `document_length` the documents' longest."""
+    modules_path = os.path.join(folder, "modules.json")
+    settings_path = os.path.join(folder, "config_sentence_transformers.json")
+    config = read_json_object(settings_path)
+    with open(modules_path, encoding="utf-8") as f:
+        modules = json.load(f)
+    kinds = [str(module.get("type", "")).rsplit(".", 1)[-1] for module in modules if isinstance(module, dict)]
+    if len(kinds) != len(modules) or kinds != ["Transformer", "Dense"]:
+        raise ValueError(
+            f"{modules_path}: the modules are {kinds}; a PyLate ColBERT checkpoint the library reads has "
+            "Transformer, Dense."
+        )
+    transformer, dense_folder = (os.path.join(folder, str(m.get("path", ""))) for m in modules)
+    dense_config_path = os.path.join(dense_folder, "config.json")
+    if read_json_object(dense_config_path).get("use_residual", False):
+        raise ValueError(f"{dense_config_path}: use_residual is true; a multi-vector Dense's is false.")
+    prompts, markers = dict(config.get("prompts") or {}), []
+    for key, task in (("query_prefix", "query"), ("document_prefix", "document")):
+        if key in config:
+            prefix = config[key] or ""
+            if not isinstance(prefix, str):
+                raise ValueError(f"{settings_path}: {key} must be a string, got {prefix!r}.")
+            prompts[task] = prefix + (prompts.get(task) or "").removeprefix(prefix)
+            markers.append(prefix)
+    if not all(isinstance(value, str) for value in prompts.values()):
+        raise ValueError(f"{settings_path}: prompts must map names to strings, got {prompts!r}.")
+    expansion, query_length = config.get("query_expansion", ()), config.get("query_length")
+    if expansion == ():  # PyLate's flat settings: expansion on unless switched off
+        expansion = None
+        if config.get("do_query_expansion", True) is not False:
+            attend = config.get("attend_to_expansion_tokens", config.get("attend_to_mask_tokens", False))
+            expansion = {"length": int(query_length or 32), "attend": bool(attend), "token": None}
+            query_length = None
+    elif expansion is not None:
+        raise ValueError(
+            f"{settings_path}: query_expansion {expansion!r} beside PyLate's settings; the library reads "
+            "do_query_expansion, query_length and attend_to_expansion_tokens there."
+        )
+    skiplist = config.get("skiplist_words")
+    similarity = str(config.get("similarity_fn_name") or "maxsim")
+    default = config.get("default_prompt_name")
+    if default is not None and default not in prompts:
+        raise ValueError(
+            f"{settings_path}: default_prompt_name {default!r} is not among the prompts {sorted(prompts)}."
+        )
+    return MultiVectorEncoderFolder(
+        transformer=transformer,
+        dense=_dense(dense_folder),
+        normalize=True,
+        query_length=query_length,
+        document_length=config.get("document_length"),
+        query_expansion=expansion,
+        skiplist_words=tuple(str(word) for word in (PYLATE_SKIPLIST if skiplist is None else skiplist)),
+        skiplist_tasks=("document",),
+        prompts=prompts,
+        default_prompt_name=default,
+        # PyLate writes "MaxSim", which sentence-transformers 6 does not know and reads as its default
+        similarity=similarity if similarity in ("maxsim", "meanmaxsim") else "maxsim",
+        max_seq_length=_max_seq_length(folder, transformer),
+        markers=tuple(marker for marker in markers if marker),
     )
 
 

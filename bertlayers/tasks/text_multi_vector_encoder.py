@@ -32,6 +32,7 @@ from bertlayers.models.multi_vector_encoder import MultiVectorDualEncoder, Multi
 from bertlayers.networks.input_limits import input_limits
 from bertlayers.tasks.inputs import checked_prompts, chosen_prompt, in_batch_pairs, recorded_tokenizer_of, text_list
 from bertlayers.tokenizers.in_graph_tokenizer import pack_in_chunks
+from bertlayers.tokenizers.model_tokenizer import ModelTokenizer
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.training.task_fitting import compile_task_model, fit_task_model, optimizer_steps
 from bertlayers.utils.text_files import read_json_object
@@ -101,7 +102,11 @@ class TextMultiVectorEncoder:
         """The multi-vector encoder of a sentence-transformers `MultiVectorEncoder` folder (or its Hub
         name): its encoder, token-level projection and tokenizer loaded, its settings read."""
         spec = read_multi_vector_encoder(source)
-        encoder = load_encoder(spec.transformer)
+        if spec.markers:  # a PyLate checkpoint's: its tokenizer splits them out first
+            tokenizer = _with_markers(ModelTokenizer.from_folder(spec.transformer), spec.markers)
+            encoder = load_encoder(spec.transformer, tokenizer=tokenizer)
+        else:
+            encoder = load_encoder(spec.transformer)
         tokenizer = recorded_tokenizer(encoder)
         layer, weights_path = spec.dense
         pieces = {piece: index for index, piece in enumerate(tokenizer.pieces)}
@@ -280,3 +285,17 @@ def _mask_token(folder):
     if isinstance(token, dict):  # an AddedToken's fields
         token = token.get("content")
     return token or "[MASK]"
+
+
+def _with_markers(tokenizer, markers):
+    """`tokenizer` splitting out each marker it knows (the marker, or its first word: PyLate saves
+    "[Q] " with its space as one added token) as one piece, as sentence-transformers registers
+    them; a marker it does not know ("query: ") stays text."""
+    pieces = set(tokenizer.pieces)
+    known = []
+    for marker in markers:
+        for candidate in (marker, *marker.split(None, 1)[:1]):
+            if candidate in pieces:
+                known.append(candidate)
+                break
+    return tokenizer.with_special_tokens(known) if known else tokenizer

@@ -140,6 +140,39 @@ class ModelTokenizer:
         """Texts (and pair texts) → model inputs at `sequence_length` (`CheckpointPacker`)."""
         return self.in_graph().packer(sequence_length)
 
+    def with_special_tokens(self, contents) -> "ModelTokenizer":
+        """This tokenizer with each of `contents` (pieces of its tokenizer.json, or added tokens
+        there) split out of the raw text as one special, unnormalized piece: what
+        sentence-transformers does to the [Q] / [D] markers of a PyLate or Stanford ColBERT
+        checkpoint, which were inserted as ids in training and are prepended as text. A ValueError
+        for a tokenizer without a tokenizer.json, or a piece it does not have."""
+        files = dict(self.files)
+        if "tokenizer.json" not in files:
+            raise ValueError(
+                f"{self.describe()}: the markers {list(contents)} can only be split out of a tokenizer.json "
+                "(save the tokenizer with transformers' save_pretrained, which writes one)."
+            )
+        spec = json.loads(files["tokenizer.json"])
+        vocabulary = spec.get("model", {}).get("vocab", {})
+        added = {token["content"]: token for token in spec.get("added_tokens") or []}
+        for content in contents:
+            index = (
+                added[content]["id"]
+                if content in added
+                else vocabulary.get(content)
+                if isinstance(vocabulary, dict)
+                else None
+            )
+            if index is None:
+                raise ValueError(
+                    f"{self.source or self.describe()}: tokenizer.json has no piece {content!r} to split out."
+                )
+            token = {"id": int(index), "content": content, "single_word": False, "lstrip": False, "rstrip": False}
+            added[content] = {**token, "normalized": False, "special": True}
+        spec["added_tokens"] = sorted(added.values(), key=lambda token: token["id"])
+        files["tokenizer.json"] = json.dumps(spec, ensure_ascii=False).encode("utf-8")
+        return dataclasses.replace(self, files=tuple(files.items()))
+
     def folder_files(self) -> dict:
         """{file name: bytes} of the tokenizer in a Hugging Face checkpoint folder."""
         if not self.is_wordpiece_vocabulary:

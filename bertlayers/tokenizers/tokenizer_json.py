@@ -341,8 +341,12 @@ class WithAddedTokens(SavedModule):
         texts = tf.convert_to_tensor(texts, tf.string)
         segments, starts, ends = tf_text.regex_split_with_offsets(texts, self.pattern, self.pattern)
         flat = segments.flat_values
+        matched = tf.strings.regex_full_match(flat, self.pattern)
+        # A token with whitespace of its own (PyLate's "[Q] ") is its segment as it stands; an
+        # lstrip / rstrip one's segment carries the whitespace it took beside it.
+        exact = self._ids.lookup(tf.where(matched, flat, ""))
         content = tf.strings.regex_replace(flat, f"^[{WHITESPACE}]+|[{WHITESPACE}]+$", "")
-        ids = self._ids.lookup(tf.where(tf.strings.regex_full_match(flat, self.pattern), content, ""))
+        ids = tf.where(exact >= 0, exact, self._ids.lookup(tf.where(matched, content, "")))
         return segments, starts, ends, ids  # ids: the added token's, or -1 for text
 
     def tokenize(self, texts):
