@@ -37,7 +37,7 @@ from bertlayers.runs.output_folder import files_written, start, write_json
 from bertlayers.runs.retrieval import bm25_scores, embedding_scores, hybrid_scores, rerank, reranker_examples
 from bertlayers.task_data.multiple_choice import encode_choices
 from bertlayers.task_data.retrieval import check_training_pairs, read_beir, read_pairs, retrieval_set
-from bertlayers.tasks import TextMultiVectorEncoder, TextSparseEncoder
+from bertlayers.tasks import TextMultiVectorEncoder, TextReranker, TextSparseEncoder
 from bertlayers.tokenizers.in_graph_tokenizer import pack_in_chunks
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import NON_NEGATIVE_INT, POSITIVE_INT, flag
@@ -108,6 +108,14 @@ def main():
     )
     add_pooling_argument(parser)  # the re-ranker's
     parser.add_argument(
+        "--reranker_init",
+        default=None,
+        help="start the re-ranker from this cross-encoder (a sentence-transformers CrossEncoder folder, a "
+        "one-label ...ForSequenceClassification folder, or a Hub name) instead of the run's encoder: the "
+        "table shows it untuned and fine-tuned on each training query's passage and its BM25 hard "
+        "negatives (binary cross-entropy, as sentence-transformers trains one)",
+    )
+    parser.add_argument(
         "--first_stage",
         default=None,
         help="a trained DualEncoder .keras file (a run's dual_encoder/model.keras) "
@@ -121,6 +129,12 @@ def main():
     dual = load_model_file(args.first_stage) if args.first_stage else None
     if dual is not None and not isinstance(dual, DualEncoder):
         raise ValueError(f"--first_stage {args.first_stage} holds a {type(dual).__name__}, not a DualEncoder.")
+
+    # Read and checked before any work: a folder of another kind is refused by name.
+    cross_encoder = None
+    if args.reranker_init:
+        length = args.query_length + args.sequence_length
+        cross_encoder = TextReranker.from_checkpoint(args.reranker_init, sequence_length=length)
 
     pairs = read_pairs(args.train_file)[: args.max_train_examples]
     if dual is None:
@@ -225,6 +239,42 @@ def main():
         examples = reranker_examples(
             rerank_pairs, bm25_scores(train.queries, train.passages), args.negatives, args.seed
         )
+    if args.rerank_top_k and cross_encoder is not None:
+        for name, collection in evaluations.items():
+            scores = rerank(
+                first_stage[name],
+                cross_encoder.model,
+                cross_encoder.packer,
+                collection.queries,
+                collection.passages,
+                top_k=args.rerank_top_k,
+                verbose=args.verbose,
+            )
+            report(name, f"dual_encoder_cross_encoder_untuned_top{args.rerank_top_k}", scores)
+        # Each listwise example's passages as pairs: the query's own labelled 1, its hard negatives 0.
+        pointwise = [(e.context, choice, float(i == e.label)) for e in examples for i, choice in enumerate(e.choices)]
+        cross_encoder.fit(
+            [(query, passage) for query, passage, _ in pointwise],
+            [label for _, _, label in pointwise],
+            epochs=config.epochs,
+            batch_size=args.rerank_batch_size * (1 + args.negatives),
+            learning_rate=config.learning_rate,
+            seed=config.seed,
+            verbose=args.verbose,
+        )
+        cross_encoder.save(os.path.join(config.output_dir, "reranker", "model.keras"))
+        for name, collection in evaluations.items():
+            scores = rerank(
+                first_stage[name],
+                cross_encoder.model,
+                cross_encoder.packer,
+                collection.queries,
+                collection.passages,
+                top_k=args.rerank_top_k,
+                verbose=args.verbose,
+            )
+            report(name, f"dual_encoder_cross_encoder_reranked_top{args.rerank_top_k}", scores)
+    elif args.rerank_top_k:
         inputs, labels = encode_choices(pair_packer, examples)
         reranker = finetune(
             strategy,

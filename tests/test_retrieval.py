@@ -173,6 +173,9 @@ def test_an_exported_dual_encoder_serves_the_keras_embedding(tmp_path):
 
 @pytest.mark.slow(reason="the retrieval runner end to end")
 def test_run_retrieval_end_to_end(tmp_path):
+    from bertlayers.tasks import TextReranker
+
+    cross_encoder = os.path.join(os.path.dirname(__file__), "fixtures", "cross_encoders", "st_sigmoid")
     encoder = tmp_path / "encoder.keras"
     BertEncoder(**TINY).save(str(encoder))
     pairs = [
@@ -249,13 +252,25 @@ def test_run_retrieval_end_to_end(tmp_path):
         "--first_stage",
         str(out / "dual_encoder" / "model.keras"),
         "--rerank_top_k",
-        "0",
+        "5",
+        "--reranker_init",  # a re-ranker from a sentence-transformers CrossEncoder folder, fine-tuned
+        cross_encoder,
+        "--negatives",
+        "2",
         "--verbose",
         "0",
     )
     reused = json.load(open(again / "metrics.json"))["results"][f"{tmp_path.name}/pairs.jsonl"]
     assert reused["dual_encoder"] == pytest.approx(systems["dual_encoder"]) and not (again / "dual_encoder").exists()
     assert reused["dual_encoder_8d"] == pytest.approx(systems["dual_encoder_8d"])  # trained with Matryoshka
+    assert {"dual_encoder_cross_encoder_untuned_top5", "dual_encoder_cross_encoder_reranked_top5"} <= set(reused)
+    tuned, untuned = (
+        TextReranker.load(str(again / "reranker" / "model.keras")),
+        TextReranker.from_checkpoint(cross_encoder),
+    )
+    assert tuned.activation == "sigmoid" and tuned.sequence_length == 36  # the folder's, at the run's pair length
+    moved = [np.abs(a - b).max() for a, b in zip(tuned.model.get_weights(), untuned.model.get_weights(), strict=True)]
+    assert max(moved) > 0, "the cross-encoder was not fine-tuned"
     done = run(
         script(
             "run_retrieval.py",
