@@ -599,12 +599,8 @@ def save_sentence_transformers(
     with atomic_files.atomic_path(folder) as staging:
         save_huggingface(model.encoder, staging)
         modules.append(("1_Pooling", "sentence_transformers.sentence_transformer.modules.pooling.Pooling"))
-        pooling = {
-            "embedding_dimension": width,
-            "pooling_mode": modes[model.pooling],
-            "include_prompt": model.include_prompt,
-        }
-        _write_module(staging, "1_Pooling", pooling, named=False)
+        pooling = {"embedding_dimension": width, "pooling_mode": modes[model.pooling]}
+        _write_module(staging, "1_Pooling", {**pooling, "include_prompt": model.include_prompt}, named=False)
         for layer, keras_dense in dense:
             path = f"{len(modules)}_Dense"
             modules.append((path, "sentence_transformers.base.modules.dense.Dense"))
