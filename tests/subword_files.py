@@ -188,14 +188,15 @@ def json_check_sentences():
 
 
 # The kinds of tokenizer.json the modern checkpoints ship, each trained here.
-JSON_KINDS = ("modernbert", "eurobert", "nomic_bert")
+JSON_KINDS = ("modernbert", "eurobert", "nomic_bert", "qwen3")
 
 
 def write_tokenizer_json(path, kind, vocab_size=2000):
     """A tokenizer.json of `kind`, trained by the tokenizers library on the Wikipedia excerpt:
     "modernbert": NFC + byte-level BPE (GPT-2's regex), [CLS] A [SEP] B [SEP], an lstrip [MASK] and
       a non-special added token; "eurobert": Llama-3's regex split + byte-level BPE with
-      ignore_merges, <|begin_of_text|> A <|end_of_text|>; "nomic_bert": BERT's normalizer,
+      ignore_merges, <|begin_of_text|> A <|end_of_text|>; "qwen3": NFC, Qwen2's regex split (single
+      digits) + byte-level BPE, A <|endoftext|> (Qwen3-Embedding's); "nomic_bert": BERT's normalizer,
       pre-tokenizer and WordPiece, [CLS] A [SEP] B [SEP] with segments."""
     from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
 
@@ -215,11 +216,13 @@ def write_tokenizer_json(path, kind, vocab_size=2000):
             special = ["|||IP_ADDRESS|||", "<|padding|>", "[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"]
             template = ("[CLS] $A [SEP]", "[CLS] $A [SEP] $B [SEP]", "[CLS]", "[SEP]")
         else:
-            from bertlayers.tokenizers.tokenizer_json import LLAMA3_PATTERN
+            from bertlayers.tokenizers.tokenizer_json import LLAMA3_PATTERN, QWEN2_PATTERN
 
             tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
                 [
-                    pre_tokenizers.Split(Regex(LLAMA3_PATTERN), behavior="isolated"),
+                    pre_tokenizers.Split(
+                        Regex(QWEN2_PATTERN if kind == "qwen3" else LLAMA3_PATTERN), behavior="isolated"
+                    ),
                     pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
                 ]
             )
@@ -230,6 +233,10 @@ def write_tokenizer_json(path, kind, vocab_size=2000):
                 "<|begin_of_text|>",
                 "<|end_of_text|>",
             )
+            if kind == "qwen3":  # Qwen3-Embedding's: the text, then <|endoftext|> (where its pooling reads)
+                tokenizer.normalizer = normalizers.NFC()
+                special = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+                template = ("$A <|endoftext|>", "$A <|endoftext|> $B <|endoftext|>", "<|endoftext|>", "<|endoftext|>")
         trainer = trainers.BpeTrainer(
             vocab_size=vocab_size,
             min_frequency=2,

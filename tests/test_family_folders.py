@@ -60,7 +60,7 @@ def test_an_unknown_model_type_lists_the_registered_ones():
         ValueError,
         match=(
             r"model_type 'gpt2' is not supported; supported: albert, bert, deberta-v2, distilbert, electra, eurobert, gte, "
-            r"modernbert, nomic_bert, roberta, xlm-roberta, xlnet"
+            r"modernbert, nomic_bert, qwen3, roberta, xlm-roberta, xlnet"
         ),
     ):
         encoder_config_from_huggingface({"model_type": "gpt2"})

@@ -151,7 +151,7 @@ def test_tokenizer_files_that_do_not_fit_are_named(folders, tmp_path):
         ValueError,
         match=(
             r"no tokenizer for model_type 'gpt2'; supported: albert, bert, deberta-v2, distilbert, electra, eurobert, gte, "
-            r"modernbert, nomic_bert, roberta, xlm-roberta, xlnet"
+            r"modernbert, nomic_bert, qwen3, roberta, xlm-roberta, xlnet"
         ),
     ):
         checkpoint_tokenizer(str(other))

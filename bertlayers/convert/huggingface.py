@@ -514,6 +514,50 @@ def add_norm(weights, norm, key):
         weights.add(norm.beta, key + ".bias")
 
 
+def add_decoder_block(weights, block, config, layer):
+    """A pre-norm block in Llama's layout under `layer` ("layers.3."): `self_attn.q/k/v/o_proj`
+    (and `q_norm`/`k_norm` where its attention normalizes queries and keys), `input_layernorm`,
+    `mlp.gate/up/down_proj`, `post_attention_layernorm`."""
+    attention = layer + "self_attn."
+    add_attention(
+        weights,
+        block.attention_layer,
+        config,
+        attention + "q_proj",
+        attention + "k_proj",
+        attention + "v_proj",
+        attention + "o_proj",
+    )
+    if getattr(block.attention_layer, "query_norm", None) is not None:
+        add_norm(weights, block.attention_layer.query_norm, attention + "q_norm")
+        add_norm(weights, block.attention_layer.key_norm, attention + "k_norm")
+    add_norm(weights, block.attention_layer_norm, layer + "input_layernorm")
+    feed_forward = block.feed_forward_layer
+    add_linear(weights, feed_forward.gate_dense, layer + "mlp.gate_proj")
+    add_linear(weights, feed_forward.up_dense, layer + "mlp.up_proj")
+    add_linear(weights, feed_forward.output_dense, layer + "mlp.down_proj")
+    add_norm(weights, block.output_layer_norm, layer + "post_attention_layernorm")
+
+
+def decoder_config_keys(config):
+    """The `config.json` keys Llama-layout families share (sizes, heads, activation, norm, rotary base)."""
+    return {
+        "vocab_size": config.vocabulary_size,
+        "hidden_size": config.hidden_size,
+        "num_hidden_layers": config.num_layers,
+        "num_attention_heads": config.num_heads,
+        "num_key_value_heads": config.num_key_value_heads or config.num_heads,
+        "head_dim": config.head_size,
+        "intermediate_size": config.intermediate_size,
+        "hidden_act": config.activation,
+        "attention_dropout": config.attention_dropout,
+        "max_position_embeddings": config.max_sequence_length,
+        "rms_norm_eps": config.layer_norm_epsilon,
+        "initializer_range": config.initializer_range,
+        "rope_parameters": {"rope_theta": float(config.rotary_theta), "rope_type": "default"},
+    }
+
+
 def add_fused_attention(weights, attention, config, fused, output):
     """An attention layer from a torch Linear `fused` whose `[3H, H]` weight stacks the query, key
     and value projections (ModernBERT's `Wqkv`, GTE's `qkv_proj`) and the output Linear `output`."""

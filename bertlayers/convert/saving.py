@@ -75,6 +75,7 @@ DEFAULT_MODEL_TYPES = {
     "modernbert": "modernbert",
     "gte": "gte",
     "eurobert": "eurobert",
+    "qwen3": "qwen3",
     "deberta_v2": "deberta-v2",
 }
 

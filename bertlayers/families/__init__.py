@@ -18,6 +18,7 @@ from bertlayers.families import (  # noqa: F401
     gte,
     modernbert,
     nomic_bert,
+    qwen3,
     roberta,
     spanbert,
     xlnet,

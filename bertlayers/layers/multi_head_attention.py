@@ -61,6 +61,7 @@ class MultiHeadAttention(keras.layers.Layer):
         use_bias: bool = True,
         kernel_initializer: str | keras.initializers.Initializer | None = None,
         num_key_value_heads: int | None = None,
+        query_key_norm_epsilon: float | None = None,
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
@@ -74,6 +75,7 @@ class MultiHeadAttention(keras.layers.Layer):
         self.key_dim = int(key_dim)
         self.dropout = float(dropout)
         self.use_bias = bool(use_bias)
+        self.query_key_norm_epsilon = None if query_key_norm_epsilon is None else float(query_key_norm_epsilon)
         self.kernel_initializer = keras.initializers.get(kernel_initializer or bert_initializer())
         self.supports_masking = False
 
@@ -102,6 +104,14 @@ class MultiHeadAttention(keras.layers.Layer):
         self.value_dense.build(value_shape)
         self.output_dense = self._projection("btnh,nhd->btd", (None, hidden_size), "d", "attention_output")
         self.output_dense.build((query_shape[0], query_shape[1], self.num_heads, self.key_dim))
+        self.query_norm = self.key_norm = None
+        if self.query_key_norm_epsilon is not None:
+            self.query_norm, self.key_norm = (
+                keras.layers.RMSNormalization(epsilon=self.query_key_norm_epsilon, dtype=self.dtype_policy, name=name)
+                for name in ("query_norm", "key_norm")
+            )
+            self.query_norm.build((None, None, self.num_heads, self.key_dim))
+            self.key_norm.build((None, None, self.num_key_value_heads, self.key_dim))
         self.dropout_layer = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
         self.built = True
 
@@ -117,10 +127,12 @@ class MultiHeadAttention(keras.layers.Layer):
         key_positions=None,
     ):
         value = query if value is None else value
-        # Scaling the query rather than the scores touches seq*D values instead of seq*seq.
-        query = self.query_dense(query) * ops.cast(1.0 / math.sqrt(self.key_dim), self.compute_dtype)
-        key = self.key_dense(value)
+        query, key = self.query_dense(query), self.key_dense(value)
         value = self.value_dense(value)
+        if self.query_norm is not None:  # before the scale: the norm would undo it
+            query, key = self.query_norm(query), self.key_norm(key)
+        # Scaling the query rather than the scores touches seq*D values instead of seq*seq.
+        query = query * ops.cast(1.0 / math.sqrt(self.key_dim), self.compute_dtype)
         query, key = self.positioned(query, key, query_positions, key_positions)  # [B, Q, N, D], [B, K, N_kv, D]
         if self.num_key_value_heads != self.num_heads:  # each key/value head to its group of query heads
             group = self.num_heads // self.num_key_value_heads
@@ -220,6 +232,7 @@ class MultiHeadAttention(keras.layers.Layer):
                 "use_bias": self.use_bias,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "num_key_value_heads": self.num_key_value_heads,
+                "query_key_norm_epsilon": self.query_key_norm_epsilon,
             }
         )
         return config

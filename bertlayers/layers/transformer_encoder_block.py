@@ -146,9 +146,9 @@ class TransformerEncoderBlock(keras.layers.Layer):
 
     def build(self, inputs_shape, padding_mask_shape=None, attention_mask_shape=None):
         hidden_size = inputs_shape[-1]
-        if hidden_size % self.num_heads:
-            raise ValueError(f"hidden size {hidden_size} is not divisible by num_heads {self.num_heads}.")
         if self.attention_layer is None:
+            if hidden_size % self.num_heads:
+                raise ValueError(f"hidden size {hidden_size} is not divisible by num_heads {self.num_heads}.")
             self.attention_layer = MultiHeadAttention(
                 num_heads=self.num_heads,
                 key_dim=hidden_size // self.num_heads,

@@ -1,5 +1,6 @@
 """Models: encoders with heads, for pretraining and for tasks."""
 
+from bertlayers.models.answer_token_scorer import AnswerTokenScorer
 from bertlayers.models.distiller import Distiller
 from bertlayers.models.dual_encoder import DualEncoder
 from bertlayers.models.encoder_model import EncoderModel
@@ -16,6 +17,7 @@ from bertlayers.models.sparse_encoder import SparseDualEncoder, SparseEncoder
 from bertlayers.models.token_classifier import TokenClassifier
 
 __all__ = [
+    "AnswerTokenScorer",
     "BertPretrainer",
     "CausalLMPretrainer",
     "ClassifierEnsemble",

@@ -51,7 +51,7 @@ def _multi_head(settings, num_heads, key_dim, dropout, kernel_initializer, dtype
             f"attention 'multi_head' has no rotary positions (rotary_theta={settings.rotary_theta}); name an "
             f"attention that rotates (registered: {', '.join(sorted(ATTENTIONS))})."
         )
-    if settings.use_bias and settings.num_key_value_heads is None:
+    if settings.use_bias and settings.num_key_value_heads is None and not settings.query_key_norm:
         return None  # the block's own, built and named as in every checkpoint mapping
     return MultiHeadAttention(
         num_heads,
@@ -59,10 +59,15 @@ def _multi_head(settings, num_heads, key_dim, dropout, kernel_initializer, dtype
         dropout=dropout,
         use_bias=settings.use_bias,
         num_key_value_heads=settings.num_key_value_heads,
+        query_key_norm_epsilon=_query_key_norm_epsilon(settings),
         kernel_initializer=kernel_initializer,
         dtype=dtype,
         name="self_attention",
     )
+
+
+def _query_key_norm_epsilon(settings):
+    return settings.layer_norm_epsilon if settings.query_key_norm else None
 
 
 def _rotary(settings, num_heads, key_dim, dropout, kernel_initializer, dtype):
@@ -73,6 +78,7 @@ def _rotary(settings, num_heads, key_dim, dropout, kernel_initializer, dtype):
         key_dim,
         rotary_theta=settings.rotary_theta,
         num_key_value_heads=settings.num_key_value_heads,
+        query_key_norm_epsilon=_query_key_norm_epsilon(settings),
         dropout=dropout,
         use_bias=settings.use_bias,
         kernel_initializer=kernel_initializer,

@@ -22,6 +22,7 @@ PER_LAYER_FIELDS = (
     "experts_per_token",
     "shared_expert_size",
     "router_aux_loss_weight",
+    "query_key_norm",
 )
 
 
@@ -41,6 +42,9 @@ class LayerSettings:
     experts_per_token: int = 2
     shared_expert_size: Optional[int] = None
     router_aux_loss_weight: float = 0.01
+    query_key_norm: bool = False
+    # The whole encoder's norm epsilon, for the norms a part builds inside itself (query/key norms).
+    layer_norm_epsilon: float = 1e-12
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,6 +74,8 @@ class EncoderConfig:
       `normalization`: "layer_norm", "rms_norm", or a registered name of the table.
       `feed_forward`: "dense" (W2 · act(W1 · x)), "gated" (GLU), or a registered name.
       `use_bias`: biases on the block's dense projections.
+      `query_key_norm`: RMSNorm over each head's queries and keys before they are rotated and
+        scored (Qwen3, Gemma 3; its epsilon `layer_norm_epsilon`).
       `norm_first`: pre-normalization (a final norm closes the stack) instead of post.
       `num_experts`, `experts_per_token`, `shared_expert_size`, `router_aux_loss_weight`: the
         mixture of experts of `feed_forward` "moe" (`bertlayers.layers.MixtureOfExperts`: that many
@@ -84,7 +90,10 @@ class EncoderConfig:
     vocabulary_size: int = option(30522, "token ids the embedding takes", POSITIVE_INT)
     num_layers: int = option(12, "layers L", POSITIVE_INT)
     hidden_size: int = option(768, "width H of every layer", POSITIVE_INT)
-    num_heads: int = option(12, "attention heads (H must be divisible by them)", POSITIVE_INT)
+    num_heads: int = option(12, "attention heads (H must be divisible by them unless head_dim is set)", POSITIVE_INT)
+    head_dim: Optional[int] = option(
+        None, "width of each attention head (None: H / heads; Qwen3 and Gemma 3 set their own)", POSITIVE_INT
+    )
     intermediate_size: int = option(3072, "inner width of the feed-forward network", POSITIVE_INT)
     activation: str = option("gelu", "the feed-forward network's activation")
     dropout: float = option(0.1, "dropout on embeddings and sublayer outputs", DROPOUT)
@@ -123,6 +132,7 @@ class EncoderConfig:
     router_aux_loss_weight: float = option(
         0.01, "weight of the mixture of experts' load-balancing loss", NON_NEGATIVE_FLOAT
     )
+    query_key_norm: bool = option(False, "RMSNorm over each head's queries and keys before scoring")
     layer_types: Optional[tuple] = option(None, "one kind name per layer")
     layer_kinds: Optional[dict] = option(None, "{kind: {per-layer field: value}}")
 
@@ -137,7 +147,7 @@ class EncoderConfig:
                 f"EncoderConfig.num_key_value_heads ({self.num_key_value_heads}) must divide num_heads "
                 f"({self.num_heads})."
             )
-        if self.hidden_size % self.num_heads:
+        if self.head_dim is None and self.hidden_size % self.num_heads:
             raise ValueError(
                 f"EncoderConfig.hidden_size ({self.hidden_size}) must be divisible by num_heads ({self.num_heads})."
             )
@@ -204,11 +214,13 @@ class EncoderConfig:
         changes = {}
         if self.layer_types is not None:
             changes = (self.layer_kinds or {}).get(self.layer_types[depth], {})
-        return LayerSettings(**{field: changes.get(field, getattr(self, field)) for field in PER_LAYER_FIELDS})
+        fields = {field: changes.get(field, getattr(self, field)) for field in PER_LAYER_FIELDS}
+        return LayerSettings(**fields, layer_norm_epsilon=self.layer_norm_epsilon)
 
     @property
     def head_size(self):
-        return self.hidden_size // self.num_heads
+        """Each attention head's width: `head_dim`, else H / heads."""
+        return self.head_dim or self.hidden_size // self.num_heads
 
     def replace(self, **changes):
         """A validated copy with `changes` applied."""

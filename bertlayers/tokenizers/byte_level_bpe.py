@@ -25,15 +25,17 @@ WHITESPACE = r"\t\n\x0B\f\r\x{85}\p{Z}"
 _WORD = rf"'s|'t|'re|'ve|'m|'ll|'d| ?\p{{L}}+| ?\p{{N}}+| ?[^{WHITESPACE}\p{{L}}\p{{N}}]+|[{WHITESPACE}]+"
 # A whitespace run and the characters up to the next whitespace, or a run that ends the text.
 _CHUNK = rf"[{WHITESPACE}]*[^{WHITESPACE}]+|[{WHITESPACE}]+"
-# Llama-3's pattern (EuroBERT's tokenizer.json) without its lookahead `\s+(?!\S)`, \s as Oniguruma's.
+# Llama-3's pattern (EuroBERT's tokenizer.json) without its lookahead `\s+(?!\S)`, \s as Oniguruma's;
+# Qwen2's (Qwen3's tokenizer.json) is the same but for its digits, one a word where Llama-3 takes three.
 _LLAMA3_WORD = (
     rf"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{{L}}\p{{N}}]?\p{{L}}+|\p{{N}}{{1,3}}"
     rf"| ?[^{WHITESPACE}\p{{L}}\p{{N}}]+[\r\n]*|[{WHITESPACE}]*[\r\n]+|[{WHITESPACE}]+"
 )
+_SPLIT_WORDS = {"llama3": _LLAMA3_WORD, "qwen2": _LLAMA3_WORD.replace(r"\p{N}{1,3}", r"\p{N}", 1)}
 # Whitespace that is not a line break.
 _BLANK = r"\t\x0B\f\x{85}\p{Z}"
 # The pre-tokenizations a tokenizer.json may name, by the regex it gives (see `tokenizer_json`).
-PRE_TOKENIZERS = ("gpt2", "llama3")
+PRE_TOKENIZERS = ("gpt2", "llama3", "qwen2")
 
 
 def bytes_to_unicode():
@@ -121,8 +123,9 @@ def _gpt2_words(texts):
     return words.merge_dims(1, 2)
 
 
-def _llama3_words(texts):
-    """Llama-3's pre-tokenization (its `Split` regex, "Isolated"), ragged `[batch, (words)]` strings.
+def _split_words(texts, pattern):
+    """Llama-3's pre-tokenization (its `Split` regex, "Isolated"), ragged `[batch, (words)]` strings
+    (or Qwen2's: `pattern` is the lookahead-free regex of either, `_SPLIT_WORDS`).
 
     Its `\\s+(?!\\S)` matters only in a run of two or more whitespace characters before
     non-whitespace whose last character is no line break: the run's last character then starts
@@ -150,7 +153,7 @@ def _llama3_words(texts):
     pieces = tf.RaggedTensor.from_value_rowids(
         pieces, tf.boolean_mask(rows, starts), nrows=parts.nrows()
     )  # [batch, (pieces)]
-    words = tf_text.regex_split(pieces, _LLAMA3_WORD, _LLAMA3_WORD)  # [batch, (pieces), (words)]
+    words = tf_text.regex_split(pieces, pattern, pattern)  # [batch, (pieces), (words)]
     return words.merge_dims(1, 2)
 
 
@@ -163,8 +166,8 @@ class ByteLevelBPE(SavedModule):
       merges: (left, right) pairs, highest priority first (merges.txt).
       unknown_token: the id a piece outside the vocabulary gets (none does with a vocabulary
         built with its merges, which holds every byte).
-      pre_tokenizer: "gpt2" (GPT-2's, RoBERTa's and ModernBERT's regex) or "llama3" (Llama-3's,
-        EuroBERT's).
+      pre_tokenizer: "gpt2" (GPT-2's, RoBERTa's and ModernBERT's regex), "llama3" (Llama-3's,
+        EuroBERT's) or "qwen2" (Qwen2's and Qwen3's: Llama-3's with single digits).
       ignore_merges: a word that is in the vocabulary whole is that one piece, merges or not
         (the tokenizers library's `ignore_merges`, Llama-3's BPE).
       normalization_form: "NFC", "NFKC", "NFD" or "NFKD" to normalize the text first (a
@@ -251,7 +254,10 @@ class ByteLevelBPE(SavedModule):
         texts = tf.convert_to_tensor(texts, tf.string)
         if self.normalization_form is not None:
             texts = tf_text.normalize_utf8(texts, self.normalization_form)
-        words = (_llama3_words if self.pre_tokenizer == "llama3" else _gpt2_words)(texts)  # [batch, (words)]
+        if self.pre_tokenizer == "gpt2":
+            words = _gpt2_words(texts)  # [batch, (words)]
+        else:
+            words = _split_words(texts, _SPLIT_WORDS[self.pre_tokenizer])
         # Text repeats its words: merge each distinct word once.
         distinct, index = tf.unique(words.flat_values)  # [distinct], [words]
         characters = self._byte_chars.lookup(tf.strings.bytes_split(distinct))  # [distinct, (bytes)]

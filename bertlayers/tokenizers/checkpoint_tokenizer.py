@@ -161,6 +161,8 @@ def _json(path):
         return {}
     value = read_json_object(path)
     if os.path.basename(path) == "tokenizer_config.json":
+        # null is unset (transformers 5 writes `"add_prefix_space": null`): the tokenizer's own default.
+        value = {key: v for key, v in value.items() if not (key in TOKENIZER_SWITCHES and v is None)}
         for key in TOKENIZER_SWITCHES:
             if key in value and not isinstance(value[key], bool):
                 raise ValueError(

@@ -7,6 +7,8 @@
     NFC/NFKC/none   ByteLevel         BPE           `ByteLevelBPE`, GPT-2's regex (ModernBERT)
     none            Split(Llama-3) +  BPE with      `ByteLevelBPE`, Llama-3's regex (EuroBERT)
                     ByteLevel         ignore_merges
+    NFC/none        Split(Qwen2) +    BPE           `ByteLevelBPE`, Qwen2's regex (Qwen3)
+                    ByteLevel
     post-processor: TemplateProcessing, BertProcessing, RobertaProcessing (or none) → `InputLayout`
 
 Whatever else a file asks for (another regex, a Unigram model, Lowercase, BPE dropout, byte
@@ -35,6 +37,9 @@ LLAMA3_PATTERN = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+"
     r"|\s+(?!\S)|\s+"
 )
+# Qwen2's and Qwen3's: Llama-3's with one digit a word (`ByteLevelBPE`'s "qwen2").
+QWEN2_PATTERN = LLAMA3_PATTERN.replace(r"\p{N}{1,3}", r"\p{N}", 1)
+SPLIT_PATTERNS = {LLAMA3_PATTERN: "llama3", QWEN2_PATTERN: "qwen2"}
 UNICODE_FORMS = ("NFC", "NFKC", "NFD", "NFKD")
 
 
@@ -155,16 +160,16 @@ def _byte_level_bpe(spec, model, refuse):
     elif [s.get("type") for s in steps] == ["Split", "ByteLevel"] and not steps[1].get("use_regex", True):
         split, byte_level = steps
         pattern = split.get("pattern", {}).get("Regex")
-        if pattern != LLAMA3_PATTERN:
-            refuse("pre_tokenizer Split pattern", pattern, "Llama-3's regex")
+        if pattern not in SPLIT_PATTERNS:
+            refuse("pre_tokenizer Split pattern", pattern, "Llama-3's or Qwen2's regex")
         if split.get("behavior") != "Isolated" or split.get("invert"):
             refuse("pre_tokenizer Split behavior", split.get("behavior"), "Isolated, not inverted")
-        pre_tokenizer = "llama3"
+        pre_tokenizer = SPLIT_PATTERNS[pattern]
     else:
         refuse(
             "pre_tokenizer",
             [s.get("type") for s in steps],
-            "ByteLevel (GPT-2's regex) or Split (Llama-3's) + ByteLevel",
+            "ByteLevel (GPT-2's regex) or Split (Llama-3's or Qwen2's) + ByteLevel",
         )
     if byte_level.get("add_prefix_space"):
         refuse("pre_tokenizer ByteLevel.add_prefix_space", True, "false")

@@ -4,12 +4,13 @@
 
 from bertlayers.convert.huggingface import (
     IGNORED_TENSORS,
-    add_attention,
+    add_decoder_block,
     add_linear,
     add_norm,
     add_output_bias,
     add_output_projection,
     config_writer,
+    decoder_config_keys,
     is_token_classifier,
     register_huggingface_family,
     require_keys,
@@ -84,23 +85,7 @@ def load_huggingface_eurobert(path, dtype=None):
     )
     weights.add(encoder.token_embedding.embeddings, "embed_tokens.weight")
     for index, block in enumerate(encoder.transformer_layers):
-        layer = f"layers.{index}."
-        attention = layer + "self_attn."
-        add_attention(
-            weights,
-            block.attention_layer,
-            encoder.config,
-            attention + "q_proj",
-            attention + "k_proj",
-            attention + "v_proj",
-            attention + "o_proj",
-        )
-        add_norm(weights, block.attention_layer_norm, layer + "input_layernorm")
-        feed_forward = block.feed_forward_layer
-        add_linear(weights, feed_forward.gate_dense, layer + "mlp.gate_proj")
-        add_linear(weights, feed_forward.up_dense, layer + "mlp.up_proj")
-        add_linear(weights, feed_forward.output_dense, layer + "mlp.down_proj")
-        add_norm(weights, block.output_layer_norm, layer + "post_attention_layernorm")
+        add_decoder_block(weights, block, encoder.config, f"layers.{index}.")
     add_norm(weights, encoder.final_layer_norm, "norm")
     if "classifier.weight" in tensors and not is_token_classifier(hf_config):  # the sequence head's dense layer
         add_linear(weights, encoder.pooler.dense, "dense")
@@ -117,19 +102,7 @@ def load_huggingface_eurobert(path, dtype=None):
 def eurobert_config_to_huggingface(config, pad_id=None):
     """EuroBERT's `config.json` keys of an EncoderConfig."""
     return {
-        "vocab_size": config.vocabulary_size,
-        "hidden_size": config.hidden_size,
-        "num_hidden_layers": config.num_layers,
-        "num_attention_heads": config.num_heads,
-        "num_key_value_heads": config.num_key_value_heads or config.num_heads,
-        "head_dim": config.head_size,
-        "intermediate_size": config.intermediate_size,
-        "hidden_act": config.activation,
-        "attention_dropout": config.attention_dropout,
-        "max_position_embeddings": config.max_sequence_length,
-        "rms_norm_eps": config.layer_norm_epsilon,
-        "initializer_range": config.initializer_range,
-        "rope_parameters": {"rope_theta": float(config.rotary_theta), "rope_type": "default"},
+        **decoder_config_keys(config),
         "attention_bias": config.use_bias,
         "mlp_bias": config.use_bias,
         "classifier_pooling": {pooling: name for name, pooling in POOLINGS.items()}[config.pooling_position],

@@ -1,0 +1,158 @@
+"""Qwen3's Hugging Face checkpoints (model_type "qwen3"): transformers' `Qwen3Model` (the
+embedders' folders) and `Qwen3ForCausalLM` (the rerankers' and the base decoders'), Llama's tensor
+names (`embed_tokens`, `q/k/v/o_proj`, `q_norm`/`k_norm`, `gate/up/down_proj`, `input_layernorm`,
+`post_attention_layernorm`, `norm`, `lm_head`)."""
+
+import dataclasses
+import json
+import os
+
+from bertlayers.convert.huggingface import (
+    IGNORED_TENSORS,
+    add_decoder_block,
+    add_norm,
+    add_output_bias,
+    add_output_projection,
+    config_writer,
+    decoder_config_keys,
+    register_huggingface_family,
+    require_keys,
+    rotary_theta,
+    start_loading,
+    tied_output,
+)
+from bertlayers.families.qwen3.encoder import Qwen3Encoder
+from bertlayers.families.qwen3.presets import qwen3_config
+from bertlayers.models.pretrainer import CausalLMPretrainer
+from bertlayers.tokenizers.checkpoint_tokenizer import register_checkpoint_tokenizer, required_file
+from bertlayers.tokenizers.tokenizer_json import read_tokenizer_json
+
+
+def qwen3_config_from_huggingface(hf_config, source):
+    """An `EncoderConfig` from a Qwen3 `config.json` (transformers' names and defaults: heads of
+    128, untied, ε 1e-6, θ 10,000)."""
+    require_keys(
+        hf_config,
+        ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size"),
+        source,
+    )
+    if hf_config.get("attention_bias", False):
+        raise ValueError(
+            f"{source}: attention_bias is true; Qwen3's feed-forward network has no biases and the encoder takes "
+            "one bias setting for its projections."
+        )
+    kinds = set(hf_config.get("layer_types") or ["full_attention"])
+    if hf_config.get("use_sliding_window", False) or kinds != {"full_attention"}:
+        raise ValueError(
+            f"{source}: use_sliding_window is true or layer_types names {sorted(kinds)}; Qwen3's causal sliding "
+            "window (the last sliding_window tokens) is not supported, only full attention."
+        )
+    heads = hf_config["num_attention_heads"]
+    kv_heads = hf_config.get("num_key_value_heads")
+    fields = dict(
+        vocabulary_size=hf_config["vocab_size"],
+        num_key_value_heads=None if kv_heads in (None, heads) else kv_heads,
+        head_dim=hf_config.get("head_dim") or 128,
+        activation=hf_config.get("hidden_act", "silu"),
+        attention_dropout=float(hf_config.get("attention_dropout", 0.0)),
+        max_sequence_length=hf_config.get("max_position_embeddings", 32768),
+        layer_norm_epsilon=hf_config.get("rms_norm_eps", 1e-6),
+        initializer_range=hf_config.get("initializer_range", 0.02),
+        rotary_theta=rotary_theta(hf_config, source, default=10000.0),
+        tie_word_embeddings=tied_output({"tie_word_embeddings": False, **hf_config}),
+    )
+    try:
+        return qwen3_config(
+            hf_config["num_hidden_layers"], hf_config["hidden_size"], heads, hf_config["intermediate_size"], **fields
+        )
+    except ValueError as error:
+        raise ValueError(f"{source}: {error}") from None
+
+
+def load_huggingface_qwen3(path, dtype=None):
+    """Build a Qwen3 model from a Hugging Face checkpoint folder.
+
+    Args:
+      path: a folder with `config.json` (model_type "qwen3") and `model.safetensors`.
+      dtype: dtype policy, e.g. "mixed_bfloat16"; weights stay float32.
+
+    Returns:
+      A `CausalLMPretrainer` for a causal-LM folder (`lm` ↔ `logits`, the next token's at every
+      position; `AnswerTokenScorer` over it is Qwen3-Reranker's score), else the `Qwen3Encoder` (`sequence_output`
+      ↔ `last_hidden_state`, after the final norm). A `Qwen3ForSequenceClassification` folder
+      (`score` over the last token, no pooler) is refused.
+    """
+    hf_config, tensors, encoder, weights = start_loading(
+        path, "qwen3", "model.", Qwen3Encoder, dtype, name="qwen3_encoder"
+    )
+    if "score.weight" in tensors:
+        raise ValueError(
+            f"{weights.source}: holds score.weight (Qwen3ForSequenceClassification); only Qwen3Model and "
+            "Qwen3ForCausalLM folders load."
+        )
+    weights.add(encoder.token_embedding.embeddings, "embed_tokens.weight")
+    for index, block in enumerate(encoder.transformer_layers):
+        add_decoder_block(weights, block, encoder.config, f"layers.{index}.")
+    add_norm(weights, encoder.final_layer_norm, "norm")
+    model = encoder
+    if "lm_head.weight" in tensors or (
+        hf_config.get("architectures") == ["Qwen3ForCausalLM"] and encoder.config.tie_word_embeddings
+    ):
+        model = CausalLMPretrainer(encoder, name="qwen3_causal_lm")
+        add_output_bias(weights, model.lm_head, "lm_head.bias")  # none: zeros
+        add_output_projection(weights, encoder, "lm_head.weight", "embed_tokens.weight")
+    # The pooler (the encoder's summary dense layer) has no tensor in a Qwen3 folder.
+    weights.apply(ignore=IGNORED_TENSORS + (r"^lm_head\.weight$",))
+    return model
+
+
+def qwen3_config_to_huggingface(config, pad_id=None):
+    """Qwen3's `config.json` keys of an EncoderConfig."""
+    return {
+        **decoder_config_keys(config),
+        "attention_bias": False,
+        "use_sliding_window": False,
+        "tie_word_embeddings": config.tie_word_embeddings,
+        **({"pad_token_id": pad_id} if pad_id is not None else {}),
+    }
+
+
+register_huggingface_family(
+    "qwen3",
+    qwen3_config_from_huggingface,
+    load_huggingface_qwen3,
+    config_writer(qwen3_config_to_huggingface),
+    {"base": "Qwen3Model", "mlm": "Qwen3ForCausalLM"},
+)
+
+
+def qwen3_checkpoint_tokenizer(folder, config, tokenizer_config):
+    """A Qwen3 folder's tokenizer.json, padded as its tokenizer_config.json says: with the
+    config's `pad_token_id`, else the `pad_token` there (<|endoftext|>: Qwen3's config.json names
+    none), on the side `padding_side` names (left in Qwen3-Embedding's and -Reranker's folders,
+    where the last token is read; transformers' default right otherwise)."""
+    path = required_file(folder, "tokenizer.json", "qwen3")
+    pad_id = config.get("pad_token_id")
+    pad_token = tokenizer_config.get("pad_token")
+    if isinstance(pad_token, dict):  # an AddedToken as transformers serializes it
+        pad_token = pad_token.get("content")
+    if pad_id is None and pad_token is not None:
+        with open(path, encoding="utf-8") as f:
+            spec = json.load(f)
+        ids = {token["content"]: token["id"] for token in spec.get("added_tokens", [])}
+        ids = {**spec.get("model", {}).get("vocab", {}), **ids}
+        if pad_token not in ids:
+            raise ValueError(
+                f"{os.path.join(folder, 'tokenizer_config.json')}: pad_token {pad_token!r} is not a token of {path}."
+            )
+        pad_id = ids[pad_token]
+    side = tokenizer_config.get("padding_side", "right")
+    if side not in ("left", "right"):
+        raise ValueError(
+            f"{os.path.join(folder, 'tokenizer_config.json')}: padding_side is {side!r}; transformers takes left or right."
+        )
+    tokenizer = read_tokenizer_json(path, pad_id=pad_id)
+    return dataclasses.replace(tokenizer, layout=dataclasses.replace(tokenizer.layout, pad_left=side == "left"))
+
+
+register_checkpoint_tokenizer("qwen3", qwen3_checkpoint_tokenizer, ["tokenizer.json"])

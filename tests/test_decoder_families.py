@@ -1,0 +1,125 @@
+"""Qwen3 (a decoder read as an encoder: Qwen3-Embedding, Qwen3-Reranker) against transformers'
+outputs for small randomly initialized models (tests/fixtures/record_decoder_families.py): the
+base model's and two causal-LM folders (tied, untied), left-padded rows, within 1e-5 in float32;
+each saved back holds what transformers wrote."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file
+
+from bertlayers.convert import save_huggingface
+from bertlayers.convert.huggingface import HUGGINGFACE_FAMILIES
+from bertlayers.convert.model_files import _ATTRIBUTE
+from bertlayers.families.qwen3 import qwen3_config_from_huggingface
+from bertlayers.models import AnswerTokenScorer, SentenceEmbedder
+from bertlayers.tokenizers import ModelTokenizer
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
+REFERENCE = np.load(os.path.join(FIXTURES, "decoder_families.npz"))
+YES_ID, NO_ID = 9, 8  # as recorded
+ATOL = 1e-5
+
+
+def _folder(name):
+    return os.path.join(FIXTURES, "decoder_families", name)
+
+
+def _loaded(folder):
+    with open(os.path.join(folder, "config.json")) as f:
+        config = json.load(f)
+    return config, HUGGINGFACE_FAMILIES[config["model_type"]].loader(folder)
+
+
+def _check_outputs(name, model, inputs):
+    """The folder's model gives transformers' hidden states at the real tokens, Qwen3-Embedding's
+    embedding (the last token's, unit length), and for a causal LM its logits and the reranker's score."""
+    real = inputs["padding_mask"].astype(bool)
+    encoder = getattr(model, "encoder", model)
+    hidden = np.asarray(encoder(inputs)["sequence_output"])
+    np.testing.assert_allclose(hidden[real], REFERENCE[f"{name}.hidden"][real], atol=ATOL, rtol=1e-5)
+    embedding = SentenceEmbedder(encoder, pooling="last")(inputs)["embedding"]
+    np.testing.assert_allclose(embedding, REFERENCE[f"{name}.embedding"], atol=ATOL)
+    if f"{name}.logits" in REFERENCE:
+        logits = np.asarray(model(inputs)["lm"])
+        np.testing.assert_allclose(logits[real], REFERENCE[f"{name}.logits"][real], atol=ATOL, rtol=1e-5)
+        score = AnswerTokenScorer(model, YES_ID, NO_ID)(inputs)["score"]
+        np.testing.assert_allclose(score, REFERENCE[f"{name}.score"], atol=ATOL)
+
+
+@pytest.mark.parametrize("name", ["qwen3", "qwen3_causal_lm", "qwen3_causal_lm_untied"])
+def test_qwen3_folders_give_transformers_outputs_and_save_back_as_transformers_wrote_them(name, tmp_path):
+    source = _folder(name)
+    config, model = _loaded(source)
+    assert type(model).__name__ == ("Qwen3Encoder" if name == "qwen3" else "CausalLMPretrainer")
+    inputs = {key: REFERENCE[f"{name}.{key}"] for key in ("token_ids", "padding_mask")}
+    inputs["segment_ids"] = np.zeros_like(inputs["token_ids"])
+    _check_outputs(name, model, inputs)
+
+    # Saved back: the same tensors under the same names, the same config values and class, so
+    # transformers reads it as its own folder; loaded back here, the same outputs.
+    object.__setattr__(model, _ATTRIBUTE, ModelTokenizer((), "qwen3", pad_id=config["pad_token_id"]))
+    saved = save_huggingface(model, str(tmp_path / name))
+    theirs, ours = (load_file(os.path.join(folder, "model.safetensors")) for folder in (source, saved))
+    assert sorted(ours) == sorted(theirs)
+    for key in theirs:
+        np.testing.assert_array_equal(ours[key], theirs[key], err_msg=key)
+    with open(os.path.join(saved, "config.json")) as f:
+        written = json.load(f)
+    assert {k: (config[k], v) for k, v in written.items() if k in config and config[k] != v} == {}
+    assert written["architectures"] == config["architectures"]
+    _check_outputs(name, _loaded(saved)[1], inputs)
+
+
+def test_qwen3_configs_transformers_would_read_otherwise_are_refused_by_field():
+    with open(os.path.join(_folder("qwen3"), "config.json")) as f:
+        config = json.load(f)
+    assert qwen3_config_from_huggingface(config, "config.json").head_size == 16  # 32 / 4 would be 8
+    defaults = {k: v for k, v in config.items() if k not in ("head_dim", "rope_parameters", "tie_word_embeddings")}
+    read = qwen3_config_from_huggingface(defaults, "config.json")  # transformers' defaults, not H / heads
+    assert (read.head_size, read.rotary_theta, read.tie_word_embeddings) == (128, 10000.0, False)
+    for change, named in (
+        ({"attention_bias": True}, "attention_bias"),
+        ({"use_sliding_window": True}, "use_sliding_window"),
+        ({"layer_types": ["full_attention", "sliding_attention"]}, "sliding_attention"),
+        ({"rope_parameters": {"rope_type": "yarn", "rope_theta": 1e6, "factor": 4.0}}, "yarn"),
+    ):
+        with pytest.raises(ValueError, match=named):
+            qwen3_config_from_huggingface({**config, **change}, "config.json")
+    with pytest.raises(ValueError, match="must be a token id in"):
+        AnswerTokenScorer(_loaded(_folder("qwen3_causal_lm"))[1], 2000, NO_ID)
+
+
+def test_qwen3_embedding_preset_has_the_published_parameter_count():
+    """Qwen3-Embedding-0.6B: 595,776,512 parameters (keras-hub's published count for its
+    preset), besides the encoder's summary dense layer (H² + H) a Qwen3 folder has no tensor
+    for; counted from builds of one and two layers at a small vocabulary (its table adds V · H,
+    tied)."""
+    from bertlayers.networks import build_encoder
+    from bertlayers.networks.presets import get_preset
+
+    preset = get_preset("qwen3_embedding_0_6b")
+    small = preset.replace(vocabulary_size=8)
+    one, two = (build_encoder(small.replace(num_layers=n)).count_params() for n in (1, 2))
+    count = one + (preset.num_layers - 1) * (two - one) + (preset.vocabulary_size - 8) * preset.hidden_size
+    assert count - (preset.hidden_size**2 + preset.hidden_size) == 595_776_512
+
+
+def test_a_qwen3_embedding_folder_encodes_as_sentence_transformers_does_with_its_query_instruction():
+    """Qwen3-Embedding's layout (sentence-transformers 6.3 wrote it: Transformer over a Qwen3Model
+    whose tokenizer_config.json pads on the left with <|endoftext|>, as transformers 5 writes it
+    with `add_prefix_space: null`; lasttoken pooling; Normalize; the query instruction as a prompt):
+    `encode` with and without the instruction within 1e-5, the texts packed on the left."""
+    from bertlayers.tasks import TextEmbedder
+
+    texts = [str(t) for t in REFERENCE["qwen3_embedding.texts"]]
+    embedder = TextEmbedder.from_checkpoint(os.path.join(FIXTURES, "decoder_families", "qwen3_embedding"))
+    assert embedder.prompts["query"].startswith("Instruct: Given a web search query")
+    np.testing.assert_allclose(embedder.encode(texts), REFERENCE["qwen3_embedding.default"], atol=ATOL)
+    np.testing.assert_allclose(
+        embedder.encode(texts, prompt_name="query"), REFERENCE["qwen3_embedding.query"], atol=ATOL
+    )
+    packed = embedder.packer(texts)
+    assert (packed["padding_mask"][:, -1] == 1).all() and (packed["padding_mask"][:, 0] == 0).any()
