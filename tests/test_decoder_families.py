@@ -1,7 +1,9 @@
-"""Qwen3 (a decoder read as an encoder: Qwen3-Embedding, Qwen3-Reranker) against transformers'
-outputs for small randomly initialized models (tests/fixtures/record_decoder_families.py): the
-base model's and two causal-LM folders (tied, untied), left-padded rows, within 1e-5 in float32;
-each saved back holds what transformers wrote."""
+"""Decoders read as encoders against transformers' outputs for small randomly initialized models
+(tests/fixtures/record_decoder_families.py), within 1e-5 in float32: Qwen3 (Qwen3-Embedding,
+Qwen3-Reranker; its base model's and two causal-LM folders, tied and untied, left-padded rows) and
+Gemma 3 made bidirectional (EmbeddingGemma; its base model's and its causal-LM class's folders,
+sliding windows narrower than the rows, two rotary bases); each saved back holds what transformers
+wrote."""
 
 import json
 import os
@@ -13,6 +15,7 @@ from safetensors.numpy import load_file
 from bertlayers.convert import save_huggingface
 from bertlayers.convert.huggingface import HUGGINGFACE_FAMILIES
 from bertlayers.convert.model_files import _ATTRIBUTE
+from bertlayers.families.gemma3 import gemma3_config_from_huggingface
 from bertlayers.families.qwen3 import qwen3_config_from_huggingface
 from bertlayers.models import AnswerTokenScorer, SentenceEmbedder
 from bertlayers.tokenizers import ModelTokenizer
@@ -34,33 +37,48 @@ def _loaded(folder):
 
 
 def _check_outputs(name, model, inputs):
-    """The folder's model gives transformers' hidden states at the real tokens, Qwen3-Embedding's
-    embedding (the last token's, unit length), and for a causal LM its logits and the reranker's score."""
+    """The folder's model gives transformers' hidden states at the real tokens, the embedding
+    (Qwen3-Embedding's: the last token's; EmbeddingGemma's: the mean; unit length), and its LM
+    logits; a Qwen3 causal LM the reranker's score too."""
     real = inputs["padding_mask"].astype(bool)
     encoder = getattr(model, "encoder", model)
     hidden = np.asarray(encoder(inputs)["sequence_output"])
     np.testing.assert_allclose(hidden[real], REFERENCE[f"{name}.hidden"][real], atol=ATOL, rtol=1e-5)
-    embedding = SentenceEmbedder(encoder, pooling="last")(inputs)["embedding"]
+    pooling = "mean" if name.startswith("gemma3") else "last"
+    embedding = SentenceEmbedder(encoder, pooling=pooling)(inputs)["embedding"]
     np.testing.assert_allclose(embedding, REFERENCE[f"{name}.embedding"], atol=ATOL)
-    if f"{name}.logits" in REFERENCE:
+    if name == "gemma3_masked_lm":
+        positions = np.tile(np.arange(inputs["token_ids"].shape[1], dtype="int32"), (len(inputs["token_ids"]), 1))
+        logits = np.asarray(model({**inputs, "masked_positions": positions})["mlm"])
+        np.testing.assert_allclose(logits[real], REFERENCE[f"{name}.logits"][real], atol=ATOL, rtol=1e-5)
+    elif f"{name}.logits" in REFERENCE:
         logits = np.asarray(model(inputs)["lm"])
         np.testing.assert_allclose(logits[real], REFERENCE[f"{name}.logits"][real], atol=ATOL, rtol=1e-5)
         score = AnswerTokenScorer(model, YES_ID, NO_ID)(inputs)["score"]
         np.testing.assert_allclose(score, REFERENCE[f"{name}.score"], atol=ATOL)
 
 
-@pytest.mark.parametrize("name", ["qwen3", "qwen3_causal_lm", "qwen3_causal_lm_untied"])
-def test_qwen3_folders_give_transformers_outputs_and_save_back_as_transformers_wrote_them(name, tmp_path):
+CLASSES = {
+    "qwen3": "Qwen3Encoder",
+    "qwen3_causal_lm": "CausalLMPretrainer",
+    "qwen3_causal_lm_untied": "CausalLMPretrainer",
+    "gemma3": "Gemma3Encoder",
+    "gemma3_masked_lm": "BertPretrainer",  # bidirectional: its LM head reads the positions asked for
+}
+
+
+@pytest.mark.parametrize("name", list(CLASSES))
+def test_folders_give_transformers_outputs_and_save_back_as_transformers_wrote_them(name, tmp_path):
     source = _folder(name)
     config, model = _loaded(source)
-    assert type(model).__name__ == ("Qwen3Encoder" if name == "qwen3" else "CausalLMPretrainer")
+    assert type(model).__name__ == CLASSES[name]
     inputs = {key: REFERENCE[f"{name}.{key}"] for key in ("token_ids", "padding_mask")}
     inputs["segment_ids"] = np.zeros_like(inputs["token_ids"])
     _check_outputs(name, model, inputs)
 
     # Saved back: the same tensors under the same names, the same config values and class, so
     # transformers reads it as its own folder; loaded back here, the same outputs.
-    object.__setattr__(model, _ATTRIBUTE, ModelTokenizer((), "qwen3", pad_id=config["pad_token_id"]))
+    object.__setattr__(model, _ATTRIBUTE, ModelTokenizer((), config["model_type"], pad_id=config["pad_token_id"]))
     saved = save_huggingface(model, str(tmp_path / name))
     theirs, ours = (load_file(os.path.join(folder, "model.safetensors")) for folder in (source, saved))
     assert sorted(ours) == sorted(theirs)
@@ -68,12 +86,22 @@ def test_qwen3_folders_give_transformers_outputs_and_save_back_as_transformers_w
         np.testing.assert_array_equal(ours[key], theirs[key], err_msg=key)
     with open(os.path.join(saved, "config.json")) as f:
         written = json.load(f)
-    assert {k: (config[k], v) for k, v in written.items() if k in config and config[k] != v} == {}
+    # json.dumps: the same value of the same JSON type (transformers refuses 12.0 where it takes 12).
+    assert {
+        k: (config[k], v)
+        for k, v in written.items()
+        if k in config and json.dumps(config[k], sort_keys=True) != json.dumps(v, sort_keys=True)
+    } == {}
     assert written["architectures"] == config["architectures"]
     _check_outputs(name, _loaded(saved)[1], inputs)
+    if name == "gemma3":  # Gemma's own layers and the block's new settings survive a .keras file
+        import keras
+
+        model.save(str(tmp_path / "gemma3.keras"))
+        _check_outputs(name, keras.saving.load_model(str(tmp_path / "gemma3.keras")), inputs)
 
 
-def test_qwen3_configs_transformers_would_read_otherwise_are_refused_by_field():
+def test_configs_transformers_would_read_otherwise_are_refused_by_field():
     with open(os.path.join(_folder("qwen3"), "config.json")) as f:
         config = json.load(f)
     assert qwen3_config_from_huggingface(config, "config.json").head_size == 16  # 32 / 4 would be 8
@@ -90,6 +118,17 @@ def test_qwen3_configs_transformers_would_read_otherwise_are_refused_by_field():
             qwen3_config_from_huggingface({**config, **change}, "config.json")
     with pytest.raises(ValueError, match="must be a token id in"):
         AnswerTokenScorer(_loaded(_folder("qwen3_causal_lm"))[1], 2000, NO_ID)
+    with open(os.path.join(_folder("gemma3"), "config.json")) as f:
+        gemma = json.load(f)
+    read = gemma3_config_from_huggingface(gemma, "config.json")
+    assert read.attention_scale == 12**-0.5 and read.layer_settings(0).attention_window == 4
+    for change, named in (
+        ({"use_bidirectional_attention": False}, "use_bidirectional_attention"),
+        ({"attn_logit_softcapping": 50.0}, "attn_logit_softcapping"),
+        ({"layer_types": ["chunked_attention"] * 4}, "chunked_attention"),
+    ):
+        with pytest.raises(ValueError, match=named):
+            gemma3_config_from_huggingface({**gemma, **change}, "config.json")
 
 
 def test_qwen3_embedding_preset_has_the_published_parameter_count():

@@ -59,7 +59,7 @@ def test_an_unknown_model_type_lists_the_registered_ones():
     with pytest.raises(
         ValueError,
         match=(
-            r"model_type 'gpt2' is not supported; supported: albert, bert, deberta-v2, distilbert, electra, eurobert, gte, "
+            r"model_type 'gpt2' is not supported; supported: albert, bert, deberta-v2, distilbert, electra, eurobert, gemma3_text, gte, "
             r"modernbert, nomic_bert, qwen3, roberta, xlm-roberta, xlnet"
         ),
     ):

@@ -554,7 +554,12 @@ def decoder_config_keys(config):
         "max_position_embeddings": config.max_sequence_length,
         "rms_norm_eps": config.layer_norm_epsilon,
         "initializer_range": config.initializer_range,
-        "rope_parameters": {"rope_theta": float(config.rotary_theta), "rope_type": "default"},
+        # One base for all layers; a family of per-kind bases writes its own.
+        **(
+            {"rope_parameters": {"rope_theta": float(config.rotary_theta), "rope_type": "default"}}
+            if config.rotary_theta is not None
+            else {}
+        ),
     }
 
 

@@ -76,6 +76,7 @@ DEFAULT_MODEL_TYPES = {
     "gte": "gte",
     "eurobert": "eurobert",
     "qwen3": "qwen3",
+    "gemma3": "gemma3_text",
     "deberta_v2": "deberta-v2",
 }
 

@@ -15,6 +15,7 @@ from bertlayers.families import (  # noqa: F401
     electra,
     elmo,
     eurobert,
+    gemma3,
     gte,
     modernbert,
     nomic_bert,

@@ -8,6 +8,7 @@ from keras import ops
 from bertlayers import backend
 from bertlayers.layers.initializers import bert_initializer, clone_initializer
 from bertlayers.layers.masking import mask_logits, per_query_attention_mask
+from bertlayers.layers.registered import registered_class, registered_name
 from bertlayers.layers.sliding_window import banded_attention
 
 
@@ -29,6 +30,13 @@ class MultiHeadAttention(keras.layers.Layer):
       num_key_value_heads: grouped-query attention (Ainslie et al. 2023; EuroBERT, Llama): keys
         and values are projected to this many heads, each shared by `num_heads / num_key_value_heads`
         query heads (query head h reads key head h // that); None: one per query head.
+      query_key_norm_epsilon: where set, each head's projected queries and keys pass a norm over
+        their D dimensions (a scale of D each, shared by the heads) before they are positioned and
+        scored (Qwen3, Gemma 3); None: no such norm.
+      query_key_normalization: that norm's class or registered name (default Keras's
+        `RMSNormalization`; Gemma's scales by 1 + weight).
+      scale: the factor of the query-key dot products; None: 1 / sqrt(D) (Gemma 3 takes
+        1 / sqrt(query_pre_attn_scalar)).
 
     Call args:
       query: `[batch, query_len, hidden]`.
@@ -62,6 +70,8 @@ class MultiHeadAttention(keras.layers.Layer):
         kernel_initializer: str | keras.initializers.Initializer | None = None,
         num_key_value_heads: int | None = None,
         query_key_norm_epsilon: float | None = None,
+        query_key_normalization: str | type | None = None,
+        scale: float | None = None,
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
@@ -76,6 +86,12 @@ class MultiHeadAttention(keras.layers.Layer):
         self.dropout = float(dropout)
         self.use_bias = bool(use_bias)
         self.query_key_norm_epsilon = None if query_key_norm_epsilon is None else float(query_key_norm_epsilon)
+        self._query_key_normalization = (
+            registered_class(query_key_normalization, "query_key_normalization")
+            if query_key_normalization is not None
+            else keras.layers.RMSNormalization
+        )
+        self.scale = None if scale is None else float(scale)
         self.kernel_initializer = keras.initializers.get(kernel_initializer or bert_initializer())
         self.supports_masking = False
 
@@ -107,7 +123,7 @@ class MultiHeadAttention(keras.layers.Layer):
         self.query_norm = self.key_norm = None
         if self.query_key_norm_epsilon is not None:
             self.query_norm, self.key_norm = (
-                keras.layers.RMSNormalization(epsilon=self.query_key_norm_epsilon, dtype=self.dtype_policy, name=name)
+                self._query_key_normalization(epsilon=self.query_key_norm_epsilon, dtype=self.dtype_policy, name=name)
                 for name in ("query_norm", "key_norm")
             )
             self.query_norm.build((None, None, self.num_heads, self.key_dim))
@@ -132,7 +148,8 @@ class MultiHeadAttention(keras.layers.Layer):
         if self.query_norm is not None:  # before the scale: the norm would undo it
             query, key = self.query_norm(query), self.key_norm(key)
         # Scaling the query rather than the scores touches seq*D values instead of seq*seq.
-        query = query * ops.cast(1.0 / math.sqrt(self.key_dim), self.compute_dtype)
+        scale = 1.0 / math.sqrt(self.key_dim) if self.scale is None else self.scale
+        query = query * ops.cast(scale, self.compute_dtype)
         query, key = self.positioned(query, key, query_positions, key_positions)  # [B, Q, N, D], [B, K, N_kv, D]
         if self.num_key_value_heads != self.num_heads:  # each key/value head to its group of query heads
             group = self.num_heads // self.num_key_value_heads
@@ -233,6 +250,8 @@ class MultiHeadAttention(keras.layers.Layer):
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "num_key_value_heads": self.num_key_value_heads,
                 "query_key_norm_epsilon": self.query_key_norm_epsilon,
+                "query_key_normalization": registered_name(self._query_key_normalization),
+                "scale": self.scale,
             }
         )
         return config

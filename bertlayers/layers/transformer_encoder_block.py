@@ -59,6 +59,9 @@ class TransformerEncoderBlock(keras.layers.Layer):
       normalize_attention_input: with `norm_first`, whether attention reads LN(x); False reads x
         as it is (the first layer of an encoder whose embeddings end in a norm already:
         ModernBERT's layer 0 has no `attn_norm`). No norm layer is built then.
+      post_sublayer_norm: with `norm_first`, also normalize the attention's output and the
+        feed-forward network's before each residual sum (Gemma 2 and 3's sandwich norms:
+        `attention_output_norm`, `feed_forward_output_norm`).
 
     Call args:
       inputs: `[batch, seq, hidden]`.
@@ -100,6 +103,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         normalization: str | type | None = None,
         use_bias: bool = True,
         normalize_attention_input: bool = True,
+        post_sublayer_norm: bool = False,
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
@@ -124,6 +128,12 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self._normalization = registered_class(normalization, "normalization") if normalization is not None else None
         self.use_bias = bool(use_bias)
         self.normalize_attention_input = bool(normalize_attention_input)
+        self.post_sublayer_norm = bool(post_sublayer_norm)
+        if self.post_sublayer_norm and not self.norm_first:
+            raise ValueError(
+                "post_sublayer_norm=True normalizes each sublayer's output before the residual sum, around the "
+                "pre-norms of a pre-norm block (norm_first=True); a post-norm block normalizes after the sum."
+            )
         if not (self.normalize_attention_input or self.norm_first):
             raise ValueError(
                 "normalize_attention_input=False leaves out the norm before attention, which only a pre-norm block "
@@ -175,6 +185,12 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.output_dropout_layer = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
         self.output_layer_norm = self._layer_norm("output_layer_norm")
         self.output_layer_norm.build(inputs_shape)
+        self.attention_output_norm = self.feed_forward_output_norm = None
+        if self.post_sublayer_norm:
+            self.attention_output_norm = self._layer_norm("attention_output_norm")
+            self.attention_output_norm.build(inputs_shape)
+            self.feed_forward_output_norm = self._layer_norm("feed_forward_output_norm")
+            self.feed_forward_output_norm.build(inputs_shape)
         self.built = True
 
     @property
@@ -199,6 +215,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
             x = self.feed_forward_layer(rows)
         else:
             x = self.output_dense(activate(self._activation_fn, self.intermediate_dense(rows), training))
+        if self.feed_forward_output_norm is not None:
+            x = self.feed_forward_output_norm(x)
         return self.output_dropout_layer(x, training=training)
 
     def _after_attention(self, rows, training):
@@ -292,6 +310,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
         )
         if return_attention_scores:
             attended, scores = attended
+        if self.attention_output_norm is not None:
+            attended = self.attention_output_norm(attended)
         x = residual + self.attention_dropout_layer(attended, training=training)  # [B, S or P, H]
         if output_positions is None:
             outputs = on_token_rows(lambda rows: self._after_attention(rows, training), x, padding_mask)
@@ -321,6 +341,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
                 "normalization": registered_name(self._normalization) if self._normalization else None,
                 "use_bias": self.use_bias,
                 "normalize_attention_input": self.normalize_attention_input,
+                **({"post_sublayer_norm": True} if self.post_sublayer_norm else {}),
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "attention_layer": (
                     keras.saving.serialize_keras_object(self.attention_layer) if self._attention_was_given else None

@@ -51,7 +51,7 @@ def _multi_head(settings, num_heads, key_dim, dropout, kernel_initializer, dtype
             f"attention 'multi_head' has no rotary positions (rotary_theta={settings.rotary_theta}); name an "
             f"attention that rotates (registered: {', '.join(sorted(ATTENTIONS))})."
         )
-    if settings.use_bias and settings.num_key_value_heads is None and not settings.query_key_norm:
+    if settings.use_bias and settings.num_key_value_heads is None and not _query_key_norms(settings):
         return None  # the block's own, built and named as in every checkpoint mapping
     return MultiHeadAttention(
         num_heads,
@@ -59,15 +59,25 @@ def _multi_head(settings, num_heads, key_dim, dropout, kernel_initializer, dtype
         dropout=dropout,
         use_bias=settings.use_bias,
         num_key_value_heads=settings.num_key_value_heads,
-        query_key_norm_epsilon=_query_key_norm_epsilon(settings),
+        **_query_key_norms(settings),
         kernel_initializer=kernel_initializer,
         dtype=dtype,
         name="self_attention",
     )
 
 
-def _query_key_norm_epsilon(settings):
-    return settings.layer_norm_epsilon if settings.query_key_norm else None
+def _query_key_norms(settings):
+    """The attention's query/key norm arguments: none, or the layer's norm kind (RMSNorm where
+    the layer's is LayerNorm) at the encoder's epsilon; and the scores' scale where it is set."""
+    arguments = {"scale": settings.attention_scale} if settings.attention_scale is not None else {}
+    if not settings.query_key_norm:
+        return arguments
+    normalization = _chosen(NORMALIZATIONS, "normalization", settings.normalization)
+    return {
+        **arguments,
+        "query_key_norm_epsilon": settings.layer_norm_epsilon,
+        "query_key_normalization": registered_name(normalization) if normalization is not None else None,
+    }
 
 
 def _rotary(settings, num_heads, key_dim, dropout, kernel_initializer, dtype):
@@ -78,7 +88,7 @@ def _rotary(settings, num_heads, key_dim, dropout, kernel_initializer, dtype):
         key_dim,
         rotary_theta=settings.rotary_theta,
         num_key_value_heads=settings.num_key_value_heads,
-        query_key_norm_epsilon=_query_key_norm_epsilon(settings),
+        **_query_key_norms(settings),
         dropout=dropout,
         use_bias=settings.use_bias,
         kernel_initializer=kernel_initializer,
@@ -165,6 +175,8 @@ def plugged_parts(config, settings, kernel_initializer, dtype, attention=True):
     parts = {key: value for key, value in parts.items() if value is not None}
     if not settings.use_bias:
         parts["use_bias"] = False
+    if config.post_sublayer_norm:
+        parts["post_sublayer_norm"] = True
     return parts
 
 

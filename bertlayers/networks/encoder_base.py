@@ -490,10 +490,11 @@ def embeddings_for(config, dtype=None, project_to=None):
     )
 
 
-def token_embedding_for(config, dtype=None):
-    """The token table alone (`TokenEmbedding`, width H): for encoders whose positions enter
-    through attention and whose embeddings have no norm (XLNet, EuroBERT)."""
-    return TokenEmbedding(
+def token_embedding_for(config, dtype=None, layer_class=None):
+    """The token table alone (`TokenEmbedding`, width H, or `layer_class`, a subclass of it): for
+    encoders whose positions enter through attention and whose embeddings have no norm (XLNet,
+    EuroBERT)."""
+    return (layer_class or TokenEmbedding)(
         vocabulary_size=config.vocabulary_size,
         embedding_size=config.hidden_size,
         max_sequence_length=config.max_sequence_length,

@@ -43,8 +43,10 @@ class LayerSettings:
     shared_expert_size: Optional[int] = None
     router_aux_loss_weight: float = 0.01
     query_key_norm: bool = False
-    # The whole encoder's norm epsilon, for the norms a part builds inside itself (query/key norms).
+    # Whole-encoder values a part reads: the norms' epsilon (for the query/key norms an attention
+    # builds inside itself) and the attention's score scale (None: 1 / sqrt(head size)).
     layer_norm_epsilon: float = 1e-12
+    attention_scale: Optional[float] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,7 +64,10 @@ class EncoderConfig:
       that name). `pooler_activation` is the pooler's (tanh in BERT); `pooling_position` where it reads
       ("first" token, "last" real token, "mean" of the real tokens, "late" the mean of each token's act(W · x); None: the class's own).
       `learned_positions` False leaves the position table out (positions enter through rotary
-      attention alone: ModernBERT, GTE, NomicBERT, EuroBERT).
+      attention alone: ModernBERT, GTE, NomicBERT, EuroBERT). `head_dim` sets each head's width
+      apart from H / heads; `attention_scale` the scores' factor apart from 1 / sqrt(head_dim);
+      `post_sublayer_norm` adds a norm on the attention's and the feed-forward network's outputs
+      before each residual sum (Gemma 2 and 3: pre- and post-norms around each sublayer).
 
     Each layer (defaults for all, changed per layer by `layer_types` and `layer_kinds`):
       `attention`: the attention implementation, by its name in the encoder's table
@@ -74,8 +79,9 @@ class EncoderConfig:
       `normalization`: "layer_norm", "rms_norm", or a registered name of the table.
       `feed_forward`: "dense" (W2 · act(W1 · x)), "gated" (GLU), or a registered name.
       `use_bias`: biases on the block's dense projections.
-      `query_key_norm`: RMSNorm over each head's queries and keys before they are rotated and
-        scored (Qwen3, Gemma 3; its epsilon `layer_norm_epsilon`).
+      `query_key_norm`: a norm (the layer's `normalization`, RMSNorm where that is LayerNorm) over
+        each head's queries and keys before they are rotated and scored (Qwen3, Gemma 3; its
+        epsilon `layer_norm_epsilon`).
       `norm_first`: pre-normalization (a final norm closes the stack) instead of post.
       `num_experts`, `experts_per_token`, `shared_expert_size`, `router_aux_loss_weight`: the
         mixture of experts of `feed_forward` "moe" (`bertlayers.layers.MixtureOfExperts`: that many
@@ -133,6 +139,12 @@ class EncoderConfig:
         0.01, "weight of the mixture of experts' load-balancing loss", NON_NEGATIVE_FLOAT
     )
     query_key_norm: bool = option(False, "RMSNorm over each head's queries and keys before scoring")
+    attention_scale: Optional[float] = option(
+        None, "the factor of the attention scores (None: 1 / sqrt(head size))", POSITIVE_FLOAT
+    )
+    post_sublayer_norm: bool = option(
+        False, "a norm on each sublayer's output before the residual sum too (Gemma's sandwich norms)"
+    )
     layer_types: Optional[tuple] = option(None, "one kind name per layer")
     layer_kinds: Optional[dict] = option(None, "{kind: {per-layer field: value}}")
 
@@ -215,7 +227,7 @@ class EncoderConfig:
         if self.layer_types is not None:
             changes = (self.layer_kinds or {}).get(self.layer_types[depth], {})
         fields = {field: changes.get(field, getattr(self, field)) for field in PER_LAYER_FIELDS}
-        return LayerSettings(**fields, layer_norm_epsilon=self.layer_norm_epsilon)
+        return LayerSettings(**fields, layer_norm_epsilon=self.layer_norm_epsilon, attention_scale=self.attention_scale)
 
     @property
     def head_size(self):
