@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 
 from bertlayers.families.eurobert import eurobert_config
+from bertlayers.families.gemma3 import gemma3_config
 from bertlayers.families.gte import gte_config
 from bertlayers.families.modernbert import modernbert_config
+from bertlayers.families.qwen3 import qwen3_config
 from bertlayers.models import SequenceClassifier
 from bertlayers.models.pretrainer import BertPretrainer
 from bertlayers.networks import EncoderConfig, build_encoder
@@ -37,6 +39,25 @@ CONFIGS = {
     "eurobert": eurobert_config(
         2, 16, 4, 24, num_key_value_heads=2, rotary_theta=200.0, vocabulary_size=60, max_sequence_length=32
     ),
+    # Causal attention per packed sequence, the summary at each one's last token; heads of 8 at H / heads = 4.
+    "qwen3": qwen3_config(
+        2, 16, 4, 24, num_key_value_heads=2, head_dim=8, rotary_theta=200.0, vocabulary_size=60, max_sequence_length=32
+    ),
+    # Sandwich norms, a window and two rotary bases, the scaled embedding.
+    "gemma3": gemma3_config(
+        2,
+        16,
+        4,
+        24,
+        num_key_value_heads=2,
+        head_dim=8,
+        window=4,
+        layer_types=("sliding_attention", "full_attention"),
+        global_theta=500.0,
+        local_theta=50.0,
+        vocabulary_size=60,
+        max_sequence_length=32,
+    ),  # fmt: skip
 }
 
 

@@ -348,11 +348,13 @@ class EncoderBase(GuardedModel, keras.Model):
         layer's output, the embedding output). `stack_inputs` go to its stack (a `BlockStack`:
         `padding_mask`, the rows computed; `attention_mask`, `[B, 1 or S, S]`, what each row may
         attend; `positions`): packed rows, or a query's [MASK] rows that attend to the real
-        tokens without being attended (`bertlayers.layers.late_interaction.QueryExpansion`)."""
-        if type(self.stack).__call__ is not BlockStack.__call__ or self.config.causal:
+        tokens without being attended (`bertlayers.layers.late_interaction.QueryExpansion`). A causal
+        encoder's blocks add their left-to-right mask over the row: with packed rows' mask keeping
+        each sequence to itself (its tokens contiguous), that is causal attention within each sequence."""
+        if type(self.stack).__call__ is not BlockStack.__call__:
             raise ValueError(
-                f"{type(self).__name__} computes only its own inputs: its stack is not a BlockStack of "
-                "bidirectional blocks, which alone takes rows and attended keys apart."
+                f"{type(self).__name__} computes only its own inputs: its stack is not a BlockStack, which alone "
+                "takes rows and attended keys apart."
             )
         where = {} if positions is None else {"positions": positions}
         x = self.embeddings(token_ids, segment_ids, **where)  # [B, S, E]
