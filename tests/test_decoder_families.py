@@ -146,11 +146,17 @@ def test_qwen3_embedding_preset_has_the_published_parameter_count():
     assert count - (preset.hidden_size**2 + preset.hidden_size) == 595_776_512
 
 
-def test_a_qwen3_embedding_folder_encodes_as_sentence_transformers_does_with_its_query_instruction():
+@pytest.mark.slow(reason="a causal embedder exported and served as text in (its SavedModels written and loaded)")
+def test_a_qwen3_embedding_folder_encodes_and_serves_as_sentence_transformers_encodes_with_its_query_instruction(
+    tmp_path,
+):
     """Qwen3-Embedding's layout (sentence-transformers 6.3 wrote it: Transformer over a Qwen3Model
     whose tokenizer_config.json pads on the left with <|endoftext|>, as transformers 5 writes it
     with `add_prefix_space: null`; lasttoken pooling; Normalize; the query instruction as a prompt):
-    `encode` with and without the instruction within 1e-5, the texts packed on the left."""
+    `encode` with and without the instruction within 1e-5, the texts packed on the left; its text
+    SavedModel's `embed` signature answers the same, the instruction named in the request."""
+    import tensorflow as tf
+
     from bertlayers.tasks import TextEmbedder
 
     texts = [str(t) for t in REFERENCE["qwen3_embedding.texts"]]
@@ -162,3 +168,10 @@ def test_a_qwen3_embedding_folder_encodes_as_sentence_transformers_does_with_its
     )
     packed = embedder.packer(texts)
     assert (packed["padding_mask"][:, -1] == 1).all() and (packed["padding_mask"][:, 0] == 0).any()
+    # Cut as encode cuts (the instruction is longer than the 32 tokens here), its end token kept.
+    paths = embedder.export(str(tmp_path / "savedmodels"), "qwen3_embedding", truncate=True)
+    embed = tf.saved_model.load(paths["qwen3_embedding_text"]).signatures["embed"]
+    for prompt in ("query", ""):
+        served = embed(text=tf.constant(texts), prompt_name=tf.constant(prompt), dimensions=tf.constant(0))
+        expected = REFERENCE["qwen3_embedding." + (prompt or "default")]
+        np.testing.assert_allclose(served["embedding"].numpy(), expected, atol=ATOL)
