@@ -341,7 +341,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
                 "normalization": registered_name(self._normalization) if self._normalization else None,
                 "use_bias": self.use_bias,
                 "normalize_attention_input": self.normalize_attention_input,
-                **({"post_sublayer_norm": True} if self.post_sublayer_norm else {}),
+                "post_sublayer_norm": self.post_sublayer_norm,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "attention_layer": (
                     keras.saving.serialize_keras_object(self.attention_layer) if self._attention_was_given else None
