@@ -103,7 +103,7 @@ def test_folders_give_transformers_outputs_and_save_back_as_transformers_wrote_t
         _check_outputs(name, keras.saving.load_model(str(tmp_path / "gemma3.keras")), inputs)
 
 
-def test_configs_transformers_would_read_otherwise_are_refused_by_field():
+def test_configs_transformers_would_read_otherwise_are_refused_by_field(tmp_path):
     with open(os.path.join(_folder("qwen3"), "config.json")) as f:
         config = json.load(f)
     assert qwen3_config_from_huggingface(config, "config.json").head_size == 16  # 32 / 4 would be 8
@@ -120,6 +120,16 @@ def test_configs_transformers_would_read_otherwise_are_refused_by_field():
             qwen3_config_from_huggingface({**config, **change}, "config.json")
     with pytest.raises(ValueError, match="must be a token id in"):
         AnswerTokenScorer(_loaded(_folder("qwen3_causal_lm"))[1], 2000, NO_ID)
+    # A sequence classifier's folder (its score over the last token, no pooler) is refused, not read as the base model.
+    import shutil
+
+    from safetensors.numpy import save_file
+
+    classifier = shutil.copytree(_folder("qwen3"), tmp_path / "classifier")
+    tensors = load_file(os.path.join(classifier, "model.safetensors"))
+    save_file({**tensors, "score.weight": np.zeros((2, 32), "float32")}, os.path.join(classifier, "model.safetensors"))
+    with pytest.raises(ValueError, match="Qwen3ForSequenceClassification"):
+        _loaded(str(classifier))
     with open(os.path.join(_folder("gemma3"), "config.json")) as f:
         gemma = json.load(f)
     read = gemma3_config_from_huggingface(gemma, "config.json")
