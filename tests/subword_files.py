@@ -188,7 +188,42 @@ def json_check_sentences():
 
 
 # The kinds of tokenizer.json the modern checkpoints ship, each trained here.
-JSON_KINDS = ("modernbert", "eurobert", "nomic_bert", "qwen3")
+JSON_KINDS = ("modernbert", "eurobert", "nomic_bert", "qwen3", "gemma3")
+
+
+def write_gemma_tokenizer_json(path, sentences, vocab_size, split_words=True):
+    """Gemma's tokenizer.json (transformers' GemmaTokenizer): trained with the word-start mark
+    leading each word (SentencePiece's whitespace split; with `split_words` false, on whole texts,
+    so that pieces run across words), then written with Gemma's pipeline."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+
+    from bertlayers.tokenizers.sentencepiece_bpe import BYTE_TOKENS, WORD_START
+
+    special = ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>"]
+    tokenizer = Tokenizer(models.BPE(unk_token="<unk>", fuse_unk=True, byte_fallback=True))
+    tokenizer.normalizer = normalizers.Replace(" ", WORD_START)
+    if split_words:
+        tokenizer.pre_tokenizer = pre_tokenizers.Split(WORD_START, behavior="merged_with_next")
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=2,
+        special_tokens=special + list(BYTE_TOKENS),
+        limit_alphabet=120,  # the rarer characters fall back to their bytes
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(sentences, trainer)
+    tokenizer.pre_tokenizer = pre_tokenizers.Split(" ", behavior="merged_with_previous")
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="<bos> $A <eos>",
+        pair="<bos> $A <eos> $B <eos>",
+        special_tokens=[("<bos>", tokenizer.token_to_id("<bos>")), ("<eos>", tokenizer.token_to_id("<eos>"))],
+    )
+    spec = json.loads(tokenizer.to_str())
+    # Gemma's byte tokens are pieces of the vocabulary, not added tokens split out of the text.
+    spec["added_tokens"] = [token for token in spec["added_tokens"] if token["content"] in special]
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(spec, f, ensure_ascii=False)
+    return path
 
 
 def write_tokenizer_json(path, kind, vocab_size=2000):
@@ -197,10 +232,14 @@ def write_tokenizer_json(path, kind, vocab_size=2000):
       a non-special added token; "eurobert": Llama-3's regex split + byte-level BPE with
       ignore_merges, <|begin_of_text|> A <|end_of_text|>; "qwen3": NFC, Qwen2's regex split (single
       digits) + byte-level BPE, A <|endoftext|> (Qwen3-Embedding's); "nomic_bert": BERT's normalizer,
-      pre-tokenizer and WordPiece, [CLS] A [SEP] B [SEP] with segments."""
+      pre-tokenizer and WordPiece, [CLS] A [SEP] B [SEP] with segments; "gemma3": Gemma's " " → "▁"
+      and BPE over characters with byte fallback (rare characters left out of the alphabet), as
+      transformers' GemmaTokenizer writes it, <bos> A <eos>."""
     from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
 
     sentences = real_sentences()["wikipedia"][:8000]  # a real vocabulary of 2,000; more text only takes longer
+    if kind == "gemma3":
+        return write_gemma_tokenizer_json(path, sentences, vocab_size)
     if kind == "nomic_bert":
         tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
         tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)

@@ -158,32 +158,39 @@ def test_qwen3_embedding_preset_has_the_published_parameter_count():
     assert count - (preset.hidden_size**2 + preset.hidden_size) == 595_776_512
 
 
-@pytest.mark.slow(reason="a causal embedder exported and served as text in (its SavedModels written and loaded)")
-def test_a_qwen3_embedding_folder_encodes_and_serves_as_sentence_transformers_encodes_with_its_query_instruction(
-    tmp_path,
-):
+PROMPTED = {  # folder: (its first prompt's start, the side it pads)
+    "qwen3_embedding": ("Instruct: Given a web search query", "left"),
+    "embeddinggemma": ("task: search result | query: ", "left"),  # GemmaTokenizer's default side
+}
+
+
+@pytest.mark.slow(reason="an embedder exported and served as text in (its SavedModels written and loaded)")
+@pytest.mark.parametrize("name", PROMPTED)
+def test_an_embedding_folder_encodes_and_serves_as_sentence_transformers_encodes_with_its_query_prompt(name, tmp_path):
     """Qwen3-Embedding's layout (sentence-transformers 6.3 wrote it: Transformer over a Qwen3Model
     whose tokenizer_config.json pads on the left with <|endoftext|>, as transformers 5 writes it
-    with `add_prefix_space: null`; lasttoken pooling; Normalize; the query instruction as a prompt):
-    `encode` with and without the instruction within 1e-5, the texts packed on the left; its text
-    SavedModel's `embed` signature answers the same, the instruction named in the request."""
+    with `add_prefix_space: null`; lasttoken pooling; Normalize; the query instruction as a prompt)
+    and EmbeddingGemma's (a bidirectional Gemma 3 over Gemma's byte-fallback BPE, padded on the left
+    as GemmaTokenizer pads where its config names no side; mean pooling; two Dense modules;
+    Normalize): `encode` with and without the query prompt within 1e-5; its text SavedModel's
+    `embed` signature answers the same, the prompt named in the request."""
     import tensorflow as tf
 
     from bertlayers.tasks import TextEmbedder
 
     texts = [str(t) for t in REFERENCE["qwen3_embedding.texts"]]
-    embedder = TextEmbedder.from_checkpoint(os.path.join(FIXTURES, "decoder_families", "qwen3_embedding"))
-    assert embedder.prompts["query"].startswith("Instruct: Given a web search query")
-    np.testing.assert_allclose(embedder.encode(texts), REFERENCE["qwen3_embedding.default"], atol=ATOL)
-    np.testing.assert_allclose(
-        embedder.encode(texts, prompt_name="query"), REFERENCE["qwen3_embedding.query"], atol=ATOL
-    )
+    embedder = TextEmbedder.from_checkpoint(os.path.join(FIXTURES, "decoder_families", name))
+    start, side = PROMPTED[name]
+    assert embedder.prompts["query"].startswith(start)
+    np.testing.assert_allclose(embedder.encode(texts), REFERENCE[f"{name}.default"], atol=ATOL)
+    np.testing.assert_allclose(embedder.encode(texts, prompt_name="query"), REFERENCE[f"{name}.query"], atol=ATOL)
     packed = embedder.packer(texts)
-    assert (packed["padding_mask"][:, -1] == 1).all() and (packed["padding_mask"][:, 0] == 0).any()
-    # Cut as encode cuts (the instruction is longer than the 32 tokens here), its end token kept.
-    paths = embedder.export(str(tmp_path / "savedmodels"), "qwen3_embedding", truncate=True)
-    embed = tf.saved_model.load(paths["qwen3_embedding_text"]).signatures["embed"]
+    last = 0 if side == "left" else -1
+    assert (packed["padding_mask"][:, -1 - last] == 1).all() and (packed["padding_mask"][:, last] == 0).any()
+    # Cut as encode cuts (Qwen3's instruction is longer than the 32 tokens here), its end token kept.
+    paths = embedder.export(str(tmp_path / "savedmodels"), name, truncate=True)
+    embed = tf.saved_model.load(paths[f"{name}_text"]).signatures["embed"]
     for prompt in ("query", ""):
         served = embed(text=tf.constant(texts), prompt_name=tf.constant(prompt), dimensions=tf.constant(0))
-        expected = REFERENCE["qwen3_embedding." + (prompt or "default")]
+        expected = REFERENCE[f"{name}." + (prompt or "default")]
         np.testing.assert_allclose(served["embedding"].numpy(), expected, atol=ATOL)

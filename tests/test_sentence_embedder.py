@@ -132,10 +132,16 @@ def test_what_the_library_cannot_compute_of_a_sentence_transformers_folder_is_re
         with pytest.raises(ValueError, match=message):
             TextEmbedder.from_checkpoint(str(folder))
     pooling.write_text(json.dumps(original))
-    modules = json.loads((folder / "modules.json").read_text())
-    modules.insert(2, {"idx": 9, "name": "9", "path": "9_LayerNorm", "type": "sentence_transformers.models.LayerNorm"})
+    original_modules = json.loads((folder / "modules.json").read_text())
+    modules = original_modules[:2] + [
+        {"idx": 9, "name": "9", "path": "9_LayerNorm", "type": "sentence_transformers.models.LayerNorm"}
+    ]
     (folder / "modules.json").write_text(json.dumps(modules))
     with pytest.raises(ValueError, match=r"modules.json: module 2 is sentence_transformers.models.LayerNorm"):
+        TextEmbedder.from_checkpoint(str(folder))
+    # Dense modules follow the pooling (EmbeddingGemma has two); one before it is out of order.
+    (folder / "modules.json").write_text(json.dumps([original_modules[0], original_modules[2], original_modules[1]]))
+    with pytest.raises(ValueError, match=r"the modules are \['Transformer', 'Dense', 'Pooling'\]; expected"):
         TextEmbedder.from_checkpoint(str(folder))
     embedder = TextEmbedder.from_checkpoint(os.path.join(ST_FIXTURES, "weighted_dense_prompts"))
     with pytest.raises(

@@ -150,7 +150,7 @@ def test_tokenizer_files_that_do_not_fit_are_named(folders, tmp_path):
     with pytest.raises(
         ValueError,
         match=(
-            r"no tokenizer for model_type 'gpt2'; supported: albert, bert, deberta-v2, distilbert, electra, eurobert, gte, "
+            r"no tokenizer for model_type 'gpt2'; supported: albert, bert, deberta-v2, distilbert, electra, eurobert, gemma3_text, gte, "
             r"modernbert, nomic_bert, qwen3, roberta, xlm-roberta, xlnet"
         ),
     ):

@@ -8,7 +8,14 @@ import json
 import numpy as np
 import pytest
 import tensorflow as tf
-from subword_files import JSON_KINDS, json_check_sentences, write_tokenizer_json
+from subword_files import (
+    JSON_EDGE_CASES,
+    JSON_KINDS,
+    json_check_sentences,
+    real_sentences,
+    write_gemma_tokenizer_json,
+    write_tokenizer_json,
+)
 
 from bertlayers.tokenizers.tokenizer_json import read_tokenizer_json
 
@@ -102,7 +109,38 @@ def test_what_the_graph_cannot_do_is_refused_by_name(files, tmp_path):
         with pytest.raises(ValueError, match=f"{path}.*refused rather than tokenized differently") as raised:
             read_tokenizer_json(str(path))
         assert name.split()[0] in str(raised.value), (name, str(raised.value))
+    gemma = json.load(open(files["gemma3"], encoding="utf-8"))
+    byte_token = lambda s: s["model"]["vocab"].update({"<0x41>x": s["model"]["vocab"].pop("<0x41>")})  # noqa: E731
+    cases = {  # what Gemma's pipeline does not do: Llama-2's prefix, merges ignored, a byte token missing
+        "normalizer": lambda s: s.update(
+            normalizer={"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "▁"}, s["normalizer"]]}
+        ),
+        "ignore_merges": lambda s: s["model"].update(ignore_merges=True),
+        "<0x41>": byte_token,
+    }
+    for name, change in cases.items():
+        changed = json.loads(json.dumps(gemma))
+        change(changed)
+        path = tmp_path / "tokenizer.json"
+        path.write_text(json.dumps(changed, ensure_ascii=False), encoding="utf-8")
+        with pytest.raises(ValueError, match=f"{path}.*refused rather than tokenized differently") as raised:
+            read_tokenizer_json(str(path))
+        assert name in str(raised.value), (name, str(raised.value))
     path = tmp_path / "broken.json"
     path.write_text("{not json", encoding="utf-8")
     with pytest.raises(ValueError, match="broken.json is not valid JSON"):
         read_tokenizer_json(str(path))
+
+
+def test_byte_fallback_pieces_that_run_across_words_are_merged_over_the_whole_text(tmp_path):
+    """A Gemma vocabulary trained on whole texts holds pieces with "▁" inside ("s▁t"): the text
+    is not cut into words then, and the ids still equal the tokenizers library's."""
+    from tokenizers import Tokenizer
+
+    sentences = real_sentences()["wikipedia"]
+    path = write_gemma_tokenizer_json(str(tmp_path / "gemma.json"), sentences[:400], 600, split_words=False)
+    ours = read_tokenizer_json(path)
+    assert not ours.tokenizer.tokenizer.splits_words
+    texts = sentences[-15:] + JSON_EDGE_CASES[:3] + ["", "  two  spaces  "]
+    theirs = [e.ids for e in Tokenizer.from_file(path).encode_batch(texts, add_special_tokens=False)]
+    assert ours.tokenizer.tokenize(tf.constant(texts)).to_list() == theirs

@@ -72,7 +72,8 @@ class SentenceTransformersFolder:
     Attributes:
       transformer: the folder of its `Transformer` module (a Hugging Face checkpoint).
       pooling: the `SequencePooling` mode.
-      dense: ({"units", "activation", "use_bias"}, weights file) a `Dense` module.
+      dense: ({"units", "activation", "use_bias"}, weights file) of each `Dense` module, in order
+        (EmbeddingGemma's two: 768 → 3072 → 768).
       normalize: whether a `Normalize` module ends it.
       prompts: {name: prompt}, prepended to a text (`config_sentence_transformers.json`).
       default_prompt_name: the prompt used where none is named (None: none).
@@ -120,36 +121,33 @@ def read_sentence_transformers(source: str) -> SentenceTransformersFolder | None
         modules = json.load(f)
     if not isinstance(modules, list) or not all(isinstance(m, dict) and "type" in m for m in modules):
         raise ValueError(f"{modules_path}: expected a list of modules, each with its type.")
-    found = {}
+    found = {}  # kind -> its folders, in order
     for position, module in enumerate(modules):
         kind = str(module["type"]).rsplit(".", 1)[-1]
-        if kind not in MODULES or kind in found:
+        if kind not in MODULES or (kind in found and kind != "Dense"):
             why = "a second one" if kind in found else "a module the library has no counterpart for"
             raise ValueError(
                 f"{modules_path}: module {position} is {module['type']} ({why}); the library reads "
-                f"{', '.join(MODULES)} (one each, in that order)."
+                f"{', '.join(MODULES)} (one each but Dense, in that order)."
             )
-        found[kind] = os.path.join(folder, str(module.get("path", "")))
-    if (
-        list(found) != [kind for kind in MODULES if kind in found]
-        or "Transformer" not in found
-        or "Pooling" not in found
-    ):
+        found.setdefault(kind, []).append(os.path.join(folder, str(module.get("path", ""))))
+    order = [str(m["type"]).rsplit(".", 1)[-1] for m in modules]
+    if order != sorted(order, key=MODULES.index) or "Transformer" not in found or "Pooling" not in found:
         raise ValueError(
-            f"{modules_path}: the modules are {list(found)}; expected Transformer, Pooling[, Dense][, Normalize]."
+            f"{modules_path}: the modules are {order}; expected Transformer, Pooling[, Dense ...][, Normalize]."
         )
     settings = _settings(folder)
-    pooling_config = os.path.join(found["Pooling"], "config.json")
+    pooling_config = os.path.join(found["Pooling"][0], "config.json")
     return SentenceTransformersFolder(
-        transformer=found["Transformer"],
+        transformer=found["Transformer"][0],
         pooling=_pooling(pooling_config),
         include_prompt=_include_prompt(pooling_config),
-        dense=() if "Dense" not in found else (_dense(found["Dense"]),),
+        dense=tuple(_dense(path) for path in found.get("Dense", ())),
         normalize="Normalize" in found,
         prompts=settings["prompts"],
         default_prompt_name=settings["default_prompt_name"],
         similarity=settings["similarity"],
-        max_seq_length=_max_seq_length(folder, found["Transformer"]),
+        max_seq_length=_max_seq_length(folder, found["Transformer"][0]),
     )
 
 

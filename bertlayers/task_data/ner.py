@@ -69,7 +69,7 @@ def encode_sentences(sentences, tokenizer, sequence_length, tags, source, every_
     a word's later pieces are labelled too, continuing its entity ("B-x" → "I-x" where the tag set
     has it), and the special tokens are "O" (which the tag set must then have); the weights still
     mark the first pieces. Words are tokenized one at a time, as their family's tokenizer sees a
-    word inside a sentence: byte-level BPE with the space before it (RoBERTa's "Ġword"),
+    word inside a sentence: byte-level BPE with the space before it (RoBERTa's "Ġword", Gemma's "▁word"),
     SentencePiece with its word-start "▁" (which it adds), WordPiece as it is. Words beyond
     `sequence_length` are cut, with one warning that counts the sentences affected;
     `word_starts` records where each kept word starts (-1 if cut).
@@ -82,7 +82,7 @@ def encode_sentences(sentences, tokenizer, sequence_length, tags, source, every_
     """
     index = {tag: i for i, tag in enumerate(tags)}
     words = [word for sentence in sentences for word, _ in sentence]
-    if tokenizer.kind == "byte_level_bpe":
+    if tokenizer.word_takes_its_space:
         words = [" " + word for word in words]
     pieces = tokenizer.tokenize(tf.constant(words, tf.string)).to_list() if words else []
     layout = tokenizer.layout

@@ -1,6 +1,6 @@
 """Text to ids: every tokenizer format a checkpoint ships (WordPiece `vocab.txt`, byte-level BPE
-`vocab.json` + `merges.txt`, SentencePiece), the families' input layouts, and the packers that
-make a model's inputs. Needs TensorFlow (the tokenizers are graph ops that export with a model)."""
+`vocab.json` + `merges.txt`, SentencePiece, Gemma's byte-fallback BPE), the families' input
+layouts, and the packers that make a model's inputs. Needs TensorFlow (the tokenizers are graph ops that export with a model)."""
 
 from bertlayers.tokenizers.checkpoint_tokenizer import checkpoint_tokenizer
 from bertlayers.tokenizers.in_graph_tokenizer import CheckpointTokenizer

@@ -34,6 +34,8 @@ _LLAMA3_WORD = (
 _SPLIT_WORDS = {"llama3": _LLAMA3_WORD, "qwen2": _LLAMA3_WORD.replace(r"\p{N}{1,3}", r"\p{N}", 1)}
 # Whitespace that is not a line break.
 _BLANK = r"\t\x0B\f\x{85}\p{Z}"
+# Where `PairMerges` cuts its groups of words by length, in symbols (the last group unbounded).
+MERGE_WIDTHS = (-1, 8, 16, 32)
 # The pre-tokenizations a tokenizer.json may name, by the regex it gives (see `tokenizer_json`).
 PRE_TOKENIZERS = ("gpt2", "llama3", "qwen2")
 
@@ -157,7 +159,107 @@ def _split_words(texts, pattern):
     return words.merge_dims(1, 2)
 
 
-class ByteLevelBPE(SavedModule):
+class PairMerges(SavedModule):
+    """What every BPE model of a tokenizer.json shares: its vocabulary and merges as lookup
+    tables, and the merging of each word's symbols, lowest rank first (`ByteLevelBPE`,
+    `SentencePieceBPE`: they differ in what a word and its first symbols are).
+
+    Args:
+      vocabulary: token -> id dict.
+      merges: (left, right) pairs, highest priority first.
+      unknown_token: the id a piece outside the vocabulary gets.
+    """
+
+    def __init__(self, vocabulary, merges, unknown_token="<unk>"):
+        super().__init__()
+        self.vocabulary = dict(vocabulary)
+        self.unknown_id = self.vocabulary.get(unknown_token, 0)
+        self._no_merge = len(merges)
+        self._ranks = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(
+                tf.constant([f"{a} {b}" for a, b in merges] or [" "]),
+                tf.constant(list(range(len(merges))) or [self._no_merge], tf.int32),
+            ),
+            default_value=self._no_merge,
+        )
+        self._ids = tf.lookup.StaticHashTable(  # -1 for a piece outside the vocabulary
+            tf.lookup.KeyValueTensorInitializer(
+                tf.constant(list(self.vocabulary)), tf.constant(list(self.vocabulary.values()), tf.int32)
+            ),
+            default_value=-1,
+        )
+
+    @property
+    def vocabulary_size(self):
+        return len(self.vocabulary)
+
+    def token_to_id(self, token):
+        return self.vocabulary[token]
+
+    def _merge_dense(self, symbols):
+        """BPE on each row of `symbols` (`[words, length]` strings, "" after a word's end): merge
+        the adjacent pair of lowest rank (the leftmost of equal ones) until no pair merges.
+
+        A step works on the rows still merging only: a row that no pair merges is done and leaves
+        the working set, so the long words' many steps do not drag every short word along."""
+
+        def step(active, rows, done):
+            left, right = active[:, :-1], active[:, 1:]
+            ranks = self._ranks.lookup(tf.strings.join([left, right], separator=" "))
+            ranks = tf.where(right == "", self._no_merge, ranks)  # [active, length - 1]
+            # One more column, never a merge: a one-symbol word has a row to take the minimum of.
+            ranks = tf.pad(ranks, [[0, 0], [0, 1]], constant_values=self._no_merge)  # [active, length]
+            best = tf.argmin(ranks, axis=1, output_type=tf.int32)
+            merges = tf.reduce_min(ranks, axis=1) < self._no_merge
+            column = tf.range(tf.shape(active)[1])[tf.newaxis, :]  # [1, length]
+            at = best[:, tf.newaxis]  # [active, 1]
+            joined = tf.strings.join([active, tf.roll(active, -1, axis=1)])
+            merged = tf.where(column == at, joined, active)
+            # Everything after the merged pair moves one column left; "" fills the end.
+            source = tf.where(column > at, column + 1, column)
+            merged = tf.gather(tf.pad(merged, [[0, 0], [0, 1]]), source, batch_dims=1)
+            finished = tf.logical_not(merges)
+            done = tf.tensor_scatter_nd_update(
+                done, tf.boolean_mask(rows, finished)[:, tf.newaxis], tf.boolean_mask(active, finished)
+            )
+            return tf.boolean_mask(merged, merges), tf.boolean_mask(rows, merges), done
+
+        _, _, done = tf.while_loop(
+            lambda active, _, __: tf.shape(active)[0] > 0,
+            step,
+            (symbols, tf.range(tf.shape(symbols)[0]), symbols),
+            shape_invariants=(tf.TensorShape([None, None]), tf.TensorShape([None]), symbols.shape),
+        )
+        return done
+
+    def _merge(self, symbols):
+        """BPE on each row of ragged `symbols` (`[words, (symbols)]` strings): its pieces, ragged
+        `[words, (pieces)]`. Words are merged in groups of similar length, each as wide as its
+        longest word (one 300-character word would otherwise widen every row to 300)."""
+        lengths = symbols.row_lengths()
+        groups, rows = [], []
+        for low, high in zip(MERGE_WIDTHS, MERGE_WIDTHS[1:] + (None,)):
+            member = lengths > low if high is None else (lengths > low) & (lengths <= high)
+            index = tf.where(member)[:, 0]
+            dense = tf.gather(symbols, index).to_tensor(default_value="")
+            groups.append(tf.RaggedTensor.from_tensor(self._merge_dense(dense), padding=""))
+            rows.append(index)
+        order = tf.argsort(tf.concat(rows, axis=0))  # each word's place among the groups' rows
+        return tf.gather(tf.concat(groups, axis=0), order)
+
+    def _word_ids(self, symbols, index, words):
+        """Ids `[batch, (pieces)]` of `words` (ragged `[batch, (words)]` strings): `symbols` are
+        the first symbols of the distinct words (ragged `[distinct, (symbols)]`), `index` each
+        word's distinct one."""
+        pieces = self._merge(symbols)  # [distinct, (pieces)]
+        found = self._ids.lookup(pieces.flat_values)
+        ids = tf.gather(
+            pieces.with_flat_values(tf.where(found < 0, self.unknown_id, found)), index
+        )  # [words, (pieces)]
+        return words.with_flat_values(ids).merge_dims(1, 2)
+
+
+class ByteLevelBPE(PairMerges):
     """GPT-2 style byte-level BPE tokenizer (RoBERTa's `vocab.json` + `merges.txt`; a
     tokenizer.json's BPE model).
 
@@ -183,14 +285,12 @@ class ByteLevelBPE(SavedModule):
         ignore_merges=False,
         normalization_form=None,
     ):
-        super().__init__()
         if pre_tokenizer not in PRE_TOKENIZERS:
             raise ValueError(f"pre_tokenizer must be one of {PRE_TOKENIZERS}, got {pre_tokenizer!r}.")
+        super().__init__(vocabulary, merges, unknown_token)
         self.pre_tokenizer = pre_tokenizer
         self.ignore_merges = bool(ignore_merges)
         self.normalization_form = normalization_form
-        self.vocabulary = dict(vocabulary)
-        self.unknown_id = self.vocabulary.get(unknown_token, 0)
         byte_chars = bytes_to_unicode()
         self._byte_chars = tf.lookup.StaticHashTable(
             tf.lookup.KeyValueTensorInitializer(
@@ -198,56 +298,10 @@ class ByteLevelBPE(SavedModule):
             ),
             default_value="",
         )
-        self._no_merge = len(merges)
-        self._ranks = tf.lookup.StaticHashTable(
-            tf.lookup.KeyValueTensorInitializer(
-                tf.constant([f"{a} {b}" for a, b in merges] or [" "]),
-                tf.constant(list(range(len(merges))) or [self._no_merge], tf.int32),
-            ),
-            default_value=self._no_merge,
-        )
-        self._ids = tf.lookup.StaticHashTable(  # -1 for a piece outside the vocabulary
-            tf.lookup.KeyValueTensorInitializer(
-                tf.constant(list(self.vocabulary)), tf.constant(list(self.vocabulary.values()), tf.int32)
-            ),
-            default_value=-1,
-        )
 
     @classmethod
     def from_files(cls, vocab_json, merges_txt, unknown_token="<unk>"):
         return cls(*read_bpe_files(vocab_json, merges_txt), unknown_token=unknown_token)
-
-    @property
-    def vocabulary_size(self):
-        return len(self.vocabulary)
-
-    def token_to_id(self, token):
-        return self.vocabulary[token]
-
-    def _merge(self, symbols):
-        """BPE on each row of `symbols` (`[words, length]` strings, "" after a word's end): merge
-        the adjacent pair of lowest rank (the leftmost of equal ones) until no pair merges."""
-
-        def step(symbols, _):
-            left, right = symbols[:, :-1], symbols[:, 1:]
-            ranks = self._ranks.lookup(tf.strings.join([left, right], separator=" "))
-            ranks = tf.where(right == "", self._no_merge, ranks)  # [words, length - 1]
-            # One more column, never a merge: a one-symbol word has a row to take the minimum of.
-            ranks = tf.pad(ranks, [[0, 0], [0, 1]], constant_values=self._no_merge)  # [words, length]
-            best = tf.argmin(ranks, axis=1, output_type=tf.int32)
-            merges = tf.reduce_min(ranks, axis=1) < self._no_merge
-            column = tf.range(tf.shape(symbols)[1])[tf.newaxis, :]  # [1, length]
-            at = best[:, tf.newaxis]  # [words, 1]
-            joined = tf.strings.join([symbols, tf.roll(symbols, -1, axis=1)])
-            merged = tf.where(column == at, joined, symbols)
-            # Everything after the merged pair moves one column left; "" fills the end.
-            source = tf.where(column > at, column + 1, column)
-            merged = tf.gather(tf.pad(merged, [[0, 0], [0, 1]]), source, batch_dims=1)
-            symbols = tf.where(merges[:, tf.newaxis], merged, symbols)
-            return symbols, tf.reduce_any(merges)
-
-        symbols, _ = tf.while_loop(lambda _, more: more, step, (symbols, tf.constant(True)))
-        return symbols
 
     def tokenize(self, texts):
         """Ids of a batch of strings `[batch]`, ragged int32 `[batch, (pieces)]`."""
@@ -261,15 +315,10 @@ class ByteLevelBPE(SavedModule):
         # Text repeats its words: merge each distinct word once.
         distinct, index = tf.unique(words.flat_values)  # [distinct], [words]
         characters = self._byte_chars.lookup(tf.strings.bytes_split(distinct))  # [distinct, (bytes)]
-        symbols = characters.to_tensor(default_value="")  # [distinct, length]
         if self.ignore_merges:  # a word in the vocabulary is its own piece: nothing to merge
             whole = tf.strings.reduce_join(characters, axis=1)  # [distinct]
-            symbols = tf.pad(symbols, [[0, 0], [0, 1]])  # a column for the whole word in an empty batch
-            alone = tf.concat([whole[:, tf.newaxis], tf.fill(tf.shape(symbols[:, 1:]), "")], axis=1)
-            symbols = tf.where((self._ids.lookup(whole) >= 0)[:, tf.newaxis], alone, symbols)
-        pieces = tf.RaggedTensor.from_tensor(self._merge(symbols), padding="")  # [distinct, (pieces)]
-        found = self._ids.lookup(pieces.flat_values)
-        ids = tf.gather(
-            pieces.with_flat_values(tf.where(found < 0, self.unknown_id, found)), index
-        )  # [words, (pieces)]
-        return words.with_flat_values(ids).merge_dims(1, 2)
+            known = self._ids.lookup(whole) >= 0
+            alone = tf.ragged.boolean_mask(tf.RaggedTensor.from_tensor(whole[:, tf.newaxis]), known[:, tf.newaxis])
+            split = characters.with_flat_values(tf.gather(tf.logical_not(known), characters.value_rowids()))
+            characters = tf.concat([alone, tf.ragged.boolean_mask(characters, split)], axis=1)
+        return self._word_ids(characters, index, words)

@@ -12,6 +12,7 @@ folder registers its own.
 """
 
 import contextlib
+import dataclasses
 import json
 import os
 import tempfile
@@ -279,11 +280,30 @@ def spiece_tokenizer(folder, model_type, lowercase, strip_accents=True):
     return tokenizer, special
 
 
-def tokenizer_json_checkpoint_tokenizer(folder, config, tokenizer_config):
-    """The tokenizer and layout a folder's tokenizer.json describes (`read_tokenizer_json`), padding
-    with the config's `pad_token_id`."""
+def tokenizer_json_checkpoint_tokenizer(folder, config, tokenizer_config, default_side="right"):
+    """The tokenizer and layout a folder's tokenizer.json describes (`read_tokenizer_json`), padded
+    as transformers pads it: with the config's `pad_token_id`, else tokenizer_config.json's
+    `pad_token` (Qwen3's config.json names none: <|endoftext|>), else the file's own; on the side
+    tokenizer_config.json's `padding_side` names (left in Qwen3-Embedding's folders, where the last
+    token is read), else `default_side` (the tokenizer class's: left for Gemma's)."""
     path = required_file(folder, "tokenizer.json", config.get("model_type", "bert"))
-    return read_tokenizer_json(path, pad_id=config.get("pad_token_id"))
+    settings = os.path.join(folder, "tokenizer_config.json")
+    pad_id = config.get("pad_token_id")
+    pad_token = tokenizer_config.get("pad_token")
+    if isinstance(pad_token, dict):  # an AddedToken as transformers serializes it
+        pad_token = pad_token.get("content")
+    if pad_id is None and pad_token is not None:
+        spec = read_json_object(path, "a tokenizer")
+        ids = {token.get("content"): token.get("id") for token in spec.get("added_tokens") or []}
+        ids = {**(spec.get("model") or {}).get("vocab", {}), **ids}
+        if pad_token not in ids:
+            raise ValueError(f"{settings}: pad_token {pad_token!r} is not a token of {path}.")
+        pad_id = ids[pad_token]
+    side = tokenizer_config.get("padding_side", default_side)
+    if side not in ("left", "right"):
+        raise ValueError(f"{settings}: padding_side is {side!r}; transformers takes left or right.")
+    tokenizer = read_tokenizer_json(path, pad_id=pad_id)
+    return dataclasses.replace(tokenizer, layout=dataclasses.replace(tokenizer.layout, pad_left=side == "left"))
 
 
 register_checkpoint_tokenizer("bert", wordpiece_checkpoint_tokenizer, ["vocab.txt"])

@@ -23,10 +23,11 @@ class CheckpointTokenizer:
     packed in: what turns text into a checkpoint's inputs, in training and in a served graph.
 
     Attributes:
-      tokenizer: an `InGraphTokenizer` (WordPiece), `ByteLevelBPE` or `SentencePiece` module.
+      tokenizer: an `InGraphTokenizer` (WordPiece), `ByteLevelBPE`, `SentencePiece` or
+        `SentencePieceBPE` module.
       layout: the family's `InputLayout`.
       vocabulary_size: how many ids the tokenizer can give (the model's embedding rows).
-      kind: "wordpiece", "byte_level_bpe" or "sentencepiece".
+      kind: "wordpiece", "byte_level_bpe", "sentencepiece" or "sentencepiece_bpe".
       truncation: how a long pair is cut ("longest_first" as transformers; "waterfall" for
         the library's WordPiece vocabularies, as keras-hub's packer cuts).
       unknown_id: the id of a word no piece came out of.
@@ -43,17 +44,23 @@ class CheckpointTokenizer:
         """Ids of a batch of strings `[batch]`, ragged int32 `[batch, (pieces)]` (graph ops)."""
         return self.tokenizer.tokenize(texts)
 
+    @property
+    def word_takes_its_space(self) -> bool:
+        """Whether a word inside a text is tokenized with the space before it (byte-level BPE's
+        "Ġword", Gemma's "▁word"); SentencePiece adds its "▁" itself, WordPiece drops spaces."""
+        return self.kind in ("byte_level_bpe", "sentencepiece_bpe")
+
     def tokenize_with_offsets(self, texts):
         """Ragged `[batch, pieces]` (graph ops): ids, start and end byte offsets into `texts`,
         and whether each piece starts and ends its word. WordPiece places each piece; the other
         tokenizers' pieces span their whitespace-delimited word (tokenized as inside a text:
-        byte-level BPE with the space before it, but for a text's first word), so answers cut
+        with the space before it where `word_takes_its_space`, but for a text's first word), so answers cut
         by these offsets are whole words."""
         if self.kind == "wordpiece":
             return self.tokenizer.tokenize_with_offsets(texts)
         words, starts, ends = tf_text.regex_split_with_offsets(texts, WORD_SEPARATOR)  # [batch, (words)]
         flat = words.flat_values
-        if self.kind == "byte_level_bpe":
+        if self.word_takes_its_space:
             flat = tf.where(starts.flat_values > 0, tf.strings.join([" ", flat]), flat)
         pieces = self.tokenizer.tokenize(flat)  # [words, (pieces)]
         # A word no piece came out of (a lone zero-width character) gets the unknown id.

@@ -9,10 +9,12 @@
                     ByteLevel         ignore_merges
     NFC/none        Split(Qwen2) +    BPE           `ByteLevelBPE`, Qwen2's regex (Qwen3)
                     ByteLevel
+    " " → "▁"       none / Split(" ") BPE with      `SentencePieceBPE` (Gemma)
+                                      byte_fallback
     post-processor: TemplateProcessing, BertProcessing, RobertaProcessing (or none) → `InputLayout`
 
 Whatever else a file asks for (another regex, a Unigram model, Lowercase, BPE dropout, byte
-fallback, single-word added tokens, ...) is refused by name when the file is read: the graph would
+fallback with another normalizer, single-word added tokens, ...) is refused by name when the file is read: the graph would
 tokenize it differently, and silently.
 """
 
@@ -23,6 +25,7 @@ from bertlayers.startup import require_tensorflow
 from bertlayers.tokenizers.byte_level_bpe import WHITESPACE, ByteLevelBPE
 from bertlayers.tokenizers.in_graph_tokenizer import CheckpointTokenizer
 from bertlayers.tokenizers.input_layout import InputLayout
+from bertlayers.tokenizers.sentencepiece_bpe import WORD_START, SentencePieceBPE
 from bertlayers.tokenizers.wordpiece import InGraphTokenizer
 from bertlayers.utils.text_files import read_text
 
@@ -68,6 +71,10 @@ def read_tokenizer_json(path: str, pad_id: int | None = None) -> CheckpointToken
         tokenizer, token_to_id = _wordpiece(spec, model, refuse)
         unknown = token_to_id[model.get("unk_token", "[UNK]")]
         kind_name = "wordpiece"
+    elif kind == "BPE" and model.get("byte_fallback"):
+        tokenizer, token_to_id = _sentencepiece_bpe(spec, model, refuse)
+        unknown = tokenizer.unknown_id
+        kind_name = "sentencepiece_bpe"
     elif kind == "BPE":
         tokenizer, token_to_id = _byte_level_bpe(spec, model, refuse)
         unknown = tokenizer.unknown_id
@@ -142,11 +149,7 @@ def _wordpiece(spec, model, refuse):
 def _byte_level_bpe(spec, model, refuse):
     """Byte-level BPE: a Unicode normalizer (or none); ByteLevel with GPT-2's regex, or Llama-3's
     Split then ByteLevel without one."""
-    for field in ("dropout", "continuing_subword_prefix", "end_of_word_suffix"):
-        if model.get(field) not in (None, ""):
-            refuse(f"model.{field}", model[field], "null")
-    if model.get("byte_fallback"):
-        refuse("model.byte_fallback", True, "false (byte-level BPE holds every byte already)")
+    _plain_bpe(model, refuse)
     form = None
     for step in _components(spec.get("normalizer")):
         if step.get("type") not in UNICODE_FORMS or form is not None:
@@ -174,20 +177,58 @@ def _byte_level_bpe(spec, model, refuse):
     if byte_level.get("add_prefix_space"):
         refuse("pre_tokenizer ByteLevel.add_prefix_space", True, "false")
     vocabulary = _checked_vocabulary(model["vocab"], refuse)
+    tokenizer = ByteLevelBPE(
+        vocabulary,
+        _merges(model, refuse),
+        unknown_token=model.get("unk_token") or "<unk>",
+        pre_tokenizer=pre_tokenizer,
+        ignore_merges=bool(model.get("ignore_merges", False)),
+        normalization_form=form,
+    )
+    return tokenizer, vocabulary
+
+
+def _plain_bpe(model, refuse):
+    """Refuse what neither BPE kind does: dropout, subword prefixes and suffixes."""
+    for field in ("dropout", "continuing_subword_prefix", "end_of_word_suffix"):
+        if model.get(field) not in (None, ""):
+            refuse(f"model.{field}", model[field], "null")
+
+
+def _merges(model, refuse):
+    """The BPE model's merges as (left, right) pairs in rank order (the file writes each as "a b"
+    or ["a", "b"])."""
     merges = []
     for number, merge in enumerate(model.get("merges", [])):
         pair = merge.split(" ") if isinstance(merge, str) else merge
         if len(pair) != 2 or not all(isinstance(side, str) for side in pair):
             refuse(f"model.merges[{number}]", merge, "two symbols")
         merges.append(tuple(pair))
-    tokenizer = ByteLevelBPE(
-        vocabulary,
-        merges,
-        unknown_token=model.get("unk_token") or "<unk>",
-        pre_tokenizer=pre_tokenizer,
-        ignore_merges=bool(model.get("ignore_merges", False)),
-        normalization_form=form,
-    )
+    return merges
+
+
+def _sentencepiece_bpe(spec, model, refuse):
+    """Gemma's pipeline: spaces replaced by "▁", the whole text one word (its Split at " " finds
+    none left), BPE over characters with byte fallback."""
+    _plain_bpe(model, refuse)
+    if model.get("ignore_merges"):
+        refuse("model.ignore_merges", True, "false with byte_fallback")
+    normalizers = _components(spec.get("normalizer"))
+    if [(s.get("type"), s.get("pattern"), s.get("content")) for s in normalizers] != [
+        ("Replace", {"String": " "}, WORD_START)
+    ]:
+        refuse("normalizer", normalizers, f"one Replace of ' ' by {WORD_START!r} with byte_fallback (Gemma's)")
+    steps = _components(spec.get("pre_tokenizer"))
+    # A Split at spaces is a no-op once the normalizer has replaced them all.
+    if steps and [(s.get("type"), s.get("pattern"), s.get("invert", False)) for s in steps] != [
+        ("Split", {"String": " "}, False)
+    ]:
+        refuse("pre_tokenizer", steps, "none, or a Split at ' ' (Gemma's) with byte_fallback")
+    vocabulary = _checked_vocabulary(model["vocab"], refuse)
+    try:
+        tokenizer = SentencePieceBPE(vocabulary, _merges(model, refuse), model.get("unk_token") or "<unk>")
+    except ValueError as error:  # a byte token missing
+        refuse("model.vocab", str(error), "every byte token <0x00> .. <0xFF> with byte_fallback")
     return tokenizer, vocabulary
 
 

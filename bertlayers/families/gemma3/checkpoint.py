@@ -21,6 +21,10 @@ from bertlayers.convert.huggingface import (
 from bertlayers.families.gemma3.encoder import Gemma3Encoder
 from bertlayers.families.gemma3.presets import gemma3_config
 from bertlayers.models.pretrainer import BertPretrainer
+from bertlayers.tokenizers.checkpoint_tokenizer import (
+    register_checkpoint_tokenizer,
+    tokenizer_json_checkpoint_tokenizer,
+)
 
 DEFAULT_THETAS = {"full_attention": 1000000.0, "sliding_attention": 10000.0}
 
@@ -182,3 +186,12 @@ register_huggingface_family(
     config_writer(gemma3_config_to_huggingface),
     {"base": "Gemma3TextModel", "mlm": "Gemma3ForCausalLM"},
 )
+
+
+def gemma3_checkpoint_tokenizer(folder, config, tokenizer_config):
+    """Gemma's tokenizer.json (BPE with byte fallback), padded on the left unless its
+    tokenizer_config.json says otherwise: transformers' GemmaTokenizer pads left."""
+    return tokenizer_json_checkpoint_tokenizer(folder, config, tokenizer_config, default_side="left")
+
+
+register_checkpoint_tokenizer("gemma3_text", gemma3_checkpoint_tokenizer, ["tokenizer.json"])

@@ -3,10 +3,6 @@ embedders' folders) and `Qwen3ForCausalLM` (the rerankers' and the base decoders
 names (`embed_tokens`, `q/k/v/o_proj`, `q_norm`/`k_norm`, `gate/up/down_proj`, `input_layernorm`,
 `post_attention_layernorm`, `norm`, `lm_head`)."""
 
-import dataclasses
-import json
-import os
-
 from bertlayers.convert.huggingface import (
     IGNORED_TENSORS,
     add_decoder_block,
@@ -24,8 +20,10 @@ from bertlayers.convert.huggingface import (
 from bertlayers.families.qwen3.encoder import Qwen3Encoder
 from bertlayers.families.qwen3.presets import qwen3_config
 from bertlayers.models.pretrainer import CausalLMPretrainer
-from bertlayers.tokenizers.checkpoint_tokenizer import register_checkpoint_tokenizer, required_file
-from bertlayers.tokenizers.tokenizer_json import read_tokenizer_json
+from bertlayers.tokenizers.checkpoint_tokenizer import (
+    register_checkpoint_tokenizer,
+    tokenizer_json_checkpoint_tokenizer,
+)
 
 
 def qwen3_config_from_huggingface(hf_config, source):
@@ -126,33 +124,5 @@ register_huggingface_family(
 )
 
 
-def qwen3_checkpoint_tokenizer(folder, config, tokenizer_config):
-    """A Qwen3 folder's tokenizer.json, padded as its tokenizer_config.json says: with the
-    config's `pad_token_id`, else the `pad_token` there (<|endoftext|>: Qwen3's config.json names
-    none), on the side `padding_side` names (left in Qwen3-Embedding's and -Reranker's folders,
-    where the last token is read; transformers' default right otherwise)."""
-    path = required_file(folder, "tokenizer.json", "qwen3")
-    pad_id = config.get("pad_token_id")
-    pad_token = tokenizer_config.get("pad_token")
-    if isinstance(pad_token, dict):  # an AddedToken as transformers serializes it
-        pad_token = pad_token.get("content")
-    if pad_id is None and pad_token is not None:
-        with open(path, encoding="utf-8") as f:
-            spec = json.load(f)
-        ids = {token["content"]: token["id"] for token in spec.get("added_tokens", [])}
-        ids = {**spec.get("model", {}).get("vocab", {}), **ids}
-        if pad_token not in ids:
-            raise ValueError(
-                f"{os.path.join(folder, 'tokenizer_config.json')}: pad_token {pad_token!r} is not a token of {path}."
-            )
-        pad_id = ids[pad_token]
-    side = tokenizer_config.get("padding_side", "right")
-    if side not in ("left", "right"):
-        raise ValueError(
-            f"{os.path.join(folder, 'tokenizer_config.json')}: padding_side is {side!r}; transformers takes left or right."
-        )
-    tokenizer = read_tokenizer_json(path, pad_id=pad_id)
-    return dataclasses.replace(tokenizer, layout=dataclasses.replace(tokenizer.layout, pad_left=side == "left"))
-
-
-register_checkpoint_tokenizer("qwen3", qwen3_checkpoint_tokenizer, ["tokenizer.json"])
+# Its tokenizer.json, padded as its tokenizer_config.json says (pad_token <|endoftext|>, left).
+register_checkpoint_tokenizer("qwen3", tokenizer_json_checkpoint_tokenizer, ["tokenizer.json"])
