@@ -24,7 +24,8 @@ from bertlayers.networks.lora import (
 from bertlayers.testing import check_served_equals_keras, encoder_batch
 
 TINY = dict(vocabulary_size=64, num_layers=2, hidden_size=16, num_heads=2, intermediate_size=32, max_sequence_length=16)
-LAYOUTS = os.path.join(os.path.dirname(__file__), "fixtures", "layouts")
+FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
+LAYOUTS = os.path.join(FIXTURES, "layouts")
 
 
 def _classifier(seed=0):
@@ -151,12 +152,24 @@ def test_every_encoder_of_a_two_tower_dual_encoder_takes_adapters_and_freezes():
     assert model.trainable_weights and all("lora_kernel" in v.path for v in model.trainable_weights)
 
 
-@pytest.mark.parametrize("family", ["deberta-v2", "modernbert", "xlnet"])
+FAMILY_FOLDERS = {
+    "deberta-v2": os.path.join(LAYOUTS, "deberta-v2", "base"),
+    "modernbert": os.path.join(LAYOUTS, "modernbert", "base"),
+    "xlnet": os.path.join(LAYOUTS, "xlnet", "base"),
+    "qwen3": os.path.join(FIXTURES, "decoder_families", "qwen3"),
+    "gemma3": os.path.join(FIXTURES, "decoder_families", "gemma3"),
+}
+
+
+@pytest.mark.parametrize("family", FAMILY_FOLDERS)
 def test_every_familys_projections_take_adapters_and_fold_to_the_same_outputs(family):
     """DeBERTa's disentangled attention (its relative projections reuse query and key), a gated
-    feed-forward network (ModernBERT's gate, up and output), and XLNet, whose two-stream attention
-    keeps raw weights: only its feed-forward network takes adapters, and asking for more says so."""
-    encoder = load_encoder(os.path.join(LAYOUTS, family, "base"))
+    feed-forward network (ModernBERT's gate, up and output), the decoders read as encoders (Qwen3's
+    grouped-query attention with query/key norms and heads wider than H / heads, Gemma 3's sandwich
+    norms and windows), and XLNet, whose two-stream attention keeps raw weights: only its
+    feed-forward network takes adapters, and asking for more says so."""
+    folder = FAMILY_FOLDERS[family]
+    encoder = load_encoder(folder)
     batch = encoder_batch(encoder.config.vocabulary_size, sequence_length=8)
     if family == "xlnet":
         with pytest.raises(ValueError, match="has no query projection to adapt .its dense projections: feed_forward"):
@@ -166,12 +179,7 @@ def test_every_familys_projections_take_adapters_and_fold_to_the_same_outputs(fa
     enable_lora(encoder, 2, targets)
     _randomize_adapters(encoder, 3)
     adapted = np.asarray(encoder(batch)["sequence_output"])
-    assert (
-        np.abs(
-            adapted - np.asarray(load_encoder(os.path.join(LAYOUTS, family, "base"))(batch)["sequence_output"])
-        ).max()
-        > 1e-3
-    )
+    assert np.abs(adapted - np.asarray(load_encoder(folder)(batch)["sequence_output"])).max() > 1e-3
     merge_lora(encoder)
     np.testing.assert_allclose(np.asarray(encoder(batch)["sequence_output"]), adapted, atol=1e-5)
 
