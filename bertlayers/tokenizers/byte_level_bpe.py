@@ -35,7 +35,7 @@ _SPLIT_WORDS = {"llama3": _LLAMA3_WORD, "qwen2": _LLAMA3_WORD.replace(r"\p{N}{1,
 # Whitespace that is not a line break.
 _BLANK = r"\t\x0B\f\x{85}\p{Z}"
 # Where `PairMerges` cuts its groups of words by length, in symbols (the last group unbounded).
-MERGE_WIDTHS = (-1, 8, 16, 32)
+MERGE_WIDTHS = (-1, 16)
 # The pre-tokenizations a tokenizer.json may name, by the regex it gives (see `tokenizer_json`).
 PRE_TOKENIZERS = ("gpt2", "llama3", "qwen2")
 

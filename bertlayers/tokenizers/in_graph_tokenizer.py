@@ -40,6 +40,10 @@ class CheckpointTokenizer:
     truncation: str = "longest_first"
     unknown_id: int = 0
 
+    # The tokenizers are graph ops with no Python control flow on tensors: traced as they are, not
+    # through autograph, whose conversion of every call beneath took seconds a trace (an export
+    # traces the tokenizer once a signature).
+    @tf.autograph.experimental.do_not_convert
     def tokenize(self, texts):
         """Ids of a batch of strings `[batch]`, ragged int32 `[batch, (pieces)]` (graph ops)."""
         return self.tokenizer.tokenize(texts)
@@ -50,6 +54,7 @@ class CheckpointTokenizer:
         "Ġword", Gemma's "▁word"); SentencePiece adds its "▁" itself, WordPiece drops spaces."""
         return self.kind in ("byte_level_bpe", "sentencepiece_bpe")
 
+    @tf.autograph.experimental.do_not_convert
     def tokenize_with_offsets(self, texts):
         """Ragged `[batch, pieces]` (graph ops): ids, start and end byte offsets into `texts`,
         and whether each piece starts and ends its word. WordPiece places each piece; the other
