@@ -71,6 +71,9 @@ def text_signatures(servable, tokenizer, sequence_length, truncate):
             "serving_default": _question_context_signature(run_ids, tokenizer, sequence_length, truncate, outputs_kind)
         }
 
+    # One trace of the tokenizer for the signatures' four calls (the pair signature makes two).
+    tokenize = tf.function(tokenizer.tokenize, input_signature=[_strings("texts")])
+
     def run(first, second, **extra):
         token_ids, segment_ids, padding_mask = tokenizer.layout.pack(
             first, second, sequence_length, truncation=tokenizer.truncation, truncate=truncate
@@ -83,13 +86,13 @@ def text_signatures(servable, tokenizer, sequence_length, truncate):
     @tf.function(input_signature=[_strings("text")])
     def serving_default(texts):
         texts = checked_text_request({"text": texts})["text"]
-        return run(tokenizer.tokenize(texts), None)
+        return run(tokenize(texts), None)
 
     @tf.function(input_signature=[_strings("text_a"), _strings("text_b")])
     def text_pair(text_a, text_b):
         checked = checked_text_request({"text_a": text_a, "text_b": text_b})
         text_a, text_b = checked["text_a"], checked["text_b"]
-        return run(tokenizer.tokenize(text_a), tokenizer.tokenize(text_b))
+        return run(tokenize(text_a), tokenize(text_b))
 
     signatures = {"serving_default": serving_default, "text_pair": text_pair}
     if outputs_kind.text_kind == "embedding":
@@ -106,7 +109,7 @@ def text_signatures(servable, tokenizer, sequence_length, truncate):
             texts = checked_text_request({"text": texts})["text"]
             prompted = tf.strings.join([outputs_kind.prompt_of(prompt_name), texts])
             prompt_length = outputs_kind.prompt_length_of(prompt_name)
-            embedding = run(tokenizer.tokenize(prompted), None, prompt_length=prompt_length)[output]
+            embedding = run(tokenize(prompted), None, prompt_length=prompt_length)[output]
             return {output: outputs_kind.truncated(embedding, dimensions)}
 
         signatures["embed"] = embed
