@@ -159,6 +159,13 @@ def _split_words(texts, pattern):
     return words.merge_dims(1, 2)
 
 
+def ragged_rows_where(condition, if_true, if_false):
+    """Row i of `if_true` where `condition[i]`, else row i of `if_false` (each ragged `[n, (k)]`)."""
+    keep = if_true.with_flat_values(tf.gather(condition, if_true.value_rowids()))
+    other = if_false.with_flat_values(tf.gather(tf.logical_not(condition), if_false.value_rowids()))
+    return tf.concat([tf.ragged.boolean_mask(if_true, keep), tf.ragged.boolean_mask(if_false, other)], axis=1)
+
+
 class PairMerges(SavedModule):
     """What every BPE model of a tokenizer.json shares: its vocabulary and merges as lookup
     tables, and the merging of each word's symbols, lowest rank first (`ByteLevelBPE`,
@@ -317,8 +324,6 @@ class ByteLevelBPE(PairMerges):
         characters = self._byte_chars.lookup(tf.strings.bytes_split(distinct))  # [distinct, (bytes)]
         if self.ignore_merges:  # a word in the vocabulary is its own piece: nothing to merge
             whole = tf.strings.reduce_join(characters, axis=1)  # [distinct]
-            known = self._ids.lookup(whole) >= 0
-            alone = tf.ragged.boolean_mask(tf.RaggedTensor.from_tensor(whole[:, tf.newaxis]), known[:, tf.newaxis])
-            split = characters.with_flat_values(tf.gather(tf.logical_not(known), characters.value_rowids()))
-            characters = tf.concat([alone, tf.ragged.boolean_mask(characters, split)], axis=1)
+            alone = tf.RaggedTensor.from_tensor(whole[:, tf.newaxis])
+            characters = ragged_rows_where(self._ids.lookup(whole) >= 0, alone, characters)
         return self._word_ids(characters, index, words)

@@ -14,7 +14,7 @@ the same pieces at a fraction of the work. Otherwise the whole text is merged as
 import re
 
 from bertlayers.startup import require_tensorflow
-from bertlayers.tokenizers.byte_level_bpe import PairMerges
+from bertlayers.tokenizers.byte_level_bpe import PairMerges, ragged_rows_where
 
 tf = require_tensorflow(__name__)
 import tensorflow_text as tf_text  # noqa: E402  (after the check above, which names what is missing)
@@ -66,12 +66,9 @@ class SentencePieceBPE(PairMerges):
         their bytes' tokens: ragged `[words, (symbols)]`."""
         characters = tf.strings.unicode_split(words, "UTF-8")  # [words, (characters)]
         flat = characters.flat_values
-        known = self._ids.lookup(flat) >= 0
-        own = tf.ragged.boolean_mask(tf.RaggedTensor.from_tensor(flat[:, tf.newaxis]), known[:, tf.newaxis])
         as_bytes = self._byte_tokens.lookup(tf.strings.bytes_split(flat))  # [characters, (bytes)]
-        unknown = tf.gather(tf.logical_not(known), as_bytes.value_rowids())
-        fallback = tf.ragged.boolean_mask(as_bytes, as_bytes.with_flat_values(unknown))
-        symbols = tf.concat([own, fallback], axis=1)  # [characters, (symbols)]: one of the two
+        own = tf.RaggedTensor.from_tensor(flat[:, tf.newaxis])
+        symbols = ragged_rows_where(self._ids.lookup(flat) >= 0, own, as_bytes)  # [characters, (symbols)]
         return tf.RaggedTensor.from_row_splits(symbols, characters.row_splits).merge_dims(1, 2)
 
     def tokenize(self, texts):
