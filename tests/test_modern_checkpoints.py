@@ -72,13 +72,17 @@ def test_classifier_folders_give_transformers_logits(name):
 
 
 # Each model type's folder for the end-to-end tests: the fixture's weights, and a tokenizer.json of
-# the kind its published folders ship, trained here at the fixture's vocabulary size.
+# the kind its published folders ship, trained here at the fixture's vocabulary size. The decoders
+# read as encoders come too: Qwen3 causal (its classifier reads the last real token), Gemma 3
+# bidirectional (padded on the left, as GemmaTokenizer pads where the folder names no side).
 SERVED = {
     # name: (fixture, tokenizer.json kind, vocabulary size)
     "modernbert": ("modernbert", "modernbert", 2000),
     "gte": ("gte", "nomic_bert", 2000),
     "nomic_bert": ("nomic_bert", "nomic_bert", 1000),
     "eurobert": ("eurobert_untied", "eurobert", 2000),
+    "qwen3": ("../decoder_families/qwen3", "qwen3", 2000),
+    "gemma3_text": ("../decoder_families/gemma3", "gemma3", 2000),
 }
 SERVE_IDS_AND_TEXT = """
 import json, sys
