@@ -75,6 +75,8 @@ def text_signatures(servable, tokenizer, sequence_length, truncate):
     tokenize = tf.function(tokenizer.tokenize, input_signature=[_strings("texts")])
 
     def run(first, second, **extra):
+        if outputs_kind.text_kind == "embedding":  # as `embed` calls it: one trace of the model for all
+            extra.setdefault("prompt_length", tf.constant(0, tf.int32))
         token_ids, segment_ids, padding_mask = tokenizer.layout.pack(
             first, second, sequence_length, truncation=tokenizer.truncation, truncate=truncate
         )
