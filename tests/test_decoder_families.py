@@ -96,6 +96,11 @@ def test_folders_give_transformers_outputs_and_save_back_as_transformers_wrote_t
     } == {}
     assert written["architectures"] == config["architectures"]
     _check_outputs(name, _loaded(saved)[1], inputs)
+    if name == "qwen3_causal_lm":  # a learned LM bias that Qwen3ForCausalLM has no tensor for: refused
+        model.lm_head.output_bias.assign(np.full(model.lm_head.output_bias.shape, 0.5, "float32"))
+        with pytest.raises(ValueError, match=r"has no tensor for the LM head's output bias \(no lm_head.bias\)"):
+            save_huggingface(model, str(tmp_path / "moved"))
+        assert not os.path.exists(tmp_path / "moved")
     if name == "gemma3":  # Gemma's own layers and the block's new settings survive a .keras file
         import keras
 

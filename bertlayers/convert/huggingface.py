@@ -350,7 +350,7 @@ def add_output_bias(weights, head, key):
     if key in weights.tensors:
         weights.add(head.output_bias, key)
     else:
-        head.output_bias.assign(np.zeros(head.output_bias.shape, "float32"))
+        weights.fix(head.output_bias, np.zeros(head.output_bias.shape), f"the LM head's output bias (no {key})")
 
 
 def add_attention(weights, attention, config, query, key, value, output):

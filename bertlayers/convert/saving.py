@@ -247,6 +247,14 @@ def _checkpoint_tensors(model, encoder, family, kind, folder, num_labels):
             + "Pass the model_type the encoder was loaded as (model_type=...) where it is another family's."
         )
     value_of = {id(variable): keras.ops.convert_to_numpy(mine) for variable, mine in zip(theirs, ours)}
+    moved = [what for variable, value, what in probe.fixed if not np.array_equal(value_of[id(variable)], value)]
+    if moved:
+        raise ValueError(
+            f"transformers' {family.architectures[kind]} has no tensor for {', '.join(moved)}, and this "
+            f"{type(model).__name__}'s has moved off the value the class implies (zeros: its logits have no offset, "
+            "a fine-tune trained it): written, the folder would compute other logits. Reset it to zeros (or "
+            "freeze it before training) to write the model."
+        )
     by_key, keys_of = {}, {}
     for variable, key, transform in probe.pairs:
         by_key.setdefault(key, []).append((variable, transform))

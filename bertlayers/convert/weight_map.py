@@ -13,9 +13,11 @@ class CheckpointMismatchError(ValueError):
 class Probe:
     """While active (`with Probe(tensors) as probe:`), a loader reads `tensors` instead of the
     folder's model.safetensors, and its `WeightMap.apply` assigns nothing but records every
-    (variable, checkpoint name, transform) pair in `probe.pairs`, and the base model's prefix
-    `start_loading` was given in `probe.prefix`: the loader's map, read backwards to save a
-    model in the checkpoint's layout (`bertlayers.convert.saving`)."""
+    (variable, checkpoint name, transform) pair in `probe.pairs`, every variable the checkpoint's
+    class has no tensor for and the loader fixes to a value (an LM head's absent bias: zeros) in
+    `probe.fixed` as (variable, value, what it is), and the base model's prefix `start_loading` was
+    given in `probe.prefix`: the loader's map, read backwards to save a model in the checkpoint's
+    layout (`bertlayers.convert.saving`)."""
 
     active = None
 
@@ -23,6 +25,7 @@ class Probe:
         self.tensors = tensors
         self.pairs = []
         self.shapes = {}
+        self.fixed = []
         self.prefix = None
 
     def __enter__(self):
@@ -60,6 +63,16 @@ class WeightMap:
             size = int(np.prod(variable.shape))
             known = int(np.prod([d for d in shape if d != -1]))
             self.shapes[key] = tuple(int(d) if d != -1 else size // known for d in shape)
+
+    def fix(self, variable, value, what):
+        """Set `variable` to `value` now: the checkpoint's class has no tensor for it (`what` says
+        which), so the model computes as that class only while it keeps the value; saving refuses
+        a model whose variable has moved off it."""
+        value = np.asarray(value, "float32")
+        if Probe.active is not None:
+            Probe.active.fixed.append((variable, value, what))
+        else:
+            variable.assign(value)
 
     def apply(self, ignore=()):
         """Check every pair, assign all of them, and return the unexpected checkpoint names.
