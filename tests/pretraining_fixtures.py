@@ -152,6 +152,27 @@ def fine_tune_export_and_serve(init, vocabulary, tmp_path):
     return model
 
 
+def check_run_encoder(output, pretrainer, encoder_class):
+    """A pretraining run's `encoder.keras` (what `--init RUN` loads) is an `encoder_class` that
+    computes what the run's `pretrainer` encoder computes."""
+    import numpy as np
+
+    from bertlayers.convert import load_model_file
+
+    encoder = load_model_file(os.path.join(output, "encoder.keras"))
+    assert isinstance(encoder, encoder_class), type(encoder)
+    batch = {
+        "token_ids": np.array([[2, 40, 41, 42, 3]], "int32"),
+        "segment_ids": np.zeros((1, 5), "int32"),
+        "padding_mask": np.ones((1, 5), "int32"),
+    }
+    np.testing.assert_allclose(
+        np.asarray(encoder(batch)["sequence_output"]),
+        np.asarray(pretrainer.encoder(batch)["sequence_output"]),
+        atol=1e-5,
+    )
+
+
 def minilm_shaped_folder(folder):
     """A Hugging Face BERT folder as transformers lays it out, with MiniLM's real tokenizer files
     (its vocabulary, lower-casing) and a one-layer, 32-wide encoder: what `--init` and `load_encoder`

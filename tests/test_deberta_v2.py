@@ -396,8 +396,8 @@ def deberta_run(corpus, tmp_path_factory):
 @pytest.mark.tensorflow_only
 def test_tiny_deberta_v3_learns_on_real_text_and_saves_the_folded_discriminator(deberta_run):
     import keras
+    from pretraining_fixtures import check_run_encoder
 
-    from bertlayers.convert import load_model_file
     from bertlayers.families.deberta_v2 import DebertaV3Pretrainer
 
     _, output, summary = deberta_run
@@ -409,27 +409,7 @@ def test_tiny_deberta_v3_learns_on_real_text_and_saves_the_folded_discriminator(
     assert isinstance(pretrainer, DebertaV3Pretrainer)
     assert pretrainer.encoder.embeddings.source is pretrainer.generator.embeddings
     assert np.any(np.asarray(pretrainer.encoder.embeddings.token_embedding.difference))  # E_Δ trained
-    encoder = load_model_file(str(output / "encoder.keras"))
-    assert isinstance(encoder, DebertaV2Encoder)
-    batch = {
-        "token_ids": np.array([[2, 40, 41, 42, 3]], "int32"),
-        "segment_ids": np.zeros((1, 5), "int32"),
-        "padding_mask": np.ones((1, 5), "int32"),
-    }
-    np.testing.assert_allclose(
-        np.asarray(encoder(batch)["sequence_output"]),
-        np.asarray(pretrainer.encoder(batch)["sequence_output"]),
-        atol=1e-5,
-    )
-
-
-@pytest.mark.slow
-@pytest.mark.tensorflow_only
-def test_the_discriminator_fine_tunes_on_real_reviews_and_serves(deberta_run, tmp_path):
-    from pretraining_fixtures import fine_tune_export_and_serve
-
-    corpus, output, _ = deberta_run
-    fine_tune_export_and_serve(str(output), corpus["vocabulary"], tmp_path)
+    check_run_encoder(output, pretrainer, DebertaV2Encoder)
 
 
 @pytest.mark.parametrize("name", MASKED_LM + ["deberta_v3_classifier"])
@@ -474,31 +454,18 @@ def test_a_folder_saved_back_holds_what_transformers_wrote(name, tmp_path):
         _close_at_real_tokens(logits, REFERENCE[f"{name}.logits"], inputs["padding_mask"])
 
 
-@pytest.mark.slow
-@pytest.mark.other_backend_cases("classifier")  # the heads are every family's; the encoder is DeBERTa's
-@pytest.mark.parametrize("task", ["classifier", "tagger", "spans", "multiple_choice"])
-def test_the_task_models_train_and_reload_over_the_encoder(task):
-    """DeBERTa's classification (over its context pooler, act(W · x[CLS])), tagging, spans and
-    multiple choice: the library's task models, each through the shared task-model test."""
-    from bertlayers.models import MultipleChoice, SequenceClassifier, SpanPredictor, TokenClassifier
+def test_the_classifier_trains_and_reloads_over_its_context_pooler():
+    """DeBERTa's classification, over its context pooler (act(W · x[CLS])), through the shared
+    task-model test. The other heads read the sequence output as over any encoder (tagging, spans,
+    multiple choice: test_refused_calls trains, saves and reloads each over BERT's); DeBERTa's
+    sequence output is transformers' (the folder tests above)."""
+    from bertlayers.models import SequenceClassifier
     from bertlayers.testing import encoder_batch, run_task_model_test
 
     encoder = DebertaV2Encoder(**_tiny())
-    batch = encoder_batch(120)
-    if task == "classifier":
-        model, labels = SequenceClassifier(encoder, 3), np.array([0, 1, 2])
-        assert encoder.pooler.activation == "gelu"  # DeBERTa's ContextPooler
-    elif task == "tagger":
-        model, labels = TokenClassifier(encoder, 4), np.tile(np.arange(8) % 4, (3, 1))
-    elif task == "spans":
-        model = SpanPredictor(encoder)
-        batch = {**batch, "span_mask": batch["padding_mask"]}
-        labels = {"start_logits": np.array([1, 0, 1]), "end_logits": np.array([3, 2, 1])}
-    else:
-        model = MultipleChoice(encoder)
-        batch = {key: np.stack([value, value[::-1]], axis=1) for key, value in batch.items()}  # [B, 2, S]
-        labels = np.array([0, 1, 0])
-    run_task_model_test(model, batch, labels)
+    model = SequenceClassifier(encoder, 3)
+    assert encoder.pooler.activation == "gelu"  # DeBERTa's ContextPooler
+    run_task_model_test(model, encoder_batch(120), np.array([0, 1, 2]))
 
 
 @pytest.mark.tensorflow_only

@@ -13,7 +13,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from pretraining_fixtures import fine_tune_export_and_serve, tiny_family_run
+from pretraining_fixtures import check_run_encoder, tiny_family_run
 
 from bertlayers.convert import load_encoder
 from bertlayers.families.bert import BertEncoder, load_huggingface_bert
@@ -244,8 +244,5 @@ def test_tiny_electra_learns_on_real_text(electra_run):
     assert isinstance(pretrainer, ElectraPretrainer)
     assert pretrainer.generator.embeddings is pretrainer.encoder.embeddings
     assert pretrainer.generator_head.token_embedding is pretrainer.encoder.token_embedding
-
-
-def test_electra_discriminator_fine_tunes_on_real_reviews_and_serves(electra_run, tmp_path):
-    corpus, output, _ = electra_run
-    fine_tune_export_and_serve(str(output), corpus["vocabulary"], tmp_path)
+    # What `run_classifier.py --init RUN` loads (a run's fine-tune, export and serve: test_xlnet's).
+    check_run_encoder(output, pretrainer, BertEncoder)

@@ -8,8 +8,9 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from pretraining_fixtures import PREDICTIONS, SEQ, fine_tune_export_and_serve, tiny_family_run
+from pretraining_fixtures import PREDICTIONS, SEQ, check_run_encoder, tiny_family_run
 
+from bertlayers.families.bert import BertEncoder
 from bertlayers.families.spanbert import (
     BOUNDARY_INPUTS,
     OBJECTIVE,
@@ -119,8 +120,5 @@ def test_tiny_spanbert_learns_both_objectives_on_real_text(spanbert_run):
     pretrainer = keras.saving.load_model(str(output / "pretrainer.keras"), safe_mode=True)
     assert isinstance(pretrainer, SpanBertPretrainer)
     assert pretrainer.boundary_head.token_embedding is pretrainer.encoder.token_embedding
-
-
-def test_spanbert_encoder_fine_tunes_on_real_reviews_and_serves(spanbert_run, tmp_path):
-    corpus, output, _ = spanbert_run
-    fine_tune_export_and_serve(str(output), corpus["vocabulary"], tmp_path)
+    # What `run_classifier.py --init RUN` loads (a run's fine-tune, export and serve: test_xlnet's).
+    check_run_encoder(output, pretrainer, BertEncoder)
