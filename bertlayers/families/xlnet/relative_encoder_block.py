@@ -113,6 +113,16 @@ class RelativeEncoderBlock(keras.layers.Layer):
         outputs = tuple(self._finish(x, attended, training) for x, attended in zip(streams, results))
         return outputs + results[len(streams) :]
 
+    def compute_output_spec(self, content, position_encoding, query=None, return_attention_scores=False, **kwargs):
+        # Each stream keeps its shape and dtype (a residual sum): said here, a functional model's
+        # construction skips tracing `call` (TransformerEncoderBlock.compute_output_spec says why).
+        if return_attention_scores:
+            return super().compute_output_spec(
+                content, position_encoding, query=query, return_attention_scores=True, **kwargs
+            )
+        streams = tuple(keras.KerasTensor(x.shape, dtype=x.dtype) for x in (content, query) if x is not None)
+        return streams[0] if query is None else streams
+
     def get_config(self):
         config = super().get_config()
         config.update(
