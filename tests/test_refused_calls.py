@@ -219,11 +219,12 @@ def test_refused_calls_of_every_kind_leave_the_model_trainable_and_savable(name,
     trains = name in TRAINED
     if trains:
         model.compile(optimizer="adam")
-        # A step runs the model with `training=True` (dropout on): its loss, taken before the update,
-        # is not `evaluate`'s on the same weights and batch. Keras decides from the model's `call`
-        # signature; when the guard's `call` did not name `training`, every model trained with dropout off.
+        # `fit`'s step runs the model with `training=True` (dropout on): the loss of its one batch,
+        # taken before the update, is not `evaluate`'s on the same weights and batch. Keras decides
+        # from the model's `call` signature; when the guard's `call` did not name `training`, every
+        # model trained with dropout off.
         evaluated = np.ravel(model.test_on_batch(x, y))[0]
-        trained = np.ravel(model.train_on_batch(x, y))[0]
+        trained = model.fit(x, y, batch_size=B, epochs=1, verbose=0).history["loss"][0]
         assert np.isfinite(trained) and abs(trained - evaluated) > 1e-5 * abs(evaluated), (trained, evaluated)
     before = outputs_of(model, x)
     for what, batch, error, message in bad_batches(x, prefixes, reads_first_token):
