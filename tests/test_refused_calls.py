@@ -225,7 +225,9 @@ def test_refused_calls_of_every_kind_leave_the_model_trainable_and_savable(name,
         # model trained with dropout off.
         evaluated = np.ravel(model.test_on_batch(x, y))[0]
         trained = model.fit(x, y, batch_size=B, epochs=1, verbose=0).history["loss"][0]
-        assert np.isfinite(trained) and abs(trained - evaluated) > 1e-5 * abs(evaluated), (trained, evaluated)
+        # (Without dropout the two agree to float32 rounding, ~1e-7 of the loss; ELECTRA's untrained loss,
+        # 50 times a near-uniform RTD loss, moves least: 8e-6 of itself.)
+        assert np.isfinite(trained) and abs(trained - evaluated) > 1e-6 * abs(evaluated), (trained, evaluated)
     before = outputs_of(model, x)
     for what, batch, error, message in bad_batches(x, prefixes, reads_first_token):
         calls = {
