@@ -1,5 +1,6 @@
 """The benchmarks' own arithmetic (the scripts are run by hand, never timed in tests): the trace
-summary of `benchmarks/device_profile.py` and the repeats of `benchmarks/accelerator.py`."""
+summary of `benchmarks/device_profile.py`, the repeats of `benchmarks/accelerator.py` and the
+memory split of `benchmarks/serving_memory.py`."""
 
 import os
 import sys
@@ -10,6 +11,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 
 import accelerator  # noqa: E402
 import device_profile  # noqa: E402
+import serving_memory  # noqa: E402
 
 
 def test_trace_summary_counts_the_device_busy_once_where_kernels_overlap():
@@ -85,3 +87,14 @@ def test_the_long_context_and_packed_charts_draw_what_their_tables_hold(tmp_path
     packed.chart(results, {"inference": 100, "fine-tuning": 50}, str(tmp_path / "packed.png"))
     assert bars == [(["padded to 128", "packed"], [50.0, 200.0]), (["packed"], [50.0])]
     assert all((tmp_path / name).read_bytes()[:4] == b"\x89PNG" for name in ("long.png", "packed.png"))
+
+
+def test_the_resident_memory_splits_into_anonymous_and_file_backed_pages():
+    """`serving_memory.mapped_mb`'s two parts add up to the resident memory `/proc` reports, and
+    the interpreter's own code is among the mapped files."""
+    from memory_stages import resident_mb
+
+    parts = serving_memory.mapped_mb()
+    resident = resident_mb()[0]
+    assert parts["anonymous"] > 0 and parts["file-backed"] > 0
+    assert abs(parts["anonymous"] + parts["file-backed"] - resident) <= max(8, resident // 20), (parts, resident)
