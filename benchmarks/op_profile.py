@@ -16,6 +16,7 @@ not apply): `mlm_l4` (L4 H512, 32 x 128) and `mlm_base` (BERT-base, 8 x 128).
     python benchmarks/op_profile.py --work finetune --length 32 --precision bfloat16 [--any_length]
     python benchmarks/op_profile.py --work finetune --length 64 --shortest 8   # fixed-length batches, padded
     python benchmarks/op_profile.py --work serve --batch_size 1 --length 27 --steps 200 --threads 1 1
+    python benchmarks/op_profile.py --work serve --batch_size 1 --length 27 --steps 200 --precision int8
     python benchmarks/op_profile.py --work mlm_l4 --steps 8
     python benchmarks/op_profile.py --work finetune --length 28 --any_length --split Mul   # Mul by name scope
 
@@ -172,9 +173,10 @@ def main():
     parser.add_argument("--top", type=int, default=20)
     parser.add_argument(
         "--precision",
-        choices=("float32", "bfloat16"),
+        choices=("float32", "bfloat16", "int8"),
         default="float32",
-        help="finetune and MLM: the model's policy (bfloat16: mixed_bfloat16); serve: the export's precision",
+        help="finetune and MLM: the model's policy (bfloat16: mixed_bfloat16); serve: the export's precision "
+        "(int8: serve only)",
     )
     parser.add_argument(
         "--shortest",
@@ -203,6 +205,8 @@ def main():
         "that made it (say Mul: GELU's, LayerNorm's, the optimizer's)",
     )
     args = parser.parse_args()
+    if args.precision == "int8" and args.work != "serve":
+        parser.error("--precision int8 is an export's: --work serve")
     if args.work.startswith("mlm") and (args.any_length or args.shortest):
         parser.error("--any_length and --shortest apply to finetune and serve, not to the MLM works")
     if args.threads:
