@@ -97,7 +97,8 @@ def _freeze_survivors():
     the ten thousand, so Python's thresholds ran a full walk every few seconds of tracing (48 in
     test_refused_calls and test_modern_checkpoints, 7 s of their 117). The garbage of a module's
     tests waits for its end, or for the worker to grow by `COLLECT_AFTER_MB` (test_layouts,
-    test_export and test_deberta_v2 in one worker: 156 -> 146 s, the peak 2.1 -> 2.8 GB)."""
+    test_export and test_deberta_v2 in one worker, the two run one after the other: 186 -> 172 s,
+    the peak 2.1 -> 2.5 GB)."""
     gc.collect()
     gc.freeze()
     gc.disable()
