@@ -1,6 +1,7 @@
 """Decoders read as encoders against transformers' outputs for small randomly initialized models
 (tests/fixtures/record_decoder_families.py), within 1e-5 in float32: Qwen3 (Qwen3-Embedding,
-Qwen3-Reranker; its base model's and two causal-LM folders, tied and untied, left-padded rows) and
+Qwen3-Reranker; its base model's and two causal-LM folders, tied and untied, left-padded rows, and
+a `Qwen3ForSequenceClassification` folder whose texts end in the pad id, padded left and right) and
 Gemma 3 made bidirectional (EmbeddingGemma; its base model's and its causal-LM class's folders,
 sliding windows narrower than the rows, two rotary bases); each saved back holds what transformers
 wrote."""
@@ -17,7 +18,7 @@ from bertlayers.convert.huggingface import HUGGINGFACE_FAMILIES
 from bertlayers.convert.model_files import _ATTRIBUTE
 from bertlayers.families.gemma3 import gemma3_config_from_huggingface
 from bertlayers.families.qwen3 import qwen3_config_from_huggingface
-from bertlayers.models import AnswerTokenScorer, SentenceEmbedder
+from bertlayers.models import AnswerTokenScorer, SentenceEmbedder, SequenceClassifier
 from bertlayers.tokenizers import ModelTokenizer
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
@@ -51,6 +52,11 @@ def _check_outputs(name, model, inputs):
         positions = np.tile(np.arange(inputs["token_ids"].shape[1], dtype="int32"), (len(inputs["token_ids"]), 1))
         logits = np.asarray(model({**inputs, "masked_positions": positions})["mlm"])
         np.testing.assert_allclose(logits[real], REFERENCE[f"{name}.logits"][real], atol=ATOL, rtol=1e-5)
+    elif name == "qwen3_classifier":  # the same rows padded left and right: the last token not the pad id
+        np.testing.assert_allclose(model(inputs)["logits"], REFERENCE[f"{name}.logits"], atol=ATOL)
+        right = {key: REFERENCE[f"{name}.right_{key}"] for key in ("token_ids", "padding_mask")}
+        right["segment_ids"] = np.zeros_like(right["token_ids"])
+        np.testing.assert_allclose(model(right)["logits"], REFERENCE[f"{name}.right_logits"], atol=ATOL)
     elif f"{name}.logits" in REFERENCE:
         logits = np.asarray(model(inputs)["lm"])
         np.testing.assert_allclose(logits[real], REFERENCE[f"{name}.logits"][real], atol=ATOL, rtol=1e-5)
@@ -62,6 +68,7 @@ CLASSES = {
     "qwen3": "Qwen3Encoder",
     "qwen3_causal_lm": "CausalLMPretrainer",
     "qwen3_causal_lm_untied": "CausalLMPretrainer",
+    "qwen3_classifier": "SequenceClassifier",  # Qwen3ForSequenceClassification, its texts ending in the pad id
     "gemma3": "Gemma3Encoder",
     "gemma3_masked_lm": "BertPretrainer",  # bidirectional: its LM head reads the positions asked for
 }
@@ -101,6 +108,21 @@ def test_folders_give_transformers_outputs_and_save_back_as_transformers_wrote_t
         with pytest.raises(ValueError, match=r"has no tensor for the LM head's output bias \(no lm_head.bias\)"):
             save_huggingface(model, str(tmp_path / "moved"))
         assert not os.path.exists(tmp_path / "moved")
+    if name == "qwen3_classifier":  # a head transformers' class would read otherwise: refused, by setting
+        assert model.label_names == ["negative", "neutral", "positive"] and model.pad_id == 0
+        for settings, refused in (
+            ({"output_bias": False}, "pad_id None here, 0 there.*build it with pad_id=0,"),  # would read <|endoftext|>
+            ({"pad_id": 0}, "output_bias True here, False there.*build it with output_bias=False,"),
+        ):
+            other = SequenceClassifier(model.encoder, label_names=model.label_names, pooling="last", **settings)
+            object.__setattr__(other, _ATTRIBUTE, getattr(model, _ATTRIBUTE))
+            with pytest.raises(ValueError, match=refused):
+                save_huggingface(other, str(tmp_path / "other"))
+        assert not os.path.exists(tmp_path / "other")
+        rebuilt = SequenceClassifier.from_config(model.get_config())  # as a .keras file reads it
+        rebuilt.set_weights(model.get_weights())
+        assert (rebuilt.pad_id, rebuilt.output_bias, rebuilt.pooling) == (0, False, "last")
+        np.testing.assert_array_equal(rebuilt(inputs)["logits"], model(inputs)["logits"])
     if name == "gemma3":  # Gemma's own layers and the block's new settings survive a .keras file
         import keras
 
@@ -125,16 +147,14 @@ def test_configs_transformers_would_read_otherwise_are_refused_by_field(tmp_path
             qwen3_config_from_huggingface({**config, **change}, "config.json")
     with pytest.raises(ValueError, match="must be a token id in"):
         AnswerTokenScorer(_loaded(_folder("qwen3_causal_lm"))[1], 2000, NO_ID)
-    # A sequence classifier's folder (its score over the last token, no pooler) is refused, not read as the base model.
+    # A token classifier's folder (its `score` a tag per token) is refused, not read as a sequence classifier.
     import shutil
 
-    from safetensors.numpy import save_file
-
-    classifier = shutil.copytree(_folder("qwen3"), tmp_path / "classifier")
-    tensors = load_file(os.path.join(classifier, "model.safetensors"))
-    save_file({**tensors, "score.weight": np.zeros((2, 32), "float32")}, os.path.join(classifier, "model.safetensors"))
-    with pytest.raises(ValueError, match="Qwen3ForSequenceClassification"):
-        _loaded(str(classifier))
+    tagger = shutil.copytree(_folder("qwen3_classifier"), tmp_path / "tagger")
+    with open(os.path.join(tagger, "config.json"), "w") as f:
+        json.dump({**config, "architectures": ["Qwen3ForTokenClassification"]}, f)
+    with pytest.raises(ValueError, match=r"config.json names \['Qwen3ForTokenClassification'\]"):
+        _loaded(str(tagger))
     with open(os.path.join(_folder("gemma3"), "config.json")) as f:
         gemma = json.load(f)
     read = gemma3_config_from_huggingface(gemma, "config.json")

@@ -43,7 +43,16 @@ class HuggingFaceFamily:
     """How one `model_type` of transformers' becomes ours: its `config.json` read into an
     `EncoderConfig` (`read_config(hf_config, source)`) and its folder loaded (`loader(path, dtype=)`)."""
 
-    def __init__(self, model_type, read_config, loader, write_config=None, architectures=None, head_names=()):
+    def __init__(
+        self,
+        model_type,
+        read_config,
+        loader,
+        write_config=None,
+        architectures=None,
+        head_names=(),
+        classifier_pooling="pooler",
+    ):
         self.model_type = model_type
         self.read_config = read_config
         self.loader = loader
@@ -55,6 +64,9 @@ class HuggingFaceFamily:
         # Names of this family's task-head tensors beyond the common ones (`saving.HEAD_NAMES`), written
         # without the base model's prefix (DeBERTa's classifier keeps its `pooler` beside the head).
         self.head_names = frozenset(head_names)
+        # What the family's `...ForSequenceClassification` reads: "pooler" (a summary of the first
+        # token, BERT's), or a `SequencePooling` mode without a pooler ("last": the decoders').
+        self.classifier_pooling = classifier_pooling
 
 
 # model_type -> HuggingFaceFamily; each family's module adds its own on import.
@@ -68,12 +80,14 @@ def register_huggingface_family(
     write_config: Callable | None = None,
     architectures: dict | None = None,
     head_names: tuple = (),
+    classifier_pooling: str = "pooler",
 ) -> Callable:
     """Make `load_encoder`, `read_huggingface_folder` and `encoder_config_from_huggingface` know a
     model_type, and `save_huggingface` write it where `write_config` and `architectures` are given
-    (`head_names`: the family's own task-head tensor names, written without the base model's prefix)."""
+    (`head_names`: the family's own task-head tensor names, written without the base model's prefix;
+    `classifier_pooling`: what its sequence classifier reads, the default of a new task head over it)."""
     HUGGINGFACE_FAMILIES[model_type] = HuggingFaceFamily(
-        model_type, read_config, loader, write_config, architectures, head_names
+        model_type, read_config, loader, write_config, architectures, head_names, classifier_pooling
     )
     return loader
 
@@ -407,7 +421,8 @@ def is_token_classifier(hf_config):
     return any(str(name).endswith("ForTokenClassification") for name in hf_config.get("architectures") or ())
 
 
-def _label_names(hf_config, count):
+def label_names(hf_config, count):
+    """The label names of a classifier folder of `count` labels (its config's `id2label`)."""
     labels = {int(i): str(name) for i, name in hf_config.get("id2label", {}).items()}
     return [labels.get(i, f"LABEL_{i}") for i in range(count)]
 
@@ -428,7 +443,7 @@ def with_task_head(model, hf_config, weights, output, pooler=None):
             raise ValueError(
                 f"{weights.source}: config.json names a token classifier but the file has no classifier.weight."
             )
-        tagger = TokenClassifier(model, count, tag_names=_label_names(hf_config, count))
+        tagger = TokenClassifier(model, count, tag_names=label_names(hf_config, count))
         weights.add(tagger.head.dense.kernel, "classifier.weight", transposed)
         weights.add(tagger.head.dense.bias, "classifier.bias")
         return tagger
@@ -437,7 +452,7 @@ def with_task_head(model, hf_config, weights, output, pooler=None):
     from bertlayers.models.sequence_classifier import SequenceClassifier
 
     count = weights.tensors[output + ".weight"].shape[0]
-    classifier = SequenceClassifier(model, count, label_names=_label_names(hf_config, count) if count > 1 else None)
+    classifier = SequenceClassifier(model, count, label_names=label_names(hf_config, count) if count > 1 else None)
     if pooler is not None:
         weights.add(model.pooler.dense.kernel, pooler + ".weight", transposed)
         weights.add(model.pooler.dense.bias, pooler + ".bias")

@@ -188,7 +188,8 @@ def head_pooling(source: str | None, pooling: str = "auto") -> str:
     """What a task head reads of the encoder at `source`: `pooling` where it is not "auto"; for
     "auto" what the encoder was trained with: the pooling a sentence-transformers folder declares
     (its `1_Pooling/config.json`: "mean", "first" or "max"), the one a fine-tuned model in a
-    `.keras` file reads (a classifier's `pooling`), else "pooler" (the encoder's own; also where
+    `.keras` file reads (a classifier's `pooling`), what the family's own sequence classifier in
+    transformers reads (a decoder's: "last"), else "pooler" (the encoder's own; also where
     `source` is None: random weights)."""
     if pooling != "auto":
         return pooling
@@ -203,7 +204,11 @@ def _trained_pooling(source):
             saved = json.loads(archive.read("config.json")) if "config.json" in archive.namelist() else {}
         pooling = saved.get("config", {}).get("pooling") if isinstance(saved, dict) else None
         return pooling if isinstance(pooling, str) else "pooler"
-    return (os.path.isdir(source) and declared_pooling(source)) or "pooler"
+    if not os.path.isdir(source):
+        return "pooler"
+    config_path = os.path.join(source, "config.json")
+    family = HUGGINGFACE_FAMILIES.get(_model_type(config_path) or "") if os.path.isfile(config_path) else None
+    return declared_pooling(source) or (family.classifier_pooling if family else "pooler")
 
 
 def _model_type(config_path):

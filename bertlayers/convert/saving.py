@@ -45,6 +45,7 @@ HEAD_NAMES = {
     "logits_proj",
     "sop_classifier",
     "dense",  # EuroBERT's classification head
+    "score",  # the decoders' last-token classifiers (Qwen3ForSequenceClassification)
 }
 # The tensors whose presence tells each family's loader which head a folder holds.
 HEAD_MARKERS = {
@@ -65,6 +66,7 @@ HEAD_MARKERS = {
         "classifier.out_proj.weight",
         "logits_proj.weight",
         "sequence_summary.summary.weight",
+        "score.weight",
     ),
 }
 POOLER_MARKERS = ("pooler.dense.weight", "pooler.weight")
@@ -167,7 +169,15 @@ def save_huggingface(model: keras.Model, folder: str, model_type: str | None = N
     if os.path.exists(folder):
         raise FileExistsError(f"{folder} exists; save_huggingface writes a new folder.")
 
-    pad_id = vocabulary.pad_id
+    # A last-token classifier's pad id is the one its head passes over (transformers reads the last
+    # token whose id is not pad_token_id); a model without one is compared as the vocabulary's.
+    pad_id = vocabulary.pad_id if getattr(model, "pad_id", None) is None else model.pad_id
+    if kind == "classifier" and getattr(model, "pooling", None) == "last" and pad_id is None:
+        raise ValueError(
+            f"transformers' {family.architectures[kind]} finds each row's last token as the last whose id is not "
+            "config.json's pad_token_id, and neither this classifier (pad_id) nor its tokenizer has one: build it "
+            "with pad_id=... (the tokenizer's pad token) to write it."
+        )
     hf_config = {
         "architectures": [family.architectures[kind]],
         "model_type": model_type,
@@ -224,28 +234,38 @@ def _checkpoint_tensors(model, encoder, family, kind, folder, num_labels):
     with Probe(_ProbeTensors(markers, num_labels)) as probe:
         built = family.loader(folder)
     ours, theirs = model.weights, built.weights
-    if type(built).__name__ != type(model).__name__ or [tuple(v.shape) for v in ours] != [
-        tuple(v.shape) for v in theirs
-    ]:
+
+    def refuse_structure():
         raise ValueError(
             f"A {type(model).__name__} does not have the structure {family.model_type}'s loader builds from its "
             f"config ({type(built).__name__}, {len(theirs)} weights against {len(ours)}): it cannot be written as "
             f"{family.architectures[kind]}. Pass the model_type the encoder was loaded as (model_type=...) where it is "
             "another family's."
         )
+
+    if type(built).__name__ != type(model).__name__:
+        refuse_structure()
+    # Before the weights' shapes: a setting named says more than a count of weights.
     differences = _computed_differently(model, built)
+
+    def named(name):
+        return any(d.startswith(name + " ") for d in differences)
+
     if differences:
         raise ValueError(
             f"transformers' {family.architectures[kind]} would compute this {type(model).__name__} differently: "
             f"{'; '.join(differences)} (there: as the {family.model_type} folder being written reads). "
             + (
                 "A classifier saved for transformers reads what its head class reads: build it with "
-                f"pooling={getattr(built, 'pooling', None)!r}, or save the encoder alone. "
-                if any(d.startswith("pooling") for d in differences)
+                + ", ".join(f"{name}={getattr(built, name)!r}" for name in HEAD_SETTINGS if named(name))
+                + ", or save the encoder alone. "
+                if any(named(name) for name in HEAD_SETTINGS)
                 else ""
             )
             + "Pass the model_type the encoder was loaded as (model_type=...) where it is another family's."
         )
+    if [tuple(v.shape) for v in ours] != [tuple(v.shape) for v in theirs]:
+        refuse_structure()
     value_of = {id(variable): keras.ops.convert_to_numpy(mine) for variable, mine in zip(theirs, ours)}
     moved = [what for variable, value, what in probe.fixed if not np.array_equal(value_of[id(variable)], value)]
     if moved:
@@ -286,6 +306,8 @@ def _checkpoint_tensors(model, encoder, family, kind, folder, num_labels):
     return tensors
 
 
+# A classifier head's settings that a family's head class fixes (`SequenceClassifier`'s arguments).
+HEAD_SETTINGS = ("pooling", "output_bias", "pad_id")
 # Settings that change no output: training-time noise, how new weights are drawn.
 _NOT_COMPUTED = {"dropout", "attention_dropout", "initializer_range"}
 
@@ -311,10 +333,9 @@ def _computed_differently(model, built):
         for name in ("pooler_activation", "pooling_position"):
             ours.pop(name), theirs.pop(name)
     differences = [f"{name} {ours[name]!r} here, {theirs[name]!r} there" for name in ours if ours[name] != theirs[name]]
-    if getattr(model, "pooling", None) != getattr(built, "pooling", None):
-        differences.append(
-            f"pooling {getattr(model, 'pooling', None)!r} here, {getattr(built, 'pooling', None)!r} there"
-        )
+    for name in HEAD_SETTINGS:
+        if getattr(model, name, None) != getattr(built, name, None):
+            differences.append(f"{name} {getattr(model, name, None)!r} here, {getattr(built, name, None)!r} there")
     return differences
 
 

@@ -20,6 +20,8 @@ class ClassificationHead(keras.layers.Layer):
       activation: activation of the inner transform.
       dropout: dropout rate before the output layer.
       kernel_initializer: initializer of the kernels.
+      use_bias: whether the output layer has a bias (transformers' last-token classifiers of
+        decoder families, `score`, have none).
 
     Call args:
       inputs: `[batch, H]`.
@@ -35,6 +37,7 @@ class ClassificationHead(keras.layers.Layer):
         activation: str = "tanh",
         dropout: float = 0.1,
         kernel_initializer: str | keras.initializers.Initializer | None = None,
+        use_bias: bool = True,
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
@@ -45,6 +48,7 @@ class ClassificationHead(keras.layers.Layer):
         self.activation = canonical_activation(activation)
         self.dropout = float(dropout)
         self.kernel_initializer = keras.initializers.get(kernel_initializer or bert_initializer())
+        self.use_bias = bool(use_bias)
         self._activation_fn = get_activation(self.activation)
 
     def build(self, inputs_shape):
@@ -62,6 +66,7 @@ class ClassificationHead(keras.layers.Layer):
         self.output_dense = keras.layers.Dense(
             self.num_classes,
             kernel_initializer=clone_initializer(self.kernel_initializer),
+            use_bias=self.use_bias,
             dtype=self.dtype_policy,
             name="logits",
         )
@@ -90,6 +95,7 @@ class ClassificationHead(keras.layers.Layer):
                 "activation": self.activation,
                 "dropout": self.dropout,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "use_bias": self.use_bias,
             }
         )
         return config
@@ -108,7 +114,7 @@ class NextSentenceHead(ClassificationHead):
       float32 logits `[batch, 2]`.
     """
 
-    _FIXED = ("num_classes", "inner_dim", "activation", "dropout")
+    _FIXED = ("num_classes", "inner_dim", "activation", "dropout", "use_bias")
 
     def __init__(self, kernel_initializer: str | keras.initializers.Initializer | None = None, **kwargs) -> None:
         super().__init__(num_classes=2, inner_dim=0, dropout=0.0, kernel_initializer=kernel_initializer, **kwargs)

@@ -28,6 +28,9 @@ class SequencePooling(keras.layers.Layer):
     Args:
       mode: one of the above.
       normalize: divide each pooled vector by its L2 norm (cosine similarity is then a dot product).
+      skip_token_id: a token id never pooled, even at a real position (transformers' decoder
+        classifiers read the last token whose id is not `pad_token_id`: an end-of-text token that
+        doubles as the pad token is passed over); needs `token_ids` in the call.
 
     Call args:
       sequence: `[batch, seq, H]`.
@@ -36,27 +39,34 @@ class SequencePooling(keras.layers.Layer):
         prompt's pieces: sentence-transformers' `include_prompt=False`, padding on either side). The
         weighted mean still counts a token's weight from the first real token, prompt included, as
         sentence-transformers does.
+      token_ids: int `[batch, seq]`, read for `skip_token_id`.
 
     Returns:
       `[batch, H]`, in the layer's compute dtype (sums taken in float32).
     """
 
-    def __init__(self, mode: str = "mean", normalize: bool = False, **kwargs) -> None:
+    def __init__(self, mode: str = "mean", normalize: bool = False, skip_token_id: int | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         if mode not in POOLING_MODES:
             raise ValueError(f"SequencePooling mode must be one of {POOLING_MODES}, got {mode!r}.")
         self.mode = mode
         self.normalize = bool(normalize)
+        self.skip_token_id = None if skip_token_id is None else int(skip_token_id)
 
-    def build(self, sequence_shape, padding_mask_shape=None, prompt_length_shape=None):
+    def build(self, sequence_shape, padding_mask_shape=None, prompt_length_shape=None, token_ids_shape=None):
         self.built = True
 
-    def call(self, sequence, padding_mask=None, prompt_length=None):
+    def call(self, sequence, padding_mask=None, prompt_length=None, token_ids=None):
         values = ops.cast(sequence, "float32")  # [batch, seq, H]
         if padding_mask is None:
             real = ops.ones_like(values[:, :, :1])
         else:
             real = ops.expand_dims(ops.cast(ops.not_equal(padding_mask, 0), "float32"), -1)  # [batch, seq, 1]
+        if self.skip_token_id is not None:
+            if token_ids is None:
+                raise ValueError(f"SequencePooling(skip_token_id={self.skip_token_id}) needs token_ids.")
+            kept = ops.cast(ops.not_equal(token_ids, self.skip_token_id), "float32")
+            real = real * ops.expand_dims(kept, -1)
         # The i-th real token's weight (weighted_mean), counted before the prompt is left out.
         ranks = ops.cumsum(real, axis=1) * real  # [batch, seq, 1]
         if prompt_length is not None:
@@ -87,11 +97,18 @@ class SequencePooling(keras.layers.Layer):
             pooled = unit_length(pooled)
         return ops.cast(pooled, self.compute_dtype)  # [batch, H]
 
-    def compute_output_shape(self, sequence_shape, padding_mask_shape=None, prompt_length_shape=None):
+    def compute_output_shape(
+        self, sequence_shape, padding_mask_shape=None, prompt_length_shape=None, token_ids_shape=None
+    ):
         return (sequence_shape[0], sequence_shape[-1])
 
     def get_config(self):
-        return {**super().get_config(), "mode": self.mode, "normalize": self.normalize}
+        return {
+            **super().get_config(),
+            "mode": self.mode,
+            "normalize": self.normalize,
+            "skip_token_id": self.skip_token_id,
+        }
 
 
 def unit_length(vectors):

@@ -31,6 +31,7 @@ class HeadInput:
     pooling: str = "pooler"
     feature_based: bool = False
     lstm_units: int = 256
+    pad_id: int | None = None  # with pooling "last": a token id never read (SequencePooling's skip_token_id)
 
     def __post_init__(self):
         if self.pooling not in POOLINGS:
@@ -39,6 +40,10 @@ class HeadInput:
             raise ValueError(
                 f"pooling={self.pooling!r} pools the sequence for a sentence-level head; a per-token head "
                 "or feature_based=True (a BiLSTM's final states) reads no pooled vector."
+            )
+        if self.pad_id is not None and self.pooling != "last":
+            raise ValueError(
+                f"pad_id={self.pad_id} names the token the last-token pooling passes over; pooling is {self.pooling!r}."
             )
 
     @property
@@ -55,14 +60,18 @@ class HeadInput:
         if self.pooling == "pooler":
             return encoder(inputs)["pooled_output"]  # [B, H]
         sequence = encoder(inputs)["sequence_output"]  # [B, S, H]
-        pool = SequencePooling(self.pooling, dtype=encoder.layer_dtype_policy, name="pooling")
-        return pool(sequence, inputs["padding_mask"])
+        pool = SequencePooling(
+            self.pooling, skip_token_id=self.pad_id, dtype=encoder.layer_dtype_policy, name="pooling"
+        )
+        if self.pad_id is None:
+            return pool(sequence, inputs["padding_mask"])
+        return pool(sequence, inputs["padding_mask"], token_ids=inputs["token_ids"])
 
 
 class LogitsModel(EncoderModel):
     """`logits = head(features)` with `num_classes` classes and dropout, where the subclass says
     what the head reads (`head_input`, a `HeadInput`) and which head it is (`head_class`, taking
-    num_classes, dropout, kernel_initializer).
+    num_classes, dropout, kernel_initializer, and the subclass's `head_options`).
 
     A `decoder` layer, called on the logits and the padding mask, adds its result as the output
     `tags` (`TokenClassifier(crf=True)`'s Viterbi path).
@@ -78,6 +87,7 @@ class LogitsModel(EncoderModel):
         head_input: HeadInput,
         dropout: float = 0.1,
         decoder: keras.layers.Layer | None = None,
+        head_options: dict | None = None,
         name: str | None = None,
         trainable: bool = True,
         **kwargs,
@@ -90,6 +100,7 @@ class LogitsModel(EncoderModel):
             kernel_initializer=bert_initializer(encoder.config.initializer_range),
             dtype=encoder.layer_dtype_policy,
             name="head",
+            **(head_options or {}),
         )
         outputs = {"logits": head(head_input.features(encoder, inputs))}
         if decoder is not None:  # a layer reading the logits and the padding mask: a tagger's CRF

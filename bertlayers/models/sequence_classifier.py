@@ -25,6 +25,11 @@ class SequenceClassifier(LogitsModel):
       feature_based: freeze the encoder and classify the final states of a BiLSTM
         (`lstm_units` per direction) over a learned scalar mix of all its hidden states
         (ELMo style; see `LogitsModel`).
+      output_bias: whether the output layer has a bias; transformers' last-token classifiers of
+        decoder families (`Qwen3ForSequenceClassification`'s `score`) have none.
+      pad_id: with `pooling="last"`, a token id the head never reads: transformers' decoder
+        classifiers read the last token whose id is not the config's `pad_token_id`, so an
+        end-of-text token that doubles as the pad token (Qwen3's `<|endoftext|>`) is passed over.
     """
 
     def __init__(
@@ -36,6 +41,8 @@ class SequenceClassifier(LogitsModel):
         pooling: str = "pooler",
         feature_based: bool = False,
         lstm_units: int = 256,
+        output_bias: bool = True,
+        pad_id: int | None = None,
         name: str = "sequence_classifier",
         **kwargs,
     ) -> None:
@@ -50,12 +57,32 @@ class SequenceClassifier(LogitsModel):
                 )
         if num_classes is None:
             raise ValueError("SequenceClassifier needs num_classes or label_names.")
-        head_input = HeadInput(per_token=False, pooling=pooling, feature_based=feature_based, lstm_units=lstm_units)
-        super().__init__(encoder, num_classes, ClassificationHead, head_input, dropout=dropout, name=name, **kwargs)
+        pad_id = None if pad_id is None else int(pad_id)
+        head_input = HeadInput(
+            per_token=False, pooling=pooling, feature_based=feature_based, lstm_units=lstm_units, pad_id=pad_id
+        )
+        super().__init__(
+            encoder,
+            num_classes,
+            ClassificationHead,
+            head_input,
+            dropout=dropout,
+            head_options={"use_bias": bool(output_bias)},
+            name=name,
+            **kwargs,
+        )
         self.label_names = label_names
+        self.output_bias = bool(output_bias)
+        self.pad_id = pad_id
 
     def _constructor_args(self):
-        return {**super()._constructor_args(), "label_names": self.label_names, "pooling": self.pooling}
+        return {
+            **super()._constructor_args(),
+            "label_names": self.label_names,
+            "pooling": self.pooling,
+            "output_bias": self.output_bias,
+            "pad_id": self.pad_id,
+        }
 
     def default_losses(self):
         if self.num_classes == 1:

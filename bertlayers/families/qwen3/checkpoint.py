@@ -1,7 +1,8 @@
 """Qwen3's Hugging Face checkpoints (model_type "qwen3"): transformers' `Qwen3Model` (the
-embedders' folders) and `Qwen3ForCausalLM` (the rerankers' and the base decoders'), Llama's tensor
-names (`embed_tokens`, `q/k/v/o_proj`, `q_norm`/`k_norm`, `gate/up/down_proj`, `input_layernorm`,
-`post_attention_layernorm`, `norm`, `lm_head`)."""
+embedders' folders), `Qwen3ForCausalLM` (the rerankers' and the base decoders') and
+`Qwen3ForSequenceClassification`, Llama's tensor names (`embed_tokens`, `q/k/v/o_proj`,
+`q_norm`/`k_norm`, `gate/up/down_proj`, `input_layernorm`, `post_attention_layernorm`, `norm`,
+`lm_head`, `score`)."""
 
 from bertlayers.convert.huggingface import (
     IGNORED_TENSORS,
@@ -11,15 +12,19 @@ from bertlayers.convert.huggingface import (
     add_output_projection,
     config_writer,
     decoder_config_keys,
+    is_token_classifier,
+    label_names,
     register_huggingface_family,
     require_keys,
     rotary_theta,
     start_loading,
     tied_output,
+    transposed,
 )
 from bertlayers.families.qwen3.encoder import Qwen3Encoder
 from bertlayers.families.qwen3.presets import qwen3_config
 from bertlayers.models.pretrainer import CausalLMPretrainer
+from bertlayers.models.sequence_classifier import SequenceClassifier
 from bertlayers.tokenizers.checkpoint_tokenizer import (
     register_checkpoint_tokenizer,
     tokenizer_json_checkpoint_tokenizer,
@@ -76,24 +81,38 @@ def load_huggingface_qwen3(path, dtype=None):
 
     Returns:
       A `CausalLMPretrainer` for a causal-LM folder (`lm` ↔ `logits`, the next token's at every
-      position; `AnswerTokenScorer` over it is Qwen3-Reranker's score), else the `Qwen3Encoder` (`sequence_output`
-      ↔ `last_hidden_state`, after the final norm). A `Qwen3ForSequenceClassification` folder
-      (`score` over the last token, no pooler) is refused.
+      position; `AnswerTokenScorer` over it is Qwen3-Reranker's score), a `SequenceClassifier` for
+      a `Qwen3ForSequenceClassification` folder (`logits` ↔ `logits`: `score`, no bias and no
+      dropout, over the state of the last real token whose id is not `pad_token_id`, as
+      transformers reads it; no pooler), else the
+      `Qwen3Encoder` (`sequence_output` ↔ `last_hidden_state`, after the final norm).
     """
     hf_config, tensors, encoder, weights = start_loading(
         path, "qwen3", "model.", Qwen3Encoder, dtype, name="qwen3_encoder"
     )
-    if "score.weight" in tensors:
+    if is_token_classifier(hf_config):
         raise ValueError(
-            f"{weights.source}: holds score.weight (Qwen3ForSequenceClassification); only Qwen3Model and "
-            "Qwen3ForCausalLM folders load."
+            f"{weights.source}: config.json names {hf_config['architectures']}; a Qwen3 folder loads as "
+            "Qwen3Model, Qwen3ForCausalLM or Qwen3ForSequenceClassification."
         )
     weights.add(encoder.token_embedding.embeddings, "embed_tokens.weight")
     for index, block in enumerate(encoder.transformer_layers):
         add_decoder_block(weights, block, encoder.config, f"layers.{index}.")
     add_norm(weights, encoder.final_layer_norm, "norm")
     model = encoder
-    if "lm_head.weight" in tensors or (
+    if "score.weight" in tensors:
+        count = tensors["score.weight"].shape[0]
+        model = SequenceClassifier(
+            encoder,
+            count,
+            dropout=0.0,
+            label_names=label_names(hf_config, count) if count > 1 else None,
+            pooling="last",
+            output_bias=False,
+            pad_id=hf_config.get("pad_token_id"),
+        )
+        weights.add(model.head.output_dense.kernel, "score.weight", transposed)
+    elif "lm_head.weight" in tensors or (
         hf_config.get("architectures") == ["Qwen3ForCausalLM"] and encoder.config.tie_word_embeddings
     ):
         model = CausalLMPretrainer(encoder, name="qwen3_causal_lm")
@@ -120,7 +139,8 @@ register_huggingface_family(
     qwen3_config_from_huggingface,
     load_huggingface_qwen3,
     config_writer(qwen3_config_to_huggingface),
-    {"base": "Qwen3Model", "mlm": "Qwen3ForCausalLM"},
+    {"base": "Qwen3Model", "mlm": "Qwen3ForCausalLM", "classifier": "Qwen3ForSequenceClassification"},
+    classifier_pooling="last",
 )
 
 
