@@ -219,3 +219,47 @@ def test_an_embedding_folder_encodes_and_serves_as_sentence_transformers_encodes
         served = embed(text=tf.constant(texts), prompt_name=tf.constant(prompt), dimensions=tf.constant(0))
         expected = REFERENCE[f"{name}." + (prompt or "default")]
         np.testing.assert_allclose(served["embedding"].numpy(), expected, atol=ATOL)
+
+
+@pytest.mark.slow(reason="an LLM reranker exported and served as text in (its SavedModels written and loaded)")
+def test_a_qwen3_reranker_folder_scores_pairs_as_its_model_card_and_serves_them_prompted(tmp_path):
+    """Qwen3-Reranker's way (its model card, recorded with transformers 5.24): each pair formatted
+    under the instruction, its ids between the prompt's prefix and suffix ids (the pair cut from its
+    end where the row is full, the prefix and suffix kept), padded on the left; the score the
+    softmax of the two answers' logits at the last token. The same ids, the same scores within 1e-5,
+    and the text SavedModel's pair signature answers the same, the prompt applied in the graph."""
+    import shutil
+
+    import tensorflow as tf
+
+    from bertlayers.tasks import TextReranker
+
+    folder = shutil.copytree(_folder("qwen3_causal_lm"), tmp_path / "reranker")
+    with open(folder / "config.json") as f:
+        config = json.load(f)
+    with open(folder / "config.json", "w") as f:  # as recorded: the prompt alone takes 84 positions
+        json.dump({**config, "max_position_embeddings": 256}, f)
+    shutil.copy(_folder("qwen3_tokenizer.json"), folder / "tokenizer.json")
+    with open(folder / "tokenizer_config.json", "w") as f:
+        json.dump({"tokenizer_class": "Qwen2Tokenizer", "pad_token": "<|endoftext|>", "padding_side": "left"}, f)
+    pairs = list(zip(*(map(str, REFERENCE[f"qwen3_reranker.{key}"]) for key in ("queries", "documents"))))
+    # "yes" and "no" are not pieces of the fixture's vocabulary (a ValueError names them); "y" and "n" were recorded.
+    with pytest.raises(ValueError, match="the tokenizer has no piece 'yes'"):
+        TextReranker.from_checkpoint(str(folder), sequence_length=192)
+    reranker = TextReranker.from_checkpoint(str(folder), sequence_length=192, answers=("y", "n"))
+    assert reranker.prompt.instruction.startswith("Given a web search query")
+    inputs, mask = reranker.inputs(pairs), REFERENCE["qwen3_reranker.padding_mask"]
+    np.testing.assert_array_equal(inputs["padding_mask"], mask)
+    np.testing.assert_array_equal(inputs["token_ids"][mask == 1], REFERENCE["qwen3_reranker.token_ids"][mask == 1])
+    scores = REFERENCE["qwen3_reranker.score"]
+    np.testing.assert_allclose(reranker.predict(pairs), scores, atol=ATOL)
+    # Cut as `predict` cuts (one pair is longer than the row).
+    paths = reranker.export(str(tmp_path / "savedmodels"), "reranker", truncate=True)
+    served = tf.saved_model.load(paths["reranker_text"])
+    queries, documents = (tf.constant([p[i] for p in pairs]) for i in (0, 1))
+    for signature in ("text_pair", "serving_default"):
+        answer = served.signatures[signature](text_a=queries, text_b=documents)
+        np.testing.assert_allclose(answer["score"].numpy(), scores, atol=ATOL)
+    np.testing.assert_allclose(answer["logit"].numpy(), np.log(scores / (1 - scores)), atol=1e-4)
+    with pytest.raises(ValueError, match="instruction and answers are an LLM reranker's"):
+        TextReranker.from_checkpoint(_folder("qwen3_classifier"), instruction="Find it")

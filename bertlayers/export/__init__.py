@@ -3,6 +3,7 @@
 from bertlayers.export.saved_model import EndpointPart, ExportOptions, export_endpoint, export_for_serving
 from bertlayers.export.serving_folder import check_serving_base, next_version, recover_exports, write_models_config
 from bertlayers.export.serving_outputs import (
+    AnswerScoreOutputs,
     ClassifierOutputs,
     EmbeddingOutputs,
     EncoderOutputs,
@@ -16,6 +17,7 @@ from bertlayers.export.tflite import export_tflite, tflite_interpreter
 from bertlayers.tokenizers.wordpiece import InGraphTokenizer
 
 __all__ = [
+    "AnswerScoreOutputs",
     "ClassifierOutputs",
     "EmbeddingOutputs",
     "EncoderOutputs",

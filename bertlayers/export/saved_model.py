@@ -287,7 +287,7 @@ def _text_tokenizer(model, vocabulary, options, limits, outputs):
     tokenizer = model_tokenizer(vocabulary, True if lowercase is None else lowercase)
     if lowercase is not None and tokenizer.is_wordpiece_vocabulary:
         tokenizer = dataclasses.replace(tokenizer, lowercase=bool(lowercase))
-    tokenizer = tokenizer.in_graph(limits.vocabulary_size)
+    tokenizer = outputs.text_tokenizer(tokenizer.in_graph(limits.vocabulary_size))
     if outputs.text_kind == "question_context" and not tokenizer.layout.start:
         raise ValueError(
             "A question-answering text model reads the null answer at the first token; this model's input layout "

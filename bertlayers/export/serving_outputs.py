@@ -13,6 +13,9 @@
     SparseOutputs(top_k)     a sparse encoder's top_k entries a text: indices and values
     EmbeddingOutputs()       a sentence embedder's embedding; the text model's `embed` signature
                              takes a prompt name and Matryoshka dimensions too (`TextEmbedder.export`)
+    AnswerScoreOutputs()     an LLM reranker's score (its positive answer's probability) and
+                             logit; with a `PairPrompt`, the text model takes (query, document)
+                             and prompts them in the graph (`TextReranker.export`)
 
 The library's models get theirs by default (`default_outputs`); a model a user composed gets
 `ModelOutputs` unless given another: a head that returns logits serves as a classifier with
@@ -20,6 +23,7 @@ The library's models get theirs by default (`default_outputs`); a model a user c
 """
 
 from bertlayers import backend
+from bertlayers.models.answer_token_scorer import AnswerTokenScorer
 from bertlayers.models.ensemble import ClassifierEnsemble
 from bertlayers.models.multi_task import MultiTask
 from bertlayers.models.sequence_classifier import SequenceClassifier
@@ -124,6 +128,10 @@ class ModelOutputs:
     def bind(self, model):
         """Settings read from the model being exported; returns self."""
         return self
+
+    def text_tokenizer(self, tokenizer):
+        """The in-graph tokenizer the text model packs with (a prompt's layout; this one by default)."""
+        return tokenizer
 
     def __call__(self, model, inputs):
         return flat_outputs(call_model(model, inputs))
@@ -385,6 +393,30 @@ class SpanOutputs(ModelOutputs):
         return {"start_logits": outputs["start_logits"], "end_logits": outputs["end_logits"]}
 
 
+class AnswerScoreOutputs(ModelOutputs):
+    """An `AnswerTokenScorer`'s `score` [B] (the positive answer's probability) and `logit` [B]
+    (the positive's logit less the negative's: the score is its sigmoid). With `prompt` (a
+    `PairPrompt`) the text model's `serving_default` and `text_pair` take `text_a` (the query)
+    and `text_b` (the document) and prompt them in the graph, packed in the prompt's layout.
+    """
+
+    def __init__(self, prompt=None) -> None:
+        self.prompt = prompt
+        self.text_kind = "prompted_pair" if prompt is not None else "text"
+
+    def text_tokenizer(self, tokenizer):
+        if self.prompt is None:
+            return tokenizer
+        import dataclasses
+
+        return dataclasses.replace(tokenizer, layout=self.prompt.layout(tokenizer))
+
+    def __call__(self, model, inputs):
+        logits = call_model(model, inputs)["logits"]  # [B, 2]: the negative's, the positive's
+        logit = logits[:, 1] - logits[:, 0]
+        return {"score": tf.math.sigmoid(logit), "logit": logit}
+
+
 def default_outputs(model, label_names=None, max_answer_length=30, max_query_length=64):
     """The outputs a library model serves by its class; `ModelOutputs` for any other model."""
     if isinstance(model, ClassifierEnsemble):  # it answers as its members do: classifies or tags
@@ -405,4 +437,6 @@ def default_outputs(model, label_names=None, max_answer_length=30, max_query_len
         return MultiTaskOutputs()
     if isinstance(model, SparseEncoder):
         return SparseOutputs()
+    if isinstance(model, AnswerTokenScorer):
+        return AnswerScoreOutputs()
     return ModelOutputs()

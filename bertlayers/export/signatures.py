@@ -94,8 +94,12 @@ def text_signatures(servable, tokenizer, sequence_length, truncate):
     def text_pair(text_a, text_b):
         checked = checked_text_request({"text_a": text_a, "text_b": text_b})
         text_a, text_b = checked["text_a"], checked["text_b"]
+        if outputs_kind.text_kind == "prompted_pair":  # one prompted text a pair, in the prompt's layout
+            return run(tokenize(outputs_kind.prompt.graph_texts(text_a, text_b)), None)
         return run(tokenize(text_a), tokenize(text_b))
 
+    if outputs_kind.text_kind == "prompted_pair":  # a pair is what it reads: that is its default
+        return {"serving_default": text_pair, "text_pair": text_pair}
     signatures = {"serving_default": serving_default, "text_pair": text_pair}
     if outputs_kind.text_kind == "embedding":
         output = outputs_kind.output

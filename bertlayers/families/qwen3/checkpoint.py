@@ -29,6 +29,7 @@ from bertlayers.tokenizers.checkpoint_tokenizer import (
     register_checkpoint_tokenizer,
     tokenizer_json_checkpoint_tokenizer,
 )
+from bertlayers.tokenizers.pair_prompt import PairPrompt, register_reranker_prompt
 
 
 def qwen3_config_from_huggingface(hf_config, source):
@@ -146,3 +147,17 @@ register_huggingface_family(
 
 # Its tokenizer.json, padded as its tokenizer_config.json says (pad_token <|endoftext|>, left).
 register_checkpoint_tokenizer("qwen3", tokenizer_json_checkpoint_tokenizer, ["tokenizer.json"])
+
+
+# Qwen3-Reranker's prompt (its model card): the pair under an instruction in a chat turn, the
+# assistant's turn opened with an empty thought; its score is "yes" against "no" at the last token.
+QWEN3_RERANKER_PROMPT = PairPrompt(
+    prefix=(
+        "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct "
+        'provided. Note that the answer can only be "yes" or "no".<|im_end|>\n<|im_start|>user\n'
+    ),
+    pair="<Instruct>: {instruction}\n<Query>: {query}\n<Document>: {document}",
+    suffix="<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n",
+    instruction="Given a web search query, retrieve relevant passages that answer the query",
+)
+register_reranker_prompt("qwen3", QWEN3_RERANKER_PROMPT, answers=("yes", "no"))
