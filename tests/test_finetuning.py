@@ -78,6 +78,13 @@ def test_answers_start_and_end_on_word_boundaries(tokenizer):
     context = "The Tarsen Glacier moved north."
     example = SquadExample("q", "Which glacier?", context, [], True)
     features = make_windows([example], tokenizer, sequence_length=32)
+    # A layout with no special token (a decoder's tokenizer without a template) has nowhere for the
+    # null answer but a context token: refused.
+    import dataclasses
+
+    bare = dataclasses.replace(tokenizer, layout=dataclasses.replace(tokenizer.layout, start=(), between=(), end=()))
+    with pytest.raises(ValueError, match="no token can hold SQuAD's null answer"):
+        make_windows([example], bare, sequence_length=32)
     pieces = [tokenizer.tokenizer.vocabulary[int(t)] for t in features.inputs["token_ids"][0]]
     inside, first = pieces.index("##sen"), pieces.index("##sen") - 1
     start = np.zeros((1, 32), "float32")

@@ -4,6 +4,7 @@ its Keras model computes, saves, loads and exports a text model that answers the
 import json
 import os
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -22,6 +23,9 @@ TEXTS = ["a warm, funny film", "a dull mess", "Zürich's café—open late!", "t
 @pytest.fixture(scope="module")
 def encoder_file(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("encoder") / "encoder.keras")
+    keras.utils.set_random_seed(
+        0
+    )  # the same weights whatever ran before in the worker (the tests' outcomes rely on them)
     save_model(record_tokenizer(BertEncoder(**TINY), bert_uncased_vocabulary()), path)
     return path
 

@@ -74,11 +74,13 @@ class SequencePooling(keras.layers.Layer):
             real = real * kept
         count = ops.sum(real, axis=1)  # [batch, 1]
         if self.mode in ("first", "last"):
-            # The first (last) position holding a real token, padding on either side: [batch].
-            order = ops.arange(ops.shape(values)[1], dtype="float32")[None, :]
-            mask = real[:, :, 0]
-            rank = order if self.mode == "last" else -order
-            position = ops.argmax(mask * (rank + 1e6), axis=1)
+            # The first (last) position holding a real token, padding on either side: [batch]. In
+            # integers: Keras's float argmax adds a sign-bit test TFLite has no kernel for.
+            length = ops.shape(values)[1]
+            order = ops.arange(length, dtype="int32")[None, :]
+            mask = ops.cast(real[:, :, 0] > 0, "int32")
+            rank = order + 1 if self.mode == "last" else length - order
+            position = ops.argmax(mask * rank, axis=1)
             pooled = backend.rows_at(values, position[:, None])[:, 0, :]
         elif self.mode == "max":
             # Padding can never win: it is pushed far below any real state.
