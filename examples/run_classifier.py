@@ -52,6 +52,7 @@ from bertlayers.task_data.classification import (
 )
 from bertlayers.training.length_batching import predict_by_length
 from bertlayers.utils.atomic_files import write_text
+from bertlayers.utils.charts import ensemble_scores
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import POSITIVE_INT, Range, flag
 
@@ -189,6 +190,13 @@ def main():
         }
     )
     write_json(os.path.join(config.output_dir, "metrics.json"), metrics)
+    if metrics.get("member_accuracies"):  # the ensemble against its members, where matplotlib is installed
+        ensemble_scores(
+            metrics["member_accuracies"],
+            metrics["accuracy"],
+            "accuracy",
+            os.path.join(config.output_dir, "ensemble.png"),
+        )
     write_text(os.path.join(config.output_dir, "predictions.jsonl"), "".join(json.dumps(p) + "\n" for p in predictions))
     print({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items() if k != "per_class_f1"})
     print(files_written(config.output_dir))

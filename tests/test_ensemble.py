@@ -116,6 +116,7 @@ def test_run_classifier_ensemble_keeps_every_member_and_saves_one_model(tmp_path
     )
     metrics = json.load(open(out / "metrics.json"))
     assert metrics["ensemble_seeds"] == [0, 1] and len(metrics["member_accuracies"]) == 2
+    assert os.path.getsize(out / "ensemble.png") > 0  # the ensemble beside its members
     assert os.path.isfile(out / "member_0" / "model.keras") and os.path.isfile(out / "member_1" / "model.keras")
     model = load_model_file(str(out / "model.keras"))
     assert isinstance(model, ClassifierEnsemble) and model.label_names == ["fresh", "rotten"]

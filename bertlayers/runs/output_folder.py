@@ -40,6 +40,7 @@ RUN_OUTPUTS = (
     "metrics.json",
     "history.json",
     "history.png",
+    "ensemble.png",
     "logs",
     "predictions.json",
     "predictions.jsonl",

@@ -67,3 +67,29 @@ def training_curves(history: list[dict], path: str) -> bool:
     figure.tight_layout()
     save_figure(figure, path)
     return True
+
+
+def ensemble_scores(members: list[float], ensemble: float, metric: str, path: str) -> bool:
+    """A PNG at `path` of an ensemble's score beside its members' (`metric`, one dot a member,
+    their mean and spread marked): whether averaging beats the seeds at a glance. Returns whether
+    it was written (False without matplotlib or members)."""
+    plt = pyplot()
+    if plt is None or not members:
+        return False
+    rows = [(f"member {index}", [score]) for index, score in enumerate(members)]
+    rows += [(f"members' mean ({len(members)})", list(members)), ("ensemble", [ensemble])]
+    figure, axis = plt.subplots(figsize=(6.4, 0.45 * len(rows) + 1.4))
+    for y, (label, scores) in enumerate(rows):
+        if len(scores) > 1:  # the members' spread, and their mean
+            axis.plot([min(scores), max(scores)], [y, y], color="0.6", linewidth=3)
+            axis.plot(sum(scores) / len(scores), y, "|", color="black", markersize=14)
+        else:
+            axis.plot(scores, [y], "*" if label == "ensemble" else "o", color="tab:blue", markersize=9)
+    axis.set_yticks(range(len(rows)), [label for label, _ in rows])
+    axis.invert_yaxis()
+    axis.set_xlabel(metric)
+    axis.grid(axis="x", alpha=0.3)
+    figure.suptitle(os.path.basename(os.path.dirname(os.path.abspath(path))) or "ensemble")
+    figure.tight_layout()
+    save_figure(figure, path)
+    return True
