@@ -220,8 +220,8 @@ def test_a_folder_fine_tunes_and_serves_text_and_ids_equal_to_keras(tmp_path):
     without Keras equal the Keras model's, and the text model's graph holds only ops TF Serving links."""
     import csv
 
-    from processes import python, run, run_script
-    from test_modern_checkpoints import SERVE_IDS_AND_TEXT
+    from processes import run_script
+    from test_modern_checkpoints import serve_text_and_ids
 
     from bertlayers.convert import load_model_file
     from bertlayers.convert.model_files import recorded_tokenizer
@@ -256,16 +256,9 @@ def test_a_folder_fine_tunes_and_serves_text_and_ids_equal_to_keras(tmp_path):
     )
     packed = theirs.encode(check, sequence_length=48)
     expected = loaded.predict(packed, verbose=0)["logits"]
-    ids = {"deberta": {key: np.asarray(value).tolist() for key, value in packed.items()}}
-    served = {"deberta": [paths["deberta_text"], paths["deberta"]]}
-    answers = json.loads(
-        run(python(SERVE_IDS_AND_TEXT) + [json.dumps(check), json.dumps(served), json.dumps(ids)]).stdout.splitlines()[
-            -1
-        ]
-    )
-    text_answer, ids_answer = answers["deberta"]
-    np.testing.assert_allclose(np.array(text_answer), expected, atol=1e-4)
-    np.testing.assert_allclose(np.array(ids_answer), expected, atol=1e-4)
+    text_answer, ids_answer = serve_text_and_ids(paths["deberta_text"], paths["deberta"], check, packed, tmp_path)
+    np.testing.assert_allclose(text_answer, expected, atol=1e-4)
+    np.testing.assert_allclose(ids_answer, expected, atol=1e-4)
     # The text model's graph: only ops a stock TF Serving links (its tensorflow-text kernels included).
     import tensorflow as tf
     from test_export import FORBIDDEN, graph_ops

@@ -92,18 +92,18 @@ RECORDED_TOKENIZERS = {
     "qwen3": os.path.join(FIXTURES, "decoder_families", "qwen3_tokenizer.json"),
     "gemma3": os.path.join(FIXTURES, "decoder_families", "gemma_tokenizer.json"),
 }
-SERVE_IDS_AND_TEXT = """
-import json, sys
-import numpy as np, tensorflow as tf, tensorflow_text  # noqa: F401  (the tokenizers' kernels)
-texts, paths, ids = json.loads(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[3])
-answers = {}
-for name, (text_path, ids_path) in paths.items():
-    text = tf.saved_model.load(text_path).signatures["serving_default"]
-    served_ids = tf.saved_model.load(ids_path).signatures["serving_default"]
-    inputs = {key: tf.constant(value, tf.int32) for key, value in ids[name].items()}
-    answers[name] = [text(text=tf.constant(texts))["logits"].numpy().tolist(), served_ids(**inputs)["logits"].numpy().tolist()]
-print(json.dumps(answers))
-"""
+
+
+def serve_text_and_ids(text_path, ids_path, texts, packed, tmp_path):
+    """The logits a text SavedModel gives `texts` and its ids SavedModel gives their `packed` ids, each
+    served in a Python without Keras (`fresh_serving`)."""
+    from fresh_serving import run_fresh
+
+    text = run_fresh(text_path, "serving_default", {"text": np.array(texts)}, tmp_path, text=True)
+    ids = run_fresh(
+        ids_path, "serving_default", {k: np.asarray(v, "int32") for k, v in packed.items()}, tmp_path, text=False
+    )
+    return text["logits"], ids["logits"]
 
 
 def modern_folder(name, folder):
@@ -159,23 +159,14 @@ def served_models(tmp_path_factory):
 
 @pytest.mark.slow
 @pytest.mark.tensorflow_only
-def test_each_model_type_fine_tunes_and_serves_text_and_ids_from_its_folder(served_models):
-    from processes import python, run
-
+def test_each_model_type_fine_tunes_and_serves_text_and_ids_from_its_folder(served_models, tmp_path):
     check, results = served_models
     for name, (_, _, _, losses, _, _) in results.items():
         assert np.isfinite(losses).all() and losses[-1] < losses[0], (name, losses)
-    paths = {name: list(paths) for name, (paths, *_) in results.items()}
-    ids = {name: {k: np.asarray(v).tolist() for k, v in packed.items()} for name, (_, packed, *_) in results.items()}
-    answers = json.loads(
-        run(python(SERVE_IDS_AND_TEXT) + [json.dumps(check), json.dumps(paths), json.dumps(ids)]).stdout.splitlines()[
-            -1
-        ]
-    )
-    for name, (_, _, expected, *_) in results.items():
-        text_answer, ids_answer = answers[name]
-        np.testing.assert_allclose(np.array(text_answer), expected, atol=1e-4, err_msg=name)
-        np.testing.assert_allclose(np.array(ids_answer), expected, atol=1e-4, err_msg=name)
+    for name, ((text_path, ids_path), packed, expected, *_) in results.items():
+        served = serve_text_and_ids(text_path, ids_path, check, packed, tmp_path)
+        for answer in served:
+            np.testing.assert_allclose(answer, expected, atol=1e-4, err_msg=name)
 
 
 @pytest.mark.slow
