@@ -253,6 +253,10 @@ def test_a_qwen3_reranker_folder_scores_pairs_as_its_model_card_and_serves_them_
     np.testing.assert_array_equal(inputs["token_ids"][mask == 1], REFERENCE["qwen3_reranker.token_ids"][mask == 1])
     scores = REFERENCE["qwen3_reranker.score"]
     np.testing.assert_allclose(reranker.predict(pairs), scores, atol=ATOL)
+    reranker.save(str(tmp_path / "reranker.keras"))  # its prompt and answers kept with the model
+    again = TextReranker.load(str(tmp_path / "reranker.keras"))
+    assert again.prompt == reranker.prompt and again.sequence_length == 192
+    np.testing.assert_allclose(again.predict(pairs), scores, atol=ATOL)
     # Cut as `predict` cuts (one pair is longer than the row).
     paths = reranker.export(str(tmp_path / "savedmodels"), "reranker", truncate=True)
     served = tf.saved_model.load(paths["reranker_text"])
