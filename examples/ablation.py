@@ -310,11 +310,21 @@ def chart(results, path):
     if plt is None:  # logged: the table is written without its chart
         return
     rows = list(results)
-    figure, axes = plt.subplots(1, 2, figsize=(11, 0.55 * len(rows) + 1.5), sharey=True)
-    for axis, key, label, scale in (
-        (axes[0], "rotten_tomatoes_accuracy", "Rotten Tomatoes accuracy (%)", 100),
-        (axes[1], "squad_f1", "SQuAD F1 (bundled file)", 1),
-    ):
+    panels = [
+        (key, label, scale)
+        for key, label, scale in (
+            ("rotten_tomatoes_accuracy", "Rotten Tomatoes accuracy (%)", 100),
+            ("squad_f1", "SQuAD F1 (bundled file)", 1),
+        )
+        if any(key in results[row] for row in rows)  # a panel for each task the study ran
+    ]
+    if not panels:
+        return
+    figure, axes = plt.subplots(
+        1, len(panels), figsize=(5.5 * len(panels) + 1, 0.55 * len(rows) + 1.5), sharey=True, squeeze=False
+    )
+    axes = axes[0]
+    for axis, (key, label, scale) in zip(axes, panels):
         for y, row in enumerate(rows):
             if key not in results[row]:
                 continue
@@ -326,7 +336,8 @@ def chart(results, path):
         axis.grid(axis="x", alpha=0.3)
     axes[0].set_yticks(range(len(rows)), [results[r]["objective"] for r in rows])
     axes[0].invert_yaxis()
-    figure.suptitle("Pretraining objectives, same tiny encoder and steps (dots: fine-tuning seeds; bar: mean)")
+    gap = " " if len(panels) > 1 else "\n"  # one panel: too narrow for the title on one line
+    figure.suptitle(f"Pretraining objectives, same tiny encoder and steps{gap}(dots: fine-tuning seeds; bar: mean)")
     figure.tight_layout()
     save_figure(figure, path)
     print(f"Chart: {path}")

@@ -1,13 +1,14 @@
 """The benchmarks' own arithmetic (the scripts are run by hand, never timed in tests): the trace
 summary of `benchmarks/device_profile.py`, the repeats of `benchmarks/accelerator.py` and the
-memory split of `benchmarks/serving_memory.py`."""
+memory split of `benchmarks/serving_memory.py`; the benchmarks' and the studies' charts."""
 
 import os
 import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 import accelerator  # noqa: E402
 import device_profile  # noqa: E402
@@ -98,3 +99,29 @@ def test_the_resident_memory_splits_into_anonymous_and_file_backed_pages():
     resident = resident_mb()[0]
     assert parts["anonymous"] > 0 and parts["file-backed"] > 0
     assert abs(parts["anonymous"] + parts["file-backed"] - resident) <= max(8, resident // 20), (parts, resident)
+
+
+def test_the_studies_charts_draw_a_panel_a_task_run_and_the_ensemble_beside_its_members(tmp_path, monkeypatch):
+    """examples/ablation.py's chart: one panel for each task the study ran (a Rotten Tomatoes-only
+    study has no empty SQuAD panel), a dot a fine-tuning seed; `ensemble_scores`: a dot a member,
+    the members' spread, the ensemble's star."""
+    import importlib.util
+
+    import matplotlib.pyplot as plt
+
+    from bertlayers.utils.charts import ensemble_scores
+
+    spec = importlib.util.spec_from_file_location("ablation", os.path.join(ROOT, "examples", "ablation.py"))
+    ablation = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ablation)
+    made = []
+    real_subplots = plt.subplots
+    monkeypatch.setattr(plt, "subplots", lambda *a, **k: made.append(a) or real_subplots(*a, **k))
+    results = {
+        row: {"objective": row, "rotten_tomatoes_accuracy": {"runs": runs}}
+        for row, runs in (("roberta_10", [0.72, 0.74, 0.73]), ("roberta", [0.74, 0.75, 0.75]))
+    }
+    ablation.chart(results, str(tmp_path / "study.png"))
+    assert made == [(1, 1)]
+    assert ensemble_scores([0.75, 0.76], 0.77, "accuracy", str(tmp_path / "ensemble.png"))
+    assert all((tmp_path / name).read_bytes()[:4] == b"\x89PNG" for name in ("study.png", "ensemble.png"))
