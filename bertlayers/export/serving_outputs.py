@@ -32,6 +32,7 @@ from bertlayers.models.sparse_encoder import SparseEncoder
 from bertlayers.models.token_classifier import TokenClassifier
 from bertlayers.networks.encoder_base import EncoderBase
 from bertlayers.startup import require_tensorflow
+from bertlayers.tokenizers.pair_prompt import PairPrompt
 
 tf = require_tensorflow(__name__)
 
@@ -400,7 +401,7 @@ class AnswerScoreOutputs(ModelOutputs):
     and `text_b` (the document) and prompt them in the graph, packed in the prompt's layout.
     """
 
-    def __init__(self, prompt=None) -> None:
+    def __init__(self, prompt: PairPrompt | None = None) -> None:
         self.prompt = prompt
         self.text_kind = "prompted_pair" if prompt is not None else "text"
 

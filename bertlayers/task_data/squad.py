@@ -147,14 +147,7 @@ def make_windows(examples, tokenizer, sequence_length=384, doc_stride=128, max_q
     """
     if not examples:
         raise ValueError("make_windows: no questions to window.")
-    layout = tokenizer.layout
-    if not layout.start and not layout.end:
-        # The null answer would sit on the context's last token, itself an answer position.
-        raise ValueError(
-            "make_windows: the tokenizer's layout puts no special token before or after the texts (a decoder's "
-            "tokenizer without a template), so no token can hold SQuAD's null answer; use a tokenizer whose "
-            "tokenizer.json adds one (its post_processor)."
-        )
+    layout = _null_answer_layout(tokenizer)
     end_segments = [
         layout.second_segment if s is None else s for s in (layout.end_segments or (None,) * len(layout.end))
     ]
@@ -230,6 +223,19 @@ def make_windows(examples, tokenizer, sequence_length=384, doc_stride=128, max_q
         max_context,
         np.array(rows["null"], "int32"),
     )
+
+
+def _null_answer_layout(tokenizer):
+    """The tokenizer's layout, refused where no special token can hold SQuAD's null answer."""
+    layout = tokenizer.layout
+    if not layout.start and not layout.end:
+        # The null answer would sit on the context's last token, itself an answer position.
+        raise ValueError(
+            "make_windows: the tokenizer's layout puts no special token before or after the texts (a decoder's "
+            "tokenizer without a template), so no token can hold SQuAD's null answer; use a tokenizer whose "
+            "tokenizer.json adds one (its post_processor)."
+        )
+    return layout
 
 
 def _has_max_context(windows, current_start, token):

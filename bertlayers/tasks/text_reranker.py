@@ -90,8 +90,6 @@ class TextReranker:
                 f"An AnswerTokenScorer's score is the sigmoid of its logit (two answers' softmax); got activation "
                 f"{activation!r}."
             )
-        if prompt is not None and not isinstance(prompt, PairPrompt):
-            raise TypeError(f"prompt must be a PairPrompt, got {type(prompt).__name__}.")
         tokenizer = recorded_tokenizer_of(model, "reranker").in_graph()
         if prompt is not None:
             tokenizer = dataclasses.replace(tokenizer, layout=prompt.layout(tokenizer))
