@@ -304,43 +304,22 @@ def table(results, seeds):
 
 
 def chart(results, path):
-    from bertlayers.utils.charts import pyplot, save_figure  # this process stays without TensorFlow until here
+    from bertlayers.utils.charts import seed_spread  # this process stays without TensorFlow until here
 
-    plt = pyplot()
-    if plt is None:  # logged: the table is written without its chart
-        return
-    rows = list(results)
-    panels = [
-        (key, label, scale)
+    panels = {
+        label: {
+            results[row]["objective"]: [scale * v for v in results[row][key]["runs"]]
+            for row in results
+            if key in results[row]
+        }
         for key, label, scale in (
             ("rotten_tomatoes_accuracy", "Rotten Tomatoes accuracy (%)", 100),
             ("squad_f1", "SQuAD F1 (bundled file)", 1),
         )
-        if any(key in results[row] for row in rows)  # a panel for each task the study ran
-    ]
-    if not panels:
-        return
-    figure, axes = plt.subplots(
-        1, len(panels), figsize=(5.5 * len(panels) + 1, 0.55 * len(rows) + 1.5), sharey=True, squeeze=False
-    )
-    axes = axes[0]
-    for axis, (key, label, scale) in zip(axes, panels):
-        for y, row in enumerate(rows):
-            if key not in results[row]:
-                continue
-            runs = np.asarray(results[row][key]["runs"]) * scale
-            axis.plot([runs.min(), runs.max()], [y, y], color="0.6", linewidth=3)
-            axis.plot(runs, [y] * len(runs), "o", color="tab:blue")
-            axis.plot(runs.mean(), y, "|", color="black", markersize=14)
-        axis.set_xlabel(label)
-        axis.grid(axis="x", alpha=0.3)
-    axes[0].set_yticks(range(len(rows)), [results[r]["objective"] for r in rows])
-    axes[0].invert_yaxis()
-    gap = " " if len(panels) > 1 else "\n"  # one panel: too narrow for the title on one line
-    figure.suptitle(f"Pretraining objectives, same tiny encoder and steps{gap}(dots: fine-tuning seeds; bar: mean)")
-    figure.tight_layout()
-    save_figure(figure, path)
-    print(f"Chart: {path}")
+    }
+    panels = {label: rows for label, rows in panels.items() if rows}  # a panel for each task the study ran
+    if seed_spread(panels, path, "Pretraining objectives, same tiny encoder and steps"):
+        print(f"Chart: {path}")
 
 
 def main():

@@ -5,8 +5,9 @@ word2vec trained by gensim on the same training sentences), and compare frozen f
 Tomatoes sentiment: word2vec, ELMo, both concatenated, and a BERT (bert_tiny) pretrained on the
 same text with examples/pretrain.py, its layers mixed the same way (run_classifier.py
 --feature_based). Each feature set feeds a scalar mix (ELMo's, BERT's) and a BiLSTM, over the same
-epochs and seeds. Writes elmo.json and elmo.md to --output_dir; the runs are in its subfolders (a
-killed run resumes, a finished one is reused).
+epochs and seeds. Writes elmo.json, elmo.md and (with matplotlib installed) elmo.png, the
+sentiment rows' seeds, to --output_dir; the runs are in its subfolders (a killed run resumes, a
+finished one is reused).
 
     python examples/prepare_datasets.py          # the Rotten Tomatoes splits
     python examples/elmo.py --output_dir runs/elmo
@@ -25,6 +26,7 @@ from bertlayers.families.elmo.neighbours import nearest_contexts
 from bertlayers.pretraining_data.corpus import read_corpus, wikipedia_excerpt_path
 from bertlayers.runs.pretraining import PretrainingConfig, run_pretraining
 from bertlayers.utils import atomic_files
+from bertlayers.utils.charts import seed_spread
 from bertlayers.utils.cli import argument_parser, run_script
 from bertlayers.utils.validation import NON_NEGATIVE_INT, POSITIVE_INT, flag
 
@@ -234,6 +236,10 @@ def main():
     ]
     atomic_files.write_text(os.path.join(args.output_dir, "elmo.md"), "\n".join(lines) + "\n")
     print("\n".join(lines))
+    chart = os.path.join(args.output_dir, "elmo.png")
+    accuracy = {name: [100 * v for v in values] for name, values in sentiment.items()}
+    if seed_spread({"Rotten Tomatoes accuracy (%), frozen features": accuracy}, chart, "ELMo's biLM against its peers"):
+        print(f"Chart: {chart}")
 
 
 if __name__ == "__main__":

@@ -8,9 +8,11 @@ line, answers every call of the run: a fresh Python a call cost a TensorFlow sta
 The ids child never loads tensorflow-text's kernels, so an ids model that needed them fails there."""
 
 import atexit
+import functools
 import json
 import os
 import select
+import shutil
 import subprocess
 import tempfile
 
@@ -48,9 +50,12 @@ for line in sys.stdin:
 _CHILDREN = {}
 
 
+@functools.cache
 def poisoned_path():
-    """A new folder of packages that fail to import: Keras, keras-hub, keras-nlp, bertlayers."""
+    """A folder of packages that fail to import: Keras, keras-hub, keras-nlp, bertlayers; one per
+    test worker, removed when it exits."""
     folder = tempfile.mkdtemp(prefix="poisoned-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     for package in ("keras", "keras_hub", "keras_nlp", "bertlayers"):
         os.makedirs(os.path.join(folder, package))
         with open(os.path.join(folder, package, "__init__.py"), "w") as f:

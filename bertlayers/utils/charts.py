@@ -69,6 +69,38 @@ def training_curves(history: list[dict], path: str) -> bool:
     return True
 
 
+def seed_spread(panels: dict[str, dict[str, list[float]]], path: str, title: str) -> bool:
+    """A PNG at `path` of a study's rows, one panel a measure (`panels`: {axis label: {row: the
+    row's scores, one a seed}}): a dot a seed, the bar from the lowest to the highest and a tick at
+    the mean, so a difference larger than the seeds' spread shows at a glance. The rows are the
+    panels' in their order; a row a panel lacks is left empty there. Returns whether it was
+    written (False without matplotlib or rows)."""
+    plt = pyplot()
+    rows = list(dict.fromkeys(row for scores in panels.values() for row in scores))
+    if plt is None or not rows:
+        return False
+    figure, axes = plt.subplots(
+        1, len(panels), figsize=(5.5 * len(panels) + 1, 0.55 * len(rows) + 1.5), sharey=True, squeeze=False
+    )
+    for axis, (label, scores) in zip(axes[0], panels.items()):
+        for y, row in enumerate(rows):
+            runs = scores.get(row)
+            if not runs:
+                continue
+            axis.plot([min(runs), max(runs)], [y, y], color="0.6", linewidth=3)
+            axis.plot(runs, [y] * len(runs), "o", color="tab:blue")
+            axis.plot(sum(runs) / len(runs), y, "|", color="black", markersize=14)
+        axis.set_xlabel(label)
+        axis.grid(axis="x", alpha=0.3)
+    axes[0][0].set_yticks(range(len(rows)), rows)
+    axes[0][0].invert_yaxis()
+    gap = " " if len(panels) > 1 else "\n"  # one panel: too narrow for the subtitle on the same line
+    figure.suptitle(f"{title}{gap}(dots: seeds; bar: their range; tick: the mean)")
+    figure.tight_layout()
+    save_figure(figure, path)
+    return True
+
+
 def ensemble_scores(members: list[float], ensemble: float, metric: str, path: str) -> bool:
     """A PNG at `path` of an ensemble's score beside its members' (`metric`, one dot a member,
     their mean and spread marked): whether averaging beats the seeds at a glance. Returns whether
