@@ -61,7 +61,10 @@ def check_bert_run_learned_and_saved(output_dir, corpus, steps, every):
     assert summary["steps"] == steps
     initial, first, last = (summary[k + "_mlm_loss"] for k in ("initial", "first_epoch", "last_epoch"))
     assert abs(initial - np.log(VOCAB_SIZE)) < 0.5  # an untrained model guesses about uniformly
-    assert last < initial - 1.0 and last < first, (initial, first, last)
+    # As the other recipes' check: 0.5 below a uniform guess (the corpus's pieces' unigram entropy
+    # under this 1,000-piece vocabulary is 6.03 against the uniform 6.91: a drop of 1.0 in 60 steps
+    # would need more than their frequencies).
+    assert last < initial - 0.5 and last < first, (initial, first, last)
     epochs = history(output_dir)
     assert [e["epoch"] for e in epochs] == list(range(steps // every))
     assert "nsp_accuracy" in epochs[-1] and 0 < epochs[0]["learning_rate"]

@@ -110,6 +110,11 @@ def test_whitespace_tokens_of_a_trained_vocabulary_are_never_pieces(tmp_path):
     trained = build_wordpiece_vocabulary([texts * 3], 60, str(tmp_path / "trained.txt"))
     assert trained[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     assert not [token for token in trained if any(c.isspace() for c in token)]
+    # The same file every run (the trainer's order of equal counts varies by process), and every
+    # training text tokenized in the graph without an unknown piece.
+    assert build_wordpiece_vocabulary([texts * 3], 60, str(tmp_path / "again.txt")) == trained
+    ids = InGraphTokenizer(str(tmp_path / "trained.txt")).tokenize(tf.constant(texts)).to_list()
+    assert all(1 not in row for row in ids), ids
 
 
 def test_served_tokenizing_and_packing_is_a_small_graph():

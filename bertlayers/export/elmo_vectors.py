@@ -71,7 +71,7 @@ class ElmoServable(tf.Module):
         self.sentence_start = tf.constant(character_ids(SENTENCE_START))
         self.sentence_end = tf.constant(character_ids(SENTENCE_END))
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")], autograph=False)
     def serve(self, text):
         words = text_words(text)  # [B, (n)]
         characters = tf.RaggedTensor.from_row_lengths(

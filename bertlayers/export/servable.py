@@ -20,7 +20,7 @@ class Servable(SavedModule):
         # One trace of the model for every signature that calls it with inputs of one structure
         # and shape (an ids model's three signatures, a text model's text and pair ones): each
         # signature's trace of the whole model took as long as the rest of the export.
-        self._traced_run = tf.function(self._run)
+        self._traced_run = tf.function(self._run, autograph=False)  # graph ops already (signatures.py)
 
     def __setattr__(self, name, value):
         if name in ("_model", "outputs", "_traced_run"):  # keep Keras's own trackables out of the SavedModel graph
