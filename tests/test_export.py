@@ -2,6 +2,7 @@
 a fresh process without Keras or bertlayers loads them, saved_model_cli shows and runs them,
 every graph op is one TF Serving 2.20 links, and PredictRequests map onto the signatures."""
 
+import contextlib
 import json
 import os
 import re
@@ -48,13 +49,37 @@ def exported(tmp_path_factory):
     crf = models["crf_tagger"].crf
     crf.transitions.assign(3 * np.random.default_rng(5).normal(size=(5, 5)).astype("float32"))
     paths = {}
-    for name, model in models.items():
-        paths.update(
-            export_for_serving(
-                model, name, base_dir=str(base), vocabulary=bert_uncased_vocabulary(), sequence_length=SEQ
+    with converted_calls() as converted:
+        for name, model in models.items():
+            paths.update(
+                export_for_serving(
+                    model, name, base_dir=str(base), vocabulary=bert_uncased_vocabulary(), sequence_length=SEQ
+                )
             )
-        )
+    # The signatures are graph ops already: autograph's conversion of everything beneath them
+    # (source parsed and rewritten) was half a first export's time.
+    assert not converted, f"exported with autograph: {converted[:5]}"
     return base, models, paths
+
+
+@contextlib.contextmanager
+def converted_calls():
+    """The library's functions autograph converts while the block runs (`tf.function`s traced
+    with autograph on call them through `converted_call`)."""
+    from tensorflow.python.autograph.impl import api
+
+    converted, original = [], api.converted_call
+
+    def recording(f, *args, **kwargs):
+        if (getattr(f, "__module__", None) or "").startswith("bertlayers"):
+            converted.append(f"{f.__module__}.{getattr(f, '__qualname__', f)}")
+        return original(f, *args, **kwargs)
+
+    api.converted_call = recording
+    try:
+        yield converted
+    finally:
+        api.converted_call = original
 
 
 def id_inputs(batch=2, length=SEQ):
