@@ -120,6 +120,17 @@ def bert_row(args, paths):
     return accuracies
 
 
+def majority_accuracy(args):
+    """The test split's accuracy when every snippet gets the training split's most common label."""
+    from collections import Counter
+
+    from bertlayers.task_data.classification import read_text_examples
+
+    train, test = (read_text_examples(os.path.join(args.rt_dir, f"{name}.csv")) for name in ("train", "test"))
+    majority = Counter(e.label for e in train).most_common(1)[0][0]
+    return sum(e.label == majority for e in test) / len(test)
+
+
 def spread(values):
     return f"{100 * sum(values) / len(values):.1f} [{100 * min(values):.1f}, {100 * max(values):.1f}]"
 
@@ -233,13 +244,14 @@ def main():
         f"| frozen features | Rotten Tomatoes accuracy, mean [min, max] of {len(args.seeds)} seeds |",
         "|---|---|",
         *(f"| {name} | {spread(values)} |" for name, values in sentiment.items()),
+        f"| (every snippet the majority class) | {100 * majority_accuracy(args):.1f} |",
     ]
     atomic_files.write_text(os.path.join(args.output_dir, "elmo.md"), "\n".join(lines) + "\n")
     print("\n".join(lines))
-    chart = os.path.join(args.output_dir, "elmo.png")
+    chart, axis = os.path.join(args.output_dir, "elmo.png"), "Rotten Tomatoes accuracy (%), frozen features"
     accuracy = {name: [100 * v for v in values] for name, values in sentiment.items()}
-    if seed_spread({"Rotten Tomatoes accuracy (%), frozen features": accuracy}, chart, "ELMo's biLM against its peers"):
-        print(f"Chart: {chart}")
+    majority = ("every snippet the majority class", 100 * majority_accuracy(args))
+    seed_spread({axis: accuracy}, chart, "ELMo's biLM against its peers", baselines={axis: majority})  # logs its path
 
 
 if __name__ == "__main__":

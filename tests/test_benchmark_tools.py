@@ -104,7 +104,7 @@ def test_the_resident_memory_splits_into_anonymous_and_file_backed_pages():
 def test_the_studies_charts_draw_a_panel_a_task_run_and_the_ensemble_beside_its_members(tmp_path, monkeypatch):
     """examples/ablation.py's chart: one panel for each task the study ran (a Rotten Tomatoes-only
     study has no empty SQuAD panel), a dot a fine-tuning seed (`seed_spread`, which examples/elmo.py
-    draws too: a row a panel lacks left empty there); `ensemble_scores`: a dot a member, the
+    draws too: a row a panel lacks left empty there, a panel's baseline dashed); `ensemble_scores`: a dot a member, the
     members' spread, the ensemble's star."""
     import importlib.util
 
@@ -125,7 +125,8 @@ def test_the_studies_charts_draw_a_panel_a_task_run_and_the_ensemble_beside_its_
     ablation.chart(results, str(tmp_path / "study.png"))
     assert made == [(1, 1)]
     panels = {"accuracy": {"a": [70.0, 71.0], "b": [72.0]}, "F1": {"a": [9.0, 8.0]}}
-    assert seed_spread(panels, str(tmp_path / "two.png"), "two tasks") and made[-1] == (1, 2)
+    majority = {"accuracy": ("majority class", 57.6)}
+    assert seed_spread(panels, str(tmp_path / "two.png"), "two tasks", baselines=majority) and made[-1] == (1, 2)
     assert not seed_spread({"accuracy": {}}, str(tmp_path / "none.png"), "nothing")
     assert ensemble_scores([0.75, 0.76], 0.77, "accuracy", str(tmp_path / "ensemble.png"))
     assert all((tmp_path / name).read_bytes()[:4] == b"\x89PNG" for name in ("study.png", "two.png", "ensemble.png"))

@@ -69,12 +69,18 @@ def training_curves(history: list[dict], path: str) -> bool:
     return True
 
 
-def seed_spread(panels: dict[str, dict[str, list[float]]], path: str, title: str) -> bool:
+def seed_spread(
+    panels: dict[str, dict[str, list[float]]],
+    path: str,
+    title: str,
+    baselines: dict[str, tuple[str, float]] | None = None,
+) -> bool:
     """A PNG at `path` of a study's rows, one panel a measure (`panels`: {axis label: {row: the
     row's scores, one a seed}}): a dot a seed, the bar from the lowest to the highest and a tick at
     the mean, so a difference larger than the seeds' spread shows at a glance. The rows are the
-    panels' in their order; a row a panel lacks is left empty there. Returns whether it was
-    written (False without matplotlib or rows)."""
+    panels' in their order; a row a panel lacks is left empty there. `baselines` ({axis label:
+    (name, score)}, such as the majority class) draws a dashed line in that panel. Returns whether
+    it was written (False without matplotlib or rows)."""
     plt = pyplot()
     rows = list(dict.fromkeys(row for scores in panels.values() for row in scores))
     if plt is None or not rows:
@@ -90,6 +96,10 @@ def seed_spread(panels: dict[str, dict[str, list[float]]], path: str, title: str
             axis.plot([min(runs), max(runs)], [y, y], color="0.6", linewidth=3)
             axis.plot(runs, [y] * len(runs), "o", color="tab:blue")
             axis.plot(sum(runs) / len(runs), y, "|", color="black", markersize=14)
+        if label in (baselines or {}):
+            name, score = baselines[label]
+            axis.axvline(score, color="tab:red", linestyle="--", linewidth=1, label=name)
+            axis.legend(fontsize="small", loc="best")
         axis.set_xlabel(label)
         axis.grid(axis="x", alpha=0.3)
     axes[0][0].set_yticks(range(len(rows)), rows)
