@@ -18,10 +18,14 @@ turns them off for both. The work, each library used the way its documentation s
   serve     The MiniLM classifier answering real review snippets, text in (tokenization timed):
             batch-1 p50/p99 and batch-32 throughput. bertlayers and keras-hub: their SavedModels
             (exported length 128); transformers: fast tokenizer + model on torch, eager and
-            `torch.compile`, and exported to ONNX and run by ONNX Runtime. int8 (serve only):
-            bertlayers' `precision="int8"` export, keras-hub's model through Keras's
-            `quantize("int8")`, torch's `quantize_dynamic` of the Linear layers, ONNX Runtime's
-            `quantize_dynamic` (QInt8 weights).
+            `torch.compile`, and exported to ONNX and run by ONNX Runtime; bertlayers' text
+            SavedModel also converted to TFLite (`export_tflite`, tensorflow-text's kernels for the
+            tokenizer) and run by its interpreter on every core, in a process of its own. int8 (serve only):
+            bertlayers' `precision="int8"` export and TFLite's dynamic-range int8 (XNNPACK),
+            keras-hub's model through Keras's `quantize("int8")`, torch's `quantize_dynamic` of the
+            Linear layers, ONNX Runtime's `quantize_dynamic` (QInt8 weights). Each bertlayers row
+            gets its ratio to the fastest peer; "best of each" sets bertlayers' fastest row, any
+            precision, against the fastest peer's.
   mlm_l4    MLM pretraining steps, L4/H512, sequence 128, batch 32, 20 masked positions, AdamW.
   mlm_base  The same at BERT-base size (L12/H768), batch 8.
 
@@ -77,7 +81,14 @@ RATIO_NAMES = {"serve": ("batch-1 p50", "batch 32")}
 
 
 def peak_rss_mb():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """This process's peak resident memory: its own high-water mark (VmHWM). Not getrusage's
+    ru_maxrss, which on Linux a child started by exec inherits from the parent it was forked from:
+    every worker would report at least the driver's resident memory."""
+    try:
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmHWM")) / 1024
+    except (OSError, StopIteration):  # no procfs (not Linux): there ru_maxrss is the process's own
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1024 if sys.platform != "darwin" else 2**20)
 
 
 def steady_rate(step_ends, items_per_step):
@@ -144,7 +155,9 @@ def keras_clock():
     return StepClock()
 
 
-def run_bertlayers(work, precision, data, quick):
+def run_bertlayers(work, precision, data, quick, tflite=False, tflite_file=None):
+    if tflite_file:
+        return tflite_serving(tflite_file, data, quick)
     import numpy as np
 
     from bertlayers.convert.loading import load_encoder
@@ -174,6 +187,8 @@ def run_bertlayers(work, precision, data, quick):
         model.fit(batches, epochs=1, callbacks=[clock], verbose=0, shuffle=False)
         return {"examples_per_s": steady_rate(clock.ends, FINETUNE_BATCH)}
     if work == "serve":
+        if tflite and precision == "bfloat16":
+            return {"skipped": "TFLite runs float32 and dynamic-range int8 here, not bfloat16"}
         model = SequenceClassifier(load_encoder(data["minilm"]), 2)
         with tempfile.TemporaryDirectory() as folder:
             paths = export_for_serving(
@@ -183,11 +198,36 @@ def run_bertlayers(work, precision, data, quick):
                 vocabulary=data["vocabulary"],
                 sequence_length=SERVE_LENGTH,
                 truncate=True,
-                precision=precision,
+                # TFLite quantizes a float32 SavedModel itself (Keras's int8 products have no TFLite kernel)
+                precision="float32" if tflite else precision,
             )
+            if tflite:
+                from bertlayers.export import export_tflite
+
+                path = export_tflite(
+                    paths["bench_text"], os.path.join(folder, "bench_text.tflite"), int8=precision == "int8"
+                )
+                # Timed in a fresh process: the exporter's runtime (its graphs, its threads) stays out
+                # of the timing and of the peak memory, as on a server that only loads the file.
+                with open(os.path.join(folder, "data.json"), "w", encoding="utf-8") as f:
+                    json.dump(data, f)
+                extra = ["--tflite_file", path]
+                return run_one(sys.executable, "bertlayers", work, precision, f.name, quick, extra)
             return serving_numbers(serving_latency(paths["bench_text"], data["serve_texts"], **serve_settings(quick)))
     model, x, y, weights = bertlayers_pretrainer(work, dtype)
     return keras_mlm_steps(model, x, y, weights, MLM_SIZES[work], precision, quick)
+
+
+def tflite_serving(path, data, quick):
+    """The text `.tflite` at `path` timed through its signature runner on every core, tokenization
+    (tensorflow-text's TFLite kernels) included."""
+    import numpy as np
+
+    from bertlayers.export import tflite_interpreter
+
+    runner = tflite_interpreter(path, num_threads=os.cpu_count()).get_signature_runner("serving_default")
+    call = lambda batch: runner(text=np.array(batch))  # noqa: E731
+    return serving_numbers(load_request_latency()(call, data["serve_texts"], **serve_settings(quick)))
 
 
 def bertlayers_pretrainer(work, dtype):
@@ -480,6 +520,7 @@ def variants(work):
     """(library, label, extra worker flags): the rows of one work."""
     rows = [
         ("bertlayers", "bertlayers", []),
+        *([("bertlayers", "bertlayers (TFLite)", ["--tflite"])] if work == "serve" else []),
         ("keras_hub", "keras-hub", []),
         ("transformers", "transformers (torch eager)", []),
     ]
@@ -501,6 +542,10 @@ def worker(args):
         kwargs["onnx"] = True
     if args.pad_to_longest:
         kwargs["pad_multiple"] = None
+    if args.tflite:
+        kwargs["tflite"] = True
+    if args.tflite_file:
+        kwargs["tflite_file"] = args.tflite_file
     result = RUNNERS[args.library](args.work, args.precision, data, args.quick, **kwargs)
     result.setdefault("peak_rss_mb", peak_rss_mb())
     print("RESULT " + json.dumps(result), flush=True)
@@ -602,17 +647,18 @@ def median_run(runs):
     return row
 
 
-def round_ratios(work, runs):
-    """bertlayers over the fastest peer of the same round, one tuple of ratios per round: a round
-    runs every library back to back, so the machine's drift between rounds cancels out."""
+def round_ratios(work, runs, label="bertlayers"):
+    """The row `label` of bertlayers (None: its fastest row in each column, whatever the row) over
+    the fastest peer of the same round, one tuple of ratios per round: a round runs every library
+    back to back, so the machine's drift between rounds cancels out."""
     ratios = []
     for number in sorted({r.get("round", 0) for r in runs}):
         done = [r for r in runs if r.get("round", 0) == number and "skipped" not in r]
-        ours = [scores(work, r) for r in done if r["library"] == "bertlayers"]
+        ours = [scores(work, r) for r in done if r["library"] == "bertlayers" and label in (None, r["label"])]
         peers = [scores(work, r) for r in done if r["library"] != "bertlayers"]
         if ours and peers:
-            best_peer = [max(column) for column in zip(*peers)]
-            ratios.append(tuple(o / b for o, b in zip(ours[0], best_peer)))
+            best_ours, best_peer = ([max(column) for column in zip(*rows)] for rows in (ours, peers))
+            ratios.append(tuple(o / b for o, b in zip(best_ours, best_peer)))
     return ratios
 
 
@@ -637,7 +683,6 @@ def table(results):
             runs = [r for r in results if r["work"] == work and r["precision"] == precision]
             if not runs:
                 continue
-            ratios = round_ratios(work, runs)
             for label in dict.fromkeys(r["label"] for r in runs):
                 r = median_run([run for run in runs if run["label"] == label])
                 if "skipped" in r:
@@ -651,11 +696,17 @@ def table(results):
                         shown += f", {r['real_tokens_per_s']:.0f} real tokens/s"
                 if r.get("runs", 1) > 1:
                     shown += f" ({r['runs']} runs)"
-                ratio = shown_ratio(ratios) if ratios and r["library"] == "bertlayers" else ""
+                ratios = round_ratios(work, runs, label) if r["library"] == "bertlayers" else []
+                ratio = shown_ratio(ratios) if ratios else ""
                 mfu = f"{r['mfu']:.2f}" if "mfu" in r else ""
                 lines.append(
                     f"| {work} | {precision} | {r['label']} | {shown} | {ratio} | {r['peak_rss_mb']:.0f} | {mfu} |"
                 )
+        runs = [r for r in results if r["work"] == work]
+        if len({r["precision"] for r in runs}) > 1 and (ratios := round_ratios(work, runs, None)):
+            lines.append(
+                f"| {work} | best of each | bertlayers' fastest row against the fastest peer's | | {shown_ratio(ratios)} | | |"
+            )
     return "\n".join(lines)
 
 
@@ -672,12 +723,13 @@ def chart(report, path):
     rows = []  # (label, each round's ratio, target)
     for work in WORKS:
         for precision in PRECISIONS:
-            ratios = round_ratios(
-                work, [r for r in report["results"] if r["work"] == work and r["precision"] == precision]
-            )
-            for column, rounds in enumerate(zip(*ratios)):
-                names = RATIO_NAMES.get(work, (headline(work),))
-                rows.append((f"{work} {precision}\n{names[column]}", rounds, TARGETS[work][column]))
+            runs = [r for r in report["results"] if r["work"] == work and r["precision"] == precision]
+            ours = dict.fromkeys(r["label"] for r in runs if r["library"] == "bertlayers")
+            for label in ours:
+                shown = "" if label == "bertlayers" else label.removeprefix("bertlayers ") + " "
+                for column, rounds in enumerate(zip(*round_ratios(work, runs, label))):
+                    names = RATIO_NAMES.get(work, (headline(work),))
+                    rows.append((f"{work} {precision} {shown}\n{names[column]}", rounds, TARGETS[work][column]))
     if not rows:
         raise SystemExit("No ratios to draw: the results have no work with bertlayers and a peer in one round.")
     figure, axis = plt.subplots(figsize=(8, 0.6 * len(rows) + 1.6))
@@ -744,6 +796,8 @@ def main():
     parser.add_argument("--compiled", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--pad_to_longest", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--onnx", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--tflite", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--tflite_file", help=argparse.SUPPRESS)
     parser.add_argument("--data", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.table:

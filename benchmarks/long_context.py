@@ -20,10 +20,11 @@ import argparse
 import json
 import logging
 import os
-import resource
 import subprocess
 import sys
 import time
+
+from compare import peak_rss_mb
 
 from bertlayers.utils.machine import cpu_name
 
@@ -70,7 +71,7 @@ def child(model_kind, length, repeats, num_layers):
         start = time.perf_counter()
         block(hidden, padding_mask=mask)
         blocks[kind] = time.perf_counter() - start
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mb = peak_rss_mb()
     print(
         json.dumps(
             {

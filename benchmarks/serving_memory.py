@@ -11,13 +11,18 @@ peak so far (VmHWM), one lever a row:
   one thread each   TF_NUM_INTRAOP_THREADS=1, TF_NUM_INTEROP_THREADS=1 (fewer pools and stacks)
 
 and, with `--torch_python`, transformers' `AutoModelForSequenceClassification` over the same folder
-with its fast tokenizer, in that Python (torch's CPU build), `torch.inference_mode`.
+with its fast tokenizer, in that Python (torch's CPU build), `torch.inference_mode`; with
+`--litert_python` (a Python with ai-edge-litert and tokenizers, no TensorFlow), the ids model
+converted to TFLite (`export_tflite`, float32 and dynamic-range int8) run by LiteRT's interpreter on
+every core, the `tokenizers` library tokenizing with the checkpoint's tokenizer.json (the ids it
+gives are the library's own: tests/test_tokenizer.py).
 
 Stages: python (the interpreter), runtime (the framework imported), loaded (the model loaded, its
 signature taken), batch 1 (one review answered), batch 32 (32 answered); at the end, the resident
 memory split into anonymous (heap, stacks) and file-backed (the mapped libraries' pages).
 
-    python benchmarks/serving_memory.py --torch_python /path/to/torch/venv/bin/python --rounds 2
+    python benchmarks/serving_memory.py --torch_python /path/to/torch/venv/bin/python --rounds 2 \
+        --litert_python /path/to/litert/venv/bin/python   # pip install ai-edge-litert tokenizers
 """
 
 import argparse
@@ -90,6 +95,31 @@ def torch_stages(folder, texts):
     return stages + [mapped_mb()]
 
 
+def litert_stages(path, folder, texts):
+    """The same stages for the ids `.tflite` at `path` in LiteRT, `folder`'s tokenizer.json read by
+    the `tokenizers` library (run in the LiteRT Python: no TensorFlow there)."""
+    stages = [resident_mb()]
+    import numpy as np
+    import tokenizers
+    from ai_edge_litert.interpreter import Interpreter
+
+    stages.append(resident_mb())
+    tokenizer = tokenizers.Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+    tokenizer.enable_truncation(128)
+    tokenizer.enable_padding()
+    runner = Interpreter(model_path=path, num_threads=os.cpu_count()).get_signature_runner("serving_default")
+    stages.append(resident_mb())
+    for batch in texts:
+        pieces = tokenizer.encode_batch(batch)
+        logits = runner(
+            token_ids=np.array([p.ids for p in pieces], np.int32),
+            segment_ids=np.array([p.type_ids for p in pieces], np.int32),
+            padding_mask=np.array([p.attention_mask for p in pieces], np.int32),
+        )["logits"]
+        stages.append(resident_mb())
+    return {"stages": stages + [mapped_mb()], "logits": logits.tolist()}  # the last batch's, checked against Keras
+
+
 def export_minilm(directory):
     """The real MiniLM with a 2-class head, exported text-in and ids-in; (paths, requests)."""
     sys.path.insert(0, REPO)
@@ -100,8 +130,19 @@ def export_minilm(directory):
     classifier = TextClassifier.from_checkpoint(minilm_path(), labels=["rotten", "fresh"], sequence_length=128)
     paths = classifier.export(directory, "minilm")
     batches = [texts[:1], texts]
-    ids = [{name: value.tolist() for name, value in classifier.inputs(batch).items()} for batch in batches]
-    return {"text": paths["minilm_text"], "ids": paths["minilm"]}, {"text": batches, "ids": ids}, minilm_path()
+    inputs = [classifier.inputs(batch) for batch in batches]
+    ids = [{name: value.tolist() for name, value in x.items()} for x in inputs]
+    keras_logits = classifier.model.predict(inputs[-1], verbose=0)["logits"]
+    from bertlayers.export import export_tflite
+
+    lite = {
+        f"tflite {precision}": export_tflite(
+            paths["minilm"], os.path.join(directory, f"minilm_{precision}.tflite"), int8=precision == "int8"
+        )
+        for precision in ("float32", "int8")
+    }
+    paths = {"text": paths["minilm_text"], "ids": paths["minilm"], **lite}
+    return paths, {"text": batches, "ids": ids}, minilm_path(), keras_logits
 
 
 def child(arguments, environment=None, python=sys.executable):
@@ -115,6 +156,7 @@ def child(arguments, environment=None, python=sys.executable):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--torch_python", help="a Python with torch and transformers, for the peer's row")
+    parser.add_argument("--litert_python", help="a Python with ai-edge-litert and tokenizers, for the TFLite rows")
     parser.add_argument("--rounds", type=int, default=2, help="fresh processes a row (the median is printed)")
     parser.add_argument("--output", help="also write the rows as JSON here")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -123,11 +165,13 @@ def main():
         work = json.loads(args.child)
         if work["kind"] == "torch":
             print(json.dumps(torch_stages(work["folder"], work["requests"])))
+        elif work["kind"] == "litert":
+            print(json.dumps(litert_stages(work["path"], work["folder"], work["requests"])))
         else:
             print(json.dumps(served_stages(work["kind"], work["path"], work["requests"])))
         return
     with tempfile.TemporaryDirectory() as directory:
-        paths, requests, folder = export_minilm(directory)
+        paths, requests, folder, keras_logits = export_minilm(directory)
         rows = {}
         for name, (kind, environment) in LEVERS.items():
             work = {"kind": kind, "path": paths[kind], "requests": requests[kind]}
@@ -137,6 +181,21 @@ def main():
             work = {"kind": "torch", "folder": folder, "requests": requests["text"]}
             rows["transformers"] = [child(work, python=args.torch_python) for _ in range(args.rounds)]
             print_row("transformers", rows["transformers"])
+        if args.litert_python:
+            import numpy as np  # here, not at the top: a child's first stage is a bare interpreter
+
+            for name in ("tflite float32", "tflite int8"):
+                work = {"kind": "litert", "path": paths[name], "folder": folder, "requests": requests["text"]}
+                answers = [child(work, python=args.litert_python) for _ in range(args.rounds)]
+                rows[f"{name}, LiteRT"] = [answer["stages"] for answer in answers]
+                print_row(f"{name}, LiteRT", rows[f"{name}, LiteRT"])
+                # The process must answer what the model computes: its own tokenization, LiteRT's kernels.
+                logits = np.array(answers[0]["logits"])
+                print(
+                    f"{'':16s} the 32 reviews' logits within {np.abs(logits - keras_logits).max():.4f} of Keras's, "
+                    f"the same label for {100 * np.mean(logits.argmax(-1) == keras_logits.argmax(-1)):.0f}%",
+                    flush=True,
+                )
     if args.output:
         with open(args.output, "w") as f:
             json.dump({"stages": STAGES, "rows": rows}, f, indent=1)

@@ -56,7 +56,8 @@ def main():
     parser.add_argument(
         "--check_file",
         help="with --precision bfloat16 or int8: a labelled file (a classifier's text,label CSV / TSV / JSONL, a "
-        "tagger's CoNLL) scored in float32 and in that precision first; the change is printed",
+        "tagger's CoNLL) scored in float32 and in that precision first; the change is printed (with --tflite, "
+        "the ids .tflite file's too)",
     )
     add_flags(parser, ExportOptions, skip=("text",))  # --sequence_length, --truncate, --version, --precision, ...
     args = parser.parse_args()
@@ -90,6 +91,8 @@ def main():
             for name, path in _tflite_sources(model, written, args, folder).items():
                 lite = os.path.join(args.base_dir, "tflite", name + ".tflite")
                 print(f"{name}: {export_tflite(path, lite, int8=args.precision == 'int8')}")
+        if args.check_file:  # the ids file, on the task's own tokenization
+            print(_check_precision(model, args, tflite=os.path.join(args.base_dir, "tflite", args.name + ".tflite")))
     print(
         f"TF Serving config: {os.path.join(args.base_dir, 'models.config')} (a container mounting {args.base_dir} at "
         f"{args.serving_base}: docker-compose.yml beside it), {os.path.join(args.base_dir, 'models.local.config')} "
@@ -112,8 +115,9 @@ def _tflite_sources(model, written, args, folder):
     )
 
 
-def _check_precision(model, args):
-    """One line: the model's score on --check_file in float32 and in --precision."""
+def _check_precision(model, args, tflite=None):
+    """One line: the model's score on --check_file in float32 and in --precision (the Keras copy
+    export_for_serving serves, or with `tflite` the converted file)."""
     from bertlayers.models import SequenceClassifier, TokenClassifier
     from bertlayers.task_data.classification import read_text_examples
     from bertlayers.task_data.ner import read_conll
@@ -130,9 +134,9 @@ def _check_precision(model, args):
         texts, labels = [[w for w, _ in s] for s in sentences], [[t for _, t in s] for s in sentences]
     else:
         raise ValueError(f"--check_file scores a classifier or a tagger; {args.model} holds a {type(model).__name__}.")
-    result = precision_check(task, texts, labels, args.precision)
+    result = precision_check(task, texts, labels, args.precision, tflite=tflite)
     return (
-        f"{args.precision} against float32 on {result['examples']} examples of {args.check_file}: "
+        f"{'TFLite ' if tflite else ''}{args.precision} against float32 on {result['examples']} examples of {args.check_file}: "
         f"{result['metric']} {result['float32']:.2f} -> {result[args.precision]:.2f} ({result['change']:+.2f} points), "
         f"the same answer for {100 * result['same_answers']:.1f}%"
     )

@@ -1,6 +1,7 @@
 """The benchmarks' own arithmetic (the scripts are run by hand, never timed in tests): the trace
-summary of `benchmarks/device_profile.py`, the repeats of `benchmarks/accelerator.py` and the
-memory split of `benchmarks/serving_memory.py`; the benchmarks' and the studies' charts."""
+summary of `benchmarks/device_profile.py`, the repeats of `benchmarks/accelerator.py`, the
+ratios and peaks of `benchmarks/compare.py` and the memory split of `benchmarks/serving_memory.py`;
+the benchmarks' and the studies' charts."""
 
 import os
 import sys
@@ -11,6 +12,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 import accelerator  # noqa: E402
+import compare  # noqa: E402
 import device_profile  # noqa: E402
 import serving_memory  # noqa: E402
 
@@ -88,6 +90,51 @@ def test_the_long_context_and_packed_charts_draw_what_their_tables_hold(tmp_path
     packed.chart(results, {"inference": 100, "fine-tuning": 50}, str(tmp_path / "packed.png"))
     assert bars == [(["padded to 128", "packed"], [50.0, 200.0]), (["packed"], [50.0])]
     assert all((tmp_path / name).read_bytes()[:4] == b"\x89PNG" for name in ("long.png", "packed.png"))
+
+
+def test_a_workers_peak_memory_is_its_own_not_the_process_that_started_it():
+    """compare.py's workers report their own peak: a fresh Python started from this worker (made
+    to hold 300 MB more first) reports tens of MB, where getrusage's ru_maxrss, inherited across
+    exec on Linux, reports the parent's."""
+    import subprocess
+
+    held = bytearray(300 * 2**20)
+    held[::4096] = b"\1" * len(held[::4096])  # touched: resident
+    code = "import resource, compare; print(compare.peak_rss_mb(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=os.path.join(ROOT, "benchmarks"), capture_output=True, text=True, check=True
+    )
+    own, inherited = map(float, done.stdout.split())
+    assert compare.peak_rss_mb() > 300 and inherited >= 300, inherited
+    assert own < 100, own
+    del held
+
+
+def test_each_bertlayers_row_gets_its_ratio_and_the_best_rows_meet():
+    """compare.py's serving ratios: every bertlayers row (the SavedModel, its TFLite file) over the
+    fastest peer of its round, column by column (p50 inverted, batch 32); "best of each" sets the
+    fastest bertlayers row of any precision against the fastest peer of any precision."""
+
+    def row(precision, library, label, p50, rate):
+        return dict(work="serve", precision=precision, library=library, label=label, round=0, p50_ms=p50,
+                    batch32_per_s=rate, p99_ms=2 * p50, peak_rss_mb=100.0)  # fmt: skip
+
+    results = [
+        row("float32", "bertlayers", "bertlayers", 8.0, 400.0),
+        row("float32", "bertlayers", "bertlayers (TFLite)", 4.0, 300.0),
+        row("float32", "transformers", "ONNX Runtime", 4.0, 200.0),
+        row("int8", "bertlayers", "bertlayers (TFLite)", 1.0, 900.0),
+        row("int8", "transformers", "ONNX Runtime", 2.0, 450.0),
+    ]
+    float32 = [r for r in results if r["precision"] == "float32"]
+    assert compare.round_ratios("serve", float32) == [(0.5, 2.0)]
+    assert compare.round_ratios("serve", float32, "bertlayers (TFLite)") == [(1.0, 1.5)]
+    assert compare.round_ratios("serve", results, None) == [(2.0, 2.0)]  # int8 TFLite against int8 ONNX
+    table = compare.table(results)
+    assert (
+        "| serve | float32 | bertlayers (TFLite) | p50 4.0 ms, p99 8.0 ms, batch 32: 300/s | 1.00x / 1.50x |" in table
+    )
+    assert "| serve | best of each | bertlayers' fastest row against the fastest peer's | | 2.00x / 2.00x |" in table
 
 
 def test_the_resident_memory_splits_into_anonymous_and_file_backed_pages():

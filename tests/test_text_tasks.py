@@ -214,7 +214,8 @@ def test_the_answerer_fits_and_answers_with_spans_of_the_context_as_the_served_m
 def test_precision_check_scores_float32_and_int8_alike_and_the_export_prints_it(encoder_file, tmp_path):
     """`precision_check`: the same labelled texts scored by the float32 model and its int8 copy
     (what `export_for_serving(precision="int8")` serves); `export_savedmodel.py --check_file`
-    prints it before exporting, and refuses the flag without a lower precision."""
+    prints it before exporting (and with --tflite the TFLite file's score after converting), and
+    refuses the flag without a lower precision."""
     import csv
 
     from processes import run_script, script_result
@@ -262,6 +263,21 @@ def test_precision_check_scores_float32_and_int8_alike_and_the_export_prints_it(
 
     lite = tflite_interpreter(str(tmp_path / "served" / "tflite" / "tiny.tflite"))
     assert any(t["dtype"] == np.int8 for t in lite.get_tensor_details())
+    # The TFLite file scored too: its answers by hand, a text at a time through the interpreter.
+    runner, x = lite.get_signature_runner("serving_default"), classifier.inputs(TEXTS)
+    lite_labels = [
+        classifier.labels[int(runner(**{k: v[i : i + 1] for k, v in x.items()})["logits"][0].argmax())]
+        for i in range(len(TEXTS))
+    ]
+    lite_score = 100 * np.mean([a == b for a, b in zip(lite_labels, labels)])
+    assert (
+        f"TFLite int8 against float32 on 4 examples of {tmp_path / 'check.csv'}: accuracy {scores[0]:.2f} -> "
+        + (
+            f"{lite_score:.2f} ({lite_score - scores[0]:+.2f} points), the same answer for "
+            f"{100 * np.mean([a == b for a, b in zip(lite_labels, by_hand[0])]):.1f}%"
+        )
+        in output
+    )
     served = {name for name in os.listdir(tmp_path / "served") if not name.startswith(".")}
     assert {"tiny", "tflite"} <= served and "tiny_text" not in served, served
     refused = script_result("export_savedmodel.py", *common, "--check_file", str(tmp_path / "check.csv"), expect=2)

@@ -13,7 +13,7 @@ from bertlayers.export.serving_outputs import (
     SparseOutputs,
     TaggerOutputs,
 )
-from bertlayers.export.tflite import export_tflite, tflite_interpreter
+from bertlayers.export.tflite import export_tflite, tflite_interpreter, tflite_predictor
 from bertlayers.tokenizers.wordpiece import InGraphTokenizer
 
 __all__ = [
@@ -36,5 +36,6 @@ __all__ = [
     "next_version",
     "recover_exports",
     "tflite_interpreter",
+    "tflite_predictor",
     "write_models_config",
 ]

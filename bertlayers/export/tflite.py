@@ -83,3 +83,30 @@ def tflite_interpreter(path: str, num_threads: int | None = None) -> "tf.lite.In
             custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS,
             num_threads=num_threads,
         )
+
+
+def tflite_predictor(path: str, batch_size: int = 32, num_threads: int | None = None):
+    """A function that runs the ids `.tflite` model at `path` on a dict of input arrays `[n, S]`
+    (the Keras model's inputs by name) in batches of `batch_size`, returning its outputs by name
+    as numpy arrays `[n, ...]`, rows in order: what `predict_by_length` returns for the Keras model."""
+    import numpy as np
+
+    runner = tflite_interpreter(path, num_threads=num_threads).get_signature_runner("serving_default")
+    expected = runner.get_input_details()
+
+    def predict(x: dict) -> dict:
+        missing = sorted(set(expected) - set(x))
+        if missing:
+            raise ValueError(f"{path} takes {', '.join(sorted(expected))}; the inputs lack {', '.join(missing)}.")
+        rows = len(next(iter(x.values())))
+        outputs = {}
+        for start in range(0, rows, batch_size):
+            batch = {
+                name: np.asarray(x[name][start : start + batch_size], detail["dtype"])
+                for name, detail in expected.items()
+            }
+            for name, value in runner(**batch).items():
+                outputs.setdefault(name, []).append(value)
+        return {name: np.concatenate(parts) for name, parts in outputs.items()}
+
+    return predict

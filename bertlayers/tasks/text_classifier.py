@@ -146,9 +146,16 @@ class TextClassifier:
         self, texts: Sequence[str], pairs: Optional[Sequence[str]] = None, batch_size: int = 32
     ) -> np.ndarray:
         """Class probabilities `[n, num_labels]`, in the order of `self.labels`."""
+        return self._probabilities(
+            texts, pairs, lambda x: predict_by_length(self.model, x, batch_size=batch_size, verbose=0)
+        )
+
+    def _probabilities(self, texts, pairs, outputs_of) -> np.ndarray:
+        """`predict_proba` with the model's outputs from `outputs_of(inputs)`: this model's, or
+        another form of it (`bertlayers.tasks.precision_check`: its TFLite file)."""
         if not text_list(texts, "texts"):
             return np.zeros((0, len(self.labels)), "float32")
-        logits = predict_by_length(self.model, self.inputs(texts, pairs), batch_size=batch_size, verbose=0)["logits"]
+        logits = outputs_of(self.inputs(texts, pairs))["logits"]
         return keras.ops.convert_to_numpy(keras.ops.softmax(logits, axis=-1))
 
     def predict(self, texts: Sequence[str], pairs: Optional[Sequence[str]] = None, batch_size: int = 32) -> list:

@@ -140,11 +140,16 @@ class TextTagger:
 
     def predict(self, texts: Sequence, batch_size: int = 32) -> list:
         """For each text, its [(word, tag), ...]."""
+        return self._predict_with(texts, lambda x: predict_by_length(self.model, x, batch_size=batch_size, verbose=0))
+
+    def _predict_with(self, texts, outputs_of) -> list:
+        """`predict` with the model's outputs from `outputs_of(inputs)`: this model's, or another
+        form of it (`bertlayers.tasks.precision_check`: its TFLite file)."""
         sentences = self._sentences(texts)
         if not sentences:
             return []
         x, _, _, starts = encode_sentences(sentences, self.tokenizer, self.sequence_length, self.tags, "predict")
-        outputs = predict_by_length(self.model, x, batch_size=batch_size, verbose=0)
+        outputs = outputs_of(x)
         if self.model.crf is not None:
             predicted = word_tags(outputs["tags"], starts, self.tags)
         else:
