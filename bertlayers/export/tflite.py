@@ -7,6 +7,7 @@ the byte-level BPE and SentencePiece text models use ops TFLite lacks and are no
 """
 
 import os
+from collections.abc import Callable
 
 from bertlayers.startup import require_tensorflow
 from bertlayers.utils import atomic_files
@@ -85,7 +86,7 @@ def tflite_interpreter(path: str, num_threads: int | None = None) -> "tf.lite.In
         )
 
 
-def tflite_predictor(path: str, batch_size: int = 32, num_threads: int | None = None):
+def tflite_predictor(path: str, batch_size: int = 32, num_threads: int | None = None) -> Callable[[dict], dict]:
     """A function that runs the ids `.tflite` model at `path` on a dict of input arrays `[n, S]`
     (the Keras model's inputs by name) in batches of `batch_size`, returning its outputs by name
     as numpy arrays `[n, ...]`, rows in order: what `predict_by_length` returns for the Keras model."""
