@@ -38,8 +38,7 @@ PYTEST := $(PY) -m pytest -q -n 2 --dist loadfile --max-worker-restart 0 --captu
 # and a parametrized test marked other_backend_cases runs there only the cases the mark names (where
 # the backend changes the code path; tests/README.md). Each command ends with its 15 slowest tests
 # and the slow tier's total; a test over 30 s fails unless marked slow with a reason (tests/time_limit.py);
-# under JAX, where XLA compiles every new shape and a test takes up to twice its TensorFlow time, 60 s
-# of CPU time.
+# under JAX, where XLA compiles every new shape and a test takes up to twice its TensorFlow time, 60 s.
 PORTABLE_TESTS := tests/test_layers.py tests/test_length_batching.py tests/test_elmo.py tests/test_disentangled_attention.py tests/test_deberta_v2.py tests/test_packing.py tests/test_modern_checkpoints.py tests/test_crf.py tests/test_encoders.py tests/test_block_seams.py tests/test_optimization.py tests/test_dual_encoder.py tests/test_multi_task.py tests/test_refused_calls.py tests/test_testing.py tests/test_huggingface_parity.py::test_matches_transformers tests/test_lora.py::test_task_adapters_switch_by_name_and_a_misfit_is_refused_before_any_change tests/test_lora.py::test_every_familys_projections_take_adapters_and_fold_to_the_same_outputs tests/test_multi_vector_encoder.py::test_each_layout_encodes_and_scores_as_sentence_transformers_does tests/test_decoder_families.py::test_folders_give_transformers_outputs_and_save_back_as_transformers_wrote_them
 
 # ruff (configured in pyproject.toml): the linter and the formatter's check, first in both tiers.
@@ -47,21 +46,9 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-# The JAX pass runs beside the TensorFlow pass, at the lowest priority (nice 19): the TensorFlow
-# pass leaves the cores idle a seventh of its time (a worker waiting on a child's start, a sleep, its
-# files), and the JAX pass, which only computes, takes those moments, then the cores once the other
-# is done. Its per-test limit counts the CPU time a test spends (BERTLAYERS_TEST_CLOCK=cpu), not
-# its wall time, which there is mostly the wait for a core; its output follows the TensorFlow pass's.
-JAX_LOG := $(VENV)/jax-pass.log
 test: lint
-	@KERAS_BACKEND=jax BERTLAYERS_TEST_TIME_LIMIT=60 BERTLAYERS_TEST_CLOCK=cpu \
-		nice -n 19 $(PYTEST) --durations=15 $(PORTABLE_TESTS) > $(JAX_LOG) 2>&1 & jax=$$!; \
-	echo "The TensorFlow pass (the JAX pass runs beside it; its output follows):"; \
-	$(PYTEST) --durations=15 tests; tensorflow=$$?; \
-	wait $$jax; jax=$$?; \
-	echo "The JAX pass (KERAS_BACKEND=jax, beside the TensorFlow pass; its durations are wall time):"; \
-	cat $(JAX_LOG); \
-	test $$tensorflow -eq 0 && test $$jax -eq 0
+	$(PYTEST) --durations=15 tests
+	KERAS_BACKEND=jax BERTLAYERS_TEST_TIME_LIMIT=60 $(PYTEST) --durations=15 $(PORTABLE_TESTS)
 
 test-fast: lint
 	$(PYTEST) -m "not slow" tests

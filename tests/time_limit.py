@@ -3,47 +3,17 @@ unless it is marked `@pytest.mark.slow(reason="why")`, and the end of a run says
 cost. conftest.py takes these hooks; tests/test_testing.py checks them on a deliberately slow test.
 
 The limit is 30 s (`BERTLAYERS_TEST_TIME_LIMIT` sets another): twice the slowest unmarked test on the
-2-core AMD EPYC with AVX-512, so that the 2-core AVX2 EPYC, about half as fast, stays inside it.
-
-A test's time is its wall time, or with `BERTLAYERS_TEST_CLOCK=cpu` the CPU time its process spent
-(every thread; not its children's): `make test` runs the JAX pass beside the TensorFlow pass at the
-lowest priority, where a test's wall time is mostly waiting for a core the other pass left idle."""
+2-core AMD EPYC with AVX-512, so that the 2-core AVX2 EPYC, about half as fast, stays inside it."""
 
 import os
-import time
 
 import pytest
 
 DEFAULT_LIMIT_S = 30.0
-_CPU_SECONDS = pytest.StashKey[dict]()
 
 
 def time_limit_s(config) -> float:
     return float(os.environ.get("BERTLAYERS_TEST_TIME_LIMIT", DEFAULT_LIMIT_S))
-
-
-def _cpu_clock() -> bool:
-    clock = os.environ.get("BERTLAYERS_TEST_CLOCK", "wall")
-    if clock not in ("wall", "cpu"):
-        raise pytest.UsageError(f"BERTLAYERS_TEST_CLOCK must be 'wall' or 'cpu', got {clock!r}.")
-    return clock == "cpu"
-
-
-class CpuClock:
-    """Times each test's set-up and call in CPU seconds of this process (`time.process_time`)."""
-
-    def _timed(self, item, when):
-        start = time.process_time()
-        yield
-        item.stash.setdefault(_CPU_SECONDS, {})[when] = time.process_time() - start
-
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_setup(self, item):
-        yield from self._timed(item, "setup")
-
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_call(self, item):
-        yield from self._timed(item, "call")
 
 
 def slow_reason(item):
@@ -60,15 +30,10 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     limit = time_limit_s(item.config)
-    if report.when not in ("setup", "call") or not report.passed or slow_reason(item):
-        return
-    cpu = item.stash.get(_CPU_SECONDS, {}).get(report.when)
-    took = report.duration if cpu is None else cpu
-    if took > limit:
+    if report.when in ("setup", "call") and report.passed and report.duration > limit and not slow_reason(item):
         report.outcome = "failed"
-        clock = "" if cpu is None else " of CPU time"
         report.longrepr = (
-            f"{item.nodeid}: its {report.when} took {took:.1f} s{clock}, over the suite's {limit:g} s limit per "
+            f"{item.nodeid}: its {report.when} took {report.duration:.1f} s, over the suite's {limit:g} s limit per "
             'test: make it cheaper, or mark it @pytest.mark.slow(reason="why it must take this long").'
         )
 
@@ -98,5 +63,3 @@ class SlowTierTotal:
 
 def register(config):
     config.pluginmanager.register(SlowTierTotal(), "slow-tier-total")
-    if _cpu_clock():
-        config.pluginmanager.register(CpuClock(), "cpu-clock")
