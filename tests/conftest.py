@@ -114,15 +114,6 @@ def _deterministic_float32():
     keras.config.set_dtype_policy(policy)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _shared_tokenizers(tmp_path_factory, worker_id):
-    """The folder where `subword_files` trains each family's tokenizer once a run, for every worker."""
-    import subword_files
-
-    root = tmp_path_factory.getbasetemp()
-    subword_files.SHARED_FOLDER = str((root if worker_id == "master" else root.parent) / "shared_tokenizers")
-
-
 @pytest.fixture(scope="session")
 def corpus(tmp_path_factory, worker_id):
     """The pretraining tests' small real corpus, vocabulary and records: made once a run (~30 s),

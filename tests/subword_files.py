@@ -54,31 +54,28 @@ def check_sentences():
     return sentences["wikipedia"][-1000:] + sentences["rotten_tomatoes"][:1000] + sentences["wnut"][:500] + EDGE_CASES
 
 
-# The folder the run's workers share (conftest.py sets it): each tokenizer is trained there once
-# a run and copied, instead of trained again by every test that asks (5 to 11 s a family).
-SHARED_FOLDER = None
+# The tokenizer folders the tests use, trained once by tests/fixtures/record_tokenizer_folders.py and
+# copied from there (training took 5 s a SentencePiece family, and the Wikipedia excerpt's sentences
+# another 5 to read, in every worker that asked).
+RECORDED_FOLDERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "tokenizer_folders")
+RECORDED = tuple((family, 1000, 20000) for family in FAMILIES) + (("xlnet", 1000, 3000),)
 
 
 def write_tokenizer_folder(folder, family, vocab_size=1000, sentences=20000):
     """A checkpoint folder's tokenizer files and a config.json naming `family` and the vocab_size,
     trained on the Wikipedia excerpt's first `sentences` (fewer: faster, for a test that needs a
-    tokenizer of the family's layout, not a good one)."""
-    if SHARED_FOLDER is None:
-        return _train_tokenizer_folder(folder, family, vocab_size, sentences)
+    tokenizer of the family's layout, not a good one): the recorded folder where there is one
+    (`RECORDED`), else trained here."""
+    recorded = os.path.join(RECORDED_FOLDERS, f"{family}-{vocab_size}-{sentences}")
+    if not os.path.isdir(recorded):
+        return train_tokenizer_folder(folder, family, vocab_size, sentences)
     import shutil
 
-    from bertlayers.utils.atomic_files import locked
-
-    made = os.path.join(SHARED_FOLDER, f"{family}-{vocab_size}-{sentences}")
-    with locked(SHARED_FOLDER, "train the shared tokenizers in"):
-        if not os.path.exists(made):
-            _train_tokenizer_folder(made + ".partial", family, vocab_size, sentences)
-            os.rename(made + ".partial", made)
-    shutil.copytree(made, folder, dirs_exist_ok=True)
+    shutil.copytree(recorded, folder, dirs_exist_ok=True)
     return folder
 
 
-def _train_tokenizer_folder(folder, family, vocab_size, sentences):
+def train_tokenizer_folder(folder, family, vocab_size, sentences):
     os.makedirs(folder, exist_ok=True)
     training_text = os.path.join(folder, "training.txt")
     with open(training_text, "w", encoding="utf-8") as f:

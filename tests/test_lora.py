@@ -161,6 +161,9 @@ FAMILY_FOLDERS = {
 }
 
 
+# Which projections take adapters is read from the family's layers, the same under any backend; under
+# JAX the disentangled and the gated-feed-forward families run the folded outputs' arithmetic.
+@pytest.mark.other_backend_cases("deberta-v2", "modernbert")
 @pytest.mark.parametrize("family", FAMILY_FOLDERS)
 def test_every_familys_projections_take_adapters_and_fold_to_the_same_outputs(family):
     """DeBERTa's disentangled attention (its relative projections reuse query and key), a gated
