@@ -223,7 +223,32 @@ def write_gemma_tokenizer_json(path, sentences, vocab_size, split_words=True):
     return path
 
 
+# The tokenizer.json files the tests use, recorded as the folders above are (the decoder families'
+# beside their fixtures, which record_decoder_families.py reads): {(kind, vocab_size): path}.
+_FIXTURES = os.path.dirname(RECORDED_FOLDERS)
+RECORDED_JSON = {
+    ("modernbert", 2000): os.path.join(RECORDED_FOLDERS, "modernbert-2000.json"),
+    ("eurobert", 2000): os.path.join(RECORDED_FOLDERS, "eurobert-2000.json"),
+    ("nomic_bert", 1000): os.path.join(RECORDED_FOLDERS, "nomic_bert-1000.json"),
+    ("nomic_bert", 2000): os.path.join(RECORDED_FOLDERS, "nomic_bert-2000.json"),
+    ("qwen3", 2000): os.path.join(_FIXTURES, "decoder_families", "qwen3_tokenizer.json"),
+    ("gemma3", 2000): os.path.join(_FIXTURES, "decoder_families", "gemma_tokenizer.json"),
+}
+
+
 def write_tokenizer_json(path, kind, vocab_size=2000):
+    """A tokenizer.json of `kind` (`train_tokenizer_json`): the recorded file where there is one
+    (`RECORDED_JSON`), else trained here."""
+    recorded = RECORDED_JSON.get((kind, vocab_size))
+    if recorded is None or not os.path.exists(recorded):
+        return train_tokenizer_json(path, kind, vocab_size)
+    import shutil
+
+    shutil.copy(recorded, path)
+    return path
+
+
+def train_tokenizer_json(path, kind, vocab_size=2000):
     """A tokenizer.json of `kind`, trained by the tokenizers library on the Wikipedia excerpt:
     "modernbert": NFC + byte-level BPE (GPT-2's regex), [CLS] A [SEP] B [SEP], an lstrip [MASK] and
       a non-special added token; "eurobert": Llama-3's regex split + byte-level BPE with

@@ -86,12 +86,6 @@ SERVED = {
     "qwen3": ("../decoder_families/qwen3", "qwen3", 2000),
     "gemma3_text": ("../decoder_families/gemma3", "gemma3", 2000),
 }
-# The decoder families' tokenizer.json files recorded beside their fixtures (`write_tokenizer_json`
-# of that kind at 2,000 pieces), copied instead of trained again (Qwen3's took 8.7 s).
-RECORDED_TOKENIZERS = {
-    "qwen3": os.path.join(FIXTURES, "decoder_families", "qwen3_tokenizer.json"),
-    "gemma3": os.path.join(FIXTURES, "decoder_families", "gemma_tokenizer.json"),
-}
 
 
 def serve_text_and_ids(text_path, ids_path, texts, packed, tmp_path):
@@ -114,10 +108,7 @@ def modern_folder(name, folder):
 
     fixture, kind, size = SERVED[name]
     shutil.copytree(_folder(fixture), folder)
-    if kind in RECORDED_TOKENIZERS:
-        shutil.copy(RECORDED_TOKENIZERS[kind], os.path.join(folder, "tokenizer.json"))
-    else:
-        write_tokenizer_json(os.path.join(folder, "tokenizer.json"), kind, vocab_size=size)
+    write_tokenizer_json(os.path.join(folder, "tokenizer.json"), kind, vocab_size=size)
     return folder
 
 
