@@ -123,11 +123,19 @@ def test_bad_settings_are_refused(corpus, tmp_path):
         run_pretraining(config(corpus, tmp_path))
 
 
+@pytest.fixture(scope="module")
+def one_device_history(corpus, tmp_path_factory):
+    """The history of a TensorFlow run on one device, 24 steps in 6 epochs: what the strategies'
+    runs are compared with."""
+    output = tmp_path_factory.mktemp("one_device")
+    run_pretrain(common_args(corpus, output, 24, 4))
+    return history(output)
+
+
 @pytest.mark.slow(reason="a TensorFlow child with the CPU split in two devices, and a one-device run")
-def test_mirrored_strategy_on_two_cpus_matches_one_device(corpus, tmp_path):
-    run_pretrain(common_args(corpus, tmp_path / "one", 24, 4))
+def test_mirrored_strategy_on_two_cpus_matches_one_device(corpus, tmp_path, one_device_history):
     run_pretrain(common_args(corpus, tmp_path / "two", 24, 4, "--strategy", "mirrored", "--num_cpu_devices", "2"))
-    one, two = history(tmp_path / "one"), history(tmp_path / "two")
+    one, two = one_device_history, history(tmp_path / "two")
     assert len(one) == len(two) == 6
     for a, b in zip(one, two):
         for key in ("loss", "mlm_loss", "nsp_loss"):
@@ -135,10 +143,10 @@ def test_mirrored_strategy_on_two_cpus_matches_one_device(corpus, tmp_path):
 
 
 @pytest.mark.slow(reason="two TensorFlow worker children train together; a one-process run beside them")
-def test_two_process_multi_worker_training_agrees(corpus, tmp_path):
+def test_two_process_multi_worker_training_agrees(corpus, tmp_path, one_device_history):
     ports = free_ports(2)
     cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
-    args = common_args(corpus, tmp_path / "mw", 12, 4, "--strategy", "multi_worker")
+    args = common_args(corpus, tmp_path / "mw", 24, 4, "--strategy", "multi_worker")
     run_together(
         pretrain_command(args),
         [
@@ -147,11 +155,10 @@ def test_two_process_multi_worker_training_agrees(corpus, tmp_path):
         ],
     )
     chief, other = history(tmp_path / "mw"), history(tmp_path / "mw", "history-worker1.json")
-    assert len(chief) == len(other) == 3
+    assert len(chief) == len(other) == 6
     for a, b in zip(chief, other):
         assert abs(a["loss"] - b["loss"]) <= 1e-6
-    run_pretrain(common_args(corpus, tmp_path / "one", 12, 4))
-    for a, b in zip(history(tmp_path / "one"), chief):
+    for a, b in zip(one_device_history, chief, strict=True):
         assert abs(a["loss"] - b["loss"]) <= 1e-4, (a["loss"], b["loss"])
 
 
