@@ -21,12 +21,15 @@ rng = np.random.default_rng(0)
 
 
 def save_tf1_checkpoint(tensors, prefix):
-    """Write `tensors` {name: array} as a TF1 checkpoint (graph-mode Saver, as BERT's code did)."""
+    """Write `tensors` {name: array} as a TF1 checkpoint (graph-mode Saver, as BERT's code did).
+    The values are fed, not held in the graph as constants: the .meta file the Saver writes holds
+    the graph, and a graph holding MiniLM's weights took 7 s a checkpoint to build and write."""
     with tf.Graph().as_default():
-        variables = {name: tf.compat.v1.Variable(value, name=name) for name, value in tensors.items()}
+        fed = {name: tf.compat.v1.placeholder(value.dtype, value.shape) for name, value in tensors.items()}
+        variables = {name: tf.compat.v1.Variable(fed[name], name=name) for name in tensors}
         saver = tf.compat.v1.train.Saver(var_list=variables)
         with tf.compat.v1.Session() as session:
-            session.run(tf.compat.v1.global_variables_initializer())
+            session.run(tf.compat.v1.global_variables_initializer(), {fed[k]: v for k, v in tensors.items()})
             saver.save(session, prefix)
 
 
