@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bertlayers.families.bert import BertEncoder
-from bertlayers.runs.probing import fit_probe, probe_layers, word_states
+from bertlayers.runs.probing import fit_probe, fit_probes, probe_layers, word_states
 
 TINY = dict(vocabulary_size=1000, num_layers=2, hidden_size=16, num_heads=2, intermediate_size=32, dropout=0.0)
 
@@ -41,6 +41,13 @@ def test_the_probe_is_the_hand_fitted_logistic_regression():
     np.testing.assert_array_equal(ours.argmax(1), theirs.argmax(1))
     accuracy = lambda logits: np.mean((x @ w + b if logits is None else logits).argmax(1) == y)  # noqa: E731
     assert accuracy(np.asarray(probe.predict(x, verbose=0))) == accuracy(None)
+    # Trained beside another (as probe_layers trains every hidden state's), a probe is the one trained
+    # alone, step for step (minibatches: the same batches; 30 epochs of 2 steps).
+    other = rng.normal(0, 1, x.shape).astype("float32")
+    alone = fit_probe(x, y, 3, l2=0.01, epochs=30, batch_size=64)
+    probes = fit_probes([other, x], y, 3, l2=0.01, epochs=30, batch_size=64)
+    together = np.asarray(probes.predict(np.stack([grid, grid], axis=1), verbose=0))[:, 1]
+    np.testing.assert_allclose(together, np.asarray(alone.predict(grid, verbose=0)), atol=1e-5)
 
 
 def test_bad_probe_inputs_are_named():

@@ -23,7 +23,15 @@ from bertlayers.models.predictor import compiled_predictor
 from bertlayers.task_data.ner import encode_sentences, word_tags
 from bertlayers.utils.validation import NON_NEGATIVE_FLOAT, POSITIVE_FLOAT, POSITIVE_INT
 
-__all__ = ["bilm_word_states", "fit_probe", "probe_bilm_layers", "probe_layers", "probe_word_states", "word_states"]
+__all__ = [
+    "bilm_word_states",
+    "fit_probe",
+    "fit_probes",
+    "probe_bilm_layers",
+    "probe_layers",
+    "probe_word_states",
+    "word_states",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -44,38 +52,63 @@ def word_states(encoder, inputs, word_starts, batch_size=64):
 
 
 def fit_probe(features, labels, num_classes, l2=1e-4, epochs=20, batch_size=256, learning_rate=1e-2, seed=0):
-    """A logistic regression `[words, H] -> [words, num_classes]` logits (a `keras.Sequential` of
-    one `Dense`), trained with Adam on mean cross-entropy + `l2` · ‖W‖² (the bias unpenalized).
-    `batch_size` None: the whole set at every step (full-batch descent)."""
+    """A logistic regression `[words, H] -> [words, num_classes]` logits, trained with Adam on mean
+    cross-entropy + `l2` · ‖W‖² (the bias unpenalized). `batch_size` None: the whole set at every
+    step (full-batch descent)."""
+    features = np.asarray(features, "float32")
+    probes = fit_probes([features], labels, num_classes, l2, epochs, batch_size, learning_rate, seed)
+    return keras.Sequential([keras.Input(features.shape[1:]), keras.layers.Reshape((1, -1)), probes.layers[-1],
+                             keras.layers.Reshape((num_classes,))])  # fmt: skip
+
+
+def fit_probes(states, labels, num_classes, l2=1e-4, epochs=20, batch_size=256, learning_rate=1e-2, seed=0):
+    """`fit_probe` for each of `states` (arrays `[words, H]` of one width, the same words), trained
+    together: one model `[words, P, H] -> [words, P, num_classes]` whose loss is the sum of the P
+    probes' losses. A probe's gradient is its own loss's and Adam steps each weight on its own, so
+    each probe trains as it would alone (the same initial weights, the same batches), in one traced
+    step instead of P (a probe's fit is mostly Keras's tracing and set-up at a probe's size)."""
     l2 = NON_NEGATIVE_FLOAT.check("l2", l2)
     epochs = POSITIVE_INT.check("epochs", epochs)
     learning_rate = POSITIVE_FLOAT.check("learning_rate", learning_rate)
     batch_size = None if batch_size is None else POSITIVE_INT.check("batch_size", batch_size)
-    features, labels = np.asarray(features, "float32"), np.asarray(labels, "int32")
-    if features.ndim != 2 or labels.shape != features.shape[:1]:
+    states, labels = [np.asarray(x, "float32") for x in states], np.asarray(labels, "int32")
+    if any(x.ndim != 2 or x.shape != states[0].shape for x in states) or labels.shape != states[0].shape[:1]:
         raise ValueError(
-            f"fit_probe takes features [words, H] and labels [words], got {features.shape} and {labels.shape}."
+            f"fit_probe takes features [words, H] and labels [words], got {[x.shape for x in states]} and "
+            f"{labels.shape}."
         )
     if len(labels) and (labels.min() < 0 or labels.max() >= num_classes):
         raise ValueError(f"fit_probe: labels must lie in [0, {num_classes}), got {labels.min()}..{labels.max()}.")
+    count, width = len(states), states[0].shape[1]
     keras.utils.set_random_seed(seed)
-    probe = keras.Sequential(
+    glorot = keras.initializers.GlorotUniform()  # a Dense's own initializer: each probe starts as one alone
+    probes = keras.Sequential(
         [
-            keras.Input((features.shape[1],)),
-            keras.layers.Dense(num_classes, kernel_regularizer=keras.regularizers.L2(l2) if l2 else None),
+            keras.Input((count, width)),
+            keras.layers.EinsumDense(
+                "wph,phc->wpc",
+                output_shape=(count, num_classes),
+                bias_axes="pc",
+                kernel_initializer=lambda shape, dtype=None: keras.ops.tile(
+                    glorot(shape[1:], dtype)[None], [count, 1, 1]
+                ),
+                kernel_regularizer=keras.regularizers.L2(l2) if l2 else None,
+            ),
         ]
     )
-    probe.compile(
-        optimizer=keras.optimizers.Adam(learning_rate),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-    )
+
+    def summed_cross_entropy(y, logits):  # [words, P] -> [words]: each probe's mean, summed over probes
+        return keras.ops.sum(keras.losses.sparse_categorical_crossentropy(y, logits, from_logits=True), axis=-1)
+
+    probes.compile(optimizer=keras.optimizers.Adam(learning_rate), loss=summed_cross_entropy)
+    x, y = np.stack(states, axis=1), np.repeat(labels[:, None], count, axis=1)
     if batch_size is None:
         # Full-batch descent: every epoch is one step on the same batch, so the epochs run as the
         # steps of one: Keras's set-up of an epoch costs ~20x the step itself at a probe's size.
-        probe.fit(_the_whole_set(features, labels), steps_per_epoch=epochs, epochs=1, shuffle=False, verbose=0)
+        probes.fit(_the_whole_set(x, y), steps_per_epoch=epochs, epochs=1, shuffle=False, verbose=0)
     else:
-        probe.fit(features, labels, batch_size=batch_size, epochs=epochs, shuffle=True, verbose=0)
-    return probe
+        probes.fit(x, y, batch_size=batch_size, epochs=epochs, shuffle=True, verbose=0)
+    return probes
 
 
 def _the_whole_set(features, labels):
@@ -155,15 +188,17 @@ def probe_word_states(
     the evaluation sentences' predicted tags (for entity F1 against `gold`, their tags)."""
     majority = np.bincount(train_labels, minlength=len(tags)).argmax()
     entity = eval_labels != tags.index("O") if "O" in tags else np.ones(len(eval_labels), bool)
+    by_layer = [{"accuracy": [], "entity_word_accuracy": [], "entity_f1": []} for _ in train_states]
+    held_out = np.stack([np.asarray(x, "float32") for x in eval_states], axis=1)  # [words, L + 1, H]
+    for seed in seeds:  # every hidden state's probe at once (`fit_probes`)
+        probes = fit_probes(train_states, train_labels, len(tags), l2, epochs, batch_size, learning_rate, seed)
+        predictions = np.asarray(probes.predict(held_out, batch_size=1024, verbose=0)).argmax(-1)  # [words, L + 1]
+        for layer, predicted in enumerate(predictions.T):
+            by_layer[layer]["accuracy"].append(float(np.mean(predicted == eval_labels)))
+            by_layer[layer]["entity_word_accuracy"].append(float(np.mean(predicted[entity] == eval_labels[entity])))
+            by_layer[layer]["entity_f1"].append(entity_scores(gold, sentence_tags(predicted))["f1"])
     results = []
-    for layer, (features, held_out) in enumerate(zip(train_states, eval_states)):
-        runs = {"accuracy": [], "entity_word_accuracy": [], "entity_f1": []}
-        for seed in seeds:
-            probe = fit_probe(features, train_labels, len(tags), l2, epochs, batch_size, learning_rate, seed)
-            predicted = np.asarray(probe.predict(held_out, batch_size=1024, verbose=0)).argmax(-1)
-            runs["accuracy"].append(float(np.mean(predicted == eval_labels)))
-            runs["entity_word_accuracy"].append(float(np.mean(predicted[entity] == eval_labels[entity])))
-            runs["entity_f1"].append(entity_scores(gold, sentence_tags(predicted))["f1"])
+    for layer, runs in enumerate(by_layer):
         result = {"layer": layer, "baseline_accuracy": float(np.mean(eval_labels == majority))}
         for name, values in runs.items():
             result[name] = {"mean": float(np.mean(values)), "min": min(values), "max": max(values), "runs": values}
