@@ -185,8 +185,9 @@ def test_squad_text_model_decodes_answers_in_the_graph(exported, tmp_path):
 
 def test_saved_model_cli_shows_and_runs(exported, tmp_path):
     _, _, paths = exported
-    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
-    shown = run([cli, "show", "--dir", paths["encoder"], "--all"], timeout=120).stdout
+    # TensorFlow's console script, run by this Python (so forked from the zygote, TensorFlow loaded).
+    cli = [sys.executable, os.path.join(os.path.dirname(sys.executable), "saved_model_cli")]
+    shown = run([*cli, "show", "--dir", paths["encoder"], "--all"], timeout=120).stdout
     for name in ("token_ids", "segment_ids", "padding_mask"):
         assert (
             f"inputs['{name}'] tensor_info:\n        dtype: DT_INT32\n        shape: (-1, -1)" in shown
@@ -198,7 +199,7 @@ def test_saved_model_cli_shows_and_runs(exported, tmp_path):
     given = ";".join(f"{n}={tmp_path / (n + '.npy')}" for n in ("token_ids", "segment_ids", "padding_mask"))
     ran = run(
         [
-            cli,
+            *cli,
             "run",
             "--dir",
             paths["encoder"],

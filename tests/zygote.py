@@ -9,10 +9,11 @@ distribution from its environment as a fresh Python does, and it is still a proc
 killed, waited for and read as one. The zygote forks twice and the worker is a child subreaper
 (prctl), so the child is re-parented to the worker, which waits for it as for a child of its own.
 
-Taken only where a child would start the same way: an example script or `python -c` code, in an
-environment equal to the zygote's in what Python, TensorFlow, Keras and JAX read as they load
-(`STARTUP_VARIABLES`). Other children (other interpreter options, a poisoned path, TensorFlow kept
-out: `fresh=True`) start a fresh Python as before. Linux only; elsewhere every child is fresh.
+Taken only where a child would start the same way: an example script, a console script of the
+environment or `python -c` code, in an environment equal to the zygote's in what Python,
+TensorFlow, Keras and JAX read as they load (`STARTUP_PREFIXES`). Other children (other
+interpreter options, a poisoned path, TensorFlow kept out: `fresh=True`) start a fresh Python as
+before. Linux only; elsewhere every child is fresh.
 """
 
 import atexit
@@ -83,7 +84,7 @@ def spawn(command, env, output):
     """`command` (`[sys.executable, script or "-c", ...]`) started as a fork of the zygote for
     `env`: a `Child`; None where it has to start fresh. `output`: stdout and stderr piped (text),
     else discarded."""
-    if len(command) < 2 or command[0] != sys.executable or not (command[1] == "-c" or command[1].endswith(".py")):
+    if len(command) < 2 or command[0] != sys.executable or not (command[1] == "-c" or _script(command[1])):
         return None
     zygote = _zygote(env)
     if zygote is None:
@@ -106,6 +107,12 @@ def spawn(command, env, output):
     assert len(reply) == 2 and reply[1] == "reaped", f"the zygote did not start {command[:3]}: {reply}"
     readers = [os.fdopen(r, "r", encoding="utf-8", errors="replace") for r, _ in pipes] if output else [None, None]
     return Child(int(reply[0]), command, *readers)
+
+
+def _script(path):
+    """Whether `path` is a Python script a fork runs as `python path` would: an example script, or a
+    console script of this Python's environment (TensorFlow's `saved_model_cli`)."""
+    return path.endswith(".py") or os.path.dirname(os.path.abspath(path)) == os.path.dirname(sys.executable)
 
 
 class Child:
