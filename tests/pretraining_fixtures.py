@@ -192,7 +192,7 @@ def minilm_shaped_folder(folder):
     return save_huggingface(encoder, folder)
 
 
-def tiny_family_run(corpus, tmp_path_factory, recipe, steps=120):
+def tiny_family_run(corpus, tmp_path_factory, recipe, steps=60):
     """(corpus, output folder, summary) of a tiny `recipe` run on the Wikipedia articles
     (`corpus`: the session's `make_corpus`)."""
     from bertlayers.runs.pretraining import PretrainingConfig, run_pretraining

@@ -78,15 +78,15 @@ def check_bert_run_learned_and_saved(output_dir, corpus, steps, every):
     assert {"epoch_mlm_loss", "epoch_nsp_accuracy", "epoch_learning_rate"} <= tags, tags
 
 
-@pytest.mark.slow(reason="pretrains each recipe 80 steps until its loss falls")
+@pytest.mark.slow(reason="pretrains each recipe 40 steps until its loss falls")
 @pytest.mark.parametrize("recipe, loss", [("albert", "mlm_loss"), ("roberta", "mlm_loss"), ("ltr", "lm_loss")])
 def test_other_recipes_learn(corpus, tmp_path, recipe, loss):
     # ALBERT trains its own vocabulary from the corpus; the others use the shared one.
     vocabulary = {"vocabulary": None, "vocabulary_size": 800} if recipe == "albert" else {}
     summary = run_pretraining(
-        config(corpus, tmp_path, recipe=recipe, num_train_steps=80, checkpoint_every=40, **vocabulary)
+        config(corpus, tmp_path, recipe=recipe, num_train_steps=40, checkpoint_every=20, **vocabulary)
     )
-    assert summary["steps"] == 80
+    assert summary["steps"] == 40
     assert summary["last_epoch_" + loss] < summary["initial_" + loss] - 0.5, summary
     encoder = keras.saving.load_model(str(tmp_path / "encoder.keras"), safe_mode=True)
     assert isinstance(encoder, AlbertEncoder if recipe == "albert" else BertEncoder)
