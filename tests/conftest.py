@@ -16,7 +16,10 @@ import gc  # noqa: E402
 
 import keras  # noqa: E402
 import pytest  # noqa: E402
+from lighter_grappler import leave_out_gpu_passes  # noqa: E402
 from time_limit import pytest_runtest_makereport, register  # noqa: E402, F401  (the per-test time limit)
+
+leave_out_gpu_passes()  # Grappler's passes that change nothing in CPU graphs (tests/lighter_grappler.py)
 
 # Fixtures that run a training job or export models (tens of seconds once per module or session):
 # a test that uses one is in the slow tier, besides the tests marked `slow` one by one.

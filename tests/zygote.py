@@ -187,6 +187,9 @@ def _serve(address):
     """The zygote: TensorFlow loaded, then a fork of this process for each request."""
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # gone with its test worker
     import tensorflow  # noqa: F401  (with Keras and JAX, as TensorFlow loads them)
+    from lighter_grappler import leave_out_gpu_passes
+
+    leave_out_gpu_passes()  # as in the test workers (a Python setting: no TensorFlow runtime yet)
 
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(address)
